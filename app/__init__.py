@@ -1,0 +1,1 @@
+"""vaultwatch dashboard (Textual). Reads git and the journal; human-side writes only."""

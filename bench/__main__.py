@@ -1,0 +1,175 @@
+"""`uv run python -m bench`: read-side figures on generated vaults. Prints, never asserts.
+
+uv run python -m bench                 # 2,000 and 10,000 notes
+uv run python -m bench --sizes 2000    # one size
+uv run python -m bench --json          # one JSON line per size as well
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from server.gitrepo import ensure_repo
+from server.query import Filters, select, sort_entries, summarize
+from server.tools import build_server
+from server.vault import Vault
+
+from .generate import generate
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+GEN_VERSION = "1"
+
+
+def vault_for(n: int, seed: int = 7) -> Path:
+    root = CACHE / f"vault-{n}-{seed}"
+    marker = root / ".git" / "bench-version"
+    if not (marker.exists() and marker.read_text() == GEN_VERSION):
+        t0 = time.perf_counter()
+        generate(root, n, seed)
+        ensure_repo(root)
+        marker.write_text(GEN_VERSION)
+        print(f"  generated {n} notes in {time.perf_counter() - t0:.1f} s")
+    return root
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def ms(x: float) -> str:
+    return f"{x * 1000:.1f} ms"
+
+
+def timeit(fn: Callable[[], Any], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+async def atimeit(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+LIST_QUERIES: list[dict[str, Any]] = [
+    {"type": "application", "where": {"status": "waiting"}},
+    {"type": "session", "date_from": "2026-10-01", "sort": "-date"},
+    {"tags_any": ["crdt", "同步"], "limit": 50},
+    {"type": "session", "group_by": "tag"},
+    {"where": {"score": {"ge": 4}}, "fields": ["score"]},
+]
+
+
+async def run_size(n: int, iters: int) -> dict[str, Any]:
+    root = vault_for(n)
+    print(f"\n{n} notes ({root})")
+    res: dict[str, Any] = {"docs": n}
+
+    cold = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        v = Vault(root)
+        v.entries()
+        cold.append(time.perf_counter() - t0)
+    res["cold_scan_s"] = statistics.median(cold)
+    print(f"  cold scan (parse every note)      {ms(res['cold_scan_s'])}")
+
+    vault = Vault(root)
+    vault.entries()
+    cfg = vault.config
+
+    def core_list() -> None:
+        for q in LIST_QUERIES[:3]:
+            f = Filters(**{k: v for k, v in q.items() if k not in ("sort", "limit")})
+            found = sort_entries(select(list(vault.entries().values()), f, cfg), q.get("sort"))
+            [summarize(e, None) for e in found[:20]]
+
+    t = [x / 3 for x in timeit(core_list, iters)]
+    res["list_docs_core_p50_ms"], res["list_docs_core_p95_ms"] = (
+        pct(t, 0.5) * 1e3,
+        pct(t, 0.95) * 1e3,
+    )
+    print(f"  warm list_docs, vault layer       p50 {ms(pct(t, 0.5))}  p95 {ms(pct(t, 0.95))}")
+
+    max_chars = 0
+    async with Client(build_server(vault)) as c:
+
+        async def call(tool: str, args: dict[str, Any]) -> None:
+            nonlocal max_chars
+            r = await c.call_tool(tool, args)
+            assert not r.is_error, r.content
+            max_chars = max(max_chars, len(r.content[0].text))  # type: ignore[union-attr]
+
+        samples: list[float] = []
+        for q in LIST_QUERIES:
+            samples += await atimeit(lambda q=q: call("list_docs", q), iters)  # type: ignore[misc]
+        res["list_docs_p50_ms"], res["list_docs_p95_ms"] = (
+            pct(samples, 0.5) * 1e3,
+            pct(samples, 0.95) * 1e3,
+        )
+        print(
+            f"  warm list_docs, MCP tool call     p50 {ms(pct(samples, 0.5))}  p95 {ms(pct(samples, 0.95))}"
+        )
+        for name, tool, args in [
+            ("list_tags", "list_tags", {"days": 30}),
+            ("get_context", "get_context", {}),
+            (
+                "read_doc_1mb_section",
+                "read_doc",
+                {"path": "study/huge-log.md", "section": "Log 40"},
+            ),
+            ("read_doc_1mb_tail", "read_doc", {"path": "study/huge-log.md", "tail": 20}),
+        ]:
+            t = await atimeit(lambda tool=tool, args=args: call(tool, args), max(5, iters // 2))  # type: ignore[misc]
+            res[f"{name}_p50_ms"] = pct(t, 0.5) * 1e3
+            print(f"  {name:<33} p50 {ms(pct(t, 0.5))}  p95 {ms(pct(t, 0.95))}")
+    res["max_result_chars"] = max_chars
+    res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"  largest result                    {max_chars} chars (budget {cfg.limits.result_chars})"
+    )
+    print(f"  peak RSS of this process          {res['peak_rss_mb']:.0f} MB")
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench")
+    ap.add_argument("--sizes", default="2000,10000")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    results = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        results.append(anyio.run(run_size, n, args.iters))
+    if args.json:
+        for r in results:
+            print(
+                json.dumps(
+                    {
+                        "bench": "read",
+                        **{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()},
+                    }
+                )
+            )
+
+
+if __name__ == "__main__":
+    main()

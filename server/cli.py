@@ -1,0 +1,199 @@
+"""`vaultwatch-server`: serve one vault over stdio (default) or streamable HTTP with a token."""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .gitrepo import ensure_repo, state_dir
+from .vault import Vault, VaultError
+
+log = logging.getLogger("vaultwatch")
+EXAMPLE_VAULT = Path(__file__).resolve().parent.parent / "example_vault"
+
+
+def read_or_create_token(path: Path) -> str:
+    """The bearer token, created with mode 0600 on first use. Safe when two servers race."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        token = path.read_text(encoding="utf-8").strip()
+        if token:
+            return token
+        raise SystemExit(
+            f"vaultwatch-server: token file {path} is empty; delete it to make a new one"
+        ) from None
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token + "\n")
+    return token
+
+
+def bearer_guard(app: Any, token: str) -> Any:
+    """ASGI wrapper: every HTTP request needs `Authorization: Bearer <token>`, else 401."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            got = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(got, expected):
+                body = b'{"error":"invalid_token","error_description":"send Authorization: Bearer <token> (the token is in .git/vaultwatch/token)"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer error="invalid_token"'),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    try:
+        return host.strip("[]") or "127.0.0.1", int(port)
+    except ValueError:
+        raise SystemExit(
+            f"vaultwatch-server: --http takes HOST:PORT, e.g. 127.0.0.1:8765 (got {text!r})"
+        ) from None
+
+
+def make_demo_vault() -> Path:
+    if not EXAMPLE_VAULT.is_dir():
+        raise SystemExit(
+            "vaultwatch-server: --demo needs example_vault/ from the vaultwatch source tree"
+        )
+    dest = Path(tempfile.mkdtemp(prefix="vaultwatch-demo-")) / "vault"
+    shutil.copytree(EXAMPLE_VAULT, dest)
+    return dest
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="vaultwatch-server",
+        description="MCP server over a markdown vault kept in git. stdio by default.",
+    )
+    ap.add_argument("--vault", default=".", help="vault folder (default: current folder)")
+    ap.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP (port 0: any free)")
+    ap.add_argument("--token-file", help="bearer token file (default .git/vaultwatch/token)")
+    ap.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --http bind")
+    ap.add_argument("--read-only", action="store_true", help="leave the write tools out")
+    ap.add_argument("--demo", action="store_true", help="serve a fresh copy of example_vault")
+    ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="vaultwatch-server: %(message)s"
+    )
+    root = make_demo_vault() if args.demo else Path(args.vault).expanduser().absolute()
+    if not root.is_dir():
+        raise SystemExit(f"vaultwatch-server: vault folder {root} does not exist")
+    bind = parse_bind(args.http) if args.http else None
+    if bind and not is_loopback(bind[0]) and not args.allow_remote:
+        raise SystemExit(
+            f"vaultwatch-server: refusing to listen on {bind[0]}: that is reachable from other "
+            "machines. Use 127.0.0.1, or add --allow-remote if you mean it."
+        )
+    ensure_repo(root)
+    try:
+        vault = Vault(root)
+    except VaultError as exc:
+        raise SystemExit(f"vaultwatch-server: {exc.message}") from None
+    for problem in vault.config_errors:
+        log.warning("config not applied: %s", problem)
+
+    from .tools import build_server  # imported late: the SDK is the slow part of start-up
+
+    mcp = build_server(vault, read_only=args.read_only)
+    transport = "http" if bind else "stdio"
+    vault.journal.append(
+        "server_started",
+        transport=transport,
+        read_only=args.read_only,
+        version=__version__,
+        vault=str(root),
+        config_errors=[str(p) for p in vault.config_errors],
+    )
+    # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    reason = "exit"
+    try:
+        if bind is None:
+            mcp.run()
+        else:
+            serve_http(mcp, root, bind, args.token_file)
+    except KeyboardInterrupt:
+        reason = "signal"
+    finally:
+        vault.journal.append("server_stopped", transport=transport, reason=reason)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
+    import uvicorn
+
+    token = read_or_create_token(Path(token_file) if token_file else state_dir(root) / "token")
+    host, port = bind
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    port = sock.getsockname()[1]
+    app = bearer_guard(mcp.streamable_http_app(host=host), token)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/mcp"
+    token_path = Path(token_file) if token_file else state_dir(root) / "token"
+    # The token itself is never printed: the snippet reads it from its file when pasted.
+    print(
+        f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
+        "vaultwatch-server: connect Claude Code with:\n"
+        f'  claude mcp add --transport http vaultwatch {url} --header "Authorization: Bearer '
+        f'$(cat {shlex.quote(str(token_path))})"',
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,490 @@
+"""vault.config.yaml -> a typed, immutable Config; a store that re-reads it when the file changes.
+
+A config error names the file, the line and what is wrong. The store keeps serving the last good
+config until the file is fixed, so a typo made while the assistant is working never takes the
+server down.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
+CONTEXT_KINDS = ("rules", "latest", "where", "recent", "tags")
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+class ConfigError(Exception):
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Author:
+    name: str = "Claude"
+    email: str = "claude@vaultwatch.local"
+
+
+@dataclass(frozen=True)
+class DocType:
+    name: str
+    folder: str
+    filename: str | None = None
+    required: tuple[str, ...] = ()
+    dates: tuple[str, ...] = ()
+    values: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class TagsConfig:
+    vocabulary: str | None = None
+    unknown: str = "create"  # "reject" | "create"
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    kind: str  # one of CONTEXT_KINDS
+    title: str
+    type: str | None = None
+    count: int = 3
+    where: dict[str, Any] = field(default_factory=dict)
+    fields: tuple[str, ...] = ()
+    days: int = 30
+
+
+@dataclass(frozen=True)
+class Limits:
+    result_chars: int = 40_000
+    batch_ops: int = 200
+
+
+DEFAULT_CONTEXT = (
+    ContextItem(kind="rules", title="Rules"),
+    ContextItem(kind="recent", title="Recently changed", count=10),
+    ContextItem(kind="tags", title="Top tags", days=30, count=15),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    ai_author: Author = Author()
+    rules: str = "CLAUDE.md"
+    tags: TagsConfig = TagsConfig()
+    private: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()
+    types: dict[str, DocType] = field(default_factory=dict)
+    context: tuple[ContextItem, ...] = DEFAULT_CONTEXT
+    limits: Limits = Limits()
+    extensions: tuple[str, ...] = (".md",)
+    http_port: int | None = None
+    vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
+    source: str | None = None
+    loaded_at: str = ""
+
+    def protected_paths(self) -> tuple[str, ...]:
+        """Files only the owner may write: rules, config, vocabulary, plus any configured."""
+        own = [self.rules, self.source or CONFIG_NAMES[0]]
+        if self.tags.vocabulary:
+            own.append(self.tags.vocabulary)
+        return tuple(dict.fromkeys([*own, *self.protected]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing with line numbers
+
+
+class _Located:
+    """Maps a key path such as ('types', 'session', 'folder') to its line in the YAML source."""
+
+    def __init__(self, node: yaml.Node | None) -> None:
+        self.node = node
+
+    def line(self, *path: str | int) -> int | None:
+        node = self.node
+        best = node.start_mark.line + 1 if node is not None else None
+        for key in path:
+            if isinstance(node, yaml.MappingNode):
+                nxt = None
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == key:
+                        best, nxt = k.start_mark.line + 1, v
+                        break
+                node = nxt
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+                node = node.value[key] if key < len(node.value) else None
+                if node is not None:
+                    best = node.start_mark.line + 1
+            else:
+                node = None
+            if node is None:
+                break
+        return best
+
+
+class _Parser:
+    def __init__(self, file: str, located: _Located) -> None:
+        self.file = file
+        self.loc = located
+        self.problems: list[ConfigProblem] = []
+
+    def fail(self, message: str, *path: str | int) -> None:
+        self.problems.append(ConfigProblem(self.file, self.loc.line(*path), message))
+
+    def str_list(self, value: Any, *path: str | int) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+            return tuple(str(v) for v in value)
+        self.fail(f"{'.'.join(map(str, path))} must be a list of names", *path)
+        return ()
+
+    def mapping(self, value: Any, *path: str | int) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return value
+        self.fail(f"{'.'.join(map(str, path))} must be a mapping (key: value lines)", *path)
+        return {}
+
+    def positive_int(self, value: Any, default: int, *path: str | int) -> int:
+        if value is None:
+            return default
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        self.fail(f"{'.'.join(map(str, path))} must be a whole number above 0", *path)
+        return default
+
+
+def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    known = {
+        "ai_author",
+        "rules",
+        "tags",
+        "private",
+        "protected",
+        "types",
+        "context",
+        "limits",
+        "extensions",
+        "http",
+    }
+    for key in data:
+        if key not in known:
+            p.fail(f"unknown key {key!r}; known keys: {', '.join(sorted(known))}", key)
+    out: dict[str, Any] = {}
+
+    author = p.mapping(data.get("ai_author"), "ai_author")
+    if author:
+        name, email = author.get("name"), author.get("email")
+        if not isinstance(name, str) or not isinstance(email, str) or "@" not in email:
+            p.fail("ai_author needs name and email, e.g. {name: Claude, email: a@b}", "ai_author")
+        else:
+            out["ai_author"] = Author(name=name, email=email)
+
+    if "rules" in data:
+        if isinstance(data["rules"], str) and data["rules"].strip():
+            out["rules"] = data["rules"].strip()
+        else:
+            p.fail("rules must be the path of the rules file, e.g. CLAUDE.md", "rules")
+
+    tags = p.mapping(data.get("tags"), "tags")
+    if tags:
+        vocab = tags.get("vocabulary")
+        unknown = tags.get("unknown", "create")
+        if vocab is not None and not isinstance(vocab, str):
+            p.fail("tags.vocabulary must be a file path such as tags.yaml", "tags", "vocabulary")
+            vocab = None
+        if unknown not in ("reject", "create"):
+            p.fail("tags.unknown must be 'reject' or 'create'", "tags", "unknown")
+            unknown = "create"
+        out["tags"] = TagsConfig(vocabulary=vocab, unknown=unknown)
+
+    out["private"] = p.str_list(data.get("private"), "private")
+    out["protected"] = p.str_list(data.get("protected"), "protected")
+
+    exts = p.str_list(data.get("extensions"), "extensions")
+    if exts:
+        out["extensions"] = tuple(e if e.startswith(".") else "." + e for e in exts)
+
+    types: dict[str, DocType] = {}
+    for name, spec in p.mapping(data.get("types"), "types").items():
+        spec = p.mapping(spec, "types", name)
+        folder = spec.get("folder")
+        if not isinstance(folder, str) or not folder.strip("/"):
+            p.fail(f"types.{name}.folder is required (the folder its notes live in)", "types", name)
+            continue
+        filename = spec.get("filename")
+        if filename is not None and (not isinstance(filename, str) or "/" in filename):
+            p.fail(
+                f"types.{name}.filename must be a pattern like '{{date}}-{{slug}}.md'",
+                "types",
+                name,
+                "filename",
+            )
+            filename = None
+        values: dict[str, tuple[Any, ...]] = {}
+        for fname, allowed in p.mapping(spec.get("values"), "types", name, "values").items():
+            if not isinstance(allowed, list) or not allowed:
+                p.fail(
+                    f"types.{name}.values.{fname} must be a list of allowed values",
+                    "types",
+                    name,
+                    "values",
+                    fname,
+                )
+                continue
+            values[str(fname)] = tuple(allowed)
+        types[str(name)] = DocType(
+            name=str(name),
+            folder=unicodedata.normalize("NFC", folder.strip("/")),
+            filename=filename,
+            required=p.str_list(spec.get("required"), "types", name, "required"),
+            dates=p.str_list(spec.get("dates"), "types", name, "dates"),
+            values=values,
+            description=spec.get("description")
+            if isinstance(spec.get("description"), str)
+            else None,
+        )
+    out["types"] = types
+
+    if "context" in data:
+        items: list[ContextItem] = []
+        raw_items = data["context"]
+        if not isinstance(raw_items, list):
+            p.fail("context must be a list of blocks", "context")
+            raw_items = []
+        for i, raw in enumerate(raw_items):
+            item = _parse_context_item(raw, i, p, types)
+            if item is not None:
+                items.append(item)
+        out["context"] = tuple(items)
+
+    limits = p.mapping(data.get("limits"), "limits")
+    if limits:
+        out["limits"] = Limits(
+            result_chars=p.positive_int(
+                limits.get("result_chars"), 40_000, "limits", "result_chars"
+            ),
+            batch_ops=p.positive_int(limits.get("batch_ops"), 200, "limits", "batch_ops"),
+        )
+        if out["limits"].result_chars < 2_000:
+            p.fail("limits.result_chars must be at least 2000", "limits", "result_chars")
+
+    http = p.mapping(data.get("http"), "http")
+    if http:
+        port = http.get("port")
+        if not isinstance(port, int) or not 0 < port < 65536:
+            p.fail("http.port must be a TCP port number (1-65535)", "http", "port")
+        else:
+            out["http_port"] = port
+    return out
+
+
+def _parse_context_item(
+    raw: Any, i: int, p: _Parser, types: dict[str, DocType]
+) -> ContextItem | None:
+    if raw == "rules":
+        return ContextItem(kind="rules", title="Rules")
+    if not isinstance(raw, dict):
+        p.fail("a context block is 'rules' or a mapping with a title", "context", i)
+        return None
+    title = str(raw.get("title") or f"Block {i + 1}")
+    type_name = raw.get("type")
+    if type_name is not None and type_name not in types:
+        p.fail(f"context block {title!r} names unknown type {type_name!r}", "context", i, "type")
+        return None
+    if "latest" in raw:
+        if type_name is None:
+            p.fail(f"context block {title!r}: latest needs a type", "context", i)
+            return None
+        n = p.positive_int(raw["latest"], 1, "context", i, "latest")
+        return ContextItem(kind="latest", title=title, type=type_name, count=n)
+    if "where" in raw:
+        where = p.mapping(raw["where"], "context", i, "where")
+        return ContextItem(
+            kind="where",
+            title=title,
+            type=type_name,
+            where=where,
+            fields=p.str_list(raw.get("fields"), "context", i, "fields"),
+            count=p.positive_int(raw.get("limit"), 20, "context", i, "limit"),
+        )
+    if "recent" in raw:
+        n = p.positive_int(raw["recent"], 10, "context", i, "recent")
+        return ContextItem(kind="recent", title=title, type=type_name, count=n)
+    if "tags" in raw:
+        spec = p.mapping(raw["tags"], "context", i, "tags")
+        return ContextItem(
+            kind="tags",
+            title=title,
+            days=p.positive_int(spec.get("days"), 30, "context", i, "tags", "days"),
+            count=p.positive_int(spec.get("limit"), 15, "context", i, "tags", "limit"),
+        )
+    if raw.get("rules"):
+        return ContextItem(kind="rules", title=title)
+    p.fail(
+        f"context block {title!r} needs one of: latest, where, recent, tags, rules", "context", i
+    )
+    return None
+
+
+def _load_yaml(path: Path, display: str) -> tuple[Any, _Located]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        # The context mark is where the broken construct starts (an unclosed '[' on line 3),
+        # which is where the owner has to look; the problem mark is often the end of the file.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        reason = f"{context}: {problem}" if context else problem
+        raise ConfigError([ConfigProblem(display, line, f"YAML syntax error: {reason}")]) from exc
+    return data, _Located(node)
+
+
+def load_vocabulary(path: Path, display: str) -> dict[str, str]:
+    """A tag vocabulary: a YAML list of tags, a mapping tag -> description, or {tags: ...}."""
+    data, loc = _load_yaml(path, display)
+    if isinstance(data, dict) and set(data) == {"tags"}:
+        data = data["tags"]
+    if isinstance(data, dict):
+        names = [str(k) for k in data]
+    elif isinstance(data, list) and all(isinstance(v, str | int) for v in data):
+        names = [str(v) for v in data]
+    elif data is None:
+        names = []
+    else:
+        raise ConfigError([ConfigProblem(display, loc.line(), "must be a list of tags")])
+    return {normalize_tag(n).casefold(): normalize_tag(n) for n in names if normalize_tag(n)}
+
+
+def normalize_tag(tag: str) -> str:
+    return unicodedata.normalize("NFC", str(tag).strip().lstrip("#").strip())
+
+
+def find_config_file(root: Path) -> Path | None:
+    for name in CONFIG_NAMES:
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def load_config(root: Path) -> Config:
+    """Read the vault's config (and vocabulary). Raises ConfigError with every problem found."""
+    loaded_at = datetime.now().astimezone().isoformat(timespec="seconds")
+    path = find_config_file(root)
+    if path is None:
+        return Config(loaded_at=loaded_at)
+    data, loc = _load_yaml(path, path.name)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigProblem(path.name, 1, "the config must be a mapping of keys")])
+    parser = _Parser(path.name, loc)
+    fields = _parse(data, parser)
+    if parser.problems:
+        raise ConfigError(parser.problems)
+    cfg = Config(**fields, source=path.name, loaded_at=loaded_at)
+    if cfg.tags.vocabulary:
+        vpath = root / cfg.tags.vocabulary
+        if not vpath.is_file():
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        path.name,
+                        loc.line("tags", "vocabulary"),
+                        f"tags.vocabulary names {cfg.tags.vocabulary!r}, which does not exist",
+                    )
+                ]
+            )
+        cfg = Config(
+            **{**fields, "vocabulary": load_vocabulary(vpath, cfg.tags.vocabulary)},
+            source=path.name,
+            loaded_at=loaded_at,
+        )
+    return cfg
+
+
+def _signature(root: Path, vocabulary: str | None) -> tuple[Any, ...]:
+    sig: list[Any] = []
+    for name in (*CONFIG_NAMES, vocabulary):
+        if name is None:
+            continue
+        try:
+            st = os.stat(root / name)
+            sig.append((name, st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            sig.append((name, None))
+    return tuple(sig)
+
+
+class ConfigStore:
+    """The current config of one vault, re-read when its file or vocabulary changes.
+
+    `current()` costs a few stat calls, so tools call it on every request; that is what makes a
+    change on disk take effect without a restart.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        on_reload: Callable[[Config | None, list[ConfigProblem]], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.on_reload = on_reload
+        self._lock = threading.Lock()
+        self.errors: list[ConfigProblem] = []
+        self._config = Config()
+        self._sig: tuple[Any, ...] | None = None
+        self.current()
+
+    def current(self) -> Config:
+        with self._lock:
+            sig = _signature(self.root, self._config.tags.vocabulary)
+            if sig == self._sig:
+                return self._config
+            first = self._sig is None
+            self._sig = sig
+            try:
+                cfg = load_config(self.root)
+            except (ConfigError, OSError, UnicodeDecodeError) as exc:
+                self.errors = (
+                    exc.problems
+                    if isinstance(exc, ConfigError)
+                    else [ConfigProblem(CONFIG_NAMES[0], None, f"cannot read: {exc}")]
+                )
+                if self.on_reload and not first:
+                    self.on_reload(None, self.errors)
+                return self._config
+            self._config, self.errors = cfg, []
+            # The vocabulary file may have been named only by the new config.
+            self._sig = _signature(self.root, cfg.tags.vocabulary)
+            if self.on_reload and not first:
+                self.on_reload(cfg, [])
+            return cfg

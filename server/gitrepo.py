@@ -1,0 +1,94 @@
+"""The little of git the read side needs: make sure the vault is a repo with a first commit."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+FALLBACK_HUMAN = ("Vault owner", "owner@vaultwatch.local")
+
+
+class GitError(RuntimeError):
+    pass
+
+
+def git(
+    root: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, env=full_env, input=input
+    )
+    if check and proc.returncode != 0:
+        raise GitError(
+            f"git {' '.join(args[:2])} failed: {proc.stderr.decode(errors='replace').strip()}"
+        )
+    return proc
+
+
+def human_identity(root: Path) -> tuple[str, str]:
+    """The owner's git identity, or a stand-in when git has none configured."""
+    name = git(root, "config", "user.name", check=False).stdout.decode().strip()
+    email = git(root, "config", "user.email", check=False).stdout.decode().strip()
+    return (name or FALLBACK_HUMAN[0], email or FALLBACK_HUMAN[1])
+
+
+def identity_env(name: str, email: str) -> dict[str, str]:
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+def state_dir(root: Path) -> Path:
+    return root / ".git" / "vaultwatch"
+
+
+@contextmanager
+def write_lock(root: Path) -> Iterator[None]:
+    """One writer at a time across every process on this vault (flock on write.lock)."""
+    d = state_dir(root)
+    d.mkdir(parents=True, exist_ok=True)
+    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def ensure_repo(root: Path) -> bool:
+    """`git init` and one "import" commit as the human when the vault is not yet a repo.
+
+    Safe when two servers start at once (a client's probe process and the real one): `git init`
+    is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
+    Returns True when this call made the import commit.
+    """
+    if not (root / ".git").exists():
+        git(root, "init", "-q")
+    with write_lock(root):
+        if git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0:
+            return False
+        git(root, "add", "-A")
+        name, email = human_identity(root)
+        git(
+            root,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "import\n\nVaultwatch-Action: import",
+            env=identity_env(name, email),
+        )
+        return True

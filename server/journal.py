@@ -1,0 +1,135 @@
+"""The event journal: `.git/vaultwatch/events.jsonl`, shared by every server process and the dashboard.
+
+One JSON object per line. Each line is written with a single `write()` on an O_APPEND descriptor,
+so lines from several processes never interleave. The schema is versioned (`v`); a reader skips
+lines it cannot parse (a torn last line while a writer is mid-write) and keeps its byte offset so
+it can follow the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# Every kind the journal may hold, with the fields each one carries besides the common ones
+# (v, ts, pid, client, kind). The dashboard relies on these names.
+KINDS: dict[str, tuple[str, ...]] = {
+    "server_started": ("transport", "read_only", "version"),
+    "server_stopped": ("reason",),
+    "read": ("tool", "paths", "chars"),
+    "commit": ("tool", "paths", "sha", "chars"),
+    "noop": ("tool", "paths"),
+    "conflict": ("tool", "path", "expected", "actual"),
+    "rejected": ("tool", "paths", "code", "message", "hint", "diff"),
+    "error": ("tool", "message"),
+    "config_reloaded": ("ok", "file", "errors"),
+    "recovered": ("paths", "message"),
+}
+
+MAX_DIFF_BYTES = 8 * 1024
+
+
+def now_iso() -> str:
+    """UTC timestamp with milliseconds, e.g. 2026-10-02T09:14:03.120Z."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def cap_diff(diff: str, limit: int = MAX_DIFF_BYTES) -> str:
+    """Cut a diff to `limit` UTF-8 bytes on a character boundary, marking the cut."""
+    raw = diff.encode("utf-8")
+    if len(raw) <= limit:
+        return diff
+    return raw[: limit - 40].decode("utf-8", "ignore") + "\n… diff cut at 8 KB\n"
+
+
+class Journal:
+    """Appends events for one server process."""
+
+    def __init__(self, path: Path, client: str = "unknown") -> None:
+        self.path = path
+        self.client = client
+        self.pid = os.getpid()
+
+    def append(self, kind: str, *, client: str | None = None, **fields: Any) -> dict[str, Any]:
+        if kind not in KINDS:
+            raise ValueError(f"unknown journal event kind {kind!r}")
+        event: dict[str, Any] = {
+            "v": SCHEMA_VERSION,
+            "ts": now_iso(),
+            "pid": self.pid,
+            "client": client or self.client,
+            "kind": kind,
+        }
+        event.update(fields)
+        line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return event
+
+
+@dataclass
+class JournalReader:
+    """Follows the journal from a byte offset; `poll()` returns the events added since."""
+
+    path: Path
+    offset: int = 0
+    _partial: bytes = field(default=b"", repr=False)
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return []
+        if size < self.offset:  # truncated or replaced: start again
+            self.offset, self._partial = 0, b""
+        if size == self.offset:
+            return []
+        with self.path.open("rb") as fh:
+            fh.seek(self.offset)
+            chunk = fh.read(size - self.offset)
+        self.offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # empty when the chunk ended on a newline
+        return list(_parse_lines(lines))
+
+
+def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("v"), int) and "kind" in event:
+            yield event
+
+
+def read_all(path: Path) -> list[dict[str, Any]]:
+    """Every well-formed event in the journal, oldest first."""
+    return JournalReader(path).poll()
+
+
+def wait_for(path: Path, predicate: Any, timeout: float = 5.0) -> dict[str, Any] | None:
+    """Poll the journal until an event matches `predicate` (for tests and tools that follow it)."""
+    deadline = time.monotonic() + timeout
+    reader = JournalReader(path)
+    while time.monotonic() < deadline:
+        for event in reader.poll():
+            if predicate(event):
+                return event
+        time.sleep(0.02)
+    return None

@@ -1,0 +1,181 @@
+"""The one place that turns a string from the model into a path inside the vault.
+
+Rules, each with its own error code so the model (and the journal) can tell which one it broke:
+relative, NFC-normalised, no `..`, inside the root after resolving symlinks, no dot-folders
+(.git, .obsidian, .trash), no private globs, and, for notes, a configured note extension.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+
+class PathRefused(Exception):
+    """A path the model may not use. `code` names the rule, `message` says how to fix it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class VaultPath:
+    rel: str  # NFC, posix, relative to the root: what the model sees
+    disk: Path  # the file on disk (its name may be NFD, as macOS writes it)
+
+    def exists(self) -> bool:
+        return self.disk.exists()
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Gitignore-flavoured glob: `**` spans folders, `*` and `?` stay inside one name.
+
+    A trailing `/**` also matches the folder itself, so a private folder is pruned whole.
+    """
+    pat = unicodedata.normalize("NFC", pattern.strip().lstrip("/"))
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == len(pat):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    if "/" not in pat:  # a bare name matches at any depth, like .gitignore
+        body = "(?:.*/)?" + body + "(?:/.*)?"
+    return re.compile(body + r"\Z", re.IGNORECASE)
+
+
+def matches_any(rel: str, globs: tuple[str, ...]) -> bool:
+    return any(_glob_regex(g).match(rel) for g in globs)
+
+
+def normalize_rel(raw: str) -> str:
+    """Model-supplied text -> a clean relative posix path, or PathRefused."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("path_empty", "path is empty: give a note path such as 'notes/idea.md'")
+    if "\x00" in raw:
+        raise PathRefused("path_nul", "path contains a NUL byte; remove it")
+    text = unicodedata.normalize("NFC", raw.strip())
+    if "\\" in text:
+        raise PathRefused(
+            "path_separator",
+            f"path {raw!r} uses '\\'; vault paths use '/', e.g. 'notes/idea.md'",
+        )
+    if text.startswith("/") or re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
+        raise PathRefused(
+            "path_absolute",
+            f"path {raw!r} is absolute; give it relative to the vault root, e.g. 'notes/idea.md'",
+        )
+    parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise PathRefused(
+            "path_escape", f"path {raw!r} uses '..'; paths must stay inside the vault"
+        )
+    for p in parts:
+        if p.startswith("."):
+            raise PathRefused(
+                "path_hidden",
+                f"path {raw!r} enters {p!r}: dot-folders and dot-files (.git, .obsidian, .trash) "
+                "are not part of the notes",
+            )
+    if not parts:
+        raise PathRefused("path_empty", "path names the vault root; give a note path")
+    return "/".join(parts)
+
+
+class PathPolicy:
+    """Resolves paths for one vault under the current private globs and note extensions."""
+
+    def __init__(self, root: Path, private: tuple[str, ...], extensions: tuple[str, ...]) -> None:
+        self.root = root
+        self.real_root = Path(os.path.realpath(root))
+        self.private = private
+        self.extensions = tuple(e.lower() for e in extensions)
+        # One alternation for all globs: the walk asks this for every file on every call.
+        self._private_rx = (
+            re.compile("|".join(f"(?:{_glob_regex(g).pattern})" for g in private), re.IGNORECASE)
+            if private
+            else None
+        )
+
+    def is_private(self, rel: str) -> bool:
+        return self._private_rx is not None and self._private_rx.match(rel) is not None
+
+    def is_note_name(self, rel: str) -> bool:
+        return rel.lower().endswith(self.extensions)
+
+    def resolve(
+        self, raw: str, *, note: bool = True, disk_names: dict[str, str] | None = None
+    ) -> VaultPath:
+        """Check `raw` against every rule. `disk_names` maps NFC paths to on-disk spellings."""
+        rel = normalize_rel(raw)
+        if self.is_private(rel):
+            raise PathRefused(
+                "path_private",
+                f"{rel!r} is in a private folder of this vault; it cannot be read or written",
+            )
+        if note and not self.is_note_name(rel):
+            raise PathRefused(
+                "path_extension",
+                f"{rel!r} is not a note: notes end in {', '.join(self.extensions)}",
+            )
+        disk_rel = (disk_names or {}).get(rel, rel)
+        disk = self.root / disk_rel
+        if not disk.exists() and disk_rel == rel:
+            # The file may be spelled in NFD on disk (macOS); find its real name.
+            disk = _find_unicode_twin(self.root, rel) or disk
+        real = Path(os.path.realpath(disk))
+        if real != self.real_root and self.real_root not in real.parents:
+            raise PathRefused(
+                "path_symlink_escape",
+                f"{rel!r} resolves outside the vault through a symlink; it cannot be used",
+            )
+        real_rel = real.relative_to(self.real_root).as_posix() if real != self.real_root else ""
+        if real_rel != unicodedata.normalize("NFC", disk.relative_to(self.root).as_posix()):
+            # A symlink inside the vault: its target must obey the same rules.
+            target = unicodedata.normalize("NFC", real_rel)
+            if any(p.startswith(".") for p in target.split("/")) or self.is_private(target):
+                raise PathRefused(
+                    "path_symlink_escape",
+                    f"{rel!r} is a symlink to a hidden or private location; it cannot be used",
+                )
+        return VaultPath(rel=rel, disk=disk)
+
+
+def _find_unicode_twin(root: Path, rel: str) -> Path | None:
+    """Walk `rel` one name at a time, matching names by their NFC form."""
+    cur = root
+    for part in rel.split("/"):
+        nxt = cur / part
+        if not nxt.exists():
+            try:
+                names = os.listdir(cur)
+            except OSError:
+                return None
+            match = [n for n in names if unicodedata.normalize("NFC", n) == part]
+            if not match:
+                return None
+            nxt = cur / match[0]
+        cur = nxt
+    return cur

@@ -1,0 +1,431 @@
+"""list_docs filters, sorting, paging and group_by; list_tags counts and trends.
+
+Pure functions over already-parsed notes: no I/O, no MCP. An `Entry` is a note together with the
+two things the config decides about it: its type and its date.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from .config import Config
+from .dates import DateError, as_date, looks_like_date, parse_when
+from .docs import Doc, to_json
+
+
+class QueryError(ValueError):
+    """Arguments the model can fix; the message says how."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    doc: Doc
+    type: str | None
+    date: date | None  # the type's date field, else `date:`, else None
+
+    @property
+    def day(self) -> date:
+        """The date used for windows and months: the note's date, else its modification day."""
+        return self.date or self.doc.mtime.date()
+
+
+def classify(doc: Doc, config: Config) -> Entry:
+    fm = doc.frontmatter
+    type_name: str | None = None
+    declared = fm.get("type")
+    if isinstance(declared, str) and declared in config.types:
+        type_name = declared
+    else:
+        best = -1
+        for t in config.types.values():
+            if (doc.path.startswith(t.folder + "/")) and len(t.folder) > best:
+                type_name, best = t.name, len(t.folder)
+    d: date | None = None
+    fields = config.types[type_name].dates if type_name else ()
+    for f in (*fields, "date"):
+        d = as_date(fm.get(f))
+        if d is not None:
+            break
+    return Entry(doc=doc, type=type_name, date=d)
+
+
+# ------------------------------------------------------------------------------------------------
+# Conditions
+
+OPS = ("eq", "ne", "in", "exists", "lt", "le", "gt", "ge", "contains")
+OP_ALIASES = {
+    "lte": "le",
+    "gte": "ge",
+    "==": "eq",
+    "!=": "ne",
+    "<": "lt",
+    "<=": "le",
+    ">": "gt",
+    ">=": "ge",
+    "not": "ne",
+}
+SPECIAL_FIELDS = ("path", "title", "type", "folder", "modified", "date")
+
+
+def field_value(e: Entry, name: str) -> Any:
+    fm = e.doc.frontmatter
+    if name in fm:
+        return fm[name]
+    if name == "path":
+        return e.doc.path
+    if name == "title":
+        return e.doc.title
+    if name == "type":
+        return e.type
+    if name == "folder":
+        return e.doc.folder
+    if name == "modified":
+        return e.doc.mtime.date()
+    if name == "date":
+        return e.date
+    if name == "tags":
+        return list(e.doc.tags)
+    return None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    da = as_date(a)
+    if da is not None and looks_like_date(b):
+        return da == parse_when(b)
+    if a is None or b is None:
+        return a is None and b is None
+    return str(a).casefold() == str(b).casefold()
+
+
+def _compare(a: Any, b: Any) -> int | None:
+    """-1/0/1 comparing a note's value with a condition's, or None when they do not compare."""
+    if a is None:
+        return None
+    if isinstance(a, int | float) and not isinstance(a, bool) and isinstance(b, int | float):
+        return (a > b) - (a < b)
+    da = as_date(a)
+    if da is not None and looks_like_date(b):
+        db = parse_when(b)
+        return (da > db) - (da < db)
+    if isinstance(a, str) and isinstance(b, str):
+        x, y = a.casefold(), b.casefold()
+        return (x > y) - (x < y)
+    return None
+
+
+def _match_one(value: Any, op: str, arg: Any) -> bool:
+    many = value if isinstance(value, list) else None
+    if op == "exists":
+        present = value is not None and value != "" and value != []
+        return present == bool(arg)
+    if op == "eq":
+        return any(_equal(v, arg) for v in many) if many is not None else _equal(value, arg)
+    if op == "ne":
+        return not _match_one(value, "eq", arg)
+    if op == "in":
+        if not isinstance(arg, list):
+            raise QueryError('\'in\' takes a list, e.g. {"status": {"in": ["open", "waiting"]}}')
+        return any(_match_one(value, "eq", a) for a in arg)
+    if op == "contains":
+        needle = str(arg).casefold()
+        if many is not None:
+            return any(needle in str(v).casefold() for v in many)
+        return value is not None and needle in str(value).casefold()
+    if many is not None:
+        return any(_match_one(v, op, arg) for v in many)
+    c = _compare(value, arg)
+    if c is None:
+        return False
+    return {"lt": c < 0, "le": c <= 0, "gt": c > 0, "ge": c >= 0}[op]
+
+
+def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
+    """{"status": "open", "score": {"ge": 3}} -> [(field, op, arg), ...], checked up front."""
+    conds: list[tuple[str, str, Any]] = []
+    for fld, spec in (where or {}).items():
+        if isinstance(spec, dict) and spec:
+            for op, arg in spec.items():
+                op = OP_ALIASES.get(op, op)
+                if op not in OPS:
+                    raise QueryError(
+                        f"unknown operator {op!r} for field {fld!r}; use one of {', '.join(OPS)}"
+                    )
+                if op in ("lt", "le", "gt", "ge") and isinstance(arg, str) and looks_like_date(arg):
+                    try:
+                        parse_when(arg)
+                    except DateError as exc:
+                        raise QueryError(str(exc)) from exc
+                conds.append((fld, op, arg))
+        elif isinstance(spec, list):
+            conds.append((fld, "in", spec))
+        else:
+            conds.append((fld, "eq", spec))
+    return conds
+
+
+def _tag_match(doc_tags: set[str], wanted: str) -> bool:
+    """`area` matches the tag `area` and nested tags such as `area/sub`."""
+    w = wanted.casefold().lstrip("#")
+    return w in doc_tags or any(t.startswith(w + "/") for t in doc_tags)
+
+
+@dataclass
+class Filters:
+    type: str | None = None
+    folder: str | None = None
+    tags_all: list[str] | None = None
+    tags_any: list[str] | None = None
+    tags_none: list[str] | None = None
+    tag_prefix: str | None = None
+    where: dict[str, Any] | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+    date_field: str | None = None
+
+    def check(self, config: Config) -> None:
+        if self.type is not None and self.type not in config.types:
+            known = ", ".join(sorted(config.types)) or "none are configured"
+            raise QueryError(f"unknown type {self.type!r}; types in this vault: {known}")
+
+
+def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
+    f.check(config)
+    conds = compile_where(f.where)
+    folder = f.folder.strip("/") if f.folder else None
+    lo = _when(f.date_from) if f.date_from else None
+    hi = _when(f.date_to) if f.date_to else None
+    out = []
+    for e in entries:
+        if f.type is not None and e.type != f.type:
+            continue
+        if folder and not e.doc.path.startswith(folder + "/"):
+            continue
+        if f.tags_all or f.tags_any or f.tags_none or f.tag_prefix:
+            tags = {t.casefold() for t in e.doc.tags}
+            if f.tags_all and not all(_tag_match(tags, t) for t in f.tags_all):
+                continue
+            if f.tags_any and not any(_tag_match(tags, t) for t in f.tags_any):
+                continue
+            if f.tags_none and any(_tag_match(tags, t) for t in f.tags_none):
+                continue
+            if f.tag_prefix and not any(
+                t.startswith(f.tag_prefix.casefold().lstrip("#")) for t in tags
+            ):
+                continue
+        if lo or hi:
+            d = _entry_date(e, f.date_field)
+            if d is None or (lo and d < lo) or (hi and d > hi):
+                continue
+        if conds and not all(_match_one(field_value(e, fl), op, arg) for fl, op, arg in conds):
+            continue
+        out.append(e)
+    return out
+
+
+def _when(text: str) -> date:
+    try:
+        return parse_when(text)
+    except DateError as exc:
+        raise QueryError(str(exc)) from exc
+
+
+def _entry_date(e: Entry, field: str | None) -> date | None:
+    if field is None:
+        return e.date
+    if field == "modified":
+        return e.doc.mtime.date()
+    return as_date(e.doc.frontmatter.get(field))
+
+
+# ------------------------------------------------------------------------------------------------
+# Sorting, paging, shaping
+
+
+def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
+    spec = (sort or "-date").strip()
+    desc = spec.startswith("-")
+    key = spec.lstrip("+-") or "date"
+
+    def value(e: Entry) -> Any:
+        if key == "date":
+            return e.day
+        if key == "modified":
+            return e.doc.mtime_ns
+        v = field_value(e, key)
+        d = as_date(v)
+        if d is not None:
+            return d
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return v
+        return None if v is None else str(v).casefold()
+
+    present, missing = [], []
+    for e in entries:
+        (missing if value(e) is None else present).append(e)
+    try:
+        present.sort(key=lambda e: e.doc.path)
+        present.sort(key=value, reverse=desc)
+    except TypeError:  # mixed kinds in one field: compare as text
+        present.sort(key=lambda e: str(value(e)), reverse=desc)
+    missing.sort(key=lambda e: e.doc.path)
+    return present + missing
+
+
+def make_cursor(offset: int, fingerprint: str) -> str:
+    return base64.urlsafe_b64encode(f"{offset}:{fingerprint}".encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None, fingerprint: str) -> int:
+    if not cursor:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        off, fp = raw.split(":", 1)
+        offset = int(off)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise QueryError(
+            "cursor is not one this server gave; omit it to start from the top"
+        ) from exc
+    if fp != fingerprint:
+        raise QueryError(
+            "cursor belongs to a different query; repeat the same arguments with it, or omit it"
+        )
+    return offset
+
+
+def fingerprint(*parts: Any) -> str:
+    raw = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha1(raw.encode()).hexdigest()[:8]
+
+
+def summarize(e: Entry, fields: list[str] | None, value_chars: int = 300) -> dict[str, Any]:
+    doc = e.doc
+    item: dict[str, Any] = {
+        "path": doc.path,
+        "title": doc.title,
+        "type": e.type,
+        "date": e.date.isoformat() if e.date else None,
+        "modified": doc.mtime.isoformat(timespec="seconds"),
+        "tags": list(doc.tags),
+        "hash": doc.hash,
+    }
+    fm = doc.frontmatter
+    keys = [k for k in fm if k not in ("tags", "tag", "title")] if fields is None else fields
+    out: dict[str, Any] = {}
+    for k in keys:
+        if k in fm:
+            v = to_json(fm[k])
+            text = json.dumps(v, ensure_ascii=False)
+            out[k] = v if len(text) <= value_chars else text[:value_chars] + "…"
+    item["fields"] = out
+    if doc.problems:
+        item["problems"] = list(doc.problems)
+    return item
+
+
+def page(
+    items: list[dict[str, Any]], offset: int, budget: int, fp: str, total: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Keep items while the JSON stays under `budget` chars; cursor to the rest if any."""
+    kept, used = [], 0
+    for item in items:
+        size = len(json.dumps(item, ensure_ascii=False)) + 2
+        if kept and used + size > budget:
+            break
+        kept.append(item)
+        used += size
+    nxt = offset + len(kept)
+    return kept, (make_cursor(nxt, fp) if nxt < total else None)
+
+
+def group(entries: list[Entry], by: str) -> list[dict[str, Any]]:
+    counts: Counter[str] = Counter()
+    spelled: dict[str, str] = {}
+    for e in entries:
+        if by == "tag":
+            keys = list(e.doc.tags) or ["(no tags)"]
+        elif by == "type":
+            keys = [e.type or "(no type)"]
+        elif by == "month":
+            keys = [e.day.strftime("%Y-%m")]
+        elif by == "folder":
+            keys = [e.doc.folder or "(root)"]
+        else:
+            v = field_value(e, by)
+            vals = v if isinstance(v, list) else [v]
+            keys = [str(to_json(x)) for x in vals if x is not None and x != ""] or ["(none)"]
+        for k in keys:
+            folded = k.casefold()
+            spelled.setdefault(folded, k)
+            counts[folded] += 1
+    rows = [{"key": spelled[k], "count": n} for k, n in counts.items()]
+    if by == "month":
+        rows.sort(key=lambda r: r["key"], reverse=True)
+    else:
+        rows.sort(key=lambda r: (-r["count"], r["key"]))
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------
+# Tags
+
+
+def tag_stats(
+    entries: list[Entry], config: Config, days: int, today: date | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per tag: total, count in the last `days`, last used, trend; plus unused vocabulary tags."""
+    today = today or date.today()
+    start = today - timedelta(days=days)
+    prev_start = start - timedelta(days=days)
+    stats: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        d = e.day
+        for t in e.doc.tags:
+            k = t.casefold()
+            s = stats.get(k)
+            if s is None:
+                s = stats[k] = {
+                    "tag": config.vocabulary.get(k, t),
+                    "count": 0,
+                    "recent": 0,
+                    "previous": 0,
+                    "last_used": d,
+                }
+            s["count"] += 1
+            if start < d <= today:
+                s["recent"] += 1
+            elif prev_start < d <= start:
+                s["previous"] += 1
+            if d > s["last_used"]:
+                s["last_used"] = d
+    rows = []
+    for k, s in stats.items():
+        recent, prev = s.pop("recent"), s.pop("previous")
+        if recent == 0:
+            trend = "quiet"
+        elif recent >= 2 and recent >= 1.5 * prev + 1:
+            trend = "rising"
+        else:
+            trend = "steady"
+        rows.append(
+            {
+                **s,
+                "in_window": recent,
+                "last_used": s["last_used"].isoformat(),
+                "trend": trend,
+                "in_vocabulary": k in config.vocabulary,
+            }
+        )
+    rows.sort(key=lambda r: (-r["in_window"], -r["count"], r["tag"].casefold()))
+    unused = sorted(v for k, v in config.vocabulary.items() if k not in stats)
+    return rows, unused

@@ -1,0 +1,167 @@
+"""read_doc's slicing: a whole note, one section, the last N entries, or a char offset, always
+under the result budget, with an outline and a footer saying how to get what was left out."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .docs import Doc, Heading
+
+LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
+OUTLINE_MAX = 120
+
+
+class ReadError(ValueError):
+    """A read the model can correct (unknown section, bad offset); the message says how."""
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.split()).casefold()
+
+
+def find_section(doc: Doc, section: str) -> Heading:
+    want = [_norm(p) for p in section.strip().strip("/").split("/") if p.strip()]
+    if not want:
+        raise ReadError("section is empty: give a heading such as 'Log' or 'Week 42/Log'")
+    exact, suffix = [], []
+    for h in doc.headings:
+        parts = [_norm(p) for p in h.path.split("/")]
+        if parts == want:
+            exact.append(h)
+        elif parts[-len(want) :] == want:
+            suffix.append(h)
+    found = exact or suffix
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        choices = "; ".join(repr(h.path) for h in found[:10])
+        raise ReadError(
+            f"section {section!r} matches {len(found)} headings: {choices}. "
+            "Give the full heading path, e.g. 'Week 42/Log'"
+        )
+    names = "; ".join(repr(h.path) for h in doc.headings[:30]) or "this note has no headings"
+    raise ReadError(f"no heading {section!r} in {doc.path}. Headings: {names}")
+
+
+def outline(doc: Doc, text: str) -> list[dict[str, Any]]:
+    rows = [
+        {"heading": h.path, "level": h.level, "chars": h.end - h.start}
+        for h in doc.headings[:OUTLINE_MAX]
+    ]
+    if len(doc.headings) > OUTLINE_MAX:
+        rows.append(
+            {
+                "heading": f"… {len(doc.headings) - OUTLINE_MAX} more headings",
+                "level": 0,
+                "chars": 0,
+            }
+        )
+    return rows
+
+
+def entries(doc: Doc, text: str, start: int, end: int, section: Heading | None) -> list[int]:
+    """Start offsets of the entries in text[start:end]: child sections, else list items,
+    else paragraphs."""
+    inner = [h for h in doc.headings if start <= h.start < end and h is not section]
+    if inner:
+        top = min(h.level for h in inner)
+        return [h.start for h in inner if h.level == top]
+    body_from = section.body_start if section else max(start, doc.body_start)
+    chunk = text[body_from:end]
+    items = list(LIST_ITEM.finditer(chunk))
+    if items:
+        indent = min(len(m.group(1).expandtabs(4)) for m in items)
+        return [body_from + m.start() for m in items if len(m.group(1).expandtabs(4)) == indent]
+    paras = [body_from + m.start() for m in re.finditer(r"(?:^|\n\s*\n)(?=\S)", chunk)]
+    return [p if text[p : p + 1].strip() else _skip_blank(text, p) for p in paras]
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+@dataclass
+class Slice:
+    content: str
+    start: int
+    end: int
+    note: str | None = None  # what the selection is, for the footer
+
+
+def _cut(text: str, start: int, end: int, room: int) -> int:
+    """End offset for a chunk starting at `start` of at most `room` chars, ending on a line."""
+    if end - start <= room:
+        return end
+    stop = start + room
+    nl = text.rfind("\n", start, stop)
+    return nl + 1 if nl > start + room // 2 else stop
+
+
+def read_slice(
+    doc: Doc,
+    text: str,
+    *,
+    section: str | None,
+    tail: int | None,
+    offset: int | None,
+    budget: int,
+) -> dict[str, Any]:
+    """Everything read_doc returns except path/type/hash, sized to stay under `budget` chars."""
+    if tail is not None and offset is not None:
+        raise ReadError("give tail or offset, not both")
+    head = find_section(doc, section) if section else None
+    sel_start, sel_end = (head.start, head.end) if head else (0, len(text))
+    what = f"section {head.path!r}" if head else "the note"
+
+    out_rows = outline(doc, text)
+    room = budget - len(json.dumps(out_rows, ensure_ascii=False)) - 1_500
+    room = max(room, 1_000)
+
+    start, note = sel_start, None
+    if tail is not None:
+        starts = entries(doc, text, sel_start, sel_end, head)
+        if starts:
+            n = min(tail, len(starts))
+            start = starts[-n]
+            note = f"the last {n} of {len(starts)} entries of {what}"
+        else:
+            note = f"{what} has no entries; showing it from the start"
+    elif offset is not None:
+        if offset > sel_end - sel_start:
+            raise ReadError(
+                f"offset {offset} is past the end of {what} ({sel_end - sel_start} chars)"
+            )
+        start = sel_start + offset
+
+    end = _cut(text, start, sel_end, room)
+    content = text[start:end]
+    complete = start == 0 and end == len(text)
+    result: dict[str, Any] = {
+        "section": head.path if head else None,
+        "range": [start, end],
+        "content": content,
+        "complete": complete,
+    }
+    if complete:
+        return result
+    result["outline"] = out_rows
+    parts = [f"Showing chars {start}-{end} of {len(text)}"]
+    if note:
+        parts.append(f" ({note})")
+    if end < sel_end:
+        rel_next = end - sel_start
+        call = f"offset={rel_next}" + (f", section={head.path!r}" if head else "")
+        parts.append(f". Next part: read_doc(path, {call}).")
+    else:
+        parts.append(".")
+    if not head and doc.headings:
+        parts.append(" One section: read_doc(path, section='<heading>'); newest entries: tail=N.")
+    elif head and (start > sel_start or end < sel_end):
+        parts.append(f" Whole section from its start: read_doc(path, section={head.path!r}).")
+    result["next"] = "".join(parts)
+    return result

@@ -1,0 +1,76 @@
+"""Result shapes of the tools (their output schemas) — the model's view of the vault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class DocSummary(BaseModel):
+    path: str
+    title: str
+    type: str | None = None
+    date: str | None = None
+    modified: str
+    tags: list[str] = Field(default_factory=list)
+    hash: str
+    fields: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] | None = None
+
+
+class Group(BaseModel):
+    key: str
+    count: int
+
+
+class ListDocsResult(BaseModel):
+    total: int = Field(description="notes matching, before paging")
+    docs: list[DocSummary] | None = None
+    groups: list[Group] | None = None
+    next_cursor: str | None = Field(None, description="pass as cursor= for the next page")
+
+
+class TagRow(BaseModel):
+    tag: str
+    count: int = Field(description="notes with the tag, all time")
+    in_window: int = Field(description="notes with the tag dated in the last `days` days")
+    last_used: str
+    trend: str = Field(description="rising | steady | quiet")
+    in_vocabulary: bool
+
+
+class ListTagsResult(BaseModel):
+    days: int
+    total: int
+    tags: list[TagRow]
+    unused_vocabulary: list[str] = Field(default_factory=list)
+    next_cursor: str | None = None
+
+
+class OutlineRow(BaseModel):
+    heading: str
+    level: int
+    chars: int
+
+
+class ReadDocResult(BaseModel):
+    path: str
+    title: str
+    type: str | None = None
+    hash: str = Field(description="pass to replace_doc; changes whenever the file changes")
+    chars: int = Field(description="length of the whole note")
+    section: str | None = None
+    range: list[int] = Field(description="[start, end) char offsets of content in the note")
+    content: str
+    complete: bool = Field(description="true when content is the whole note")
+    outline: list[OutlineRow] | None = None
+    next: str | None = Field(None, description="how to get what was left out")
+    tags: list[str] = Field(default_factory=list)
+    problems: list[str] | None = None
+
+
+class ContextResult(BaseModel):
+    blocks: list[dict[str, Any]]
+    trimmed: list[str] = Field(default_factory=list, description="notes whose text was shortened")
+    warnings: list[str] | None = None

@@ -1,0 +1,109 @@
+"""Shared fixtures: real vaults in temp folders (real git), the real server, a real MCP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from server.gitrepo import ensure_repo
+from server.tools import build_server
+from server.vault import Vault
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "example_vault"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests must not depend on (or write to) the machine's git config.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Owner")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "owner@example.test")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Owner")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "owner@example.test")
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def example_vault(tmp_path: Path) -> Path:
+    """A fresh copy of example_vault/ as its own git repo (never the original)."""
+    root = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, root)
+    ensure_repo(root)
+    return root
+
+
+@pytest.fixture
+def make_vault(tmp_path: Path) -> Callable[..., Path]:
+    def make(files: dict[str, str | bytes], *, git: bool = True, name: str = "v") -> Path:
+        root = tmp_path / name
+        root.mkdir()
+        write_files(root, files)
+        if git:
+            ensure_repo(root)
+        return root
+
+    return make
+
+
+class Session:
+    """A real MCP client on the real server, with helpers that unwrap results."""
+
+    def __init__(self, client: Client, vault: Vault) -> None:
+        self.client = client
+        self.vault = vault
+
+    async def call(self, tool: str, **args: Any) -> dict[str, Any]:
+        r = await self.client.call_tool(tool, args)
+        assert not r.is_error, f"{tool} failed: {r.content[0].text}"  # type: ignore[union-attr]
+        text = r.content[0].text  # type: ignore[union-attr]
+        assert json.loads(text) == r.structured_content
+        return r.structured_content  # type: ignore[return-value]
+
+    async def error(self, tool: str, **args: Any) -> str:
+        r = await self.client.call_tool(tool, args)
+        assert r.is_error, f"{tool} unexpectedly succeeded: {r.structured_content}"
+        return r.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def connect() -> Callable[..., Any]:
+    """`async with connect(root) as s:` — in-memory client on a server for that vault."""
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def _connect(root: Path, **kw: Any) -> AsyncIterator[Session]:
+        vault = Vault(root)
+        async with Client(build_server(vault, **kw), raise_exceptions=True) as c:
+            yield Session(c, vault)
+
+    return _connect
+
+
+def git_log(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(root), "log", *args], capture_output=True, text=True, check=True
+    ).stdout

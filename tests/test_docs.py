@@ -1,0 +1,143 @@
+"""Parsing a note: frontmatter, headings with byte ranges, Unicode tags, links, title, hash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import unicodedata
+from pathlib import Path
+
+from server.docs import DocIndex, parse_doc
+
+NOTE = """---
+title: Sync notes
+tags: [crdt, "#offline-sync"]
+date: 2026-11-25
+---
+# Heading one
+
+Text with #同步 and #area/sub tags, an email a@b.com#x, a url http://x.io/#frag and #123.
+
+```python
+# not a heading
+x = "#not_a_tag [[NotALink]]"
+```
+
+Inline `#code_tag [[AlsoNot]]` stays code.
+
+## Log
+- first [[Other Note#Part|alias]]
+- second ![[image.png]] and [doc](../folder/My%20Note.md)
+
+### Deep
+more
+## 架构
+中文内容 #架构
+"""
+
+
+def test_frontmatter_tags_headings_links() -> None:
+    data = NOTE.encode()
+    doc = parse_doc("notes/sync.md", data)
+    assert doc.title == "Sync notes"
+    assert doc.frontmatter["date"] == "2026-11-25"  # dates stay as written
+    assert doc.tags == ("crdt", "offline-sync", "同步", "area/sub", "架构")
+    assert [h.path for h in doc.headings] == [
+        "Heading one",
+        "Heading one/Log",
+        "Heading one/Log/Deep",
+        "Heading one/架构",
+    ]
+    log = doc.headings[1]
+    text = NOTE
+    assert text[log.start : log.end].startswith("## Log") and text[log.end :].startswith("## 架构")
+    # byte ranges address the same bytes
+    assert data[log.start_byte : log.end_byte].decode() == text[log.start : log.end]
+    zh = doc.headings[3]
+    assert data[zh.start_byte : zh.end_byte].decode() == text[zh.start : zh.end]
+    targets = [(link.kind, link.target, link.heading, link.alias, link.embed) for link in doc.links]
+    assert targets == [
+        ("wiki", "Other Note", "Part", "alias", False),
+        ("wiki", "image.png", None, None, True),
+        ("md", "../folder/My Note.md", None, "doc", False),
+    ]
+    assert doc.hash == hashlib.sha256(data).hexdigest()[:16]
+
+
+def test_title_falls_back_to_h1_then_filename() -> None:
+    assert parse_doc("a/b.md", b"# From H1\n").title == "From H1"
+    assert parse_doc("a/plain-name.md", b"no heading\n").title == "plain-name"
+
+
+def test_crlf_note() -> None:
+    data = b"---\r\ndate: 2026-01-02\r\ntags: [a]\r\n---\r\n# Title\r\n\r\n## Log\r\n- x\r\n"
+    doc = parse_doc("c.md", data)
+    assert doc.frontmatter == {"date": "2026-01-02", "tags": ["a"]}
+    assert [h.text for h in doc.headings] == ["Title", "Log"]
+    assert doc.title == "Title"
+
+
+def test_broken_yaml_is_a_problem_not_a_crash() -> None:
+    doc = parse_doc("b.md", b"---\ntitle: [unclosed\n---\n# Still a note\n")
+    assert doc.frontmatter == {}
+    assert doc.problems and "broken YAML" in doc.problems[0]
+    assert doc.title == "Still a note"
+
+
+def test_impossible_date_does_not_break_the_note() -> None:
+    doc = parse_doc("d.md", b"---\ndate: 2026-13-45\nkind: mock\n---\nx\n")
+    assert doc.frontmatter == {"date": "2026-13-45", "kind": "mock"}
+    assert doc.problems == ()
+
+
+def test_yaml_bomb_is_refused_quickly() -> None:
+    bomb = "---\na: &a [x,x,x,x,x,x,x,x,x]\n"
+    for i, name in enumerate("bcdefgh"):
+        prev = "abcdefgh"[i]
+        bomb += f"{name}: &{name} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
+    bomb += "---\nbody\n"
+    t0 = time.perf_counter()
+    doc = parse_doc("bomb.md", bomb.encode())
+    assert time.perf_counter() - t0 < 5  # generous: it must not expand 9^8 nodes
+    assert doc.frontmatter == {} and doc.problems
+
+
+def test_invalid_utf8_is_reported() -> None:
+    doc = parse_doc("x.md", b"# ok\n\xff\xfe bad bytes\n")
+    assert doc.problems and "UTF-8" in doc.problems[0]
+    assert doc.title == "ok"
+
+
+def test_string_tags_and_unclosed_frontmatter() -> None:
+    assert parse_doc("t.md", b"---\ntags: a, b c\n---\n").tags == ("a", "b", "c")
+    doc = parse_doc("u.md", b"---\ntitle: x\nno closing fence\n")
+    assert doc.frontmatter == {}  # not frontmatter at all
+
+
+def test_index_reparses_only_changed_files(tmp_path: Path) -> None:
+    for i in range(20):
+        (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n")
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "x.md").write_text("hidden")
+    (tmp_path / "img.png").write_bytes(b"\x89PNG")
+    idx = DocIndex(tmp_path, lambda rel, is_dir: is_dir or rel.endswith(".md"))
+    docs = idx.refresh()
+    assert len(docs) == 20 and idx.last.parsed == 20
+    idx.refresh()
+    assert idx.last.parsed == 0
+    p = tmp_path / "n3.md"
+    p.write_text("# Changed title\n")
+    os.utime(p, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+    (tmp_path / "n4.md").unlink()
+    docs = idx.refresh()
+    assert idx.last.parsed == 1 and idx.last.removed == 1
+    assert docs["n3.md"].title == "Changed title" and "n4.md" not in docs
+
+
+def test_nfd_file_names_are_listed_in_nfc(tmp_path: Path) -> None:
+    nfd = unicodedata.normalize("NFD", "résumé.md")
+    (tmp_path / nfd).write_text("# R\n")
+    docs = DocIndex(tmp_path, lambda rel, is_dir: True).refresh()
+    nfc = unicodedata.normalize("NFC", "résumé.md")
+    assert list(docs) == [nfc] and docs[nfc].disk == nfd
