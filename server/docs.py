@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from .links import Link, code_spans, mask_code, parse_links
+from .watch import TreeWatcher
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -351,23 +352,40 @@ class ScanStats:
 class DocIndex:
     """Every note in the vault, re-parsed only when its (mtime_ns, size, inode) changes.
 
-    `skip(rel_path, is_dir)` prunes dot-folders, private globs and non-note files; it is given
-    by the vault so that this module knows nothing of config.
+    The first call walks the whole tree. Later calls, where inotify works, look only at what the
+    kernel says changed; elsewhere (or after lost events, a config change that alters what is
+    visible, or symlinks whose targets cannot be watched) they walk again. Both ways give the
+    same answer; the watcher only makes a warm call cheap.
+
+    `want(rel, is_dir)` prunes dot-folders, private globs and non-note files; the vault passes
+    it in (with a key that changes when it does), so this module knows nothing of config.
     """
 
-    def __init__(self, root: Path, want: Callable[[str, bool], bool] | None = None) -> None:
+    def __init__(self, root: Path, want: Callable[[str, bool], bool] | None = None, *,
+                 watch: bool = True) -> None:  # fmt: skip
         self.root = root
         self.want = want or (lambda rel, is_dir: True)
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self.last = ScanStats()
         self.generation = 0  # bumps whenever the set of docs or any doc changes
+        self._use_watch = watch
+        self._watcher: TreeWatcher | None = None
+        self._want_key: Any = object()
+        self._symlinks = False
+        self._root_real = os.path.realpath(root)
 
-    def _walk(self, want: Callable[[str, bool], bool]) -> Iterator[tuple[str, str, os.stat_result]]:
-        root_real = os.path.realpath(self.root)
-        stack = [("", str(self.root))]
+    def _walk(
+        self, want: Callable[[str, bool], bool], start: tuple[str, str] = ("", "")
+    ) -> Iterator[tuple[str, str, os.stat_result]]:
+        """(rel, disk rel, stat) of every wanted regular file under `start`, watching folders."""
+        watcher = self._watcher
+        stack = [start]
         while stack:
-            rel_dir, abs_dir = stack.pop()
+            rel_dir, disk_dir = stack.pop()
+            abs_dir = os.path.join(self.root, disk_dir) if disk_dir else str(self.root)
+            if watcher is not None:
+                watcher.watch(rel_dir, disk_dir, abs_dir)
             try:
                 it = os.scandir(abs_dir)
             except OSError:
@@ -377,66 +395,114 @@ class DocIndex:
                     name = entry.name
                     if name.startswith("."):
                         continue
-                    disk_rel = f"{rel_dir}/{name}" if rel_dir else name
-                    rel = disk_rel if disk_rel.isascii() else unicodedata.normalize("NFC", disk_rel)
+                    disk_rel = f"{disk_dir}/{name}" if disk_dir else name
+                    nfc = name if name.isascii() else unicodedata.normalize("NFC", name)
+                    rel = f"{rel_dir}/{nfc}" if rel_dir else nfc
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
                     except OSError:
                         continue
                     if is_dir:
                         if want(rel, True):
-                            stack.append((disk_rel, entry.path))
+                            stack.append((rel, disk_rel))
                         continue
                     if not want(rel, False):
                         continue
-                    try:
-                        if entry.is_symlink():
-                            real = os.path.realpath(entry.path)
-                            if not real.startswith(root_real + os.sep):
-                                continue
-                            st = os.stat(entry.path)
-                        else:
-                            st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if st.st_mode & 0o170000 != 0o100000:  # regular files only
-                        continue
-                    yield rel, disk_rel, st
+                    st = self._stat(entry.path, entry)
+                    if st is not None:
+                        yield rel, disk_rel, st
 
-    def refresh(self, want: Callable[[str, bool], bool] | None = None) -> dict[str, Doc]:
-        """Bring the index up to date with the disk; returns path -> Doc.
+    def _stat(self, abs_path: str, entry: os.DirEntry[str] | None = None) -> os.stat_result | None:
+        try:
+            if entry is not None and not entry.is_symlink():
+                st = entry.stat(follow_symlinks=False)
+            else:
+                lst = os.lstat(abs_path)
+                if lst.st_mode & 0o170000 == 0o120000:  # a symlink: its target must be inside
+                    self._symlinks = True  # and its changes cannot be watched
+                    real = os.path.realpath(abs_path)
+                    if not real.startswith(self._root_real + os.sep):
+                        return None
+                    st = os.stat(abs_path)
+                else:
+                    st = lst
+        except OSError:
+            return None
+        return st if st.st_mode & 0o170000 == 0o100000 else None
 
-        `want(rel, is_dir)` prunes folders and files (private, non-notes); the caller passes one
-        built from the current config, once per refresh, so the walk itself does no config work.
-        """
+    def _update(self, rel: str, disk_rel: str, st: os.stat_result, stats: ScanStats) -> bool:
+        old = self._entries.get(rel)
+        if old and (old.mtime_ns, old.size, old.ino) == (st.st_mtime_ns, st.st_size, st.st_ino):
+            return False
+        try:
+            with open(os.path.join(self.root, disk_rel), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return False
+        doc = parse_doc(rel, data, disk=disk_rel, mtime_ns=st.st_mtime_ns, full=False)
+        self._entries[rel] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
+        stats.parsed += 1
+        return True
+
+    def _drop_under(self, rel_dir: str, keep: set[str] | None, stats: ScanStats) -> bool:
+        prefix = rel_dir + "/" if rel_dir else ""
+        gone = [
+            p for p in self._entries if p.startswith(prefix) and (keep is None or p not in keep)
+        ]
+        for p in gone:
+            del self._entries[p]
+        stats.removed += len(gone)
+        return bool(gone)
+
+    def refresh(
+        self, want: Callable[[str, bool], bool] | None = None, want_key: Any = None
+    ) -> dict[str, Doc]:
+        """Bring the index up to date with the disk; returns path -> Doc."""
         want = want or self.want
         with self._lock:
             stats = ScanStats()
-            seen: set[str] = set()
             changed = False
-            for rel, disk_rel, st in self._walk(want):
-                stats.files += 1
-                seen.add(rel)
-                old = self._entries.get(rel)
-                if old and (old.mtime_ns, old.size, old.ino) == (
-                    st.st_mtime_ns,
-                    st.st_size,
-                    st.st_ino,
-                ):
-                    continue
-                try:
-                    with open(self.root / disk_rel, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    continue
-                doc = parse_doc(rel, data, disk=disk_rel, mtime_ns=st.st_mtime_ns, full=False)
-                self._entries[rel] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
-                stats.parsed += 1
-                changed = True
-            for gone in set(self._entries) - seen:
-                del self._entries[gone]
-                stats.removed += 1
-                changed = True
+            if self._use_watch and self._watcher is None:
+                self._watcher = TreeWatcher.create()
+                self._use_watch = self._watcher is not None
+            w = self._watcher
+            changes = w.drain() if w is not None else None
+            full = (
+                w is None or w.broken or changes is None or changes.overflow
+                or self._symlinks or want_key != self._want_key
+            )  # fmt: skip
+            if full:
+                if w is not None:
+                    w.broken = False  # watches already placed stay; the walk adds the rest
+                self._symlinks = False
+                self._want_key = want_key
+                seen: set[str] = set()
+                for rel, disk_rel, st in self._walk(want):
+                    stats.files += 1
+                    seen.add(rel)
+                    changed |= self._update(rel, disk_rel, st, stats)
+                changed |= self._drop_under("", seen, stats)
+            else:
+                assert changes is not None
+                for gone in changes.gone_dirs:
+                    changed |= self._drop_under(gone, None, stats)
+                for rel_dir, disk_dir in changes.dirs.items():
+                    if not want(rel_dir, True):
+                        continue
+                    seen = set()
+                    for rel, disk_rel, st in self._walk(want, (rel_dir, disk_dir)):
+                        seen.add(rel)
+                        changed |= self._update(rel, disk_rel, st, stats)
+                    changed |= self._drop_under(rel_dir, seen, stats)
+                for rel, disk_rel in changes.files.items():
+                    stats.files += 1
+                    st = self._stat(os.path.join(self.root, disk_rel)) if want(rel, False) else None
+                    if st is None:
+                        if self._entries.pop(rel, None) is not None:
+                            stats.removed += 1
+                            changed = True
+                    else:
+                        changed |= self._update(rel, disk_rel, st, stats)
             if changed:
                 self.generation += 1
             self.last = stats
@@ -447,6 +513,11 @@ class DocIndex:
         with self._lock:
             self._entries[doc.path] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
             self.generation += 1
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
 
 
 @dataclass

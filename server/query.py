@@ -23,16 +23,21 @@ class QueryError(ValueError):
     """Arguments the model can fix; the message says how."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     doc: Doc
     type: str | None
     date: date | None  # the type's date field, else `date:`, else None
+    day: date  # for windows and months: the note's date, else the day it was modified
+    tagkeys: frozenset[str]  # casefolded tags and their parents: 'area/sub' -> area, area/sub
 
-    @property
-    def day(self) -> date:
-        """The date used for windows and months: the note's date, else its modification day."""
-        return self.date or self.doc.mtime.date()
+
+def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
+    keys: set[str] = set()
+    for t in tags:
+        parts = t.casefold().split("/")
+        keys.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return frozenset(keys)
 
 
 def classify(doc: Doc, config: Config) -> Entry:
@@ -52,7 +57,8 @@ def classify(doc: Doc, config: Config) -> Entry:
         d = as_date(fm.get(f))
         if d is not None:
             break
-    return Entry(doc=doc, type=type_name, date=d)
+    day = d or date.fromtimestamp(doc.mtime_ns / 1e9)
+    return Entry(doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -173,10 +179,8 @@ def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
     return conds
 
 
-def _tag_match(doc_tags: set[str], wanted: str) -> bool:
-    """`area` matches the tag `area` and nested tags such as `area/sub`."""
-    w = wanted.casefold().lstrip("#")
-    return w in doc_tags or any(t.startswith(w + "/") for t in doc_tags)
+def _tag_key(wanted: str) -> str:
+    return wanted.casefold().lstrip("#").rstrip("/")
 
 
 @dataclass
@@ -204,24 +208,25 @@ def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     folder = f.folder.strip("/") if f.folder else None
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
+    # A wanted tag matches itself and its children: 'area' finds 'area/sub' (tagkeys has parents).
+    tag_all = frozenset(_tag_key(t) for t in f.tags_all or ())
+    tag_any = frozenset(_tag_key(t) for t in f.tags_any or ())
+    tag_none = frozenset(_tag_key(t) for t in f.tags_none or ())
+    prefix = f.tag_prefix.casefold().lstrip("#") if f.tag_prefix else None
     out = []
     for e in entries:
         if f.type is not None and e.type != f.type:
             continue
         if folder and not e.doc.path.startswith(folder + "/"):
             continue
-        if f.tags_all or f.tags_any or f.tags_none or f.tag_prefix:
-            tags = {t.casefold() for t in e.doc.tags}
-            if f.tags_all and not all(_tag_match(tags, t) for t in f.tags_all):
-                continue
-            if f.tags_any and not any(_tag_match(tags, t) for t in f.tags_any):
-                continue
-            if f.tags_none and any(_tag_match(tags, t) for t in f.tags_none):
-                continue
-            if f.tag_prefix and not any(
-                t.startswith(f.tag_prefix.casefold().lstrip("#")) for t in tags
-            ):
-                continue
+        if tag_all and not tag_all <= e.tagkeys:
+            continue
+        if tag_any and tag_any.isdisjoint(e.tagkeys):
+            continue
+        if tag_none and not tag_none.isdisjoint(e.tagkeys):
+            continue
+        if prefix and not any(t.startswith(prefix) for t in e.tagkeys):
+            continue
         if lo or hi:
             d = _entry_date(e, f.date_field)
             if d is None or (lo and d < lo) or (hi and d > hi):
@@ -261,6 +266,8 @@ def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
             return e.day
         if key == "modified":
             return e.doc.mtime_ns
+        if key == "path":
+            return e.doc.path
         v = field_value(e, key)
         d = as_date(v)
         if d is not None:

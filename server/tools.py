@@ -17,7 +17,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from . import __version__
 from .context import build_context
@@ -34,15 +34,7 @@ from .query import (
     tag_stats,
 )
 from .reading import ReadError, read_slice
-from .results import (
-    ContextResult,
-    DocSummary,
-    Group,
-    ListDocsResult,
-    ListTagsResult,
-    ReadDocResult,
-    TagRow,
-)
+from .results import ContextResult, ListDocsResult, ListTagsResult, ReadDocResult
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch.tools")
@@ -83,9 +75,19 @@ class ToolKit:
         self.vault = vault
 
     def result(
-        self, ctx: Context | None, tool: str, model: BaseModel, paths: list[str], kind: str = "read"
+        self,
+        ctx: Context | None,
+        tool: str,
+        data: dict[str, Any],
+        paths: list[str],
+        kind: str = "read",
     ) -> CallToolResult:
-        data = model.model_dump(mode="json", exclude_none=True)
+        """The tool's answer: compact JSON text plus the same as structured content.
+
+        Shapes are plain dicts here (the SDK validates them once against the output model), and
+        None-valued keys are left out so results stay short.
+        """
+        data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
         self.vault.journal.append(
             kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text)
@@ -141,7 +143,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         that matter (as the vault config lays out), open items and top tags. Long notes are cut
         oldest-first; each cut says how to read the rest."""
         data, paths = build_context(vault)
-        return kit.result(ctx, "get_context", ContextResult(**data), paths)  # type: ignore[return-value]
+        return kit.result(ctx, "get_context", data, paths)  # type: ignore[return-value]
 
     @mcp.tool(title="List notes", annotations=READ)
     @kit.guard("list_docs")
@@ -208,18 +210,14 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             fp = fingerprint("g", vars(filters), group_by)
             off = read_cursor(cursor, fp)
             kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
-            res = ListDocsResult(
-                total=len(found), groups=[Group(**r) for r in kept], next_cursor=nxt
-            )
+            res = {"total": len(found), "groups": kept, "next_cursor": nxt}
             return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
         ordered = sort_entries(found, sort)
         fp = fingerprint("d", vars(filters), sort, fields)
         off = read_cursor(cursor, fp)
         items = [summarize(e, fields) for e in ordered[off : off + limit]]
         kept, nxt = page(items, off, budget, fp, len(ordered))
-        res = ListDocsResult(
-            total=len(found), docs=[DocSummary(**i) for i in kept], next_cursor=nxt
-        )
+        res = {"total": len(found), "docs": kept, "next_cursor": nxt}
         return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
 
     @mcp.tool(title="List tags with trends", annotations=READ)
@@ -246,13 +244,13 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         off = read_cursor(cursor, fp)
         budget = cfg.limits.result_chars - 500 - len(json.dumps(unused, ensure_ascii=False))
         kept, nxt = page(rows[off : off + limit], off, max(budget, 2_000), fp, len(rows))
-        res = ListTagsResult(
-            days=days,
-            total=len(rows),
-            tags=[TagRow(**r) for r in kept],
-            unused_vocabulary=unused[:500],
-            next_cursor=nxt,
-        )
+        res = {
+            "days": days,
+            "total": len(rows),
+            "tags": kept,
+            "unused_vocabulary": unused[:500],
+            "next_cursor": nxt,
+        }
         return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
 
     @mcp.tool(title="Read a note", annotations=READ)
@@ -284,16 +282,16 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             offset=offset,
             budget=vault.config.limits.result_chars - 800,
         )
-        out = ReadDocResult(
-            path=entry.doc.path,
-            title=entry.doc.title,
-            type=entry.type,
-            hash=entry.doc.hash,
-            chars=len(res.text),
-            tags=list(entry.doc.tags),
-            problems=list(entry.doc.problems) or None,
+        out = {
+            "path": entry.doc.path,
+            "title": entry.doc.title,
+            "type": entry.type,
+            "hash": entry.doc.hash,
+            "chars": len(res.text),
+            "tags": list(entry.doc.tags),
+            "problems": list(entry.doc.problems) or None,
             **sl,
-        )
+        }
         return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
 
     _ = (get_context, list_docs, list_tags, read_doc)

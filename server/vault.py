@@ -83,7 +83,8 @@ class Vault:
     def entries(self) -> dict[str, Entry]:
         """Every visible note with its type and date under the current config (warm: stat only)."""
         cfg = self.config
-        docs = self.index.refresh(self._want())
+        pol = self.policy
+        docs = self.index.refresh(self._want(), want_key=(pol.private, pol.extensions))
         key = (self.index.generation, id(cfg))
         with self._lock:
             if key != self._entries_key:

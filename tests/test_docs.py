@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import time
 import unicodedata
 from pathlib import Path
+
+import pytest
 
 from server.docs import DocIndex, parse_doc
 
@@ -141,3 +144,72 @@ def test_nfd_file_names_are_listed_in_nfc(tmp_path: Path) -> None:
     docs = DocIndex(tmp_path, lambda rel, is_dir: True).refresh()
     nfc = unicodedata.normalize("NFC", "résumé.md")
     assert list(docs) == [nfc] and docs[nfc].disk == nfd
+
+
+@pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat-walk"])
+def test_index_follows_changes_behind_its_back(tmp_path: Path, watch: bool) -> None:
+    """Every kind of change a human (or Obsidian, or git) makes is seen on the very next call."""
+    root = tmp_path / "v"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "one.md").write_text("# One\n")
+    (root / "a" / "two.md").write_text("# Two\n")
+    idx = DocIndex(root, lambda rel, is_dir: is_dir or rel.endswith(".md"), watch=watch)
+    assert set(idx.refresh()) == {"a/one.md", "a/two.md"}
+
+    (root / "a" / "one.md").write_text("# One edited\n")  # edit in place
+    assert idx.refresh()["a/one.md"].title == "One edited"
+
+    tmp = root / "a" / ".two.md.tmp"  # an editor's atomic save: write a temp file, rename over
+    tmp.write_text("# Two saved atomically\n")
+    os.replace(tmp, root / "a" / "two.md")
+    assert idx.refresh()["a/two.md"].title == "Two saved atomically"
+
+    (root / "b" / "deep").mkdir(parents=True)  # a new folder tree with notes in it
+    (root / "b" / "deep" / "three.md").write_text("# Three\n")
+    assert "b/deep/three.md" in idx.refresh()
+    (root / "b" / "deep" / "four.md").write_text("# Four\n")  # ...and the new folder is watched
+    assert "b/deep/four.md" in idx.refresh()
+
+    os.rename(root / "b", root / "c")  # folder renamed
+    docs = idx.refresh()
+    assert "c/deep/three.md" in docs and not any(p.startswith("b/") for p in docs)
+
+    os.rename(root / "a" / "one.md", root / "a" / "uno.md")  # file renamed
+    (root / "a" / "two.md").unlink()  # file deleted
+    docs = idx.refresh()
+    assert "a/uno.md" in docs and "a/one.md" not in docs and "a/two.md" not in docs
+
+    shutil.rmtree(root / "c")  # folder deleted
+    assert set(idx.refresh()) == {"a/uno.md"}
+
+    (root / "a" / "note.txt").write_text("not a note")
+    (root / "a" / ".hidden.md").write_text("hidden")
+    assert set(idx.refresh()) == {"a/uno.md"}
+    idx.close()
+
+
+def test_watched_index_matches_a_full_walk(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(3)
+    root = tmp_path / "v"
+    root.mkdir()
+    watched = DocIndex(root, lambda rel, is_dir: True, watch=True)
+    for step in range(300):
+        d = root / f"d{rng.randint(0, 4)}"
+        d.mkdir(exist_ok=True)
+        f = d / f"n{rng.randint(0, 15)}.md"
+        op = rng.random()
+        if op < 0.6:
+            f.write_text(f"# {step}\n")
+        elif op < 0.8 and f.exists():
+            f.unlink()
+        elif op < 0.9 and f.exists():
+            os.rename(f, d / f"r{step}.md")
+        elif op < 0.95 and d.exists() and len(list(d.iterdir())) < 5:
+            shutil.rmtree(d)
+        if step % 7 == 0:
+            got = {p: doc.hash for p, doc in watched.refresh().items()}
+            want = {p: doc.hash for p, doc in DocIndex(root, watch=False).refresh().items()}
+            assert got == want, step
+    watched.close()
