@@ -24,7 +24,9 @@ from server.query import Filters, select, sort_entries, summarize
 from server.tools import build_server
 from server.vault import Vault
 
+from . import search_bench
 from .generate import generate
+from .stats import ms, pct
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 GEN_VERSION = "1"
@@ -40,15 +42,6 @@ def vault_for(n: int, seed: int = 7) -> Path:
         marker.write_text(GEN_VERSION)
         print(f"  generated {n} notes in {time.perf_counter() - t0:.1f} s")
     return root
-
-
-def pct(samples: list[float], q: float) -> float:
-    s = sorted(samples)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
-
-
-def ms(x: float) -> str:
-    return f"{x * 1000:.1f} ms"
 
 
 def timeit(fn: Callable[[], Any], n: int) -> list[float]:
@@ -157,10 +150,20 @@ def main() -> None:
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", default="read,search", help="comma list of: read, search")
     args = ap.parse_args()
+    only = set(args.only.split(","))
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
-        results.append(anyio.run(run_size, n, args.iters))
+        r: dict[str, Any] = {"docs": n}
+        if "read" in only:
+            r.update(anyio.run(run_size, n, args.iters))
+        if "search" in only:
+            print(f"\nsearch_text, {n} notes")
+            r.update(
+                {f"search_{k}": v for k, v in search_bench.run(vault_for(n), args.iters).items()}
+            )
+        results.append(r)
     if args.json:
         for r in results:
             print(

@@ -374,6 +374,7 @@ class DocIndex:
         self._want_key: Any = object()
         self._symlinks = False
         self._root_real = os.path.realpath(root)
+        self._docs: dict[str, Doc] | None = None  # rebuilt only when something changed
 
     def _walk(
         self, want: Callable[[str, bool], bool], start: tuple[str, str] = ("", "")
@@ -503,16 +504,18 @@ class DocIndex:
                             changed = True
                     else:
                         changed |= self._update(rel, disk_rel, st, stats)
-            if changed:
-                self.generation += 1
+            if changed or self._docs is None:
+                self.generation += changed
+                self._docs = {k: e.doc for k, e in self._entries.items()}
             self.last = stats
-            return {k: e.doc for k, e in self._entries.items()}
+            return self._docs
 
     def put(self, doc: Doc, st: os.stat_result) -> None:
         """Record a doc the server itself just wrote, so the next refresh need not re-read it."""
         with self._lock:
             self._entries[doc.path] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
             self.generation += 1
+            self._docs = None
 
     def close(self) -> None:
         if self._watcher is not None:

@@ -74,3 +74,21 @@ class ContextResult(BaseModel):
     blocks: list[dict[str, Any]]
     trimmed: list[str] = Field(default_factory=list, description="notes whose text was shortened")
     warnings: list[str] | None = None
+
+
+class SearchHit(BaseModel):
+    path: str
+    folder: str
+    title: str
+    type: str | None = None
+    modified: str
+    hash: str
+    tags: list[str] = Field(default_factory=list)
+    snippets: list[str] = Field(description="lines around the matches, terms marked «like this»")
+
+
+class SearchResult(BaseModel):
+    total: int = Field(description="notes matching, before paging")
+    hits: list[SearchHit]
+    next_cursor: str | None = Field(None, description="pass as cursor= for the next page")
+    hint: str | None = None

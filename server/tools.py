@@ -34,7 +34,8 @@ from .query import (
     tag_stats,
 )
 from .reading import ReadError, read_slice
-from .results import ContextResult, ListDocsResult, ListTagsResult, ReadDocResult
+from .results import ContextResult, ListDocsResult, ListTagsResult, ReadDocResult, SearchResult
+from .text_search import search_text as run_search
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch.tools")
@@ -294,7 +295,32 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         }
         return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
 
-    _ = (get_context, list_docs, list_tags, read_doc)
+    @mcp.tool(title="Search note text", annotations=READ)
+    @kit.guard("search_text")
+    def search_text(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                description='words to find, all must match (AND); "exact phrase"; -exclude; '
+                "inline filters tag:x type:x path:folder/. Case and full/half width ignored; "
+                "Chinese words of any length work, e.g. 'CRDT 离线同步' or '架构'."
+            ),
+        ],
+        type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
+        folder: Annotated[str | None, Field(description="only notes under this folder")] = None,
+        tags: Annotated[list[str] | None, Field(description="only notes with every tag")] = None,
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    ) -> SearchResult:
+        """Find notes by the words in their text and title, best first (title matches first,
+        then relevance, newest breaking ties). Each hit has 1-3 snippets with the matches
+        marked «like this», plus path and hash, so you can often answer without read_doc."""
+        res = run_search(vault, query, type=type, folder=folder, tags=tags, limit=limit,
+                         cursor=cursor)  # fmt: skip
+        return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
+
+    _ = (get_context, list_docs, list_tags, read_doc, search_text)
 
 
 def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:

@@ -18,6 +18,7 @@ from .gitrepo import state_dir
 from .journal import Journal
 from .paths import PathPolicy, PathRefused, VaultPath
 from .query import Entry, classify
+from .search import SearchIndex
 
 
 class VaultError(Exception):
@@ -41,6 +42,7 @@ class Vault:
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
         self.index = DocIndex(self.root)
+        self.search = SearchIndex(self.state / "index.sqlite", self.root)
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -98,6 +100,18 @@ class Vault:
                     )
                 self._entries, self._entries_key = fresh, key
             return self._entries
+
+    def searchable_entries(self) -> dict[str, Entry]:
+        """entries(), with the full-text index brought in step with them first."""
+        entries = self.entries()
+        gen = self.index.generation
+        if not self.search.in_step(gen):
+            self.search.sync({p: e.doc for p, e in entries.items()}, gen)
+        return entries
+
+    def close(self) -> None:
+        self.index.close()
+        self.search.close()
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:

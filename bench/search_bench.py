@@ -1,0 +1,92 @@
+"""search_text figures: index build, size against the body text, query latency, reconcile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from server.docs import decode
+from server.text_search import search_text
+from server.vault import Vault
+
+from .stats import ms, pct
+
+QUERIES_3 = ["idempotency retry", "consensus", "tombstone merge", '"circuit breaker"', "replica -raft",
+             "backpressure timeout", "同步合并", "分布式 一致性"]  # fmt: skip
+QUERIES_2 = ["架构", "周报", "幂等", "限流"]
+
+
+def body_bytes(vault: Vault) -> int:
+    total = 0
+    for e in vault.entries().values():
+        text, _ = decode((vault.root / e.doc.disk).read_bytes())
+        total += len(text[e.doc.body_start :].encode())
+    return total
+
+
+def run(root: Path, iters: int) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    index = root / ".git" / "vaultwatch" / "index.sqlite"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+    vault = Vault(root)
+    vault.entries()
+    t0 = time.perf_counter()
+    vault.searchable_entries()
+    vault.search.checkpoint()
+    res["build_s"] = time.perf_counter() - t0
+    size = vault.search.stats()["bytes"]
+    body = body_bytes(vault)
+    res["index_mb"], res["body_mb"] = size / 1e6, body / 1e6
+    res["index_ratio"] = size / body
+    print(f"  full index build                  {res['build_s']:.1f} s")
+    print(
+        f"  index size                        {size / 1e6:.1f} MB for {body / 1e6:.1f} MB of body text "
+        f"({res['index_ratio']:.2f}x)"
+    )
+
+    def timed(queries: list[str]) -> list[float]:
+        out = []
+        for _ in range(iters):
+            for q in queries:
+                t = time.perf_counter()
+                search_text(vault, q, limit=10)
+                out.append(time.perf_counter() - t)
+        return out
+
+    timed(QUERIES_3[:2])  # warm caches
+    t3, t2 = timed(QUERIES_3), timed(QUERIES_2)
+    res["query3_p50_ms"], res["query3_p95_ms"] = pct(t3, 0.5) * 1e3, pct(t3, 0.95) * 1e3
+    res["query2_p50_ms"], res["query2_p95_ms"] = pct(t2, 0.5) * 1e3, pct(t2, 0.95) * 1e3
+    print(f"  query, 3+ char terms              p50 {ms(pct(t3, 0.5))}  p95 {ms(pct(t3, 0.95))}")
+    print(f"  query, 2-char CJK terms           p50 {ms(pct(t2, 0.5))}  p95 {ms(pct(t2, 0.95))}")
+
+    # one note edited behind the server's back, then the next query
+    victim = next(iter(vault.entries().values())).doc
+    path = root / victim.disk
+    original = path.read_bytes()
+    rec = []
+    try:
+        for i in range(max(5, iters // 2)):
+            path.write_bytes(original + f"\n- edited {i} zzyzx{i}\n".encode())
+            t = time.perf_counter()
+            vault.searchable_entries()
+            rec.append(time.perf_counter() - t)
+            assert search_text(vault, f"zzyzx{i}")["total"] == 1
+    finally:
+        path.write_bytes(original)
+    res["reconcile_1_p50_ms"] = pct(rec, 0.5) * 1e3
+    print(f"  reconcile after 1 changed file    p50 {ms(pct(rec, 0.5))}")
+    vault.close()
+    return res
+
+
+def fresh_copy(src: Path, dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, symlinks=True)
+    os.sync()
+    return dest

@@ -1,0 +1,279 @@
+"""Full-text index of note bodies: SQLite FTS5 in `.git/vaultwatch/index.sqlite`.
+
+A derived cache, never committed and deletable at any time: before each query it is reconciled
+with the notes on disk by (mtime_ns, size), a write through the server updates it before the
+tool returns, and a missing or corrupt file is rebuilt rather than reported.
+
+The FTS table is contentless (only the index is stored). To remove a note's old tokens FTS5
+needs the text it was indexed with, so each note's indexed text is kept zlib-compressed beside
+it; that keeps the whole file near the size of the text itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .docs import Doc, decode
+from .textfold import index_text
+
+log = logging.getLogger("vaultwatch.search")
+
+SCHEMA = 1
+TITLE_WEIGHT = 10.0
+RECENCY = 0.1  # a note changed today scores up to 10% better: a tie-break, not a ranking
+DDL = f"""
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS docs(
+    id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL,
+    mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, z BLOB NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    title, body, content='', tokenize='unicode61 remove_diacritics 2');
+INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA}');
+"""
+
+
+@dataclass
+class Hit:
+    path: str
+    score: float  # bm25: lower is better
+
+
+class SearchIndex:
+    """One vault's index. Safe to share between threads; several processes may share the file."""
+
+    def __init__(self, path: Path, root: Path) -> None:
+        self.path = path
+        self.root = root
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
+        self._known: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) as indexed
+        self._ids: dict[int, str] = {}
+        self._synced_generation: int | None = None
+        self.rebuilds = 0
+
+    # -- connection and recovery ----------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._db is not None:
+            return self._db
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in (1, 2):
+            try:
+                db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                db.execute("PRAGMA busy_timeout = 10000")
+                db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.executescript(DDL)
+                row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is None or row[0] != str(SCHEMA):
+                    raise sqlite3.DatabaseError(f"index schema {row} is not {SCHEMA}")
+                db.execute("SELECT count(*) FROM docs").fetchone()
+                self._db = db
+                self._load_known()
+                return db
+            except sqlite3.DatabaseError as exc:
+                with contextlib.suppress(Exception):
+                    db.close()
+                if attempt == 2:
+                    raise
+                log.warning("search index unusable (%s); rebuilding it", exc)
+                self._discard_file()
+        raise AssertionError("unreachable")
+
+    def _discard_file(self) -> None:
+        self.rebuilds += 1
+        self._db = None
+        self._known.clear()
+        self._ids.clear()
+        self._synced_generation = None
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+
+    def _load_known(self) -> None:
+        assert self._db is not None
+        self._known.clear()
+        self._ids.clear()
+        for id_, path, mtime, size in self._db.execute("SELECT id, path, mtime_ns, size FROM docs"):
+            self._known[path] = (mtime, size)
+            self._ids[id_] = path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- keeping it in step with the notes ----------------------------------------------------------
+
+    def in_step(self, generation: int) -> bool:
+        return self._db is not None and generation == self._synced_generation
+
+    def sync(self, docs: dict[str, Doc], generation: int | None = None) -> int:
+        """Index what changed, drop what is gone. Returns how many notes were (re)indexed.
+
+        Any database error discards the file and rebuilds it: the index is only a cache.
+        """
+        with self._lock:
+            if generation is not None and generation == self._synced_generation and self._db:
+                return 0
+            try:
+                n = self._sync(docs)
+            except sqlite3.DatabaseError as exc:
+                log.warning("search index failed (%s); rebuilding it", exc)
+                self._discard_file()
+                n = self._sync(docs)
+            self._synced_generation = generation
+            return n
+
+    def _sync(self, docs: dict[str, Doc]) -> int:
+        db = self._connect()
+        changed = [d for p, d in docs.items() if self._known.get(p) != (d.mtime_ns, d.size)]
+        gone = [p for p in self._known if p not in docs]
+        if not changed and not gone:
+            return 0
+        done = 0
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for path in gone:
+                self._delete(db, path)
+            for doc in changed:
+                # Another server process may have indexed it already: check the row itself.
+                row = db.execute(
+                    "SELECT mtime_ns, size FROM docs WHERE path=?", (doc.path,)
+                ).fetchone()
+                if row is not None and tuple(row) == (doc.mtime_ns, doc.size):
+                    self._known[doc.path] = (doc.mtime_ns, doc.size)
+                    continue
+                try:
+                    data = (self.root / doc.disk).read_bytes()
+                except OSError:
+                    continue
+                text, _ = decode(data)
+                self._put(db, doc, text)
+                done += 1
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            self._load_known()
+            raise
+        return done
+
+    def update(self, doc: Doc, text: str) -> None:
+        """Index one note the server just wrote, before the tool returns (written = searchable)."""
+        with self._lock:
+            try:
+                db = self._connect()
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._put(db, doc, text)
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+            except sqlite3.DatabaseError as exc:
+                log.warning("search index failed (%s); it will be rebuilt", exc)
+                self._discard_file()
+
+    def _delete(self, db: sqlite3.Connection, path: str) -> None:
+        row = db.execute("SELECT id, z FROM docs WHERE path=?", (path,)).fetchone()
+        if row is not None:
+            title, _, body = zlib.decompress(row[1]).decode("utf-8").partition("\x00")
+            db.execute(
+                "INSERT INTO fts(fts, rowid, title, body) VALUES('delete', ?, ?, ?)",
+                (row[0], title, body),
+            )
+            db.execute("DELETE FROM docs WHERE id=?", (row[0],))
+            self._ids.pop(row[0], None)
+        self._known.pop(path, None)
+
+    def _put(self, db: sqlite3.Connection, doc: Doc, text: str) -> None:
+        self._delete(db, doc.path)
+        title = index_text(f"{doc.title} {doc.stem}")
+        # Frontmatter values are text the owner wrote too (exit criteria, next actions).
+        fm_words = " ".join(_strings(doc.frontmatter))
+        body = index_text(f"{fm_words}\n{text[doc.body_start :]}")
+        z = zlib.compress(f"{title}\x00{body}".encode(), 6)
+        cur = db.execute(
+            "INSERT INTO docs(path, mtime_ns, size, z) VALUES (?, ?, ?, ?)",
+            (doc.path, doc.mtime_ns, doc.size, z),
+        )
+        rowid = cur.lastrowid
+        assert rowid is not None
+        db.execute("INSERT INTO fts(rowid, title, body) VALUES (?, ?, ?)", (rowid, title, body))
+        self._known[doc.path] = (doc.mtime_ns, doc.size)
+        self._ids[rowid] = doc.path
+
+    # -- asking ---------------------------------------------------------------------------------
+
+    def query(
+        self,
+        expr: str,
+        *,
+        title_only: bool = False,
+        limit: int | None = None,
+        now: float | None = None,
+    ) -> list[Hit]:
+        """Notes matching an FTS5 expression, best first: bm25 (title weighted 10x) with a
+        small boost for recently changed notes. `limit` stops early (SQLite sorts in C)."""
+        with self._lock:
+            db = self._connect()
+            match = f"{{title}} : ({expr})" if title_only else expr
+            sql = (
+                f"SELECT fts.rowid, bm25(fts, {TITLE_WEIGHT}, 1.0) * (1.0 + {RECENCY} * "
+                "max(0.0, 1.0 - ((? - docs.mtime_ns / 1e9) / 86400.0) / 365.0)) AS s "
+                "FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ? ORDER BY s"
+            )
+            args: list[object] = [now or time.time(), match]
+            if limit is not None:
+                sql += " LIMIT ?"
+                args.append(limit)
+            try:
+                rows = db.execute(sql, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                    raise ValueError(f"the search index could not read this query: {exc}") from exc
+                raise
+            ids = self._ids
+            return [Hit(ids[r], s) for r, s in rows if r in ids]
+
+    def count(self, expr: str) -> int:
+        with self._lock:
+            db = self._connect()
+            return int(
+                db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expr,)).fetchone()[0]
+            )
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            db = self._connect()
+            docs = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+        size = sum(
+            os.path.getsize(str(self.path) + s)
+            for s in ("", "-wal")
+            if os.path.exists(str(self.path) + s)
+        )
+        return {"docs": docs, "bytes": size}
+
+    def checkpoint(self) -> None:
+        with self._lock:
+            db = self._connect()
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []

@@ -1,0 +1,168 @@
+"""The search_text query language and the snippets that show why a note matched.
+
+CRDT 离线同步            both terms (AND)
+"offline sync"          a phrase
+-draft                  exclude notes with this term
+tag:crdt type:session path:study/   filters, like the tool's own parameters
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from .textfold import CJK, WORD, fold, query_tokens
+
+MARK_OPEN, MARK_CLOSE = "«", "»"
+SNIPPET_CHARS = 160
+
+
+class SearchError(ValueError):
+    """A query the model can fix; the message says how."""
+
+
+@dataclass
+class Term:
+    text: str
+    phrase: bool
+    negated: bool
+    tokens: list[tuple[str, bool]]
+
+
+@dataclass
+class ParsedQuery:
+    terms: list[Term] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def positive(self) -> list[Term]:
+        return [t for t in self.terms if not t.negated]
+
+
+def _split(query: str) -> list[str]:
+    lexer = shlex.shlex(query, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.quotes = '"'
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote: treat the quote as a plain character
+        return query.replace('"', " ").split()
+
+
+def parse(query: str) -> ParsedQuery:
+    if not query or not query.strip():
+        raise SearchError("query is empty: give words to look for, e.g. 'CRDT 离线同步'")
+    pq = ParsedQuery()
+    raw_parts = _split(query.replace("\u201c", '"').replace("\u201d", '"'))
+    # shlex drops the quotes; find which parts were quoted from the original text
+    quoted = {m.group(1) for m in re.finditer(r'"([^"]+)"', query)}
+    for part in raw_parts:
+        negated = part.startswith("-") and len(part) > 1
+        body = part[1:] if negated else part
+        key, sep, value = body.partition(":")
+        if sep and key in ("tag", "type", "path") and value:
+            if negated:
+                raise SearchError(f"'-{key}:' is not supported; use tags_none or leave it out")
+            {"tag": pq.tags, "type": pq.types, "path": pq.paths}[key].append(value)
+            continue
+        tokens = query_tokens(body)
+        if not tokens:
+            continue  # punctuation only
+        is_phrase = body in quoted or " " in body
+        if not is_phrase and len(tokens) == 1 and not CJK.fullmatch(fold(body)):
+            w, pre = tokens[0]
+            # a plain word also finds longer forms: cache -> caches, cached, caching
+            tokens = [(w, pre or len(w) >= 3)]
+        pq.terms.append(Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens))
+    if not pq.positive and not (pq.tags or pq.types or pq.paths):
+        raise SearchError("the query only excludes; add at least one word to look for")
+    return pq
+
+
+def _fts_phrase(tokens: list[tuple[str, bool]]) -> str:
+    parts = []
+    for tok, prefix in tokens:
+        parts.append('"' + tok.replace('"', '""') + '"' + ("*" if prefix else ""))
+    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+
+def fts_expression(pq: ParsedQuery) -> str | None:
+    """The FTS5 MATCH expression, or None when the query is only filters."""
+    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    if not pos:
+        return None
+    expr = " AND ".join(pos)
+    for t in pq.terms:
+        if t.negated:
+            expr = f"({expr}) NOT {_fts_phrase(t.tokens)}"
+    return expr
+
+
+def term_regex(term: Term) -> re.Pattern[str]:
+    """Where a term occurs in folded text (for snippets and title checks)."""
+    folded = fold(term.text)
+    pieces: list[str] = []
+    pos = 0
+    for m in CJK.finditer(folded):
+        pieces += [re.escape(w) for w in WORD.findall(folded[pos : m.start()])]
+        pieces.append(re.escape(m.group()))
+        pos = m.end()
+    pieces += [re.escape(w) for w in WORD.findall(folded[pos:])]
+    if not pieces:
+        return re.compile(r"(?!x)x")
+    if term.tokens and term.tokens[-1][1] and not CJK.fullmatch(term.tokens[-1][0]):
+        pieces[-1] += r"\w*"  # the prefix match the index made
+    return re.compile(r"[\W_]*".join(pieces))
+
+
+def matches_title(pq: ParsedQuery, title: str) -> bool:
+    folded = fold(title)
+    return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
+
+
+def snippets(text: str, body_start: int, pq: ParsedQuery, limit: int = 3) -> list[str]:
+    """Up to `limit` lines of the body around matches, the matched terms marked «like this»."""
+    regexes = [term_regex(t) for t in pq.positive]
+    if not regexes:
+        return []
+    scored: list[tuple[int, int, str, list[tuple[int, int]]]] = []
+    for n, line in enumerate(text[body_start:].splitlines()):
+        if not line.strip():
+            continue
+        folded = fold(line) if not line.isascii() else line.lower()
+        found = [[(m.start(), m.end()) for m in rx.finditer(folded) if m.end() > m.start()]
+                 for rx in regexes]  # fmt: skip
+        distinct = sum(1 for f in found if f)
+        if not distinct:
+            continue
+        shown = line if len(folded) == len(line) else folded
+        scored.append((distinct, n, shown, sorted(sp for f in found for sp in f)))
+    # the lines matching the most different terms, shown in note order
+    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:limit]
+    return [_mark(shown, spans) for _, _, shown, spans in sorted(best, key=lambda x: x[1])]
+
+
+def _mark(line: str, spans: list[tuple[int, int]]) -> str:
+    merged: list[list[int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    first = merged[0][0]
+    start = max(0, first - SNIPPET_CHARS // 3)
+    end = min(len(line), start + SNIPPET_CHARS)
+    out, pos = [], start
+    for a, b in merged:
+        if a >= end:
+            break
+        out.append(line[pos:a])
+        out.append(MARK_OPEN + line[a : min(b, end)] + MARK_CLOSE)
+        pos = min(b, end)
+    out.append(line[pos:end])
+    text = "".join(out).strip()
+    return ("…" if start > 0 else "") + text + ("…" if end < len(line) else "")
