@@ -136,6 +136,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"vaultwatch-server: {exc.message}") from None
     for problem in vault.config_errors:
         log.warning("config not applied: %s", problem)
+    restored = vault.store.recover()  # an earlier server died mid-write: put the files back
+    if restored:
+        log.warning("rolled back an interrupted write: %s", ", ".join(restored))
 
     from .tools import build_server  # imported late: the SDK is the slow part of start-up
 

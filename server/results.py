@@ -92,3 +92,28 @@ class SearchResult(BaseModel):
     hits: list[SearchHit]
     next_cursor: str | None = Field(None, description="pass as cursor= for the next page")
     hint: str | None = None
+
+
+class WriteOut(BaseModel):
+    path: str = Field(description="where the note is (create_doc: where it landed)")
+    hash: str | None = Field(None, description="the note's new hash")
+    commit: str | None = Field(None, description="the git commit of this write")
+    created: bool | None = None
+    noop: bool | None = None
+    note: str | None = None
+    warnings: list[str] | None = Field(None, description="problems that were already there")
+    diff: str | None = Field(None, description="what changed (cut when long)")
+
+
+class BatchItem(BaseModel):
+    path: str
+    hash: str | None = None
+    created: bool | None = None
+
+
+class BatchOut(BaseModel):
+    commit: str | None = None
+    results: list[BatchItem]
+    noop: bool | None = None
+    warnings: dict[str, list[str]] | None = None
+    diff: str | None = None

@@ -34,9 +34,18 @@ from .query import (
     tag_stats,
 )
 from .reading import ReadError, read_slice
-from .results import ContextResult, ListDocsResult, ListTagsResult, ReadDocResult, SearchResult
+from .results import (
+    BatchOut,
+    ContextResult,
+    ListDocsResult,
+    ListTagsResult,
+    ReadDocResult,
+    SearchResult,
+    WriteOut,
+)
 from .text_search import search_text as run_search
 from .vault import Vault, VaultError
+from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, apply, result_for
 
 log = logging.getLogger("vaultwatch.tools")
 
@@ -82,6 +91,7 @@ class ToolKit:
         data: dict[str, Any],
         paths: list[str],
         kind: str = "read",
+        **event: Any,
     ) -> CallToolResult:
         """The tool's answer: compact JSON text plus the same as structured content.
 
@@ -91,11 +101,54 @@ class ToolKit:
         data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
         self.vault.journal.append(
-            kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text)
+            kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text), **event
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data
         )
+
+    def write(
+        self,
+        ctx: Context | None,
+        tool: str,
+        ops: list[tuple[str, dict[str, Any]]],
+        message: str | None = None,
+    ) -> CallToolResult:
+        """Run write operations as one commit and report the outcome (journal included)."""
+        client = client_name(ctx)
+        journal = self.vault.journal
+        try:
+            res = apply(self.vault, self.vault.store, tool, client, ops, message)
+        except Rejected as exc:
+            journal.append("rejected", client=client, tool=tool, paths=exc.paths, code=exc.code,
+                           message=exc.message, hint=exc.hint, diff=exc.diff)  # fmt: skip
+            raise ToolError(f"rejected ({exc.code}): {exc.message.rstrip('.')}. To fix: {exc.hint}. "
+                            "Nothing was written.") from exc  # fmt: skip
+        except Conflict as exc:
+            journal.append("conflict", client=client, tool=tool, path=exc.path,
+                           expected=exc.expected, actual=exc.actual)  # fmt: skip
+            raise ToolError(exc.message) from exc
+        except StoreError as exc:
+            journal.append("error", client=client, tool=tool, code=exc.code, message=exc.message)
+            raise ToolError(exc.message) from exc
+        if tool == "batch":
+            data: dict[str, Any] = {
+                "commit": res.commit,
+                "results": [
+                    {k: v for k, v in {"path": o.path, "hash": o.hash or res.hashes.get(o.path),
+                                       "created": o.created}.items() if v is not None}
+                    for o in res.outcomes
+                ],
+                "noop": True if res.commit is None else None,
+                "warnings": res.warnings or None,
+                "diff": (res.diff[:DIFF_IN_RESULT] + "\n… (diff cut)")
+                if len(res.diff) > DIFF_IN_RESULT else res.diff or None,
+            }  # fmt: skip
+        else:
+            data = result_for(res)
+        if res.commit is None:
+            return self.result(ctx, tool, data, res.paths, kind="noop")
+        return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 
     def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Map domain errors to ToolError (journaled); never let a traceback reach the model."""
@@ -323,8 +376,163 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
     _ = (get_context, list_docs, list_tags, read_doc, search_text)
 
 
+def _write_annotations(idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                           idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+
+
+HashArg = Annotated[
+    str | None,
+    Field(
+        description="hash from your last read; if given and the note changed, the write is refused"
+    ),
+]
+
+
+def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
+    vault = kit.vault
+
+    @mcp.tool(title="Create a note", annotations=_write_annotations(True))
+    @kit.guard("create_doc")
+    def create_doc(
+        ctx: Context,
+        type: Annotated[
+            str | None,
+            Field(description="doc type: path comes from its folder and filename pattern"),
+        ] = None,
+        path: Annotated[
+            str | None, Field(description="explicit path instead of type's pattern")
+        ] = None,
+        fields: Annotated[
+            dict[str, Any] | None,
+            Field(description='frontmatter, e.g. {"date": "2026-10-02", "kind": "mock"}'),
+        ] = None,
+        body: Annotated[
+            str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
+        ] = "",
+        tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None,
+    ) -> WriteOut:
+        """Create a note as one commit. Folders are made as needed; the result says where it
+        landed. If the folder already has a note with the same title, nothing is written and
+        that note's path and hash come back with created=false: update it instead."""
+        args = {"type": type, "path": path, "fields": fields, "body": body, "tags": tags}
+        return kit.write(ctx, "create_doc", [("create_doc", args)])  # type: ignore[return-value]
+
+    @mcp.tool(title="Append to a section", annotations=_write_annotations(False))
+    @kit.guard("append_section")
+    def append_section(
+        ctx: Context,
+        path: Annotated[str, Field(description="note path")],
+        heading: Annotated[
+            str,
+            Field(
+                description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end if missing"
+            ),
+        ],
+        content: Annotated[str, Field(description="markdown to add at the end of the section")],
+        hash: HashArg = None,
+    ) -> WriteOut:
+        """Add text at the end of one section (before the next heading of the same or higher
+        level), as one commit. Nothing else in the note changes."""
+        args = {"path": path, "heading": heading, "content": content, "hash": hash}
+        return kit.write(ctx, "append_section", [("append_section", args)])  # type: ignore[return-value]
+
+    @mcp.tool(title="Replace exact text", annotations=_write_annotations(False))
+    @kit.guard("edit_text")
+    def edit_text(
+        ctx: Context,
+        path: Annotated[str, Field(description="note path")],
+        old: Annotated[
+            str, Field(description="exact text now in the note (copy it from read_doc)")
+        ],
+        new: Annotated[str, Field(description="text to put in its place")],
+        count: Annotated[
+            int, Field(ge=1, le=1000, description="how many matches to expect and replace")
+        ] = 1,
+        hash: HashArg = None,
+    ) -> WriteOut:
+        """Replace exact text, as one commit. Refused (with the number of matches, or the
+        closest line when there are none) unless `old` occurs exactly `count` times."""
+        args = {"path": path, "old": old, "new": new, "count": count, "hash": hash}
+        return kit.write(ctx, "edit_text", [("edit_text", args)])  # type: ignore[return-value]
+
+    @mcp.tool(title="Change frontmatter fields", annotations=_write_annotations(True))
+    @kit.guard("update_frontmatter")
+    def update_frontmatter(
+        ctx: Context,
+        path: Annotated[str, Field(description="note path")],
+        set: Annotated[
+            dict[str, Any] | None,
+            Field(description='keys to set, e.g. {"status": "closed", "closed": "2026-10-02"}'),
+        ] = None,
+        unset: Annotated[list[str] | None, Field(description="keys to remove")] = None,
+        add_tags: Annotated[list[str] | None, Field(description="tags to add")] = None,
+        remove_tags: Annotated[list[str] | None, Field(description="tags to remove")] = None,
+        hash: HashArg = None,
+    ) -> WriteOut:
+        """Set, remove or retag frontmatter keys, as one commit. Every other line of the
+        frontmatter (order, quoting, comments) stays exactly as it was."""
+        args = {"path": path, "set": set, "unset": unset, "add_tags": add_tags,
+                "remove_tags": remove_tags, "hash": hash}  # fmt: skip
+        return kit.write(ctx, "update_frontmatter", [("update_frontmatter", args)])  # type: ignore[return-value]
+
+    @mcp.tool(title="Replace a whole note", annotations=_write_annotations(True))
+    @kit.guard("replace_doc")
+    def replace_doc(
+        ctx: Context,
+        path: Annotated[str, Field(description="note path")],
+        content: Annotated[str, Field(description="the complete new text, frontmatter included")],
+        hash: Annotated[
+            str, Field(description="hash from your last read_doc of this note (required)")
+        ],
+    ) -> WriteOut:
+        """Replace a note's whole text, as one commit. Needs the hash of your last read: if the
+        note changed since, nothing is written and you must read it again (never retry
+        blindly). Must keep every image/attachment embed. Prefer the smaller write tools."""
+        args = {"path": path, "content": content, "hash": hash}
+        return kit.write(ctx, "replace_doc", [("replace_doc", args)])  # type: ignore[return-value]
+
+    @mcp.tool(title="Several writes as one commit", annotations=_write_annotations(False))
+    @kit.guard("batch")
+    def batch(
+        ctx: Context,
+        ops: Annotated[
+            list[dict[str, Any]],
+            Field(
+                description='operations in order: [{"tool": "append_section", "args": {...}}, '
+                '{"tool": "update_frontmatter", "args": {...}}]; tools: create_doc, '
+                "append_section, edit_text, update_frontmatter, replace_doc"
+            ),
+        ],
+        message: Annotated[
+            str | None, Field(description="commit subject for the whole batch")
+        ] = None,
+    ) -> BatchOut:
+        """Up to 200 writes checked together and applied all-or-nothing as one commit. Every
+        problem is reported at once; if any operation fails, nothing is written."""
+        limit = vault.config.limits.batch_ops
+        if not ops:
+            raise ToolError("ops is empty: give at least one operation")
+        if len(ops) > limit:
+            raise ToolError(f"{len(ops)} operations; a batch takes at most {limit}. Split it.")
+        parsed = []
+        for i, op in enumerate(ops):
+            name = op.get("tool") if isinstance(op, dict) else None
+            args = op.get("args", {}) if isinstance(op, dict) else None
+            if not isinstance(name, str) or not isinstance(args, dict):
+                raise ToolError(
+                    f'operation {i + 1} must look like {{"tool": "append_section", "args": {{...}}}}'
+                )
+            parsed.append((name, args))
+        return kit.write(ctx, "batch", parsed, message)  # type: ignore[return-value]
+
+    _ = (create_doc, append_section, edit_text, update_frontmatter, replace_doc, batch)
+
+
 def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:
     mcp = MCPServer("vaultwatch", instructions=INSTRUCTIONS, version=__version__)
     kit = ToolKit(vault)
     register_read_tools(mcp, kit)
+    if not read_only:
+        register_write_tools(mcp, kit)
     return mcp

@@ -19,6 +19,7 @@ from .journal import Journal
 from .paths import PathPolicy, PathRefused, VaultPath
 from .query import Entry, classify
 from .search import SearchIndex
+from .store import Store
 
 
 class VaultError(Exception):
@@ -43,6 +44,7 @@ class Vault:
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
         self.index = DocIndex(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
+        self.store = Store(self.root, self.journal)
 
     # -- config ---------------------------------------------------------------------------------
 

@@ -1,0 +1,268 @@
+"""Pure text transforms for the write tools. Each changes only what it names; every other byte
+of the note (line endings, frontmatter order, quoting, comments, date formats) stays as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+import yaml
+
+from .docs import Doc, frontmatter_tags, parse_doc, split_frontmatter
+
+
+class EditError(ValueError):
+    """An edit that cannot be made as asked; `code` names why, the message says what to do."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def newline_of(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _with_newlines(content: str, nl: str) -> str:
+    content = content.replace("\r\n", "\n")
+    return content.replace("\n", nl) if nl != "\n" else content
+
+
+# ------------------------------------------------------------------------------------------------
+# append_section
+
+HEADING_SPEC = re.compile(r"^(#{1,6})\s+(.*)$")
+
+
+def append_section(text: str, doc: Doc, heading: str, content: str) -> str:
+    """Append `content` at the end of section `heading` (before the next heading of the same or
+    a higher level); add the heading at the end of the note when it is missing."""
+    from .reading import ReadError, find_section
+
+    nl = newline_of(text)
+    spec = heading.strip()
+    m = HEADING_SPEC.match(spec)
+    level = len(m.group(1)) if m else None
+    name = m.group(2).strip() if m else spec
+    if not name:
+        raise EditError("bad_heading", "heading is empty: give one such as 'Log' or '## Log'")
+    body = _with_newlines(content.strip("\r\n"), nl)
+    if not body.strip():
+        raise EditError("empty_content", "content is empty: give the text to append")
+    try:
+        h = find_section(doc, name)
+    except ReadError as exc:
+        if "matches" in str(exc):
+            raise EditError("ambiguous_heading", str(exc)) from exc
+        h = None
+    if h is None:
+        parent = None
+        if "/" in name:
+            try:
+                parent = find_section(doc, name.rsplit("/", 1)[0])
+            except ReadError:
+                parent = None
+        title = name.rsplit("/", 1)[-1]
+        lvl = level or (parent.level + 1 if parent else 2)
+        block = f"{'#' * lvl} {title}{nl}{body}{nl}"
+        if parent is not None:
+            return _insert(text, _section_content_end(text, parent.start, parent.end), block, nl)
+        head = text.rstrip("\r\n")
+        sep = nl * 2 if head else ""
+        return head + sep + block
+    return _insert(text, _section_content_end(text, h.body_start, h.end), body + nl, nl)
+
+
+def _section_content_end(text: str, start: int, end: int) -> int:
+    """End of the last non-blank line in text[start:end]: blank lines before the next heading
+    stay where they are, after the appended text."""
+    pos = end
+    while pos > start:
+        line_start = max(start, text.rfind("\n", start, pos - 1) + 1)
+        if text[line_start:pos].strip():
+            return pos
+        pos = line_start
+    return start
+
+
+def _insert(text: str, pos: int, block: str, nl: str) -> str:
+    before = text[:pos]
+    if before and not before.endswith("\n"):
+        before += nl  # the section ended the file without a newline
+    return before + block + text[pos:]
+
+
+# ------------------------------------------------------------------------------------------------
+# edit_text
+
+
+def edit_text(text: str, old: str, new: str, count: int = 1) -> str:
+    if not old:
+        raise EditError("empty_old", "old is empty: give the exact text to replace")
+    nl = newline_of(text)
+    old_n, new_n = _with_newlines(old, nl), _with_newlines(new, nl)
+    found = text.count(old_n)
+    if found == count:
+        return text.replace(old_n, new_n, count)
+    if found == 0:
+        hint = ""
+        best = closest_line(text, old)
+        if best is not None:
+            n, line = best
+            hint = f" The closest line is line {n}: {line.strip()[:200]!r}."
+        raise EditError("no_match", f"old text was not found (0 matches).{hint}")
+    raise EditError(
+        "match_count",
+        f"old text matches {found} times, not {count}. Give more surrounding text so it matches "
+        f"once, or pass count={found} to replace every match.",
+    )
+
+
+def closest_line(text: str, old: str) -> tuple[int, str] | None:
+    """(line number, line) that holds the most of `old`'s first line, for a helpful error."""
+    want = next((ln for ln in old.splitlines() if ln.strip()), "").strip()
+    if not want:
+        return None
+    best: tuple[float, int, str] | None = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        sm = difflib.SequenceMatcher(None, want, line, autojunk=False)
+        score = sum(b.size for b in sm.get_matching_blocks()) / len(want)
+        if best is None or score > best[0]:
+            best = (score, n, line)
+    return (best[1], best[2]) if best and best[0] >= 0.5 else None
+
+
+# ------------------------------------------------------------------------------------------------
+# update_frontmatter: line surgery, so untouched keys stay byte-identical
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes dates unquoted (2026-10-02), as people write them in Obsidian."""
+
+
+_Dumper.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in rs if tag != "tag:yaml.org,2002:timestamp"]
+    for ch, rs in yaml.SafeDumper.yaml_implicit_resolvers.items()
+}
+KEY_LINE = re.compile(r"^([^\s#][^:\n]*?)\s*:(?:\s|$)")
+
+
+def render_value(key: str, value: Any, flow: bool = True) -> str:
+    """One top-level `key: value` entry as YAML; lists in flow style ([a, b]) unless asked."""
+
+    def dump(v: Any, flow_style: bool) -> str:
+        return yaml.dump(v, Dumper=_Dumper, allow_unicode=True, sort_keys=False,
+                         default_flow_style=flow_style, width=10_000)  # fmt: skip
+
+    if isinstance(value, list) and flow:
+        key_text = dump({key: 0}, False).rsplit(":", 1)[0]
+        return f"{key_text}: {dump(value, True).strip()}"
+    return dump({key: value}, False).rstrip("\n")
+
+
+def _blocks(fm_lines: list[str]) -> list[tuple[str | None, int, int]]:
+    """(key, first line, end line) of each top-level entry; None for comments and blanks."""
+    blocks: list[tuple[str | None, int, int]] = []
+    for i, line in enumerate(fm_lines):
+        m = KEY_LINE.match(line)
+        if m and not line.startswith((" ", "\t", "-")):
+            blocks.append((m.group(1).strip().strip("'\""), i, i + 1))
+        elif (
+            blocks
+            and blocks[-1][0] is not None
+            and (line.startswith((" ", "\t", "-")) or not line.strip())
+        ):
+            key, start, _ = blocks[-1]
+            blocks[-1] = (key, start, i + 1)
+        else:
+            blocks.append((None, i, i + 1))
+    # trailing blank lines belong to nobody
+    fixed = []
+    for key, start, end in blocks:
+        while key is not None and end - 1 > start and not fm_lines[end - 1].strip():
+            end -= 1
+        fixed.append((key, start, end))
+    return fixed
+
+
+def update_frontmatter(
+    text: str,
+    set_: dict[str, Any] | None = None,
+    unset: list[str] | None = None,
+    add_tags: list[str] | None = None,
+    remove_tags: list[str] | None = None,
+) -> str:
+    set_ = dict(set_ or {})
+    unset = list(unset or [])
+    nl = newline_of(text)
+    fm_text, fm_start, body_start = split_frontmatter(text)
+    if fm_text is not None:
+        try:
+            current = yaml.load(fm_text, Loader=yaml.SafeLoader) or {}
+        except yaml.YAMLError as exc:
+            raise EditError(
+                "broken_yaml",
+                f"this note's frontmatter is not valid YAML ({getattr(exc, 'problem', exc)}); it "
+                "was not changed. Read the note and fix the YAML with replace_doc.",
+            ) from exc
+        if not isinstance(current, dict):
+            raise EditError("broken_yaml", "this note's frontmatter is not a mapping of keys")
+    else:
+        current = {}
+    both = set(set_) & set(unset)
+    if both:
+        raise EditError("conflicting_keys", f"{sorted(both)} are in both set and unset")
+    if add_tags or remove_tags:
+        tags = frontmatter_tags(current)
+        folded = {t.casefold() for t in (remove_tags or [])}
+        tags = [t for t in tags if t.casefold().lstrip("#") not in {f.lstrip("#") for f in folded}]
+        for t in add_tags or []:
+            t = t.strip().lstrip("#")
+            if t and t.casefold() not in {x.casefold() for x in tags}:
+                tags.append(t)
+        set_["tags"] = tags
+        if "tags" not in current and "tag" in current:
+            unset.append("tag")
+    if fm_text is None:
+        lines = [render_value(k, v) for k, v in set_.items()]
+        return "---" + nl + nl.join(lines) + nl + "---" + nl + text
+    fm_lines = fm_text.replace("\r\n", "\n").split("\n")
+    if fm_lines and fm_lines[-1] == "":
+        fm_lines.pop()
+    blocks = _blocks(fm_lines)
+    out: list[str] = []
+    done: set[str] = set()
+    for key, start, end in blocks:
+        chunk = fm_lines[start:end]
+        if key is not None and key in unset:
+            continue
+        if key is not None and key in set_ and key not in done:
+            block_style = len(chunk) > 1 and chunk[1].lstrip().startswith("-")
+            rendered = render_value(key, set_[key], flow=not block_style)
+            if block_style and isinstance(set_[key], list):
+                indent = chunk[1][: len(chunk[1]) - len(chunk[1].lstrip())]
+                rendered = (
+                    render_value(key, [], flow=True).rsplit(":", 1)[0]
+                    + ":\n"
+                    + "\n".join(f"{indent}- {render_value('x', v)[3:]}" for v in set_[key])
+                )
+            out.extend(rendered.split("\n"))
+            done.add(key)
+            continue
+        out.extend(chunk)
+    for key, value in set_.items():
+        if key not in done:
+            out.extend(render_value(key, value).split("\n"))
+    new_fm = nl.join(out)
+    head = text[:fm_start]
+    closing = text[fm_start + len(fm_text) : body_start]
+    return head + new_fm + (nl if new_fm else "") + closing + text[body_start:]
+
+
+def reparse(path: str, text: str) -> Doc:
+    return parse_doc(path, text.encode("utf-8"))

@@ -1,0 +1,202 @@
+"""What makes a note worse: its problems under the vault's rules, secrets, attachment changes.
+
+A write is judged by comparing the note's problems before and after: a new problem rejects the
+write (with a hint that says how to fix it); a problem that was already there is a warning.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config, DocType
+from .dates import as_date
+from .docs import Doc
+from .links import Link
+from .query import classify
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str
+    key: str  # what it is about (field, tag, ...): problems compare by (code, key)
+    message: str
+    hint: str
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})"
+
+
+FILENAME_PARTS = {
+    "date": r"\d{4}-\d{2}-\d{2}",
+    "year": r"\d{4}",
+    "month": r"\d{2}",
+    "week": r"\d{2}",
+    "day": r"\d{2}",
+}
+
+
+def filename_regex(pattern: str) -> re.Pattern[str]:
+    out, pos = [], 0
+    for m in re.finditer(r"\{(\w+)\}", pattern):
+        out.append(re.escape(pattern[pos : m.start()]))
+        out.append(FILENAME_PARTS.get(m.group(1), r".+"))
+        pos = m.end()
+    out.append(re.escape(pattern[pos:]))
+    return re.compile("".join(out) + r"\Z")
+
+
+def problems(doc: Doc, config: Config) -> list[Problem]:
+    """Everything wrong with a note under the vault's rules (not counting secrets)."""
+    out: list[Problem] = []
+    for p in doc.problems:
+        if p.startswith("broken YAML") or p.startswith("frontmatter"):
+            out.append(Problem("broken_yaml", "frontmatter", f"the frontmatter is broken: {p}",
+                               "write valid YAML between the --- lines"))  # fmt: skip
+    entry = classify(doc, config)
+    fm = doc.frontmatter
+    t: DocType | None = config.types.get(entry.type) if entry.type else None
+    declared = fm.get("type")
+    if isinstance(declared, str) and declared in config.types:
+        folder = config.types[declared].folder
+        if not doc.path.startswith(folder + "/"):
+            out.append(Problem("wrong_folder", "type", f"type {declared!r} notes live in {folder}/",
+                               f"put it under {folder}/ or change type"))  # fmt: skip
+    if t is not None:
+        for f in t.required:
+            if fm.get(f) in (None, "", []):
+                out.append(Problem("missing_field", f, f"required field {f!r} is missing",
+                                   f"set {f} in the frontmatter"))  # fmt: skip
+        for f in t.dates:
+            v = fm.get(f)
+            if v not in (None, "") and as_date(v) is None:
+                out.append(Problem("bad_date", f, f"{f}: {v!r} is not a date",
+                                   f"write {f} as YYYY-MM-DD"))  # fmt: skip
+        for f, allowed in t.values.items():
+            v = fm.get(f)
+            vals = v if isinstance(v, list) else [v]
+            for x in vals:
+                if x not in (None, "") and str(x) not in {str(a) for a in allowed}:
+                    out.append(Problem("bad_value", f"{f}={x}", f"{f}: {x!r} is not allowed",
+                                       f"use one of: {', '.join(map(str, allowed))}"))  # fmt: skip
+        if t.filename:
+            name = doc.path.rsplit("/", 1)[-1]
+            if not filename_regex(t.filename).match(name):
+                out.append(Problem("wrong_filename", "filename",
+                                   f"file name {name!r} does not fit {t.filename!r}",
+                                   f"name it like {t.filename}"))  # fmt: skip
+    if config.tags.unknown == "reject" and config.vocabulary:
+        for tag in doc.tags:
+            if tag.casefold() not in config.vocabulary:
+                out.append(Problem("unknown_tag", tag.casefold(), f"tag {tag!r} is not in the vocabulary",
+                                   closest_tags(tag, config)))  # fmt: skip
+    return out
+
+
+def closest_tags(tag: str, config: Config) -> str:
+    known = list(config.vocabulary.values())
+    close = difflib.get_close_matches(tag, known, n=3, cutoff=0.4)
+    if close:
+        return f"closest known tags: {', '.join(close)} (list_tags shows them all)"
+    return "use a tag from the vocabulary (list_tags shows them)"
+
+
+def new_problems(
+    before: list[Problem], after: list[Problem]
+) -> tuple[list[Problem], list[Problem]]:
+    """(problems the write adds, problems that were already there)."""
+    old = {(p.code, p.key) for p in before}
+    added = [p for p in after if (p.code, p.key) not in old]
+    kept = [p for p in after if (p.code, p.key) in old]
+    return added, kept
+
+
+# ------------------------------------------------------------------------------------------------
+# Secrets
+
+SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "private key",
+        re.compile(r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY"),
+    ),
+    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("API key (sk-)", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
+    ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    (
+        "JSON web token",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ),
+    ("URL with credentials", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@[^\s/]+")),
+    (
+        "password or secret assignment",
+        re.compile(
+            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
+            r"\s*[:=]\s*[\"']?(?![<\[{(]|x{3,}|\*{3,}|\.{3})[^\s\"'<>]{6,}"
+        ),
+    ),
+]
+
+
+def secrets_in(text: str) -> list[tuple[str, str]]:
+    """(pattern name, the matched text) for every secret-looking string."""
+    return [(name, m.group()) for name, rx in SECRET_PATTERNS for m in rx.finditer(text)]
+
+
+def new_secrets(old: str, new: str) -> list[str]:
+    """Names of secret patterns the new text adds (a secret already there is the owner's)."""
+    before = {hit for hit in secrets_in(old)}
+    return sorted({name for name, value in secrets_in(new) if (name, value) not in before})
+
+
+# ------------------------------------------------------------------------------------------------
+# Attachments
+
+
+def attachment_targets(links: tuple[Link, ...]) -> list[str]:
+    """Targets of embeds and links to non-note files, as written (order not significant)."""
+    return sorted(
+        link.target for link in links if link.is_attachment or (link.embed and link.target)
+    )
+
+
+def missing_attachments(links: tuple[Link, ...], note_path: str, root: Path) -> list[str]:
+    """Attachment targets that point at no file: `![[x.png]]` by name anywhere in the vault (as
+    Obsidian resolves it), `![](rel/x.png)` relative to the note."""
+    missing = []
+    names: set[str] | None = None
+    folder = note_path.rsplit("/", 1)[0] if "/" in note_path else ""
+    for link in links:
+        if not (link.is_attachment or link.embed) or not link.target:
+            continue
+        target = link.target
+        if link.kind == "md":
+            p = os.path.normpath(os.path.join(folder, target))
+            if not (root / p).is_file():
+                missing.append(target)
+            continue
+        if (root / target).is_file():
+            continue
+        if names is None:
+            names = _all_file_names(root)
+        base = target.rsplit("/", 1)[-1]
+        if base not in names and base + ".md" not in names:
+            missing.append(target)
+    return missing
+
+
+def _all_file_names(root: Path) -> set[str]:
+    out: set[str] = set()
+    for _dir, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        out.update(filenames)
+    return out
+
+
+def summarize(problems_: list[Problem]) -> list[str]:
+    return [str(p) for p in problems_]

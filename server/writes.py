@@ -1,0 +1,496 @@
+"""The six write operations, planned against the current files, checked, then committed.
+
+Every operation is planned first (in memory, under the write lock) into the new bytes of each
+file it touches; the checks run on that plan; only a plan that passes every check is written.
+A batch plans all its operations in order over the same in-memory files, reports every error
+at once, and commits once. Nothing here knows MCP.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from .config import Config
+from .dates import as_date
+from .docs import Doc, content_hash, decode, parse_doc
+from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
+from .journal import cap_diff
+from .paths import matches_any
+from .store import FileWrite, Store, StoreError
+from .validate import (
+    attachment_targets,
+    closest_tags,
+    missing_attachments,
+    new_problems,
+    new_secrets,
+    problems,
+)
+from .vault import Vault, VaultError
+
+MAX_NOTE_BYTES = 2 * 1024 * 1024
+DIFF_IN_RESULT = 1_500
+
+
+class Rejected(Exception):
+    """A write refused by a rule. Nothing was written."""
+
+    def __init__(
+        self, code: str, message: str, hint: str, paths: list[str], diff: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.code, self.message, self.hint, self.paths, self.diff = code, message, hint, paths, diff
+
+
+class Conflict(Exception):
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        super().__init__(path)
+        self.path, self.expected, self.actual = path, expected, actual
+
+    @property
+    def message(self) -> str:
+        return (
+            f"conflict: {self.path} changed since you read it (your hash {self.expected}, "
+            f"current hash {self.actual}). Nothing was written. Call read_doc to see the current "
+            "text, then make your change again on top of it."
+        )
+
+
+@dataclass
+class _File:
+    rel: str
+    disk: str
+    original: bytes | None  # on disk when the write began
+    text: str | None  # current planned text (None: does not exist)
+
+
+@dataclass
+class Outcome:
+    path: str
+    hash: str | None = None
+    created: bool | None = None
+    existing: bool = False  # create_doc found the note already there
+    warnings: list[str] = field(default_factory=list)
+    subject: str = ""
+
+
+def slugify(text: str, limit: int = 80) -> str:
+    text = unicodedata.normalize("NFKC", str(text)).strip().casefold()
+    text = re.sub(r"[^\w]+", "-", text).strip("-_")
+    return text[:limit].rstrip("-") or "note"
+
+
+class Plan:
+    """In-memory files for one call (one op, or every op of a batch)."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.config: Config = vault.config
+        self.files: dict[str, _File] = {}
+        self.vocab_add: dict[str, str] = {}
+
+    def file(self, raw: str, *, must_exist: bool = True) -> _File:
+        try:
+            vp = self.vault.resolve(raw, must_exist=False)
+        except VaultError as exc:
+            raise Rejected(exc.code, exc.message, "use a path inside the vault, as list_docs shows",
+                           [str(raw)]) from exc  # fmt: skip
+        if vp.rel in self.files:
+            f = self.files[vp.rel]
+        else:
+            disk = vp.disk.relative_to(self.vault.root).as_posix()
+            data = vp.disk.read_bytes() if vp.disk.is_file() else None
+            text = decode(data)[0] if data is not None else None
+            f = self.files[vp.rel] = _File(vp.rel, disk, data, text)
+        if self._protected(f.rel):
+            raise Rejected(
+                "protected",
+                f"{f.rel} is the owner's ({'rules' if f.rel == self.config.rules else 'config'} "
+                "file); the assistant cannot change it",
+                "ask the owner to make this change",
+                [f.rel],
+            )
+        if must_exist and f.text is None:
+            raise Rejected("not_found", self.vault._not_found(f.rel), "create it with create_doc",
+                           [f.rel])  # fmt: skip
+        return f
+
+    def _protected(self, rel: str) -> bool:
+        return rel in self.config.protected_paths() or matches_any(rel, self.config.protected)
+
+    def check_hash(self, f: _File, hash: str | None) -> None:
+        if hash is None:
+            return
+        actual = content_hash(f.original) if f.original is not None else "(no file)"
+        if hash.strip().lower() != actual:
+            raise Conflict(f.rel, hash, actual)
+
+    def doc(self, f: _File) -> Doc:
+        assert f.text is not None
+        return parse_doc(f.rel, f.text.encode("utf-8"))
+
+
+# ------------------------------------------------------------------------------------------------
+# the operations
+
+
+def op_append(p: Plan, path: str, heading: str, content: str, hash: str | None = None) -> Outcome:
+    f = p.file(path)
+    p.check_hash(f, hash)
+    assert f.text is not None
+    try:
+        f.text = append_section(f.text, p.doc(f), heading, content)
+    except EditError as exc:
+        raise Rejected(
+            exc.code, exc.message, "read_doc shows the note's headings", [f.rel]
+        ) from exc
+    return Outcome(
+        f.rel, subject=f"append_section: {f.rel} § {heading.strip().lstrip('#').strip()}"
+    )
+
+
+def op_edit(
+    p: Plan, path: str, old: str, new: str, count: int = 1, hash: str | None = None
+) -> Outcome:
+    f = p.file(path)
+    p.check_hash(f, hash)
+    assert f.text is not None
+    try:
+        f.text = edit_text(f.text, old, new, count)
+    except EditError as exc:
+        raise Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel]) from exc
+    return Outcome(f.rel, subject=f"edit_text: {f.rel}")
+
+
+def op_frontmatter(
+    p: Plan, path: str, set: dict[str, Any] | None = None, unset: list[str] | None = None,
+    add_tags: list[str] | None = None, remove_tags: list[str] | None = None,
+    hash: str | None = None,
+) -> Outcome:  # fmt: skip
+    f = p.file(path)
+    p.check_hash(f, hash)
+    assert f.text is not None
+    if not (set or unset or add_tags or remove_tags):
+        raise Rejected("empty_change", "nothing to change: give set, unset, add_tags or remove_tags",
+                       "name at least one key or tag", [f.rel])  # fmt: skip
+    _prepare_tags(p, add_tags or [])
+    try:
+        f.text = update_frontmatter(f.text, set, unset, add_tags, remove_tags)
+    except EditError as exc:
+        raise Rejected(exc.code, exc.message, "fix the YAML with replace_doc", [f.rel]) from exc
+    keys = [*(set or {}), *(unset or [])] + (["tags"] if add_tags or remove_tags else [])
+    return Outcome(f.rel, subject=f"update_frontmatter: {f.rel} ({', '.join(dict.fromkeys(keys))})")
+
+
+def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
+    f = p.file(path)
+    if not hash:
+        raise Rejected("hash_required", "replace_doc needs the hash from your last read_doc",
+                       "call read_doc first and pass its hash", [f.rel])  # fmt: skip
+    p.check_hash(f, hash)
+    assert f.text is not None
+    old_doc = p.doc(f)
+    new_text = content
+    if "\r\n" in f.text and "\r\n" not in content:
+        new_text = content.replace("\n", "\r\n")
+    new_doc = parse_doc(f.rel, new_text.encode("utf-8"))
+    before, after = attachment_targets(old_doc.links), attachment_targets(new_doc.links)
+    if before != after:
+        lost = sorted(set(before) - set(after))
+        added = sorted(set(after) - set(before))
+        parts = ([f"drops {', '.join(lost)}"] if lost else []) + (
+            [f"adds {', '.join(added)}"] if added else []
+        )
+        raise Rejected(
+            "attachments_changed",
+            f"replace_doc may not change the note's images or attachments: it {'; '.join(parts)}",
+            "keep every ![[...]] and ![](...) embed exactly as in the current note; "
+            "use edit_text for small changes",
+            [f.rel],
+        )
+    f.text = new_text
+    return Outcome(f.rel, subject=f"replace_doc: {f.rel}")
+
+
+def _prepare_tags(p: Plan, tags: list[str]) -> None:
+    """Vocabulary mode refuses unknown tags; create mode adds them to the vocabulary file."""
+    cfg = p.config
+    if not cfg.vocabulary and not cfg.tags.vocabulary:
+        return
+    for raw in tags:
+        t = raw.strip().lstrip("#")
+        if not t or t.casefold() in cfg.vocabulary:
+            continue
+        if cfg.tags.unknown == "reject":
+            raise Rejected("unknown_tag", f"tag {t!r} is not in the vocabulary", closest_tags(t, cfg),
+                           [])  # fmt: skip
+        p.vocab_add[t.casefold()] = t
+
+
+def _target_path(p: Plan, type_name: str | None, fields: dict[str, Any], body: str) -> str:
+    cfg = p.config
+    if type_name is None:
+        raise Rejected("path_required", "give a type (so the path comes from the vault config) "
+                       "or a path", f"types here: {', '.join(sorted(cfg.types)) or 'none'}", [])  # fmt: skip
+    t = cfg.types.get(type_name)
+    if t is None:
+        raise Rejected("unknown_type", f"unknown type {type_name!r}",
+                       f"types here: {', '.join(sorted(cfg.types)) or 'none'}", [])  # fmt: skip
+    title = _title_of(fields, body)
+    d = next((as_date(fields.get(f)) for f in (*t.dates, "date") if as_date(fields.get(f))), None)
+    d = d or date.today()
+    pattern = t.filename or "{slug}.md"
+
+    def fill(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key == "date":
+            return d.isoformat()
+        if key in ("year", "month", "day"):
+            return {"year": f"{d.year:04d}", "month": f"{d.month:02d}", "day": f"{d.day:02d}"}[key]
+        if key == "week":
+            return f"{d.isocalendar()[1]:02d}"
+        if key in ("slug", "title"):
+            if not title:
+                raise Rejected("title_required", f"the file name pattern {pattern!r} needs a title",
+                               "set fields.title or start body with '# Title'", [])  # fmt: skip
+            return slugify(title)
+        if fields.get(key) in (None, ""):
+            raise Rejected("missing_field", f"the file name pattern {pattern!r} needs field {key!r}",
+                           f"set fields.{key}", [])  # fmt: skip
+        return slugify(fields[key])
+
+    name = re.sub(r"\{(\w+)\}", fill, pattern)
+    if not name.endswith(tuple(cfg.extensions)):
+        name += cfg.extensions[0]
+    return f"{t.folder}/{name}"
+
+
+def _title_of(fields: dict[str, Any], body: str) -> str | None:
+    if isinstance(fields.get("title"), str) and fields["title"].strip():
+        return fields["title"].strip()
+    m = re.search(r"^#\s+(.+?)\s*$", body, re.M)
+    return m.group(1) if m else None
+
+
+def op_create(
+    p: Plan, type: str | None = None, path: str | None = None,
+    fields: dict[str, Any] | None = None, body: str = "", tags: list[str] | None = None,
+) -> Outcome:  # fmt: skip
+    fields = dict(fields or {})
+    tags = [t.strip().lstrip("#") for t in (tags or []) if t.strip().lstrip("#")]
+    target = path or _target_path(p, type, fields, body)
+    title = _title_of(fields, body) or target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    f = p.file(target, must_exist=False)
+    folder = f.rel.rsplit("/", 1)[0] if "/" in f.rel else ""
+    # Same folder + same title: the note exists already; hand it back instead of a second copy.
+    for e in p.vault.entries().values():
+        if e.doc.folder == folder and e.doc.title.casefold() == title.casefold():
+            return Outcome(e.doc.path, hash=e.doc.hash, created=False, existing=True,
+                           subject="")  # fmt: skip
+    if f.text is not None:
+        doc = p.doc(f)
+        return Outcome(f.rel, hash=doc.hash, created=False, existing=True)
+    if type and type in p.config.types and "type" not in fields:
+        t = p.config.types[type]
+        if not f.rel.startswith(t.folder + "/"):
+            fields["type"] = type
+    _prepare_tags(p, tags)
+    lines = [render_value(k, v) for k, v in fields.items() if k != "tags"]
+    if tags:
+        lines.append(render_value("tags", tags))
+    head = "---\n" + "\n".join(lines) + "\n---\n" if lines else ""
+    text = head + (body if body.endswith("\n") or not body else body + "\n")
+    missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
+    if missing:
+        raise Rejected("missing_attachment", f"embeds point at files that do not exist: "
+                       f"{', '.join(missing)}", "embed only files that are in the vault", [f.rel])  # fmt: skip
+    f.text = text
+    return Outcome(f.rel, created=True, subject=f"create_doc: {f.rel}")
+
+
+OPS = {
+    "create_doc": op_create,
+    "append_section": op_append,
+    "edit_text": op_edit,
+    "update_frontmatter": op_frontmatter,
+    "replace_doc": op_replace,
+}
+
+
+# ------------------------------------------------------------------------------------------------
+# checks and commit
+
+
+def _diff(f: _File) -> str:
+    old = (decode(f.original)[0] if f.original is not None else "").splitlines(keepends=True)
+    new = (f.text or "").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, f"a/{f.rel}", f"b/{f.rel}", n=2))
+
+
+def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected]]:
+    """(writes, warnings per path, rejections) for every file the plan changed."""
+    writes: list[FileWrite] = []
+    warnings: dict[str, list[str]] = {}
+    errors: list[Rejected] = []
+    for f in p.files.values():
+        if f.text is None:
+            continue
+        new = f.text.encode("utf-8")
+        if f.original is not None and new == f.original:
+            continue
+        if len(new) > MAX_NOTE_BYTES:
+            errors.append(Rejected("too_large", f"{f.rel} would be {len(new) // 1024} KB; the limit "
+                                   f"is {MAX_NOTE_BYTES // 1024 // 1024} MB", "split it into several notes",
+                                   [f.rel]))  # fmt: skip
+            continue
+        old_text = decode(f.original)[0] if f.original is not None else ""
+        secrets = new_secrets(old_text, f.text)
+        if secrets:
+            errors.append(Rejected("secret", f"the change to {f.rel} contains what looks like a "
+                                   f"{' and a '.join(secrets)}; secrets never go into notes",
+                                   "leave the secret out (say where it is kept instead)", [f.rel],
+                                   cap_diff(_diff(f))))  # fmt: skip
+            continue
+        before = problems(parse_doc(f.rel, f.original), p.config) if f.original is not None else []
+        after = problems(parse_doc(f.rel, new), p.config)
+        added, kept = new_problems(before, after)
+        if added:
+            first = added[0]
+            errors.append(Rejected(first.code, f"{f.rel}: " + "; ".join(a.message for a in added),
+                                   "; ".join(a.hint for a in added), [f.rel], cap_diff(_diff(f))))  # fmt: skip
+            continue
+        if kept:
+            warnings[f.rel] = [f"already there: {k}" for k in kept]
+        writes.append(FileWrite(f.rel, f.disk, f.original, new))
+    return writes, warnings, errors
+
+
+def vocab_write(p: Plan) -> FileWrite | None:
+    if not p.vocab_add or not p.config.tags.vocabulary:
+        return None
+    rel = p.config.tags.vocabulary
+    path = p.vault.root / rel
+    old = path.read_bytes() if path.exists() else None
+    text = decode(old)[0] if old is not None else ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += "".join(f"- {t}\n" for t in p.vocab_add.values())
+    return FileWrite(rel, rel, old, text.encode("utf-8"))
+
+
+@dataclass
+class WriteResult:
+    commit: str | None
+    outcomes: list[Outcome]
+    paths: list[str]
+    warnings: dict[str, list[str]]
+    hashes: dict[str, str]
+    diff: str
+
+
+def apply(vault: Vault, store: Store, tool: str, client: str,
+          ops: list[tuple[str, dict[str, Any]]], message: str | None = None) -> WriteResult:  # fmt: skip
+    """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
+    StoreError; returns with commit None when nothing would change (a no-op)."""
+    with store.locked():
+        store.check_repo()
+        plan = Plan(vault)
+        outcomes: list[Outcome] = []
+        errors: list[Rejected] = []
+        for i, (name, args) in enumerate(ops):
+            fn = OPS.get(name)
+            try:
+                if fn is None:
+                    raise Rejected("unknown_tool", f"operation {i + 1}: unknown tool {name!r}",
+                                   f"use one of {', '.join(OPS)}", [])  # fmt: skip
+                outcomes.append(fn(plan, **args))
+            except TypeError as exc:
+                errors.append(Rejected("bad_arguments", f"operation {i + 1} ({name}): {exc}",
+                                       "check the argument names against the tool", []))  # fmt: skip
+            except Rejected as exc:
+                if len(ops) > 1:
+                    exc.message = f"operation {i + 1} ({name}): {exc.message}"
+                errors.append(exc)
+        if errors:
+            raise _merge(errors)
+        writes, warnings, rejected = check(plan)
+        if rejected:
+            raise _merge(rejected)
+        vw = vocab_write(plan)
+        if vw is not None:
+            writes.append(vw)
+        if not writes:
+            return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
+                               _hashes(plan), "")  # fmt: skip
+        if len(ops) == 1:
+            subject = outcomes[0].subject
+        else:
+            notes = len({w.rel for w in writes})
+            subject = (
+                message.strip().splitlines()[0]
+                if message and message.strip()
+                else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
+            )
+        sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
+        diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
+        _reindex(vault, writes)
+    return WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), diff)
+
+
+def _hashes(plan: Plan) -> dict[str, str]:
+    return {
+        f.rel: content_hash(f.text.encode("utf-8"))
+        for f in plan.files.values()
+        if f.text is not None
+    }
+
+
+def _merge(errors: list[Rejected]) -> Rejected:
+    if len(errors) == 1:
+        return errors[0]
+    return Rejected(
+        errors[0].code,
+        f"{len(errors)} problems, nothing was written: " + " | ".join(e.message for e in errors),
+        " | ".join(dict.fromkeys(e.hint for e in errors)),
+        [p for e in errors for p in e.paths],
+        cap_diff("".join(e.diff for e in errors)),
+    )
+
+
+def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
+    """Written means searchable: the doc index and the search index, before the tool returns."""
+    for w in writes:
+        path = vault.root / w.disk
+        st = path.stat()
+        doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)
+        if vault.policy.is_note_name(w.rel):
+            vault.index.put(doc, st)
+            vault.search.update(doc, decode(w.new)[0])
+
+
+def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
+    """The shape the model sees for one write."""
+    o = res.outcomes[0]
+    out: dict[str, Any] = {"path": o.path, "hash": o.hash or res.hashes.get(o.path)}
+    if o.existing:
+        out["created"] = False
+        out["note"] = "a note with this title already exists in that folder; update it instead"
+        return out
+    if o.created is not None:
+        out["created"] = True
+    out["commit"] = res.commit
+    if res.commit is None:
+        out["noop"] = True
+        out["note"] = "the note already had exactly this content; nothing was committed"
+    if res.warnings.get(o.path):
+        out["warnings"] = res.warnings[o.path]
+    if res.diff:
+        out["diff"] = res.diff if len(res.diff) <= limit else res.diff[:limit] + "\n… (diff cut)"
+    return out
+
+
+__all__ = ["OPS", "Conflict", "Rejected", "StoreError", "apply", "result_for"]
