@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from .docs import Doc, frontmatter_tags, parse_doc, split_frontmatter
+from .docs import _Loader as FrontmatterLoader
 
 
 class EditError(ValueError):
@@ -203,8 +204,8 @@ def update_frontmatter(
     fm_text, fm_start, body_start = split_frontmatter(text)
     if fm_text is not None:
         try:
-            current = yaml.load(fm_text, Loader=yaml.SafeLoader) or {}
-        except yaml.YAMLError as exc:
+            current = yaml.load(fm_text, Loader=FrontmatterLoader) or {}
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
             raise EditError(
                 "broken_yaml",
                 f"this note's frontmatter is not valid YAML ({getattr(exc, 'problem', exc)}); it "

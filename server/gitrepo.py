@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,10 +36,13 @@ def git(
 
 
 def human_identity(root: Path) -> tuple[str, str]:
-    """The owner's git identity, or a stand-in when git has none configured."""
-    name = git(root, "config", "user.name", check=False).stdout.decode().strip()
-    email = git(root, "config", "user.email", check=False).stdout.decode().strip()
-    return (name or FALLBACK_HUMAN[0], email or FALLBACK_HUMAN[1])
+    """The identity git itself would commit with here (config or GIT_AUTHOR_* environment),
+    or a stand-in when git has none."""
+    r = git(root, "var", "GIT_AUTHOR_IDENT", check=False)
+    m = re.match(r"^(.*?) <([^>]*)>", r.stdout.decode("utf-8", "replace"))
+    if r.returncode == 0 and m and m.group(1).strip() and m.group(2).strip():
+        return m.group(1).strip(), m.group(2).strip()
+    return FALLBACK_HUMAN
 
 
 def identity_env(name: str, email: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,16 @@ from .gitrepo import GitError, git, human_identity, identity_env, state_dir, wri
 from .journal import Journal
 
 NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
+
+
+def _fault_point() -> int | None:
+    """VAULTWATCH_FAULT=after_write:N kills the process after N files of a write (tests only:
+    it is how the crash-recovery tests stop a server at an exact point inside a batch)."""
+    spec = os.environ.get("VAULTWATCH_FAULT", "")
+    if spec.startswith("after_write:"):
+        with contextlib.suppress(ValueError):
+            return int(spec.split(":", 1)[1])
+    return None
 
 
 class StoreError(Exception):
@@ -137,10 +148,13 @@ class Store:
         self._store_old_blobs(writes)
         atomic_write(self.intent_path, json.dumps(intent).encode())
         written: list[FileWrite] = []
+        crash_after = _fault_point()
         try:
             for w in writes:
                 atomic_write(self.root / w.disk, w.new)
                 written.append(w)
+                if crash_after is not None and len(written) >= crash_after:
+                    os.kill(os.getpid(), signal.SIGKILL)  # fault injection for crash tests
             new_paths = [w.disk for w in writes if w.old is None]
             if new_paths:
                 git(self.root, "add", "-f", "--", *new_paths)

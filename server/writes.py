@@ -92,6 +92,8 @@ class Plan:
         self.config: Config = vault.config
         self.files: dict[str, _File] = {}
         self.vocab_add: dict[str, str] = {}
+        self.op = 0  # which operation of a batch is being planned
+        self.touched: dict[str, list[int]] = {}  # path -> operations (1-based) that changed it
 
     def file(self, raw: str, *, must_exist: bool = True) -> _File:
         try:
@@ -99,6 +101,9 @@ class Plan:
         except VaultError as exc:
             raise Rejected(exc.code, exc.message, "use a path inside the vault, as list_docs shows",
                            [str(raw)]) from exc  # fmt: skip
+        ops = self.touched.setdefault(vp.rel, [])
+        if self.op not in ops:
+            ops.append(self.op)
         if vp.rel in self.files:
             f = self.files[vp.rel]
         else:
@@ -402,6 +407,7 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
         outcomes: list[Outcome] = []
         errors: list[Rejected] = []
         for i, (name, args) in enumerate(ops):
+            plan.op = i + 1
             fn = OPS.get(name)
             try:
                 if fn is None:
@@ -415,11 +421,15 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
                 if len(ops) > 1:
                     exc.message = f"operation {i + 1} ({name}): {exc.message}"
                 errors.append(exc)
-        if errors:
-            raise _merge(errors)
+        # Check the files even when an operation failed, so a batch reports every problem.
         writes, warnings, rejected = check(plan)
-        if rejected:
-            raise _merge(rejected)
+        if len(ops) > 1:
+            for r in rejected:
+                nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
+                label = "operation" + ("s " if len(nums) > 1 else " ") + ", ".join(map(str, nums))
+                r.message = f"{label}: {r.message}"
+        if errors or rejected:
+            raise _merge(errors + rejected)
         vw = vocab_write(plan)
         if vw is not None:
             writes.append(vw)

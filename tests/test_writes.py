@@ -1,0 +1,390 @@
+"""The write tools through the real client: commits, rejections, conflicts, snapshots, journal."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.docs import content_hash
+from server.journal import read_all
+
+from .conftest import git_log
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = """\
+tags: {vocabulary: tags.yaml, unknown: reject}
+types:
+  session:
+    folder: sessions
+    filename: "{date}-{slug}.md"
+    required: [date, kind]
+    dates: [date]
+    values: {kind: [mock, leetcode]}
+"""
+
+
+@pytest.fixture
+def vault(make_vault: Any) -> Path:
+    return make_vault({
+        "vault.config.yaml": CONFIG,
+        "tags.yaml": "- crdt\n- caching\n- 架构\n",
+        "CLAUDE.md": "# Rules\n",
+        "weeks/w.md": "# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n\n## Notes\nend\n",
+        "sessions/2026-11-01-old.md": "---\ndate: 2026-11-01\nkind: mock\ntags: [crdt]\n---\n# Old\n",
+        "sessions/2026-11-02-bad.md": "---\ndate: 2026-13-45\nkind: mock\n---\n# Bad\n",
+        "img/pic.png": b"\x89PNG\r\n",
+        "notes/with-image.md": "# Pic\n\n![[pic.png]]\n\ntext\n",
+    })  # fmt: skip
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+
+
+def head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+async def test_append_is_one_ai_commit_with_trailers(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        res = await s.call("append_section", path="weeks/w.md", heading="Log", content="- Tue: two")
+    text = (vault / "weeks/w.md").read_text()
+    assert text == "# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n- Tue: two\n\n## Notes\nend\n"
+    assert res["hash"] == content_hash(text.encode()) and res["commit"] == head(vault)
+    msg = git(vault, "log", "-1", "--format=%an <%ae>|%cn|%B")
+    assert msg.startswith(
+        "Claude <claude@vaultwatch.local>|Claude|append_section: weeks/w.md § Log\n"
+    )
+    assert "Vaultwatch-Tool: append_section\n" in msg and "Vaultwatch-Client: " in msg
+    assert git(vault, "show", "--name-only", "--format=", "HEAD").split() == ["weeks/w.md"]
+    assert git(vault, "status", "--porcelain") == ""
+    ev = [e for e in read_all(vault / ".git/vaultwatch/events.jsonl") if e["kind"] == "commit"][-1]
+    assert ev["sha"] == res["commit"] and ev["paths"] == ["weeks/w.md"] and ev["chars"] > 0
+
+
+async def test_append_creates_missing_heading_and_nested(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="weeks/w.md", heading="Ideas", content="- new")
+        await s.call("append_section", path="weeks/w.md", heading="Week/Later", content="x")
+    text = (vault / "weeks/w.md").read_text()
+    assert (
+        text.endswith("## Notes\nend\n## Later\nx\n\n## Ideas\n- new\n")
+        or "## Ideas\n- new\n" in text
+    )
+    assert text.startswith("# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n")
+
+
+async def test_create_doc_path_from_type_dedupe_and_folders(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        res = await s.call("create_doc", type="session", fields={"date": "2026-12-01", "kind": "mock",
+                           "title": "Mock with Ana"}, body="# Mock with Ana\n\nfine\n", tags=["crdt"])  # fmt: skip
+        assert res["path"] == "sessions/2026-12-01-mock-with-ana.md" and res["created"] is True
+        text = (vault / res["path"]).read_text()
+        assert text.startswith(
+            "---\ndate: 2026-12-01\nkind: mock\ntitle: Mock with Ana\ntags: [crdt]\n---\n"
+        )
+        again = await s.call("create_doc", type="session", fields={"date": "2026-12-09", "kind": "mock",
+                             "title": "Mock with Ana"}, body="# Mock with Ana\n")  # fmt: skip
+        assert again["created"] is False and again["path"] == res["path"] and "commit" not in again
+        assert again["hash"] == content_hash(text.encode())
+        deep = await s.call("create_doc", path="new/deeper/folder/n.md", body="# N\n")
+        assert (vault / deep["path"]).is_file()
+        assert (await s.call("search_text", query="fine"))["hits"][0]["path"] == res["path"]
+    assert git_log(vault, "--format=%s").splitlines()[:2] == [
+        "create_doc: new/deeper/folder/n.md",
+        "create_doc: sessions/2026-12-01-mock-with-ana.md",
+    ]
+
+
+async def test_create_mode_adds_new_tags_to_vocabulary_in_the_same_commit(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: create}\n",
+                       "tags.yaml": "- crdt\n"})  # fmt: skip
+    async with connect(root) as s:
+        res = await s.call("create_doc", path="n.md", body="# N\n", tags=["crdt", "brand-new"])
+    assert (root / "tags.yaml").read_text() == "- crdt\n- brand-new\n"
+    assert sorted(git(root, "show", "--name-only", "--format=", res["commit"]).split()) == [
+        "n.md",
+        "tags.yaml",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code"),
+    [
+        (
+            "create_doc",
+            {"type": "session", "fields": {"date": "2026-12-01", "title": "T"}},
+            "missing_field",
+        ),
+        (
+            "create_doc",
+            {"type": "session", "fields": {"date": "2026-12-01", "kind": "chat", "title": "T"}},
+            "bad_value",
+        ),
+        (
+            "create_doc",
+            {"type": "session", "fields": {"date": "soon", "kind": "mock", "title": "T"}},
+            "bad_date",
+        ),
+        (
+            "create_doc",
+            {"path": "sessions/whatever.md", "fields": {"date": "2026-12-01", "kind": "mock"}},
+            "wrong_filename",
+        ),
+        ("create_doc", {"path": "n.md", "tags": ["nonsense"]}, "unknown_tag"),
+        ("create_doc", {"path": "n.md", "body": "![[missing.png]]\n"}, "missing_attachment"),
+        ("create_doc", {"type": "nope"}, "unknown_type"),
+        (
+            "update_frontmatter",
+            {"path": "sessions/2026-11-01-old.md", "set": {"kind": "chat"}},
+            "bad_value",
+        ),
+        (
+            "update_frontmatter",
+            {"path": "sessions/2026-11-01-old.md", "unset": ["kind"]},
+            "missing_field",
+        ),
+        (
+            "update_frontmatter",
+            {"path": "sessions/2026-11-01-old.md", "add_tags": ["zzz"]},
+            "unknown_tag",
+        ),
+        ("update_frontmatter", {"path": "sessions/2026-11-01-old.md"}, "empty_change"),
+        (
+            "append_section",
+            {"path": "weeks/w.md", "heading": "Log", "content": "#nonsense tag"},
+            "unknown_tag",
+        ),
+        (
+            "append_section",
+            {"path": "weeks/w.md", "heading": "Log", "content": "  "},
+            "empty_content",
+        ),
+        (
+            "append_section",
+            {"path": "weeks/nope.md", "heading": "Log", "content": "x"},
+            "not_found",
+        ),
+        (
+            "append_section",
+            {"path": "CLAUDE.md", "heading": "Rules", "content": "obey"},
+            "protected",
+        ),
+        (
+            "append_section",
+            {"path": "vault.config.yaml", "heading": "x", "content": "x"},
+            "path_extension",
+        ),
+        ("edit_text", {"path": "weeks/w.md", "old": "- Mon: uno", "new": "x"}, "no_match"),
+        ("edit_text", {"path": "weeks/w.md", "old": "- ", "new": "* "}, "match_count"),
+        ("edit_text", {"path": "../w.md", "old": "a", "new": "b"}, "path_escape"),
+        (
+            "replace_doc",
+            {"path": "notes/with-image.md", "content": "# Pic\n\ntext\n", "hash": "x"},
+            "CONFLICT",
+        ),
+    ],
+)
+async def test_each_rejection_has_a_code_and_writes_nothing(
+    connect: Any, vault: Path, tool: str, args: dict[str, Any], code: str
+) -> None:
+    before_head = head(vault)
+    before = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".git" not in p.parts}
+    async with connect(vault) as s:
+        msg = await s.error(tool, **args)
+    if code == "CONFLICT":
+        assert "conflict" in msg and "read_doc" in msg
+    else:
+        assert f"rejected ({code})" in msg and "To fix:" in msg and "Nothing was written" in msg
+    after = {p: p.read_bytes() for p in vault.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before and head(vault) == before_head
+    assert git(vault, "status", "--porcelain") == ""
+    kinds = [e["kind"] for e in read_all(vault / ".git/vaultwatch/events.jsonl")]
+    assert kinds[-1] == ("conflict" if code == "CONFLICT" else "rejected")
+
+
+async def test_rejected_event_carries_the_attempted_diff(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.error("update_frontmatter", path="sessions/2026-11-01-old.md", set={"kind": "chat"})
+    ev = read_all(vault / ".git/vaultwatch/events.jsonl")[-1]
+    assert ev["code"] == "bad_value" and "use one of: mock, leetcode" in ev["hint"]
+    assert "-kind: mock\n+kind: chat" in ev["diff"] and ev["paths"] == [
+        "sessions/2026-11-01-old.md"
+    ]
+
+
+async def test_old_problems_are_warnings_not_rejections(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        res = await s.call(
+            "append_section", path="sessions/2026-11-02-bad.md", heading="Log", content="- ok"
+        )
+        assert res["commit"] and any("not a date" in w for w in res["warnings"])
+        msg = await s.error("update_frontmatter", path="sessions/2026-11-02-bad.md", unset=["kind"])
+        assert "missing_field" in msg
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        "aws key AKIAIOSFODNN7EXAMPLE",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "slack xoxb-123456789012-abcdefghijkl",
+        "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+        "stripe sk_live_abcdefghijklmnop1234",
+        "google AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "db postgres://admin:s3cretpass@db.example.com/prod",
+        "password: hunter2hunter2",
+        "API_KEY = 'abcd1234efgh5678'",
+    ],
+)
+async def test_secrets_are_refused_without_echoing_them(
+    connect: Any, vault: Path, secret: str
+) -> None:
+    async with connect(vault) as s:
+        msg = await s.error("append_section", path="weeks/w.md", heading="Log", content=secret)
+    assert "rejected (secret)" in msg
+    value = max(secret.replace("\n", " ").split(), key=len)  # the secret-looking part
+    assert value not in msg
+    ev = read_all(vault / ".git/vaultwatch/events.jsonl")[-1]
+    assert ev["code"] == "secret"
+
+
+async def test_words_about_secrets_are_not_secrets(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="weeks/w.md", heading="Log",
+                     content="- never store a password in notes; the token bucket limiter; password: <in 1Password>")  # fmt: skip
+
+
+async def test_replace_needs_the_hash_and_keeps_attachments(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        read = await s.call("read_doc", path="notes/with-image.md")
+        msg = await s.error("replace_doc", path="notes/with-image.md", content="# Pic\n\ntext\n",
+                            hash=read["hash"])  # fmt: skip
+        assert "attachments_changed" in msg and "drops pic.png" in msg
+        msg = await s.error("replace_doc", path="notes/with-image.md",
+                            content="# Pic\n![[pic.png]]\n![[other.png]]\n", hash=read["hash"])  # fmt: skip
+        assert "adds other.png" in msg
+        ok = await s.call("replace_doc", path="notes/with-image.md",
+                          content="# Picture\n\nmoved text\n\n![[pic.png]]\n", hash=read["hash"])  # fmt: skip
+        assert ok["commit"]
+        same = await s.call("replace_doc", path="notes/with-image.md",
+                            content="# Picture\n\nmoved text\n\n![[pic.png]]\n", hash=ok["hash"])  # fmt: skip
+        assert same["noop"] is True and "commit" not in same
+    kinds = [e["kind"] for e in read_all(vault / ".git/vaultwatch/events.jsonl")]
+    assert kinds[-1] == "noop"
+
+
+async def test_conflict_when_the_file_changed_between_read_and_replace(
+    connect: Any, vault: Path
+) -> None:
+    async with connect(vault) as s:
+        read = await s.call("read_doc", path="weeks/w.md")
+        (vault / "weeks/w.md").write_text("# Week\nhuman rewrote it\n")
+        msg = await s.error(
+            "replace_doc", path="weeks/w.md", content="# AI version\n", hash=read["hash"]
+        )
+        current = content_hash((vault / "weeks/w.md").read_bytes())
+        assert current in msg and read["hash"] in msg
+        # small writes may take the hash too
+        msg = await s.error(
+            "append_section", path="weeks/w.md", heading="Log", content="x", hash=read["hash"]
+        )
+        assert "conflict" in msg
+    assert (vault / "weeks/w.md").read_text() == "# Week\nhuman rewrote it\n"
+    ev = [e for e in read_all(vault / ".git/vaultwatch/events.jsonl") if e["kind"] == "conflict"][0]
+    assert (ev["path"], ev["expected"], ev["actual"]) == ("weeks/w.md", read["hash"], current)
+
+
+async def test_human_edits_are_snapshotted_first(connect: Any, vault: Path) -> None:
+    (vault / "weeks/w.md").write_text("# Week\n\n## Log\n- Mon: one\n- human line\n")
+    (vault / "loose.md").write_text("# untracked human note\n")
+    async with connect(vault) as s:
+        await s.call("append_section", path="weeks/w.md", heading="Log", content="- ai line")
+    log = git(
+        vault, "log", "-2", "--format=%an|%s|%(trailers:key=Vaultwatch-Action,valueonly)"
+    ).split("\n")
+    assert log[0].startswith("Claude|append_section")
+    assert log[1].startswith("Test Owner|snapshot: weeks/w.md|snapshot")
+    ai_diff = git(vault, "show", "--format=", "HEAD")
+    assert "+- ai line" in ai_diff and "human line" not in ai_diff.split("@@")[-1].replace(
+        " - human line", ""
+    )
+    assert "+- human line" in git(vault, "show", "--format=", "HEAD~1")
+    assert git(vault, "status", "--porcelain") == "?? loose.md\n"  # other human work untouched
+
+
+async def test_batch_all_or_nothing_and_one_commit(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        start = head(vault)
+        msg = await s.error("batch", ops=[
+            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- ok"}},
+            {"tool": "update_frontmatter", "args": {"path": "sessions/2026-11-01-old.md", "set": {"kind": "bad"}}},
+            {"tool": "edit_text", "args": {"path": "weeks/w.md", "old": "nothing like this", "new": "x"}},
+        ])  # fmt: skip
+        assert "2 problems" in msg and "operation 2" in msg and "operation 3" in msg
+        assert head(vault) == start and git(vault, "status", "--porcelain") == ""
+        res = await s.call("batch", message="weekly tidy", ops=[
+            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Tue"}},
+            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Wed"}},
+            {"tool": "create_doc", "args": {"path": "n/new.md", "body": "# New\n"}},
+            {"tool": "update_frontmatter", "args": {"path": "sessions/2026-11-01-old.md", "add_tags": ["caching"]}},
+        ])  # fmt: skip
+        assert len(res["results"]) == 4
+    assert git(vault, "rev-list", "--count", f"{start}..HEAD").strip() == "1"
+    assert git(vault, "log", "-1", "--format=%s").strip() == "weekly tidy"
+    assert "- Mon: one\n- Tue\n- Wed\n" in (vault / "weeks/w.md").read_text()
+    assert sorted(git(vault, "show", "--name-only", "--format=", "HEAD").split()) == [
+        "n/new.md", "sessions/2026-11-01-old.md", "weeks/w.md"]  # fmt: skip
+
+
+async def test_batch_limit_and_shape(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        op = {
+            "tool": "append_section",
+            "args": {"path": "weeks/w.md", "heading": "Log", "content": "x"},
+        }
+        assert "at most 200" in await s.error("batch", ops=[op] * 201)
+        assert "must look like" in await s.error("batch", ops=[{"append_section": {}}])
+        assert "unknown tool" in await s.error("batch", ops=[{"tool": "delete_doc", "args": {}}])
+
+
+async def test_written_means_searchable_and_listed(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.call("search_text", query="anything")
+        await s.call(
+            "append_section", path="weeks/w.md", heading="Log", content="- zebracorn sighting"
+        )
+        assert (await s.call("search_text", query="zebracorn"))["hits"][0]["path"] == "weeks/w.md"
+        await s.call("update_frontmatter", path="weeks/w.md", add_tags=["架构"])
+        assert [d["path"] for d in (await s.call("list_docs", tags_any=["架构"]))["docs"]] == [
+            "weeks/w.md"
+        ]
+
+
+async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) -> None:
+    async with connect(vault, read_only=True) as s:
+        names = {t.name for t in (await s.client.list_tools()).tools}
+    assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text"}
+    async with connect(vault) as s:
+        tools = {t.name: t for t in (await s.client.list_tools()).tools}
+    assert len(tools) == 11
+    assert all(t.annotations.read_only_hint is False for n, t in tools.items()
+               if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text"))  # fmt: skip
+    assert all(t.annotations.destructive_hint is False for t in tools.values())
+
+
+async def test_stale_index_lock_is_reported_not_deleted(connect: Any, vault: Path) -> None:
+    (vault / ".git/index.lock").write_text("")
+    async with connect(vault) as s:
+        msg = await s.error("append_section", path="weeks/w.md", heading="Log", content="x")
+    assert "index.lock" in msg and (vault / ".git/index.lock").exists()
+    assert "- Mon: one\n\n" in (vault / "weeks/w.md").read_text()
