@@ -24,12 +24,12 @@ from server.query import Filters, select, sort_entries, summarize
 from server.tools import build_server
 from server.vault import Vault
 
-from . import search_bench
+from . import search_bench, write_bench
 from .generate import generate
 from .stats import ms, pct
 
 CACHE = Path(__file__).resolve().parent / ".cache"
-GEN_VERSION = "1"
+GEN_VERSION = "3"  # bump when generate() changes its output
 
 
 def vault_for(n: int, seed: int = 7) -> Path:
@@ -150,7 +150,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="2000,10000")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--only", default="read,search", help="comma list of: read, search")
+    ap.add_argument(
+        "--only", default="read,search,write", help="comma list of: read, search, write"
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     results = []
@@ -162,6 +164,14 @@ def main() -> None:
             print(f"\nsearch_text, {n} notes")
             r.update(
                 {f"search_{k}": v for k, v in search_bench.run(vault_for(n), args.iters).items()}
+            )
+        if "write" in only and n <= 2000:
+            print(f"\nwrites, {n} notes")
+            r.update(
+                {
+                    f"write_{k}": v
+                    for k, v in anyio.run(write_bench.run, vault_for(n), args.iters).items()
+                }
             )
         results.append(r)
     if args.json:

@@ -247,10 +247,45 @@ context:
 """
 
 
+def _long_tail(n: int, seed: int) -> list[str]:
+    """Pseudo-words for the long tail of a real vocabulary (names, jargon, typos)."""
+    rng = random.Random(seed)
+    syl = [
+        "ka",
+        "ri",
+        "to",
+        "mu",
+        "sen",
+        "da",
+        "lo",
+        "vi",
+        "ne",
+        "sha",
+        "qu",
+        "ber",
+        "tal",
+        "mon",
+        "ix",
+        "zo",
+        "pra",
+        "fel",
+        "gun",
+        "hed",
+    ]
+    return ["".join(rng.choice(syl) for _ in range(rng.randint(2, 4))) for _ in range(n)]
+
+
+TAIL = _long_tail(4000, 11)
+# Zipf-like weights: real text has a few very common words and a long tail of rare ones.
+TAIL_WEIGHTS = [1 / (i + 1) for i in range(len(TAIL))]
+
+
 def _sentence(rng: random.Random, chinese: bool) -> str:
     if chinese:
         return "".join(rng.choice(ZH) for _ in range(rng.randint(6, 14))) + "。"
-    words = [rng.choice(EN) for _ in range(rng.randint(8, 18))]
+    n = rng.randint(8, 18)
+    tail = rng.choices(TAIL, TAIL_WEIGHTS, k=n)
+    words = [rng.choice(EN) if rng.random() < 0.6 else tail[i] for i in range(n)]
     return " ".join(words).capitalize() + "."
 
 
@@ -273,8 +308,9 @@ def _body(rng: random.Random, chinese: bool, chars: int) -> str:
 
 
 def generate(root: Path, n: int, seed: int = 7, *, big_every: int = 500) -> Path:
-    """Write a vault of `n` notes under `root` (replaced if present). ~4 KB of body per note,
-    one in `big_every` notes ~200 KB, and one 1 MB note at `study/huge-log.md`."""
+    """Write a vault of `n` notes under `root` (replaced if present): ~4 KB of body per note
+    (10,000 notes: ~40 MB), one in `big_every` notes ~100 K chars, and one 1 MB note at
+    `study/huge-log.md`."""
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)

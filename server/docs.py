@@ -121,11 +121,95 @@ def split_frontmatter(text: str) -> tuple[str | None, int, int]:
     return text[m.end() : close.start()], m.end(), close.end()
 
 
+# --- a fast path for the frontmatter most notes have -------------------------------------------
+# `key: value` lines with plain, simply-quoted or flow-list values cover nearly every note, and
+# PyYAML's Python-level constructor costs ~80 us per note on them. Such lines are read here, and
+# each plain scalar is resolved with PyYAML's own resolver and constructors, so the result is
+# exactly what the full parse gives (a property test holds the two paths equal). Anything else
+# (block lists, nesting, anchors, multi-line strings, comments after values) takes the full parse.
+
+_FAST_KEY = re.compile(r"([^\W\d][\w.-]*):(?:[ \t]+(.*?))?[ \t]*\Z")
+_INDICATORS = set("-?:,[]{}#&*!|>'\"%@`")
+_SCALARS: Any = None
+
+
+def _plain_ok(v: str, in_flow: bool) -> bool:
+    if not v or v[0] in _INDICATORS or v[0].isspace() or v[-1] == ":":
+        return False
+    if ": " in v or " #" in v or "\t" in v:
+        return False
+    return not (in_flow and any(c in v for c in ",[]{}"))
+
+
+class _Decline(Exception):
+    """The fast path cannot read this value the way YAML would: use the full parse."""
+
+
+def _resolve_plain(v: str) -> Any:
+    global _SCALARS
+    if _SCALARS is None:
+        _SCALARS = _Loader("")  # an instance only for its resolver and constructors
+    tag = _SCALARS.resolve(yaml.ScalarNode, v, (True, False))
+    construct = _SCALARS.yaml_constructors.get(tag)
+    if construct is None:
+        raise _Decline(tag)
+    return construct(_SCALARS, yaml.ScalarNode(tag, v))
+
+
+def _fast_value(v: str | None) -> tuple[bool, Any]:
+    if v is None or v == "":
+        return True, None
+    if v[0] == '"':
+        inner = v[1:-1]
+        ok = len(v) >= 2 and v[-1] == '"' and '"' not in inner and "\\" not in inner
+        return ok, inner
+    if v[0] == "'":
+        inner = v[1:-1]
+        return len(v) >= 2 and v[-1] == "'" and "'" not in inner, inner
+    if v[0] == "[":
+        if v[-1] != "]" or any(c in v[1:-1] for c in "[]{}\"'"):
+            return False, None
+        inner = v[1:-1].strip()
+        if not inner:
+            return True, []
+        items = [x.strip() for x in inner.split(",")]
+        if items and items[-1] == "":
+            items.pop()  # a trailing comma is allowed in flow sequences
+        if not all(_plain_ok(x, True) for x in items):
+            return False, None
+        return True, [_resolve_plain(x) for x in items]
+    if not _plain_ok(v, False):
+        return False, None
+    return True, _resolve_plain(v)
+
+
+def fast_frontmatter(fm: str) -> dict[str, Any] | None:
+    """The frontmatter as the full YAML parse would give it, or None to ask for that parse."""
+    out: dict[str, Any] = {}
+    for line in fm.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue  # blank lines and whole-line comments
+        m = _FAST_KEY.match(line)
+        if m is None:
+            return None
+        try:
+            ok, value = _fast_value(m.group(2))
+        except (_Decline, ValueError):
+            return None
+        if not ok:
+            return None
+        out[m.group(1)] = value
+    return out
+
+
 def parse_frontmatter(fm: str | None) -> tuple[dict[str, Any], str | None]:
     if fm is None or not fm.strip():
         return {}, None
     if len(fm) > FM_MAX_CHARS:
         return {}, f"frontmatter is larger than {FM_MAX_CHARS // 1024} KB; not parsed"
+    fast = fast_frontmatter(fm)
+    if fast is not None:
+        return fast, None
     try:
         data = yaml.load(fm, Loader=_Loader)
     except yaml.YAMLError as exc:
@@ -375,6 +459,9 @@ class DocIndex:
         self._symlinks = False
         self._root_real = os.path.realpath(root)
         self._docs: dict[str, Doc] | None = None  # rebuilt only when something changed
+        # Which paths changed in each generation, so consumers can update just those.
+        self._pending: set[str] = set()
+        self._log: list[tuple[int, frozenset[str]]] = []
 
     def _walk(
         self, want: Callable[[str, bool], bool], start: tuple[str, str] = ("", "")
@@ -442,6 +529,7 @@ class DocIndex:
             return False
         doc = parse_doc(rel, data, disk=disk_rel, mtime_ns=st.st_mtime_ns, full=False)
         self._entries[rel] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
+        self._pending.add(rel)
         stats.parsed += 1
         return True
 
@@ -452,6 +540,7 @@ class DocIndex:
         ]
         for p in gone:
             del self._entries[p]
+        self._pending.update(gone)
         stats.removed += len(gone)
         return bool(gone)
 
@@ -500,22 +589,54 @@ class DocIndex:
                     st = self._stat(os.path.join(self.root, disk_rel)) if want(rel, False) else None
                     if st is None:
                         if self._entries.pop(rel, None) is not None:
+                            self._pending.add(rel)
                             stats.removed += 1
                             changed = True
                     else:
                         changed |= self._update(rel, disk_rel, st, stats)
-            if changed or self._docs is None:
-                self.generation += changed
+            if changed:
+                self._bump()
+            if self._docs is None:
                 self._docs = {k: e.doc for k, e in self._entries.items()}
             self.last = stats
             return self._docs
+
+    LOG_GENERATIONS = 256
+
+    def _bump(self) -> None:
+        self.generation += 1
+        changed, self._pending = frozenset(self._pending), set()
+        self._log.append((self.generation, changed))
+        del self._log[: -self.LOG_GENERATIONS]
+        if self._docs is not None:  # patch the shared map instead of rebuilding it
+            docs = dict(self._docs)
+            for p in changed:
+                e = self._entries.get(p)
+                if e is None:
+                    docs.pop(p, None)
+                else:
+                    docs[p] = e.doc
+            self._docs = docs
+
+    def changes_since(self, generation: int) -> set[str] | None:
+        """Paths changed after `generation`, or None when the log no longer reaches back."""
+        with self._lock:
+            if generation == self.generation:
+                return set()
+            if not self._log or self._log[0][0] > generation + 1:
+                return None
+            out: set[str] = set()
+            for gen, paths in self._log:
+                if gen > generation:
+                    out |= paths
+            return out
 
     def put(self, doc: Doc, st: os.stat_result) -> None:
         """Record a doc the server itself just wrote, so the next refresh need not re-read it."""
         with self._lock:
             self._entries[doc.path] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
-            self.generation += 1
-            self._docs = None
+            self._pending.add(doc.path)
+            self._bump()
 
     def close(self) -> None:
         if self._watcher is not None:

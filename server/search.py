@@ -40,6 +40,10 @@ INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA}');
 """
 
 
+class IndexBroken(Exception):
+    """The index file failed mid-query (corrupted behind our back): discard and rebuild."""
+
+
 @dataclass
 class Hit:
     path: str
@@ -117,27 +121,43 @@ class SearchIndex:
     def in_step(self, generation: int) -> bool:
         return self._db is not None and generation == self._synced_generation
 
-    def sync(self, docs: dict[str, Doc], generation: int | None = None) -> int:
+    @property
+    def synced_generation(self) -> int | None:
+        return self._synced_generation if self._db is not None else None
+
+    def sync(
+        self, docs: dict[str, Doc], generation: int | None = None, only: set[str] | None = None
+    ) -> int:
         """Index what changed, drop what is gone. Returns how many notes were (re)indexed.
 
-        Any database error discards the file and rebuilds it: the index is only a cache.
+        `docs` is every note, or with `only` just the current state of those paths (a path in
+        `only` but not in `docs` is gone). Any database error discards the file and rebuilds
+        it from scratch on the next full sync: the index is only a cache.
         """
         with self._lock:
             if generation is not None and generation == self._synced_generation and self._db:
                 return 0
             try:
-                n = self._sync(docs)
+                n = self._sync(docs, only)
             except sqlite3.DatabaseError as exc:
                 log.warning("search index failed (%s); rebuilding it", exc)
                 self._discard_file()
-                n = self._sync(docs)
+                self._synced_generation = None  # the next call brings everything back in
+                return 0
             self._synced_generation = generation
             return n
 
-    def _sync(self, docs: dict[str, Doc]) -> int:
+    def _sync(self, docs: dict[str, Doc], only: set[str] | None) -> int:
         db = self._connect()
-        changed = [d for p, d in docs.items() if self._known.get(p) != (d.mtime_ns, d.size)]
-        gone = [p for p in self._known if p not in docs]
+        if only is not None and self._synced_generation is None:
+            only = None  # nothing to be incremental from
+        pool = docs if only is None else {p: docs[p] for p in only if p in docs}
+        changed = [d for p, d in pool.items() if self._known.get(p) != (d.mtime_ns, d.size)]
+        gone = (
+            [p for p in self._known if p not in docs]
+            if only is None
+            else [p for p in only if p not in docs and p in self._known]
+        )
         if not changed and not gone:
             return 0
         done = 0
@@ -241,7 +261,9 @@ class SearchIndex:
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc
-                raise
+                raise IndexBroken(str(exc)) from exc
+            except sqlite3.DatabaseError as exc:
+                raise IndexBroken(str(exc)) from exc
             ids = self._ids
             return [Hit(ids[r], s) for r, s in rows if r in ids]
 

@@ -85,22 +85,30 @@ class Vault:
     # -- notes ----------------------------------------------------------------------------------
 
     def entries(self) -> dict[str, Entry]:
-        """Every visible note with its type and date under the current config (warm: stat only)."""
+        """Every visible note with its type and date under the current config (warm: cheap)."""
         cfg = self.config
         pol = self.policy
         docs = self.index.refresh(self._want(), want_key=(pol.private, pol.extensions))
-        key = (self.index.generation, id(cfg))
+        gen = self.index.generation
         with self._lock:
-            if key != self._entries_key:
-                old = self._entries
-                fresh: dict[str, Entry] = {}
-                same_cfg = self._entries_key is not None and self._entries_key[1] == id(cfg)
-                for path, doc in docs.items():
-                    prev = old.get(path)
-                    fresh[path] = (
-                        prev if same_cfg and prev and prev.doc is doc else classify(doc, cfg)
-                    )
-                self._entries, self._entries_key = fresh, key
+            if self._entries_key == (gen, id(cfg)):
+                return self._entries
+            changed = (
+                self.index.changes_since(self._entries_key[0])
+                if self._entries_key is not None and self._entries_key[1] == id(cfg)
+                else None
+            )
+            if changed is None:  # first call, a new config, or too far behind: classify all
+                fresh = {path: classify(doc, cfg) for path, doc in docs.items()}
+            else:
+                fresh = dict(self._entries)
+                for path in changed:
+                    doc = docs.get(path)
+                    if doc is None:
+                        fresh.pop(path, None)
+                    else:
+                        fresh[path] = classify(doc, cfg)
+            self._entries, self._entries_key = fresh, (gen, id(cfg))
             return self._entries
 
     def searchable_entries(self) -> dict[str, Entry]:
@@ -108,7 +116,11 @@ class Vault:
         entries = self.entries()
         gen = self.index.generation
         if not self.search.in_step(gen):
-            self.search.sync({p: e.doc for p, e in entries.items()}, gen)
+            since = self.search.synced_generation
+            changed = self.index.changes_since(since) if since is not None else None
+            self.search.sync({p: e.doc for p, e in entries.items()} if changed is None else
+                             {p: entries[p].doc for p in changed if p in entries},
+                             gen, only=None if changed is None else changed)  # fmt: skip
         return entries
 
     def close(self) -> None:

@@ -213,3 +213,120 @@ def test_watched_index_matches_a_full_walk(tmp_path: Path) -> None:
             want = {p: doc.hash for p, doc in DocIndex(root, watch=False).refresh().items()}
             assert got == want, step
     watched.close()
+
+
+TRICKY_VALUES = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "true",
+    "False",
+    "~",
+    "null",
+    "Null",
+    "0x1F",
+    "0o17",
+    "017",
+    "1_000",
+    "1:20",
+    "-5",
+    "+3",
+    "3.0",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "1e3",
+    "2026-10-02",
+    "2026-13-45",
+    "2026-10-02T09:14",
+    "C#",
+    "a#b",
+    "hello world",
+    "'quoted'",
+    '"dq"',
+    "'it''s'",
+    '"esc\\n"',
+    "[a, b]",
+    "[]",
+    "[1, 2.5, true, null]",
+    "[a, b,]",
+    "中文 标签",
+    "[同步, 架构]",
+    "=",
+    "a: b",
+    "x #comment",
+    "[a, [b]]",
+    "{a: 1}",
+    "|",
+    ">",
+    "&anchor v",
+    "*alias",
+    "!tag v",
+    "@at",
+    "`tick`",
+    "%pct",
+    "- item",
+    "? q",
+    "",
+    "0",
+    "00",
+    "0b101",
+    "1.",
+    ".5",
+]
+
+
+@pytest.mark.parametrize("value", TRICKY_VALUES)
+def test_fast_frontmatter_equals_full_yaml(value: str) -> None:
+    """The fast path either declines or gives exactly what the full YAML parse gives."""
+    import yaml
+
+    from server.docs import _Loader, fast_frontmatter
+
+    fm = f"# a comment\nkey: {value}\nother: plain\n"
+    try:
+        full = yaml.load(fm, Loader=_Loader)
+    except yaml.YAMLError:
+        full = "ERROR"
+    fast = fast_frontmatter(fm)
+    if fast is not None:
+        assert full != "ERROR" and fast == full and type(fast["key"]) is type(full["key"])
+
+
+def test_fast_frontmatter_declines_block_structures() -> None:
+    from server.docs import fast_frontmatter
+
+    assert fast_frontmatter("tags:\n  - a\n  - b\n") is None
+    assert fast_frontmatter("a: 1\nnested:\n  b: 2\n") is None
+    assert fast_frontmatter("a: 1\n  continuation\n") is None
+    assert fast_frontmatter("a: 1\nb: [x, y]\nc: 'q'\n") == {"a": 1, "b": ["x", "y"], "c": "q"}
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalar = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=15),
+    st.integers(-10_000, 10_000).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["yes", "no", "true", "null", "~", "2026-10-02", "1:30", "0x10"]),
+)
+_value = st.one_of(_scalar, st.lists(_scalar, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
+                   _scalar.map(lambda x: f'"{x}"'), _scalar.map(lambda x: f"'{x}'"))  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True), _value, max_size=6))
+def test_fast_frontmatter_property(entries: dict[str, str]) -> None:
+    import yaml
+
+    from server.docs import _Loader, fast_frontmatter
+
+    fm = "".join(f"{k}: {v}\n" for k, v in entries.items())
+    fast = fast_frontmatter(fm)
+    if fast is None:
+        return
+    full = yaml.load(fm, Loader=_Loader) or {}
+    assert fast == full
+    assert [type(v) for v in fast.values()] == [type(v) for v in full.values()]

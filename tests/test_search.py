@@ -183,3 +183,16 @@ async def test_index_is_a_cache_across_restarts(connect: Any, example_vault: Pat
     async with connect(example_vault) as s:  # a new server: nothing to re-index
         n = s.vault.search.sync({p: e.doc for p, e in s.vault.entries().items()})
         assert n == 0
+
+
+async def test_index_corrupted_while_the_server_runs(connect: Any, example_vault: Path) -> None:
+    async with connect(example_vault) as s:
+        before = await hits(s, "tombstones")
+        index = example_vault / ".git/vaultwatch/index.sqlite"
+        s.vault.search.checkpoint()
+        with index.open("r+b") as fh:  # scribble over the FTS pages behind the server's back
+            fh.seek(4096)
+            fh.write(b"\xff" * (index.stat().st_size - 8192))
+        s.vault.search.close()  # drop cached pages, as a fresh connection would
+        assert await hits(s, "tombstones") == before
+        assert s.vault.search.rebuilds >= 1

@@ -134,3 +134,24 @@ async def test_config_error_shows_in_context(connect: Any, vault: Path) -> None:
         res = await s.call("get_context")
         assert "unknown key 'bogus'" in res["warnings"][0]
         assert res["blocks"][0]["title"] == "Rules"  # still served from the last good config
+
+
+async def test_private_notes_are_invisible_everywhere(connect: Any, example_vault: Path) -> None:
+    """private/** never lists, reads, searches, counts a tag, or lands in the context."""
+    (example_vault / "private" / "diary.md").write_text(
+        "---\ntags: [secret-tag]\ntype: study\n---\n# Diary\nmoonlight confession\n"
+    )
+    async with connect(example_vault) as s:
+        listed = await s.call("list_docs", limit=200)
+        assert listed["docs"] and not any(d["path"].startswith("private/") for d in listed["docs"])
+        grouped = await s.call("list_docs", group_by="folder")
+        assert "private" not in {g["key"] for g in grouped["groups"]}
+        tags = await s.call("list_tags", days=3650, limit=500)
+        assert "secret-tag" not in {t["tag"] for t in tags["tags"]}
+        assert (await s.call("search_text", query="moonlight"))["total"] == 0
+        assert "private" in await s.error("read_doc", path="private/diary.md")
+        ctx = await s.call("get_context")
+        assert "moonlight" not in str(ctx) and "private/" not in str(ctx)
+        assert "private" in await s.error("append_section", path="private/diary.md", heading="x",
+                                          content="y")  # fmt: skip
+        assert "private" in await s.error("create_doc", path="private/new.md", body="x")

@@ -300,7 +300,9 @@ async def test_conflict_when_the_file_changed_between_read_and_replace(
         )
         assert "conflict" in msg
     assert (vault / "weeks/w.md").read_text() == "# Week\nhuman rewrote it\n"
-    ev = [e for e in read_all(vault / ".git/vaultwatch/events.jsonl") if e["kind"] == "conflict"][0]
+    ev = next(
+        e for e in read_all(vault / ".git/vaultwatch/events.jsonl") if e["kind"] == "conflict"
+    )
     assert (ev["path"], ev["expected"], ev["actual"]) == ("weeks/w.md", read["hash"], current)
 
 
