@@ -248,31 +248,14 @@ context:
 
 
 def _long_tail(n: int, seed: int) -> list[str]:
-    """Pseudo-words for the long tail of a real vocabulary (names, jargon, typos)."""
+    """Pseudo-words for the long tail of a real vocabulary (names, jargon, typos). All have
+    the same length, so none is a prefix of another, as with most real words."""
     rng = random.Random(seed)
-    syl = [
-        "ka",
-        "ri",
-        "to",
-        "mu",
-        "sen",
-        "da",
-        "lo",
-        "vi",
-        "ne",
-        "sha",
-        "qu",
-        "ber",
-        "tal",
-        "mon",
-        "ix",
-        "zo",
-        "pra",
-        "fel",
-        "gun",
-        "hed",
-    ]
-    return ["".join(rng.choice(syl) for _ in range(rng.randint(2, 4))) for _ in range(n)]
+    syl = "ka ri to mu da lo vi ne qu zo ix fe gu he sa po ma ti ru be".split()
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(syl) for _ in range(3)))
+    return sorted(words, key=lambda w: rng.random())
 
 
 TAIL = _long_tail(4000, 11)
@@ -348,7 +331,7 @@ def generate(root: Path, n: int, seed: int = 7, *, big_every: int = 500) -> Path
         else:
             fm += [f"date: {day}"]
         chars = (
-            200_000 if big_every and i % big_every == big_every - 1 else rng.randint(1_500, 6_500)
+            100_000 if big_every and i % big_every == big_every - 1 else rng.randint(700, 3_200)
         )
         title = _sentence(rng, chinese)[:40].rstrip("。.")
         text = "---\n" + "\n".join(fm) + f"\n---\n# {title}\n" + _body(rng, chinese, chars)

@@ -21,7 +21,7 @@ from .stats import ms, pct
 QUERIES_COMMON = ["idempotency retry", "consensus", "tombstone merge", '"circuit breaker"', "replica -raft",
              "backpressure timeout", "同步合并", "分布式 一致性"]  # fmt: skip
 QUERIES_2 = ["架构", "周报", "幂等", "限流"]
-QUERIES_RARE = [TAIL[300], TAIL[900], f"{TAIL[150]} {TAIL[40]}", TAIL[2000], f'"{TAIL[500]}"']
+QUERIES_RARE = [TAIL[1500], TAIL[2500], f"{TAIL[1200]} {TAIL[60]}", TAIL[3500], f'"{TAIL[3000]}"']
 
 
 def body_bytes(vault: Vault) -> int:

@@ -106,6 +106,7 @@ def decode(data: bytes) -> tuple[str, str | None]:
         ), f"not valid UTF-8 (byte {exc.start}); shown with replacement characters"
 
 
+CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}) ", re.M)
 FM_OPEN = re.compile(r"\A---[ \t]*\r?\n")
 FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.M)
 
@@ -378,6 +379,8 @@ def parse_doc(
     problems = [decode_problem] if decode_problem else []
     if "\x00" in text:
         problems.append("contains NUL bytes: looks like a binary file, not a note")
+    if CONFLICT_MARKER.search(text):
+        problems.append("contains git conflict markers (<<<<<<<): a merge was left unfinished")
     fm_text, _, body_start = split_frontmatter(text)
     fm, fm_problem = parse_frontmatter(fm_text)
     if fm_problem:

@@ -77,6 +77,13 @@ def normalize_rel(raw: str) -> str:
     if "\x00" in raw:
         raise PathRefused("path_nul", "path contains a NUL byte; remove it")
     text = unicodedata.normalize("NFC", raw.strip())
+    if re.search(r"%(?:2e|2f|5c|00)", text, re.IGNORECASE):
+        raise PathRefused(
+            "path_encoded",
+            f"path {raw!r} contains URL-encoded '.', '/', '\\' or NUL; write the path plainly",
+        )
+    if any(ord(c) < 32 for c in text):
+        raise PathRefused("path_control", f"path {raw!r} contains control characters; remove them")
     if "\\" in text:
         raise PathRefused(
             "path_separator",

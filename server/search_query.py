@@ -124,26 +124,42 @@ def matches_title(pq: ParsedQuery, title: str) -> bool:
     return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
 
 
+MAX_MATCHES = 400  # per term: enough to pick good lines, bounded for a 1 MB note
+
+
 def snippets(text: str, body_start: int, pq: ParsedQuery, limit: int = 3) -> list[str]:
-    """Up to `limit` lines of the body around matches, the matched terms marked «like this»."""
+    """Up to `limit` lines of the body around matches, the matched terms marked «like this».
+
+    The body is folded once and each term searched across all of it, so a 1 MB note costs a
+    few regex scans, not one fold per line.
+    """
     regexes = [term_regex(t) for t in pq.positive]
     if not regexes:
         return []
-    scored: list[tuple[int, int, str, list[tuple[int, int]]]] = []
-    for n, line in enumerate(text[body_start:].splitlines()):
-        if not line.strip():
+    body = text[body_start:]
+    folded = body.lower() if body.isascii() else fold(body)
+    same_length = len(folded) == len(body)  # then offsets in folded text are offsets in body
+    lines: dict[int, tuple[int, list[tuple[int, int]], set[int]]] = {}
+    for k, rx in enumerate(regexes):
+        for n, m in enumerate(rx.finditer(folded)):
+            if n >= MAX_MATCHES:
+                break
+            if m.end() == m.start():
+                continue
+            ls = folded.rfind("\n", 0, m.start()) + 1
+            le = folded.find("\n", m.end())
+            le = len(folded) if le < 0 else le
+            entry = lines.setdefault(ls, (le, [], set()))
+            entry[1].append((m.start() - ls, m.end() - ls))
+            entry[2].add(k)
+    best = sorted(lines.items(), key=lambda kv: (-len(kv[1][2]), kv[0]))[:limit]
+    out = []
+    for ls, (le, spans, _) in sorted(best):
+        shown = body[ls:le] if same_length else folded[ls:le]
+        if not shown.strip():
             continue
-        folded = fold(line) if not line.isascii() else line.lower()
-        found = [[(m.start(), m.end()) for m in rx.finditer(folded) if m.end() > m.start()]
-                 for rx in regexes]  # fmt: skip
-        distinct = sum(1 for f in found if f)
-        if not distinct:
-            continue
-        shown = line if len(folded) == len(line) else folded
-        scored.append((distinct, n, shown, sorted(sp for f in found for sp in f)))
-    # the lines matching the most different terms, shown in note order
-    best = sorted(scored, key=lambda x: (-x[0], x[1]))[:limit]
-    return [_mark(shown, spans) for _, _, shown, spans in sorted(best, key=lambda x: x[1])]
+        out.append(_mark(shown.rstrip("\r"), sorted(spans)))
+    return out
 
 
 def _mark(line: str, spans: list[tuple[int, int]]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import Config
 from .dates import as_date
-from .docs import Doc, content_hash, decode, parse_doc
+from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
 from .journal import cap_diff
 from .paths import matches_any
@@ -109,7 +109,17 @@ class Plan:
         else:
             disk = vp.disk.relative_to(self.vault.root).as_posix()
             data = vp.disk.read_bytes() if vp.disk.is_file() else None
-            text = decode(data)[0] if data is not None else None
+            text, bad = decode(data) if data is not None else (None, None)
+            if data is not None and (bad or b"\x00" in data):
+                raise Rejected(
+                    "not_text",
+                    f"{vp.rel} is not a UTF-8 text note ({bad or 'it contains NUL bytes'}); "
+                    "writing it would damage it",
+                    "leave this file to the owner",
+                    [vp.rel],
+                )
+            if data is None:
+                self._check_twins(vp.rel)
             f = self.files[vp.rel] = _File(vp.rel, disk, data, text)
         if self._protected(f.rel):
             raise Rejected(
@@ -123,6 +133,19 @@ class Plan:
             raise Rejected("not_found", self.vault._not_found(f.rel), "create it with create_doc",
                            [f.rel])  # fmt: skip
         return f
+
+    def _check_twins(self, rel: str) -> None:
+        """A new file whose name differs from an existing one only by case or Unicode form
+        would be the same file on macOS and Windows (and to Obsidian): refuse it."""
+        folded = unicodedata.normalize("NFC", rel).casefold()
+        for other in self.vault.entries():
+            if other != rel and other.casefold() == folded:
+                raise Rejected(
+                    "path_twin",
+                    f"{rel!r} differs from the existing {other!r} only by letter case",
+                    f"write to {other} instead",
+                    [rel],
+                )
 
     def _protected(self, rel: str) -> bool:
         return rel in self.config.protected_paths() or matches_any(rel, self.config.protected)
@@ -353,6 +376,11 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
                                    [f.rel]))  # fmt: skip
             continue
         old_text = decode(f.original)[0] if f.original is not None else ""
+        if CONFLICT_MARKER.search(f.text) and not CONFLICT_MARKER.search(old_text):
+            errors.append(Rejected("conflict_markers", f"the change to {f.rel} adds git conflict "
+                                   "markers (<<<<<<< / >>>>>>>)", "write the resolved text only",
+                                   [f.rel]))  # fmt: skip
+            continue
         secrets = new_secrets(old_text, f.text)
         if secrets:
             errors.append(Rejected("secret", f"the change to {f.rel} contains what looks like a "
