@@ -7,6 +7,7 @@ problem reported, and never makes a call fail.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -146,6 +147,7 @@ class _Decline(Exception):
     """The fast path cannot read this value the way YAML would: use the full parse."""
 
 
+@functools.lru_cache(maxsize=8192)  # scalars are immutable; dates, states, numbers repeat a lot
 def _resolve_plain(v: str) -> Any:
     global _SCALARS
     if _SCALARS is None:
@@ -379,7 +381,7 @@ def parse_doc(
     problems = [decode_problem] if decode_problem else []
     if "\x00" in text:
         problems.append("contains NUL bytes: looks like a binary file, not a note")
-    if CONFLICT_MARKER.search(text):
+    if ("<<<<<<<" in text or ">>>>>>>" in text) and CONFLICT_MARKER.search(text):
         problems.append("contains git conflict markers (<<<<<<<): a merge was left unfinished")
     fm_text, _, body_start = split_frontmatter(text)
     fm, fm_problem = parse_frontmatter(fm_text)
