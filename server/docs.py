@@ -201,7 +201,7 @@ def fast_frontmatter(fm: str) -> dict[str, Any] | None:
             return None
         if not ok:
             return None
-        out[m.group(1)] = value
+        out[_resolve_plain(m.group(1))] = value  # keys resolve as YAML does: `no:` is False
     return out
 
 
