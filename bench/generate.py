@@ -251,7 +251,28 @@ def _long_tail(n: int, seed: int) -> list[str]:
     """Pseudo-words for the long tail of a real vocabulary (names, jargon, typos). All have
     the same length, so none is a prefix of another, as with most real words."""
     rng = random.Random(seed)
-    syl = "ka ri to mu da lo vi ne qu zo ix fe gu he sa po ma ti ru be".split()
+    syl = [
+        "ka",
+        "ri",
+        "to",
+        "mu",
+        "da",
+        "lo",
+        "vi",
+        "ne",
+        "qu",
+        "zo",
+        "ix",
+        "fe",
+        "gu",
+        "he",
+        "sa",
+        "po",
+        "ma",
+        "ti",
+        "ru",
+        "be",
+    ]
     words: set[str] = set()
     while len(words) < n:
         words.add("".join(rng.choice(syl) for _ in range(3)))
@@ -330,9 +351,7 @@ def generate(root: Path, n: int, seed: int = 7, *, big_every: int = 500) -> Path
             fm += [f"start: {day}"]
         else:
             fm += [f"date: {day}"]
-        chars = (
-            100_000 if big_every and i % big_every == big_every - 1 else rng.randint(700, 3_200)
-        )
+        chars = 100_000 if big_every and i % big_every == big_every - 1 else rng.randint(700, 3_200)
         title = _sentence(rng, chinese)[:40].rstrip("。.")
         text = "---\n" + "\n".join(fm) + f"\n---\n# {title}\n" + _body(rng, chinese, chars)
         folder = root / TYPES[t] / f"{i // 1000:02d}"

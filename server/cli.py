@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hmac
 import ipaddress
 import logging
 import os
@@ -19,6 +18,7 @@ from typing import Any
 
 from . import __version__
 from .gitrepo import ensure_repo, state_dir
+from .http_guard import guard
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch")
@@ -41,32 +41,6 @@ def read_or_create_token(path: Path) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(token + "\n")
     return token
-
-
-def bearer_guard(app: Any, token: str) -> Any:
-    """ASGI wrapper: every HTTP request needs `Authorization: Bearer <token>`, else 401."""
-    expected = f"Bearer {token}".encode()
-
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, expected):
-                body = b'{"error":"invalid_token","error_description":"send Authorization: Bearer <token> (the token is in .git/vaultwatch/token)"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer error="invalid_token"'),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await app(scope, receive, send)
-
-    return guarded
 
 
 def is_loopback(host: str) -> bool:
@@ -180,7 +154,7 @@ def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | No
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     port = sock.getsockname()[1]
-    app = bearer_guard(mcp.streamable_http_app(host=host), token)
+    app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/mcp"
     token_path = Path(token_file) if token_file else state_dir(root) / "token"

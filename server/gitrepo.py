@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import time
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,7 +81,17 @@ def ensure_repo(root: Path) -> bool:
     Returns True when this call made the import commit.
     """
     if not (root / ".git").exists():
-        git(root, "init", "-q")
+        try:
+            git(root, "init", "-q")
+        except GitError:
+            # Another server started at the same moment and is initialising this very repo
+            # (git init takes a lock on .git/config): wait for it rather than fail.
+            for _ in range(100):
+                if (root / ".git" / "HEAD").exists():
+                    break
+                time.sleep(0.05)
+            else:
+                raise
     with write_lock(root):
         if git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0:
             return False

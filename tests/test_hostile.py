@@ -43,7 +43,9 @@ def vault(make_vault: Any) -> Path:
         (".obsidian/app.json", "path_hidden"),
     ],
 )
-async def test_path_tricks_are_refused_by_name(connect: Any, vault: Path, raw: str, code: str) -> None:
+async def test_path_tricks_are_refused_by_name(
+    connect: Any, vault: Path, raw: str, code: str
+) -> None:
     async with connect(vault) as s:
         read = await s.error("read_doc", path=raw)
         write = await s.error("append_section", path=raw, heading="x", content="y")
@@ -72,7 +74,9 @@ async def test_symlink_loops_and_outside_links(connect: Any, vault: Path, tmp_pa
     assert (tmp_path / "outside.md").read_text() == "# outside\n"
 
 
-async def test_files_that_are_not_text_are_read_with_a_warning_and_never_written(connect: Any, vault: Path) -> None:
+async def test_files_that_are_not_text_are_read_with_a_warning_and_never_written(
+    connect: Any, vault: Path
+) -> None:
     head = git(vault, "rev-parse", "HEAD")
     async with connect(vault) as s:
         latin = await s.call("read_doc", path="bad/latin1.md")
@@ -97,7 +101,9 @@ async def test_conflict_markers(connect: Any, vault: Path) -> None:
 
 async def test_huge_payloads_and_lines(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
-        msg = await s.error("append_section", path="notes/a.md", heading="Log", content="x" * 10_000_000)
+        msg = await s.error(
+            "append_section", path="notes/a.md", heading="Log", content="x" * 10_000_000
+        )
         assert "too_large" in msg
         r = await s.client.call_tool("read_doc", {"path": "big/longline.md"})
         assert not r.is_error and len(r.content[0].text) <= s.vault.config.limits.result_chars
