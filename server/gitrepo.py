@@ -5,8 +5,8 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import time
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path

@@ -65,6 +65,18 @@ READ = ToolAnnotations(
 )
 
 
+def tool(mcp: MCPServer, *, title: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
+    """Register a tool with its docstring as one clean paragraph: the description is the
+    model's manual, and source indentation has no business in it."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        description = " ".join((fn.__doc__ or "").split())
+        mcp.add_tool(fn, title=title, description=description, annotations=annotations)
+        return fn
+
+    return deco
+
+
 def client_name(ctx: Context | None) -> str:
     """`name/version` from the MCP handshake (or the 2026 request envelope)."""
     try:
@@ -193,7 +205,7 @@ class ToolKit:
 def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
     vault = kit.vault
 
-    @mcp.tool(title="Get the working context", annotations=READ)
+    @tool(mcp, title="Get the working context", annotations=READ)
     @kit.guard("get_context")
     def get_context(ctx: Context) -> ContextResult:
         """Start here in every conversation. Returns the owner's rules for you, the latest notes
@@ -202,7 +214,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         data, paths = build_context(vault)
         return kit.result(ctx, "get_context", data, paths)  # type: ignore[return-value]
 
-    @mcp.tool(title="List notes", annotations=READ)
+    @tool(mcp, title="List notes", annotations=READ)
     @kit.guard("list_docs")
     def list_docs(
         ctx: Context,
@@ -277,7 +289,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         res = {"total": len(found), "docs": kept, "next_cursor": nxt}
         return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
 
-    @mcp.tool(title="List tags with trends", annotations=READ)
+    @tool(mcp, title="List tags with trends", annotations=READ)
     @kit.guard("list_tags")
     def list_tags(
         ctx: Context,
@@ -310,7 +322,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         }
         return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
 
-    @mcp.tool(title="Read a note", annotations=READ)
+    @tool(mcp, title="Read a note", annotations=READ)
     @kit.guard("read_doc")
     def read_doc(
         ctx: Context,
@@ -351,7 +363,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         }
         return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
 
-    @mcp.tool(title="Search note text", annotations=READ)
+    @tool(mcp, title="Search note text", annotations=READ)
     @kit.guard("search_text")
     def search_text(
         ctx: Context,
@@ -395,7 +407,7 @@ HashArg = Annotated[
 def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     vault = kit.vault
 
-    @mcp.tool(title="Create a note", annotations=_write_annotations(True))
+    @tool(mcp, title="Create a note", annotations=_write_annotations(True))
     @kit.guard("create_doc")
     def create_doc(
         ctx: Context,
@@ -421,7 +433,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         args = {"type": type, "path": path, "fields": fields, "body": body, "tags": tags}
         return kit.write(ctx, "create_doc", [("create_doc", args)])  # type: ignore[return-value]
 
-    @mcp.tool(title="Append to a section", annotations=_write_annotations(False))
+    @tool(mcp, title="Append to a section", annotations=_write_annotations(False))
     @kit.guard("append_section")
     def append_section(
         ctx: Context,
@@ -440,7 +452,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         args = {"path": path, "heading": heading, "content": content, "hash": hash}
         return kit.write(ctx, "append_section", [("append_section", args)])  # type: ignore[return-value]
 
-    @mcp.tool(title="Replace exact text", annotations=_write_annotations(False))
+    @tool(mcp, title="Replace exact text", annotations=_write_annotations(False))
     @kit.guard("edit_text")
     def edit_text(
         ctx: Context,
@@ -459,7 +471,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         args = {"path": path, "old": old, "new": new, "count": count, "hash": hash}
         return kit.write(ctx, "edit_text", [("edit_text", args)])  # type: ignore[return-value]
 
-    @mcp.tool(title="Change frontmatter fields", annotations=_write_annotations(True))
+    @tool(mcp, title="Change frontmatter fields", annotations=_write_annotations(True))
     @kit.guard("update_frontmatter")
     def update_frontmatter(
         ctx: Context,
@@ -479,7 +491,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
                 "remove_tags": remove_tags, "hash": hash}  # fmt: skip
         return kit.write(ctx, "update_frontmatter", [("update_frontmatter", args)])  # type: ignore[return-value]
 
-    @mcp.tool(title="Replace a whole note", annotations=_write_annotations(True))
+    @tool(mcp, title="Replace a whole note", annotations=_write_annotations(True))
     @kit.guard("replace_doc")
     def replace_doc(
         ctx: Context,
@@ -495,7 +507,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         args = {"path": path, "content": content, "hash": hash}
         return kit.write(ctx, "replace_doc", [("replace_doc", args)])  # type: ignore[return-value]
 
-    @mcp.tool(title="Several writes as one commit", annotations=_write_annotations(False))
+    @tool(mcp, title="Several writes as one commit", annotations=_write_annotations(False))
     @kit.guard("batch")
     def batch(
         ctx: Context,
