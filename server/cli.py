@@ -153,6 +153,7 @@ def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | No
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(128)  # listening before we say so: a client may connect the moment it reads the URL
     port = sock.getsockname()[1]
     app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
     shown = f"[{host}]" if ":" in host else host

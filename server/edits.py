@@ -105,8 +105,8 @@ def edit_text(text: str, old: str, new: str, count: int = 1) -> str:
         raise EditError("empty_old", "old is empty: give the exact text to replace")
     nl = newline_of(text)
     old_n, new_n = _with_newlines(old, nl), _with_newlines(new, nl)
-    found = text.count(old_n)
-    if found == count:
+    found = _count_overlapping(text, old_n)
+    if found == count and text.count(old_n) == count:  # overlapping matches are ambiguous
         return text.replace(old_n, new_n, count)
     if found == 0:
         hint = ""
@@ -120,6 +120,14 @@ def edit_text(text: str, old: str, new: str, count: int = 1) -> str:
         f"old text matches {found} times, not {count}. Give more surrounding text so it matches "
         f"once, or pass count={found} to replace every match.",
     )
+
+
+def _count_overlapping(text: str, needle: str) -> int:
+    n, pos = 0, text.find(needle)
+    while pos >= 0:
+        n += 1
+        pos = text.find(needle, pos + 1)
+    return n
 
 
 def closest_line(text: str, old: str) -> tuple[int, str] | None:

@@ -30,8 +30,9 @@ def git(
         ["git", "-C", str(root), *args], capture_output=True, env=full_env, input=input
     )
     if check and proc.returncode != 0:
+        said = (proc.stderr or proc.stdout).decode(errors="replace").strip()
         raise GitError(
-            f"git {' '.join(args[:2])} failed: {proc.stderr.decode(errors='replace').strip()}"
+            f"git {' '.join(a for a in args[:4] if not a.startswith('-c'))} failed: {said}"
         )
     return proc
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
+import secrets
 import signal
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +29,8 @@ from pathlib import Path
 from .config import Config
 from .gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
 from .journal import Journal
+
+log = logging.getLogger("vaultwatch.store")
 
 NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
 
@@ -39,6 +43,53 @@ def _fault_point() -> int | None:
         with contextlib.suppress(ValueError):
             return int(spec.split(":", 1)[1])
     return None
+
+
+class WriteRace(Exception):
+    """A file changed between planning a write and replacing it (the owner typing into it)."""
+
+    def __init__(self, rel: str, expected: bytes | None, actual: bytes | None,
+                 restore: bytes | None = None) -> None:  # fmt: skip
+        super().__init__(rel)
+        self.rel, self.expected, self.actual, self.restore = rel, expected, actual, restore
+
+
+def _temp_name(path: Path) -> str:
+    return str(path.parent / f".{path.name}.{secrets.token_hex(4)}.vaultwatch-tmp")
+
+
+def _write_temp(tmp: str, path: Path, data: bytes) -> None:
+    """`data` in a new temp file beside `path`, fsynced, with the file's current mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _open_if_exists(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks, off = [], 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, off)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        off += len(chunk)
 
 
 class StoreError(Exception):
@@ -134,77 +185,191 @@ class Store:
     def commit(
         self, writes: list[FileWrite], *, subject: str, tool: str, client: str, config: Config
     ) -> str:
-        """Write and commit (caller holds the lock and has run check_repo). Returns the sha."""
+        """Write and commit (caller holds the lock and has run check_repo). Returns the sha.
+
+        The commit is built from the exact bytes written (through a private index), never from
+        whatever the working tree holds a moment later, so an owner typing into the same file
+        in Obsidian can neither leak into the AI's commit nor be overwritten unseen: a file
+        that is not what the plan read when it is replaced stops the write (WriteRace).
+        """
         paths = [w.disk for w in writes]
         self._snapshot(paths)
-        intent = {
-            "pid": os.getpid(),
-            "tool": tool,
-            "files": [
-                {"path": w.disk, "old": blob_id(w.old) if w.old is not None else None,
-                 "new": blob_id(w.new)} for w in writes
-            ],
-        }  # fmt: skip
-        self._store_old_blobs(writes)
-        atomic_write(self.intent_path, json.dumps(intent).encode())
-        written: list[FileWrite] = []
+        temps: list[str] = []
+        renamed: list[FileWrite] = []
+        held: list[tuple[FileWrite, int | None]] = []
         crash_after = _fault_point()
         try:
-            for w in writes:
-                atomic_write(self.root / w.disk, w.new)
-                written.append(w)
-                if crash_after is not None and len(written) >= crash_after:
+            # The intent (with the temp names) is on disk before any temp file exists, so a
+            # crash at any point leaves nothing that recovery does not know about.
+            temps = [_temp_name(self.root / w.disk) for w in writes]
+            blobs = [blob_id(w.new) for w in writes]
+            self._store_old_blobs(writes)
+            intent = {
+                "pid": os.getpid(),
+                "tool": tool,
+                "files": [
+                    {"path": w.disk, "old": blob_id(w.old) if w.old is not None else None,
+                     "new": b, "tmp": os.path.relpath(t, self.root)}
+                    for w, b, t in zip(writes, blobs, temps, strict=True)
+                ],
+            }  # fmt: skip
+            atomic_write(self.intent_path, json.dumps(intent).encode())
+            for w, tmp in zip(writes, temps, strict=True):
+                _write_temp(tmp, self.root / w.disk, w.new)
+            stored = git(self.root, "hash-object", "-w", "--stdin-paths",
+                         input="\n".join(temps).encode()).stdout.decode().split()  # fmt: skip
+            if stored != blobs:
+                raise GitError("git stored different bytes than were written")
+            for w, tmp in zip(writes, temps, strict=True):
+                target = self.root / w.disk
+                fd = _open_if_exists(target)
+                current = _read_fd(fd) if fd is not None else None
+                if current != w.old:
+                    if fd is not None:
+                        os.close(fd)
+                    raise WriteRace(w.rel, w.old, current)
+                os.replace(tmp, target)
+                renamed.append(w)
+                held.append((w, fd))
+                if crash_after is not None and len(renamed) >= crash_after:
                     os.kill(os.getpid(), signal.SIGKILL)  # fault injection for crash tests
-            new_paths = [w.disk for w in writes if w.old is None]
-            if new_paths:
-                git(self.root, "add", "-f", "--", *new_paths)
+            _fsync_dir(self.root)
+            # Someone who opened a file just before we replaced it wrote into the old copy:
+            # their words would vanish with it. Put them back and stop.
+            for w, fd in held:
+                if fd is not None and _read_fd(fd) != w.old:
+                    late = _read_fd(fd)
+                    raise WriteRace(w.rel, w.old, late, restore=late)
             author = config.ai_author
             message = f"{subject}\n\nVaultwatch-Tool: {tool}\nVaultwatch-Client: {client}\n"
-            git(self.root, *NO_SIGN, "commit", "-q", "--no-verify", "-F", "-", "--", *paths,
-                env=identity_env(author.name, author.email), input=message.encode())  # fmt: skip
-            sha = git(self.root, "rev-parse", "HEAD").stdout.decode().strip()
-        except (OSError, GitError) as exc:
-            self._undo(written)
+            sha = self._commit_blobs([(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
+                                     message, author.name, author.email)  # fmt: skip
+        except (OSError, GitError, WriteRace) as exc:
+            restore = exc.restore if isinstance(exc, WriteRace) else None
+            self._undo(renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None,
+                                             restore))  # fmt: skip
+            for tmp in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.intent_path)
+            if isinstance(exc, WriteRace):
+                raise
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
+        finally:
+            for _, fd in held:
+                if fd is not None:
+                    os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.intent_path)
         return sha
 
-    def _store_old_blobs(self, writes: list[FileWrite]) -> None:
-        """Make sure git has every previous content (one call for all), so recovery can always
-        restore it, even for a file git ignores."""
-        olds = [w.disk for w in writes if w.old is not None]
-        if olds:
-            git(self.root, "hash-object", "-w", "--stdin-paths", input="\n".join(olds).encode())
+    def _commit_blobs(self, entries: list[tuple[str, str]], message: str, name: str,
+                      email: str) -> str:  # fmt: skip
+        """HEAD + these (path, blob) -> a tree (in a private index) -> a commit -> the branch,
+        moved only if it still points where it did (compare-and-swap). The real index is then
+        set to HEAD for these paths."""
+        index = str(state_dir(self.root) / "commit.index")
+        env = {"GIT_INDEX_FILE": index}
+        branch, head = self._head()
+        try:
+            git(self.root, "read-tree", head, env=env)
+            lines = []
+            for path, blob in entries:
+                try:
+                    mode = "100755" if os.stat(self.root / path).st_mode & 0o111 else "100644"
+                except FileNotFoundError:
+                    mode = "100644"
+                lines.append(f"{mode} {blob}\t{path}")
+            git(self.root, "update-index", "--index-info", env=env,
+                input=("\n".join(lines) + "\n").encode())  # fmt: skip
+            tree = git(self.root, "write-tree", env=env).stdout.decode().strip()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(index)
+        sha = git(self.root, *NO_SIGN, "commit-tree", tree, "-p", head, "-F", "-",
+                  env=identity_env(name, email), input=message.encode()).stdout.decode().strip()  # fmt: skip
+        subject = message.split("\n", 1)[0]
+        git(self.root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        r = git(self.root, "reset", "-q", "--", *[p for p, _ in entries], check=False)
+        if r.returncode != 0:  # the commit stands; only git's view of the index lags
+            log.warning("git reset after commit failed: %s", r.stderr.decode(errors="replace"))
+        return sha
 
-    def _undo(self, written: list[FileWrite]) -> None:
+    def _store_old_blobs(self, writes: list[FileWrite]) -> None:
+        """Make sure git has every previous content, so recovery can always restore it. After
+        the snapshot that is HEAD's content; only a file git ignores needs storing."""
+        olds = [w for w in writes if w.old is not None]
+        if not olds:
+            return
+        in_head = self._head_blobs([w.disk for w in olds])
+        for w in olds:
+            assert w.old is not None
+            if in_head.get(w.disk) != blob_id(w.old):
+                git(self.root, "hash-object", "-w", "--stdin", input=w.old)
+
+    def _undo(
+        self, written: list[FileWrite], restore_for: tuple[str | None, bytes | None] = (None, None)
+    ) -> None:
+        rel, late = restore_for
         for w in reversed(written):
             target = self.root / w.disk
-            if w.old is None:
+            try:
+                now = target.read_bytes()
+            except FileNotFoundError:
+                now = None
+            if now != w.new:
+                continue  # edited again since we replaced it: that edit is newer, keep it
+            data = late if (w.rel == rel and late is not None) else w.old
+            if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
             else:
-                atomic_write(target, w.old)
-        if written:
-            git(self.root, "reset", "-q", "--", *[w.disk for w in written], check=False)
+                atomic_write(target, data)
+
+    def _head(self) -> tuple[str, str]:
+        """(branch ref, HEAD sha) in one git call."""
+        out = (
+            git(self.root, "rev-parse", "--symbolic-full-name", "HEAD", "HEAD")
+            .stdout.decode()
+            .split()
+        )
+        return out[0], out[1]
+
+    def _head_blobs(self, paths: list[str]) -> dict[str, str]:
+        out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
+            "utf-8", "replace"
+        )
+        blobs = {}
+        for entry in filter(None, out.split("\x00")):
+            meta, _, path = entry.partition("\t")
+            blobs[path] = meta.split()[2]
+        return blobs
 
     def _snapshot(self, paths: list[str]) -> str | None:
-        """Commit the human's uncommitted edits to `paths` as the human; None if there were none."""
-        out = git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
-                  *paths).stdout.decode("utf-8", "replace")  # fmt: skip
-        dirty = [entry[3:] for entry in out.split("\x00") if len(entry) > 3]
+        """Commit the owner's uncommitted edits to `paths` as the owner; None if there were none.
+
+        Compares the files with HEAD directly (not with git's index, which other tools may have
+        left in any state) and commits exactly the bytes on disk at that moment.
+        """
+        head_blobs = self._head_blobs(paths)
+        dirty = []
+        for p in paths:
+            try:
+                data = (self.root / p).read_bytes()
+            except FileNotFoundError:
+                continue
+            if head_blobs.get(p) != blob_id(data):
+                dirty.append(p)
         if not dirty:
             return None
-        git(self.root, "add", "-A", "--", *dirty)
+        blobs = git(self.root, "hash-object", "-w", "--stdin-paths",
+                    input="\n".join(dirty).encode()).stdout.decode().split()  # fmt: skip
         name, email = human_identity(self.root)
         subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
-        git(self.root, *NO_SIGN, "commit", "-q", "--no-verify", "-F", "-", "--", *dirty,
-            env=identity_env(name, email),
-            input=f"{subject}\n\nVaultwatch-Action: snapshot\n".encode())  # fmt: skip
-        sha = git(self.root, "rev-parse", "HEAD").stdout.decode().strip()
+        sha = self._commit_blobs(list(zip(dirty, blobs, strict=True)), f"{subject}\n\n"
+                                 "Vaultwatch-Action: snapshot\n", name, email)  # fmt: skip
         self.journal.append(
             "commit", client="human", tool="snapshot", paths=dirty, sha=sha, chars=0
         )
@@ -214,6 +379,11 @@ class Store:
 
     def recover(self) -> list[str]:
         """Roll back a write that a crash interrupted. Returns the paths put back."""
+        with self.locked():
+            # A crash while the intent itself was being written leaves only its temp file.
+            for stale in self.intent_path.parent.glob(".intent.json.*.vaultwatch-tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
         if not self.intent_path.exists():
             return []
         with self.locked():
@@ -222,6 +392,10 @@ class Store:
             except (OSError, ValueError):
                 os.unlink(self.intent_path)
                 return []
+            for f in intent.get("files", []):
+                if f.get("tmp"):  # a temp file the crash left before its rename
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.root / f["tmp"])
             restored, kept = [], []
             committed = all(self._head_blob(f["path"]) == f["new"] for f in intent["files"])
             if not committed:
@@ -240,18 +414,19 @@ class Store:
                         data = git(self.root, "cat-file", "blob", f["old"]).stdout
                         atomic_write(target, data)
                     restored.append(f["path"])
-                git(self.root, "reset", "-q", "--", *[f["path"] for f in intent["files"]],
-                    check=False)  # fmt: skip
+            # The index for these paths goes back to HEAD whichever way it went (a crash may
+            # fall between moving the branch and updating the index).
+            git(self.root, "reset", "-q", "--", *[f["path"] for f in intent["files"]], check=False)
             os.unlink(self.intent_path)
-            if restored or kept or not committed:
-                msg = (
-                    f"an interrupted {intent.get('tool', 'write')} was rolled back"
-                    + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
-                    if not committed
-                    else "an interrupted write had been committed; nothing to undo"
-                )
-                self.journal.append("recovered", paths=restored, kept=kept, message=msg,
-                                    tool=intent.get("tool"))  # fmt: skip
+            # Every interrupted write is accounted for, even one that had already committed.
+            msg = (
+                f"an interrupted {intent.get('tool', 'write')} was rolled back"
+                + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
+                if not committed
+                else f"an interrupted {intent.get('tool', 'write')} had been committed; the index was tidied"
+            )
+            self.journal.append("recovered", paths=restored, kept=kept, message=msg,
+                                tool=intent.get("tool"), committed=committed)  # fmt: skip
             return restored
 
     def _head_blob(self, path: str) -> str | None:

@@ -21,7 +21,7 @@ from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
 from .journal import cap_diff
 from .paths import matches_any
-from .store import FileWrite, Store, StoreError
+from .store import FileWrite, Store, StoreError, WriteRace
 from .validate import (
     attachment_targets,
     closest_tags,
@@ -116,6 +116,13 @@ class Plan:
                     f"{vp.rel} is not a UTF-8 text note ({bad or 'it contains NUL bytes'}); "
                     "writing it would damage it",
                     "leave this file to the owner",
+                    [vp.rel],
+                )
+            if data is not None and vp.disk.stat().st_mode & 0o222 == 0:
+                raise Rejected(
+                    "read_only_file",
+                    f"{vp.rel} is read-only on disk; the owner has locked it",
+                    "leave it, or ask the owner to make it writable",
                     [vp.rel],
                 )
             if data is None:
@@ -425,57 +432,84 @@ class WriteResult:
     diff: str
 
 
+REPLANS = 3
+
+
 def apply(vault: Vault, store: Store, tool: str, client: str,
           ops: list[tuple[str, dict[str, Any]]], message: str | None = None) -> WriteResult:  # fmt: skip
     """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
-    StoreError; returns with commit None when nothing would change (a no-op)."""
+    StoreError; returns with commit None when nothing would change (a no-op).
+
+    If the owner changes a file between the plan and the write, a plan that did not pin the
+    file's content (no hash, no replace_doc) is simply made again on the new text: appending
+    to the end of a section means the section as it is now. A pinned one is a conflict.
+    """
+    pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
     with store.locked():
         store.check_repo()
-        plan = Plan(vault)
-        outcomes: list[Outcome] = []
-        errors: list[Rejected] = []
-        for i, (name, args) in enumerate(ops):
-            plan.op = i + 1
-            fn = OPS.get(name)
+        for attempt in range(1, REPLANS + 1):
             try:
-                if fn is None:
-                    raise Rejected("unknown_tool", f"operation {i + 1}: unknown tool {name!r}",
-                                   f"use one of {', '.join(OPS)}", [])  # fmt: skip
-                outcomes.append(fn(plan, **args))
-            except TypeError as exc:
-                errors.append(Rejected("bad_arguments", f"operation {i + 1} ({name}): {exc}",
-                                       "check the argument names against the tool", []))  # fmt: skip
-            except Rejected as exc:
-                if len(ops) > 1:
-                    exc.message = f"operation {i + 1} ({name}): {exc.message}"
-                errors.append(exc)
-        # Check the files even when an operation failed, so a batch reports every problem.
-        writes, warnings, rejected = check(plan)
-        if len(ops) > 1:
-            for r in rejected:
-                nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
-                label = "operation" + ("s " if len(nums) > 1 else " ") + ", ".join(map(str, nums))
-                r.message = f"{label}: {r.message}"
-        if errors or rejected:
-            raise _merge(errors + rejected)
-        vw = vocab_write(plan)
-        if vw is not None:
-            writes.append(vw)
-        if not writes:
-            return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
-                               _hashes(plan), "")  # fmt: skip
-        if len(ops) == 1:
-            subject = outcomes[0].subject
-        else:
-            notes = len({w.rel for w in writes})
-            subject = (
-                message.strip().splitlines()[0]
-                if message and message.strip()
-                else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
-            )
+                return _apply_once(vault, store, tool, client, ops, message)
+            except Conflict as exc:
+                if pinned or attempt == REPLANS or not isinstance(exc.__cause__, WriteRace):
+                    raise
+    raise AssertionError("unreachable")
+
+
+def _apply_once(vault: Vault, store: Store, tool: str, client: str,
+                ops: list[tuple[str, dict[str, Any]]], message: str | None) -> WriteResult:  # fmt: skip
+    plan = Plan(vault)
+    outcomes: list[Outcome] = []
+    errors: list[Rejected] = []
+    for i, (name, args) in enumerate(ops):
+        plan.op = i + 1
+        fn = OPS.get(name)
+        try:
+            if fn is None:
+                raise Rejected("unknown_tool", f"operation {i + 1}: unknown tool {name!r}",
+                               f"use one of {', '.join(OPS)}", [])  # fmt: skip
+            outcomes.append(fn(plan, **args))
+        except TypeError as exc:
+            errors.append(Rejected("bad_arguments", f"operation {i + 1} ({name}): {exc}",
+                                   "check the argument names against the tool", []))  # fmt: skip
+        except Rejected as exc:
+            if len(ops) > 1:
+                exc.message = f"operation {i + 1} ({name}): {exc.message}"
+            errors.append(exc)
+    # Check the files even when an operation failed, so a batch reports every problem.
+    writes, warnings, rejected = check(plan)
+    if len(ops) > 1:
+        for r in rejected:
+            nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
+            label = "operation" + ("s " if len(nums) > 1 else " ") + ", ".join(map(str, nums))
+            r.message = f"{label}: {r.message}"
+    if errors or rejected:
+        raise _merge(errors + rejected)
+    vw = vocab_write(plan)
+    if vw is not None:
+        writes.append(vw)
+    if not writes:
+        return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
+                           _hashes(plan), "")  # fmt: skip
+    if len(ops) == 1:
+        subject = outcomes[0].subject
+    else:
+        notes = len({w.rel for w in writes})
+        subject = (
+            message.strip().splitlines()[0]
+            if message and message.strip()
+            else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
+        )
+    try:
         sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
-        diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
-        _reindex(vault, writes)
+    except WriteRace as race:
+        raise Conflict(
+            race.rel,
+            content_hash(race.expected) if race.expected is not None else "(no file)",
+            content_hash(race.actual) if race.actual is not None else "(deleted)",
+        ) from race
+    diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
+    _reindex(vault, writes)
     return WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), diff)
 
 
