@@ -75,6 +75,13 @@ def _write_temp(tmp: str, path: Path, data: bytes) -> None:
         raise
 
 
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
 def _open_if_exists(path: Path) -> int | None:
     try:
         return os.open(path, os.O_RDONLY)
@@ -193,7 +200,7 @@ class Store:
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
         paths = [w.disk for w in writes]
-        self._snapshot(paths)
+        head_blobs = self._snapshot(paths)
         temps: list[str] = []
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
@@ -203,7 +210,7 @@ class Store:
             # crash at any point leaves nothing that recovery does not know about.
             temps = [_temp_name(self.root / w.disk) for w in writes]
             blobs = [blob_id(w.new) for w in writes]
-            self._store_old_blobs(writes)
+            self._store_old_blobs(writes, head_blobs)
             intent = {
                 "pid": os.getpid(),
                 "tool": tool,
@@ -270,11 +277,16 @@ class Store:
         """HEAD + these (path, blob) -> a tree (in a private index) -> a commit -> the branch,
         moved only if it still points where it did (compare-and-swap). The real index is then
         set to HEAD for these paths."""
-        index = str(state_dir(self.root) / "commit.index")
-        env = {"GIT_INDEX_FILE": index}
+        # A private index, kept between writes (all of them under the write lock): when it
+        # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
+        # subtrees, which is most of the cost of a commit in a large vault.
+        index = state_dir(self.root) / "commit.index"
+        marker = state_dir(self.root) / "commit.index.head"
+        env = {"GIT_INDEX_FILE": str(index)}
         branch, head = self._head()
         try:
-            git(self.root, "read-tree", head, env=env)
+            if not (index.exists() and _read_text(marker) == head):
+                git(self.root, "read-tree", head, env=env)
             lines = []
             for path, blob in entries:
                 try:
@@ -282,30 +294,38 @@ class Store:
                 except FileNotFoundError:
                     mode = "100644"
                 lines.append(f"{mode} {blob}\t{path}")
-            git(self.root, "update-index", "--index-info", env=env,
-                input=("\n".join(lines) + "\n").encode())  # fmt: skip
+            info = ("\n".join(lines) + "\n").encode()
+            git(self.root, "update-index", "--index-info", env=env, input=info)
             tree = git(self.root, "write-tree", env=env).stdout.decode().strip()
-        finally:
+        except GitError:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(index)
+            raise
         sha = git(self.root, *NO_SIGN, "commit-tree", tree, "-p", head, "-F", "-",
                   env=identity_env(name, email), input=message.encode()).stdout.decode().strip()  # fmt: skip
         subject = message.split("\n", 1)[0]
-        git(self.root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
-        r = git(self.root, "reset", "-q", "--", *[p for p, _ in entries], check=False)
+        try:
+            git(self.root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        except GitError:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(marker)  # the private index is ahead of a HEAD that did not move
+            raise
+        atomic_write(marker, sha.encode())
+        # The real index: these paths as HEAD has them now (nothing of the owner's is staged
+        # there: the snapshot committed it).
+        r = git(self.root, "update-index", "--index-info", input=info, check=False)
         if r.returncode != 0:  # the commit stands; only git's view of the index lags
-            log.warning("git reset after commit failed: %s", r.stderr.decode(errors="replace"))
+            log.warning(
+                "updating git's index after commit failed: %s", r.stderr.decode(errors="replace")
+            )
         return sha
 
-    def _store_old_blobs(self, writes: list[FileWrite]) -> None:
+    def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
         """Make sure git has every previous content, so recovery can always restore it. After
         the snapshot that is HEAD's content; only a file git ignores needs storing."""
-        olds = [w for w in writes if w.old is not None]
-        if not olds:
-            return
-        in_head = self._head_blobs([w.disk for w in olds])
-        for w in olds:
-            assert w.old is not None
+        for w in writes:
+            if w.old is None:
+                continue
             if in_head.get(w.disk) != blob_id(w.old):
                 git(self.root, "hash-object", "-w", "--stdin", input=w.old)
 
@@ -330,12 +350,13 @@ class Store:
 
     def _head(self) -> tuple[str, str]:
         """(branch ref, HEAD sha) in one git call."""
-        out = (
-            git(self.root, "rev-parse", "--symbolic-full-name", "HEAD", "HEAD")
-            .stdout.decode()
-            .split()
-        )
-        return out[0], out[1]
+        # the flag applies to the arguments after it: the sha first, then the branch's name
+        out = git(self.root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.decode()
+        sha, branch = out.split()[:2]
+        if not branch.startswith("refs/"):
+            raise StoreError("detached_head", "the vault's git HEAD is not on a branch; "
+                             "nothing was written. Tell the owner to check out a branch.")  # fmt: skip
+        return branch, sha
 
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
@@ -347,8 +368,9 @@ class Store:
             blobs[path] = meta.split()[2]
         return blobs
 
-    def _snapshot(self, paths: list[str]) -> str | None:
-        """Commit the owner's uncommitted edits to `paths` as the owner; None if there were none.
+    def _snapshot(self, paths: list[str]) -> dict[str, str]:
+        """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
+        each path afterwards (what the write starts from).
 
         Compares the files with HEAD directly (not with git's index, which other tools may have
         left in any state) and commits exactly the bytes on disk at that moment.
@@ -363,7 +385,7 @@ class Store:
             if head_blobs.get(p) != blob_id(data):
                 dirty.append(p)
         if not dirty:
-            return None
+            return head_blobs
         blobs = git(self.root, "hash-object", "-w", "--stdin-paths",
                     input="\n".join(dirty).encode()).stdout.decode().split()  # fmt: skip
         name, email = human_identity(self.root)
@@ -373,7 +395,7 @@ class Store:
         self.journal.append(
             "commit", client="human", tool="snapshot", paths=dirty, sha=sha, chars=0
         )
-        return sha
+        return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
 
     # -- recovery -------------------------------------------------------------------------------
 

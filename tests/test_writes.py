@@ -390,3 +390,25 @@ async def test_stale_index_lock_is_reported_not_deleted(connect: Any, vault: Pat
         msg = await s.error("append_section", path="weeks/w.md", heading="Log", content="x")
     assert "index.lock" in msg and (vault / ".git/index.lock").exists()
     assert "- Mon: one\n\n" in (vault / "weeks/w.md").read_text()
+
+
+async def test_owner_commits_between_ai_writes_are_kept(connect: Any, vault: Path) -> None:
+    """The AI's commits are built on whatever HEAD is: an owner's own git commit in between
+    (outside vaultwatch) is never undone by the next AI commit."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="weeks/w.md", heading="Log", content="- ai one")
+        (vault / "notes/owner.md").write_text("# Owner's own\n")
+        (vault / "sessions/2026-11-01-old.md").write_text(
+            "---\ndate: 2026-11-01\nkind: leetcode\n---\n# Old\n"
+        )
+        git(vault, "add", "-A")
+        git(vault, "commit", "-q", "-m", "owner commit")
+        await s.call("append_section", path="weeks/w.md", heading="Log", content="- ai two")
+    assert git(vault, "log", "--format=%s", "-3").split("\n")[:3] == [
+        "append_section: weeks/w.md § Log",
+        "owner commit",
+        "append_section: weeks/w.md § Log",
+    ]
+    assert git(vault, "show", "HEAD:notes/owner.md") == "# Owner's own\n"
+    assert "kind: leetcode" in git(vault, "show", "HEAD:sessions/2026-11-01-old.md")
+    assert git(vault, "status", "--porcelain") == ""
