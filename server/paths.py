@@ -149,6 +149,7 @@ class PathPolicy:
             )
         disk_rel = (disk_names or {}).get(rel, rel)
         disk = self.root / disk_rel
+        _refuse_unicode_twins(self.root, rel)
         if not disk.exists() and disk_rel == rel:
             # The file may be spelled in NFD on disk (macOS); find its real name.
             disk = _find_unicode_twin(self.root, rel) or disk
@@ -168,6 +169,23 @@ class PathPolicy:
                     f"{rel!r} is a symlink to a hidden or private location; it cannot be used",
                 )
         return VaultPath(rel=rel, disk=disk)
+
+
+def _refuse_unicode_twins(root: Path, rel: str) -> None:
+    """Two names on disk that are one name in NFC (café in NFC and in NFD, as macOS and Linux
+    tools can leave behind) would make the path mean two files: refuse rather than guess."""
+    parent, _, name = rel.rpartition("/")
+    try:
+        names = os.listdir(root / parent) if parent else os.listdir(root)
+    except OSError:
+        return
+    same = [n for n in names if n != name and unicodedata.normalize("NFC", n) == name]
+    if same and (name in names or len(same) > 1):
+        raise PathRefused(
+            "path_twin",
+            f"{rel!r} names two files whose names differ only in Unicode form; the owner must "
+            "rename one of them first",
+        )
 
 
 def _find_unicode_twin(root: Path, rel: str) -> Path | None:

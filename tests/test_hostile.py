@@ -128,3 +128,18 @@ async def test_yaml_bomb_and_deep_nesting_in_a_note(connect: Any, vault: Path) -
         res = await s.call("update_frontmatter", path="notes/bomb.md", set={"k": 1})
         assert any("frontmatter" in w for w in res["warnings"])
         assert "rejected" in await s.error("update_frontmatter", path="notes/deep.md", set={"k": 1})
+
+
+async def test_nfc_nfd_twins_are_refused(connect: Any, vault: Path) -> None:
+    import unicodedata
+
+    nfc, nfd = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+    (vault / "notes" / nfc).write_text("# one\n")
+    (vault / "notes" / nfd).write_text("# two\n")
+    async with connect(vault) as s:
+        assert "two files" in await s.error("read_doc", path=f"notes/{nfc}")
+        msg = await s.error("append_section", path=f"notes/{nfc}", heading="x", content="y")
+        assert "path_twin" in msg
+    assert (vault / "notes" / nfc).read_text() == "# one\n" and (
+        vault / "notes" / nfd
+    ).read_text() == "# two\n"

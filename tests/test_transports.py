@@ -166,6 +166,8 @@ async def test_http_requires_the_token(http_server: HttpServer, vault_dir: Path)
     assert events[-1]["kind"] == "server_stopped"
     assert any(e["kind"] == "read" and e["tool"] == "list_docs" for e in events)
     assert http_server.token not in (vault_dir / ".git/vaultwatch/events.jsonl").read_text()
+    rest = http_server.proc.stderr.read() if http_server.proc.stderr else ""
+    assert http_server.token not in rest  # never logged
 
 
 def test_non_loopback_bind_needs_allow_remote(vault_dir: Path) -> None:
