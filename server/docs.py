@@ -27,7 +27,7 @@ from .watch import TreeWatcher
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
+class _Loader(_Base):
     """Safe loader that keeps dates as the strings the owner wrote.
 
     A date like 2026-13-45 would otherwise crash the whole parse; as text it is reported by
@@ -591,14 +591,16 @@ class DocIndex:
                     changed |= self._drop_under(rel_dir, seen, stats)
                 for rel, disk_rel in changes.files.items():
                     stats.files += 1
-                    st = self._stat(os.path.join(self.root, disk_rel)) if want(rel, False) else None
-                    if st is None:
+                    fst = (
+                        self._stat(os.path.join(self.root, disk_rel)) if want(rel, False) else None
+                    )
+                    if fst is None:
                         if self._entries.pop(rel, None) is not None:
                             self._pending.add(rel)
                             stats.removed += 1
                             changed = True
                     else:
-                        changed |= self._update(rel, disk_rel, st, stats)
+                        changed |= self._update(rel, disk_rel, fst, stats)
             if changed:
                 self._bump()
             if self._docs is None:

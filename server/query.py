@@ -7,6 +7,7 @@ two things the config decides about it: its type and its date.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import json
 from collections import Counter
@@ -27,8 +28,8 @@ class QueryError(ValueError):
 class Entry:
     doc: Doc
     type: str | None
-    date: date | None  # the type's date field, else `date:`, else None
-    day: date  # for windows and months: the note's date, else the day it was modified
+    date: dt.date | None  # the type's date field, else `date:`, else None
+    day: dt.date  # for windows and months: the note's date, else the day it was modified
     tagkeys: frozenset[str]  # casefolded tags and their parents: 'area/sub' -> area, area/sub
 
 
@@ -276,7 +277,8 @@ def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
             return v
         return None if v is None else str(v).casefold()
 
-    present, missing = [], []
+    present: list[Entry] = []
+    missing: list[Entry] = []
     for e in entries:
         (missing if value(e) is None else present).append(e)
     try:
@@ -344,7 +346,8 @@ def page(
     items: list[dict[str, Any]], offset: int, budget: int, fp: str, total: int
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Keep items while the JSON stays under `budget` chars; cursor to the rest if any."""
-    kept, used = [], 0
+    kept: list[dict[str, Any]] = []
+    used = 0
     for item in items:
         size = len(json.dumps(item, ensure_ascii=False)) + 2
         if kept and used + size > budget:
@@ -375,12 +378,12 @@ def group(entries: list[Entry], by: str) -> list[dict[str, Any]]:
             folded = k.casefold()
             spelled.setdefault(folded, k)
             counts[folded] += 1
-    rows = [{"key": spelled[k], "count": n} for k, n in counts.items()]
+    pairs = [(spelled[k], n) for k, n in counts.items()]
     if by == "month":
-        rows.sort(key=lambda r: r["key"], reverse=True)
+        pairs.sort(key=lambda r: r[0], reverse=True)
     else:
-        rows.sort(key=lambda r: (-r["count"], r["key"]))
-    return rows
+        pairs.sort(key=lambda r: (-r[1], r[0]))
+    return [{"key": k, "count": n} for k, n in pairs]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -90,7 +90,8 @@ def _open_if_exists(path: Path) -> int | None:
 
 
 def _read_fd(fd: int) -> bytes:
-    chunks, off = [], 0
+    chunks: list[bytes] = []
+    off = 0
     while True:
         chunk = os.pread(fd, 1 << 20, off)
         if not chunk:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 log = logging.getLogger("vaultwatch.watch")
 
@@ -21,8 +22,8 @@ try:  # Linux only
     from inotify_simple import INotify
     from inotify_simple import flags as F
 except (ImportError, OSError):  # pragma: no cover - other platforms
-    INotify = None  # type: ignore[assignment,misc]
-    F = None  # type: ignore[assignment]
+    INotify = None
+    F = None
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Changes:
 class TreeWatcher:
     """inotify watches on every folder of the vault the index walks."""
 
-    def __init__(self, ino: INotify) -> None:  # type: ignore[valid-type]
+    def __init__(self, ino: Any) -> None:
         self._ino = ino
         self._dirs: dict[int, tuple[str, str]] = {}  # wd -> (rel dir, disk dir); "" = root
         self._by_dir: dict[str, int] = {}

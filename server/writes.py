@@ -9,11 +9,17 @@ at once, and commits once. Nothing here knows MCP.
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import re
+import typing
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
+
+import pydantic
 
 from .config import Config
 from .dates import as_date
@@ -347,7 +353,7 @@ def op_create(
     return Outcome(f.rel, created=True, subject=f"create_doc: {f.rel}")
 
 
-OPS = {
+OPS: dict[str, Callable[..., Outcome]] = {
     "create_doc": op_create,
     "append_section": op_append,
     "edit_text": op_edit,
@@ -435,6 +441,31 @@ class WriteResult:
 REPLANS = 3
 
 
+@functools.cache
+def _arg_model(name: str) -> type[pydantic.BaseModel]:
+    """The operation's parameters as a pydantic model: batch ops get the same checking as the
+    tools themselves (the MCP layer validates those from the same signatures)."""
+    fn = OPS[name]
+    hints = typing.get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for p in list(inspect.signature(fn).parameters.values())[1:]:
+        fields[p.name] = (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default)
+    return pydantic.create_model(f"{name}_args", __config__=pydantic.ConfigDict(extra="forbid"),
+                                 **fields)  # fmt: skip
+
+
+def _checked_args(name: str, fn: Any, args: dict[str, Any], n: int) -> dict[str, Any]:
+    try:
+        model = _arg_model(name).model_validate(args)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise Rejected("bad_arguments", f"operation {n} ({name}) has bad arguments: {problems}",
+                       "check the argument names and types against the tool", []) from exc  # fmt: skip
+    return {k: getattr(model, k) for k in type(model).model_fields}
+
+
 def apply(vault: Vault, store: Store, tool: str, client: str,
           ops: list[tuple[str, dict[str, Any]]], message: str | None = None) -> WriteResult:  # fmt: skip
     """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
@@ -468,10 +499,7 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             if fn is None:
                 raise Rejected("unknown_tool", f"operation {i + 1}: unknown tool {name!r}",
                                f"use one of {', '.join(OPS)}", [])  # fmt: skip
-            outcomes.append(fn(plan, **args))
-        except TypeError as exc:
-            errors.append(Rejected("bad_arguments", f"operation {i + 1} ({name}): {exc}",
-                                   "check the argument names against the tool", []))  # fmt: skip
+            outcomes.append(fn(plan, **_checked_args(name, fn, args, i + 1)))
         except Rejected as exc:
             if len(ops) > 1:
                 exc.message = f"operation {i + 1} ({name}): {exc.message}"
