@@ -217,3 +217,21 @@ def test_two_servers_starting_at_once(vault_dir: Path) -> None:
     assert log.count("import") == 2  # one commit: subject + its trailer
     fsck = subprocess.run(["git", "-C", str(vault_dir), "fsck"], capture_output=True, text=True)
     assert fsck.returncode == 0
+
+
+async def test_the_readme_claude_desktop_entry_starts_a_working_server(vault_dir: Path) -> None:
+    """The JSON the README gives for claude_desktop_config.json, run as Desktop runs it: the
+    command and args exactly, a near-empty environment, over stdio."""
+    import json as _json
+
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("**Claude Desktop**") :]
+    raw = block[block.index("```json") + 7 : block.index("```", block.index("```json") + 7)]
+    entry = _json.loads(raw.replace("/path/to/vaultwatch", str(REPO)).replace(
+        "/path/to/notes", str(vault_dir)))["mcpServers"]["vaultwatch"]  # fmt: skip
+    assert Path(entry["command"]).exists(), "run `uv sync` so .venv/bin/vaultwatch-server exists"
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    async with Client(params) as c:
+        res = await c.call_tool("get_context", {})
+        assert not res.is_error and res.structured_content["blocks"][0]["kind"] == "rules"

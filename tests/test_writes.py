@@ -412,3 +412,16 @@ async def test_owner_commits_between_ai_writes_are_kept(connect: Any, vault: Pat
     assert git(vault, "show", "HEAD:notes/owner.md") == "# Owner's own\n"
     assert "kind: leetcode" in git(vault, "show", "HEAD:sessions/2026-11-01-old.md")
     assert git(vault, "status", "--porcelain") == ""
+
+
+async def test_frontmatter_comments_are_never_headings(connect: Any, make_vault: Any) -> None:
+    root = make_vault(
+        {"n.md": "---\n# a YAML comment, not a heading\ntitle: N\n---\n# N\n\ntext\n"}
+    )
+    async with connect(root) as s:
+        await s.call(
+            "append_section", path="n.md", heading="a YAML comment, not a heading", content="x"
+        )
+    text = (root / "n.md").read_text()
+    assert text.startswith("---\n# a YAML comment, not a heading\ntitle: N\n---\n# N\n\ntext\n")
+    assert text.endswith("\n## a YAML comment, not a heading\nx\n")
