@@ -201,7 +201,7 @@ class Store:
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
         paths = [w.disk for w in writes]
-        head_blobs = self._snapshot(paths)
+        head_blobs = self.snapshot(paths)
         temps: list[str] = []
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
@@ -369,7 +369,7 @@ class Store:
             blobs[path] = meta.split()[2]
         return blobs
 
-    def _snapshot(self, paths: list[str]) -> dict[str, str]:
+    def snapshot(self, paths: list[str]) -> dict[str, str]:
         """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
         each path afterwards (what the write starts from).
 

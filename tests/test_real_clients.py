@@ -232,3 +232,23 @@ def test_claude_code_connects_with_the_readme_snippets(
     assert "✔ Connected" in lines["vaultwatch"], r.stdout
     assert "✔ Connected" in lines["vaultwatch-http"], r.stdout
     assert server.token not in r.stdout + r.stderr
+
+
+def test_claude_code_connects_with_the_dashboards_snippet(
+    node: Path, home: Path, vault: Path, tmp_path: Path
+) -> None:
+    from app.supervisor import ServerSupervisor, snippets
+
+    project = tmp_path / "project2"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(vault)], check=True)
+    sup = ServerSupervisor(vault)
+    try:
+        url = sup.start()
+        snippet = snippets(vault, url)["Claude Code (HTTP, this server)"]
+        r = run(node, home, snippet, cwd=project, shell=True)
+        assert r.returncode == 0, r.stderr
+        r = run(node, home, "claude", "mcp", "list", cwd=project, timeout=180)
+    finally:
+        sup.stop()
+    assert "vaultwatch: " in r.stdout and "✔ Connected" in r.stdout, r.stdout

@@ -1,0 +1,123 @@
+"""The vault's commits, read with one `git log` call, and the file contents of one commit's
+change (for the diff pane). No Textual here: the screens render what this returns."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+FIELD, RECORD = "\x1f", "\x1e"
+FORMAT = FIELD.join([
+    "%H", "%an", "%ae", "%at", "%s",
+    "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
+    "%(trailers:key=Vaultwatch-Client,valueonly,separator=)",
+    "%(trailers:key=Vaultwatch-Action,valueonly,separator=)",
+])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    author: str
+    email: str
+    time: datetime
+    subject: str
+    tool: str | None  # Vaultwatch-Tool: the AI tool that made it
+    client: str | None  # Vaultwatch-Client
+    action: str | None  # Vaultwatch-Action: revert, move, create, remove, snapshot, import
+    files: tuple[str, ...]
+
+    @property
+    def short(self) -> str:
+        return self.sha[:8]
+
+    @property
+    def is_ai(self) -> bool:
+        return self.tool is not None
+
+
+def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
+    r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, input=input)
+    if r.returncode != 0:
+        raise RuntimeError(f"git {args[0]}: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout
+
+
+def read_commits(root: Path, limit: int | None = None, rev: str = "HEAD") -> list[Commit]:
+    """Newest first. One git process however many commits (10,000 in ~0.1 s)."""
+    args = ["log", f"--format={RECORD}{FORMAT}", "--name-only", "-z", "--no-renames"]
+    if limit:
+        args.append(f"-n{limit}")
+    try:
+        out = _git(root, *args, rev).decode("utf-8", "replace")
+    except RuntimeError:
+        return []  # an unborn branch has no history yet
+    commits = []
+    for rec in out.split(RECORD)[1:]:
+        head, _, rest = rec.partition("\x00")
+        parts = head.split(FIELD)
+        if len(parts) < 8:
+            continue
+        sha, an, ae, at, subject, tool, client, action = (p.strip() for p in parts[:8])
+        files = tuple(f.strip("\n") for f in rest.split("\x00") if f.strip("\n"))
+        commits.append(Commit(sha, an, ae, datetime.fromtimestamp(int(at), UTC), subject,
+                              tool or None, client or None, action or None, files))  # fmt: skip
+    return commits
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    status: str  # A, M, D, R
+    old_path: str | None
+    old: str  # text before ("" for an added file)
+    new: str  # text after ("" for a deleted file)
+
+
+def commit_changes(root: Path, sha: str) -> list[FileChange]:
+    """Each file a commit changed, with its text before and after (renames detected)."""
+    raw = _git(root, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", "-z",
+               "--root", sha).decode("utf-8", "replace")  # fmt: skip
+    items = [x for x in raw.split("\x00") if x]
+    entries: list[tuple[str, str, str | None]] = []
+    i = 0
+    while i < len(items):
+        status = items[i]
+        if status.startswith(("R", "C")):
+            entries.append((status[0], items[i + 2], items[i + 1]))
+            i += 3
+        else:
+            entries.append((status[0], items[i + 1], None))
+            i += 2
+    parent = f"{sha}^"
+    wanted = []
+    for status, path, old_path in entries:
+        wanted.append(f"{parent}:{old_path or path}" if status != "A" else "")
+        wanted.append(f"{sha}:{path}" if status != "D" else "")
+    blobs = _cat(root, wanted)
+    return [FileChange(path, status, old_path, blobs[2 * k], blobs[2 * k + 1])
+            for k, (status, path, old_path) in enumerate(entries)]  # fmt: skip
+
+
+def _cat(root: Path, specs: list[str]) -> list[str]:
+    """Contents of many `rev:path` blobs through one `git cat-file --batch`."""
+    asked = [s for s in specs if s]
+    if not asked:
+        return ["" for _ in specs]
+    out = _git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode())
+    found: list[str] = []
+    pos = 0
+    for _ in asked:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode()
+        pos = nl + 1
+        if header.endswith("missing"):
+            found.append("")
+            continue
+        size = int(header.split()[2])
+        found.append(out[pos : pos + size].decode("utf-8", "replace"))
+        pos += size + 1
+    it = iter(found)
+    return [next(it) if s else "" for s in specs]

@@ -1,0 +1,84 @@
+"""The dashboard's server child: starts, serves, is restarted on the same port, never orphaned."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from app.supervisor import ServerSupervisor, snippets
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+async def _tools(url: str, token: str) -> set[str]:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http)) as c,
+    ):
+        return {t.name for t in (await c.list_tools()).tools}
+
+
+async def test_start_restart_stop(make_vault: Any) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    sup = ServerSupervisor(root)
+    try:
+        url = sup.start()
+        assert "read_doc" in await _tools(url, sup.token)
+        first = sup.proc
+        assert first is not None and sup.check() is False
+        os.kill(first.pid, signal.SIGKILL)  # the child dies
+        first.wait(10)
+        assert sup.check() is True and sup.restarts == 1 and sup.last_exit == -9
+        assert sup.url == url  # same port: connected clients keep working
+        assert "read_doc" in await _tools(url, sup.token)
+        pid = sup.proc.pid if sup.proc else 0
+    finally:
+        sup.stop()
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # no orphan left behind
+
+
+def test_snippets_never_hold_the_token(make_vault: Any) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    (root / ".git/vaultwatch").mkdir(exist_ok=True)
+    (root / ".git/vaultwatch/token").write_text("s3cret-token-value\n")
+    out = snippets(root, "http://127.0.0.1:8765/mcp")
+    assert all("s3cret-token-value" not in v for v in out.values())
+    code = out["Claude Code (HTTP, this server)"]
+    assert code.startswith("claude mcp add --transport http vaultwatch http://127.0.0.1:8765/mcp")
+    assert "$(cat " in code
+    mcp_json = json.loads(out[".mcp.json entry (HTTP; export VAULTWATCH_TOKEN first)"])
+    assert (
+        mcp_json["mcpServers"]["vaultwatch"]["headers"]["Authorization"]
+        == "Bearer ${VAULTWATCH_TOKEN}"
+    )
+    desktop = json.loads(out["Claude Desktop (stdio, same vault)"])["mcpServers"]["vaultwatch"]
+    assert (
+        desktop["args"] == ["--vault", str(root)]
+        and Path(desktop["command"]).name == "vaultwatch-server"
+    )
+
+
+async def test_desktop_snippet_starts_a_stdio_server_on_the_same_vault(make_vault: Any) -> None:
+    from mcp import StdioServerParameters
+
+    root = make_vault({"a.md": "# A\n"})
+    entry = json.loads(
+        snippets(root, "http://127.0.0.1:1/mcp")["Claude Desktop (stdio, same vault)"]
+    )
+    spec = entry["mcpServers"]["vaultwatch"]
+    params = StdioServerParameters(command=spec["command"], args=spec["args"],
+                                   env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    async with Client(params) as c:
+        res = await c.call_tool("read_doc", {"path": "a.md"})
+        assert not res.is_error and res.structured_content["content"] == "# A\n"
