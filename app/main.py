@@ -1,15 +1,75 @@
-"""`vaultwatch`: the owner's dashboard. Not built yet (see the dashboard issue); until it is,
-this command says so and points at the server, rather than pretending."""
+"""`vaultwatch [VAULT]`: the owner's dashboard beside the AI. Starts the vault server as a
+child over HTTP, shows every AI write live, reverts with one key."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 
-def main() -> None:
-    print(
-        "vaultwatch: the dashboard is not built yet.\n"
-        "Run the vault server instead:  vaultwatch-server --vault PATH  (or --demo)",
-        file=sys.stderr,
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="vaultwatch", description="Watch and undo what the AI writes to your vault."
     )
-    raise SystemExit(2)
+    ap.add_argument("vault", nargs="?", default=".", help="vault folder (default: current folder)")
+    ap.add_argument(
+        "--demo", action="store_true", help="a copy of example_vault and a scripted assistant"
+    )
+    ap.add_argument("--theme", help="vaultwatch-dark, vaultwatch-light or any Textual theme")
+    ap.add_argument(
+        "--port", type=int, help="HTTP port for the server (default: config http.port or any free)"
+    )
+    args = ap.parse_args(argv)
+
+    from server.config import ConfigError, load_config
+    from server.gitrepo import ensure_repo
+
+    from .demo import make_demo_vault
+    from .supervisor import ServerSupervisor
+    from .ui.dashboard import Dashboard
+
+    root = make_demo_vault() if args.demo else Path(args.vault).expanduser().absolute()
+    if not root.is_dir():
+        raise SystemExit(f"vaultwatch: {root} is not a folder")
+    ensure_repo(root)
+    port = args.port
+    if port is None:
+        try:
+            port = load_config(root).http_port or 0
+        except ConfigError:
+            port = 0
+    sup = ServerSupervisor(root, port=port)
+    try:
+        sup.start()
+    except RuntimeError as exc:
+        raise SystemExit(f"vaultwatch: {exc}") from None
+    cls = _demo_app() if args.demo else Dashboard
+    app = cls(root, supervisor=sup, theme=args.theme)
+    try:
+        app.run()
+    finally:
+        sup.stop()
+    if args.demo:
+        print(f"vaultwatch: the demo vault is kept at {root}", file=sys.stderr)
+
+
+def _demo_app() -> type:
+    from textual import work
+
+    from .demo import run_script
+    from .ui.dashboard import Dashboard
+
+    class _Demo(Dashboard):
+        def on_mount(
+            self,
+        ) -> None:  # Textual also runs Dashboard.on_mount (handlers follow the MRO)
+            self.drive()
+
+        @work(exclusive=True, group="demo")
+        async def drive(self) -> None:
+            assert self.supervisor is not None and self.supervisor.url
+            await run_script(self.supervisor.url, self.supervisor.token,
+                             say=lambda t: self.notify(t, title="assistant", timeout=3))  # fmt: skip
+
+    return _Demo

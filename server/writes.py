@@ -501,6 +501,8 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
                                f"use one of {', '.join(OPS)}", [])  # fmt: skip
             outcomes.append(fn(plan, **_checked_args(name, fn, args, i + 1)))
         except Rejected as exc:
+            if not exc.paths:  # a rule about the arguments (a tag, a type): name the note anyway
+                exc.paths = [p for p, nums in plan.touched.items() if plan.op in nums]
             if len(ops) > 1:
                 exc.message = f"operation {i + 1} ({name}): {exc.message}"
             errors.append(exc)

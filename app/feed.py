@@ -1,0 +1,128 @@
+"""The timeline: git commits and journal events merged into rows, newest first, kept current
+by following the journal file and polling HEAD (so it works the same whether the dashboard's
+own server or Claude Desktop's made the change)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from server.gitrepo import state_dir
+from server.journal import JournalReader
+
+from .history import Commit, read_commits
+
+SHOWN_EVENTS = {"conflict", "rejected", "noop", "error", "server_started", "server_stopped",
+                "recovered", "config_reloaded"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    time: datetime
+    kind: str  # ai, human, revert, snapshot, conflict, rejected, noop, error, server, ...
+    who: str  # client / tool, or the author
+    paths: tuple[str, ...]
+    summary: str
+    commit: Commit | None = None
+    event: dict[str, Any] | None = None
+
+    @property
+    def group(self) -> str:
+        """a: AI, h: human, e: conflicts and rejections, s: server events."""
+        if self.kind == "ai":
+            return "a"
+        if self.kind in ("human", "revert", "snapshot", "move", "create", "remove", "import"):
+            return "h"
+        if self.kind in ("conflict", "rejected", "error"):
+            return "e"
+        return "s"
+
+
+def commit_row(c: Commit) -> Row:
+    if c.is_ai:
+        kind, who = "ai", f"{(c.client or '?').split('/')[0]} · {c.tool}"
+    else:
+        kind, who = (c.action or "human"), c.author
+    return Row(f"c:{c.sha}", c.time, kind, who, c.files, c.subject, commit=c)
+
+
+def _ts(event: dict[str, Any]) -> datetime:
+    try:
+        return datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return datetime.now(UTC)
+
+
+def event_row(e: dict[str, Any], n: int) -> Row | None:
+    kind = e.get("kind", "")
+    if kind not in SHOWN_EVENTS:
+        return None
+    client = str(e.get("client", "?")).split("/")[0]
+    tool = e.get("tool") or ""
+    paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
+    if kind == "conflict":
+        summary = f"hash conflict: expected {e.get('expected')}, file is {e.get('actual')}"
+    elif kind == "rejected":
+        summary = f"{e.get('code')}: {e.get('message', '')}"
+    elif kind == "noop":
+        summary = "no change (content identical)"
+    elif kind == "error":
+        summary = f"{e.get('code', '')}: {e.get('message', '')}"
+    elif kind == "server_started":
+        summary = f"server started ({e.get('transport')}, pid {e.get('pid')})"
+        kind = "server"
+    elif kind == "server_stopped":
+        summary = f"server stopped ({e.get('reason', '')}, pid {e.get('pid')})"
+        kind = "server"
+    elif kind == "recovered":
+        summary = str(e.get("message", "recovered an interrupted write"))
+    else:
+        summary = (
+            "config reloaded" if e.get("ok") else f"config error: {'; '.join(e.get('errors', []))}"
+        )
+    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind,
+               f"{client} · {tool}" if tool else client, paths, summary, event=e)  # fmt: skip
+
+
+class Feed:
+    """All rows so far; `poll()` adds what is new and says whether anything was."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.reader = JournalReader(state_dir(root) / "events.jsonl")
+        self.events: list[dict[str, Any]] = []  # every event, `read`s included (cost screen)
+        self.rows: list[Row] = []
+        self._head: str | None = None
+        self._commit_rows: list[Row] = []
+        self._event_rows: list[Row] = []
+
+    def _current_head(self) -> str | None:
+        r = subprocess.run(["git", "-C", str(self.root), "rev-parse", "-q", "--verify", "HEAD"],
+                           capture_output=True, text=True)  # fmt: skip
+        return r.stdout.strip() or None
+
+    def poll(self) -> bool:
+        changed = False
+        new = self.reader.poll()
+        if new:
+            start = len(self.events)
+            self.events.extend(new)
+            for i, e in enumerate(new, start):
+                row = event_row(e, i)
+                if row is not None:
+                    self._event_rows.append(row)
+                    changed = True
+        head = self._current_head()
+        if head != self._head:
+            self._head = head
+            self._commit_rows = [commit_row(c) for c in read_commits(self.root)]
+            changed = True
+        if changed:
+            self.rows = sorted(
+                self._commit_rows + self._event_rows, key=lambda r: r.time, reverse=True
+            )
+        return changed

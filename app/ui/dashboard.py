@@ -1,0 +1,366 @@
+"""The dashboard: header, a live timeline of every AI commit, human commit, conflict, rejected
+write and server event, and a detail pane with the diff; one-key revert."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Input, Static
+
+from server.config import ConfigError, load_config
+
+from .. import settings
+from ..actions import ActionError, RevertConflict, revert
+from ..diffview import render
+from ..feed import Feed, Row
+from ..history import commit_changes
+from ..supervisor import ServerSupervisor, snippets
+from .insights import CostScreen, TagsScreen
+from .modals import ConfirmModal, ConnectModal, HelpModal
+
+KIND_STYLE = {
+    "ai": "bold $text-primary", "conflict": "bold $text-warning", "rejected": "bold $text-error",
+    "error": "bold $text-error", "noop": "$text-muted", "server": "$text-muted",
+    "revert": "bold $text-accent", "snapshot": "$text-secondary", "human": "$text-secondary",
+}  # fmt: skip
+MAX_ROWS = 2_000
+
+
+class FeedChanged(Message):
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, FeedChanged)
+
+
+class Dashboard(App[None]):
+    CSS_PATH = str(
+        Path(__file__).with_name("dashboard.tcss")
+    )  # absolute: subclasses live elsewhere
+    TITLE = "vaultwatch"
+    AUTO_FOCUS = "#timeline"
+    BINDINGS = [
+        Binding("j", "move(1)", "Down", show=False),
+        Binding("k", "move(-1)", "Up", show=False),
+        Binding("a", "only('a')", "AI"),
+        Binding("h", "only('h')", "Human"),
+        Binding("e", "only('e')", "Errors"),
+        Binding("slash", "search", "Filter"),
+        Binding("r", "revert", "Revert"),
+        Binding("s", "split", "Split"),
+        Binding("plus,equals_sign", "context(1)", "More ctx", show=False),
+        Binding("minus", "context(-1)", "Less ctx", show=False),
+        Binding("g", "tags", "Tags"),
+        Binding("dollar_sign", "cost", "Cost"),
+        Binding("c", "connect", "Connect"),
+        Binding("question_mark", "help", "Keys"),
+        Binding("q", "quit", "Quit"),
+    ]
+    KEYS_HELP = [
+        ("j / k", "move in the timeline"), ("a", "AI commits only (again: all)"),
+        ("h", "human commits only"), ("e", "conflicts, rejections and errors only"),
+        ("/", "filter by path or text (esc clears)"), ("r", "revert the selected AI commit"),
+        ("s", "unified / side-by-side diff"), ("+ / -", "more / less diff context"),
+        ("g", "tag trends"), ("$", "context cost today"), ("c", "connect a client (copy snippet)"),
+        ("ctrl+p", "command palette (themes)"), ("?", "this list"), ("q", "quit"),
+    ]  # fmt: skip
+
+    def __init__(self, root: Path, *, supervisor: ServerSupervisor | None = None,
+                 theme: str | None = None, poll_seconds: float = 0.25) -> None:  # fmt: skip
+        super().__init__()
+        self.root = root
+        self.feed = Feed(root)
+        self.supervisor = supervisor
+        self.group: str | None = None
+        self.text_filter = ""
+        self.split = False
+        self.context_lines = 3
+        self.poll_seconds = poll_seconds
+        self._theme_choice = theme
+        self._selected: str | None = None
+        self.today: Any = None  # tag trends' "today" (tests pin it)
+
+    # -- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        with Horizontal(id="main"):
+            yield DataTable(id="timeline", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="detail-pane"):
+                yield Static(id="detail")
+        yield Input(placeholder="filter: path or text (enter applies, esc clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for th in settings.bundled_themes():
+            self.register_theme(th)
+        wanted = self._theme_choice or settings.load().get("theme") or "vaultwatch-dark"
+        self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
+        t = self.query_one("#timeline", DataTable)
+        t.add_column("time", key="time", width=8)
+        t.add_column("kind", key="kind", width=8)
+        t.add_column("who", key="who", width=22)
+        t.add_column("paths", key="paths", width=26)
+        t.add_column("summary", key="summary", width=60)
+        self.query_one("#filter", Input).display = False
+        self.refresh_header()
+        self.poll()
+        self.set_interval(self.poll_seconds, self.poll)
+
+    def watch_theme(self, theme: str) -> None:
+        """Remembered per user: the next start uses the theme chosen last (palette or --theme)."""
+        with contextlib.suppress(OSError):
+            settings.save(theme=theme)
+
+    # -- live updates -----------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="poll")
+    def poll(self) -> None:
+        restarted = self.supervisor.check() if self.supervisor else False
+        if restarted:
+            self.call_from_thread(self.notify, f"the vault server died (exit {self.supervisor.last_exit}) "  # type: ignore[union-attr]
+                                  "and was restarted", severity="warning", timeout=8)  # fmt: skip
+        if self.feed.poll() or restarted:
+            self.post_message(FeedChanged())
+
+    def on_feed_changed(self, _: FeedChanged) -> None:
+        self.refill()
+        self.refresh_header()
+
+    def visible_rows(self) -> list[Row]:
+        rows = self.feed.rows
+        if self.group:
+            rows = [r for r in rows if r.group == self.group]
+        if self.text_filter:
+            f = self.text_filter.casefold()
+            rows = [r for r in rows if f in r.summary.casefold() or any(f in p.casefold() for p in r.paths)
+                    or f in r.who.casefold()]  # fmt: skip
+        return rows[:MAX_ROWS]
+
+    def refill(self) -> None:
+        """Rebuild the table, keeping the cursor on the row it was on."""
+        t = self.query_one("#timeline", DataTable)
+        keep = self._selected
+        t.clear()
+        now = datetime.now(UTC)
+        for r in self.visible_rows():
+            when = r.time.astimezone().strftime(
+                "%H:%M:%S" if now - r.time < timedelta(hours=20) else "%m-%d %H:%M"
+            )
+            paths = ", ".join(r.paths[:2]) + (f" +{len(r.paths) - 2}" if len(r.paths) > 2 else "")
+            t.add_row(Content(when), Content.styled(r.kind, KIND_STYLE.get(r.kind, "")), Content(r.who[:22]),
+                      Content(paths[:26]), Content(r.summary[:120]), key=r.key)  # fmt: skip
+        if keep is not None and keep in t.rows:
+            t.move_cursor(row=t.get_row_index(keep), animate=False)
+
+    def refresh_header(self) -> None:
+        parts = [Content.styled(" vaultwatch ", "bold reverse"), Content(f" {self.root} ")]
+        sup = self.supervisor
+        if sup is not None:
+            state = ("● serving " + (sup.url or "")) if sup.alive else "○ server down"
+            parts.append(
+                Content.styled(state, "$text-success" if sup.alive else "bold $text-error")
+            )
+            if sup.restarts:
+                parts.append(Content.styled(f" (restarted {sup.restarts}×)", "$text-warning"))
+        recent = {str(e.get("client", "")).split("/")[0] for e in self.feed.events[-500:]
+                  if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
+                  and e.get("client") not in (None, "human", "unknown")}  # fmt: skip
+        parts.append(Content(f"  clients: {', '.join(sorted(recent)) or 'none yet'}"))
+        try:
+            cfg = load_config(self.root)
+            parts.append(
+                Content(f"  config {cfg.source or 'default'} loaded {cfg.loaded_at[11:19]}")
+            )
+        except ConfigError as exc:
+            parts.append(Content.styled(f"  config error: {exc.problems[0]}", "bold $text-error"))
+        self.query_one("#header", Static).update(Content("").join(parts))
+
+    # -- the detail pane --------------------------------------------------------------------------
+
+    def _row(self, key: str | None) -> Row | None:
+        return next((r for r in self.feed.rows if r.key == key), None)
+
+    @on(DataTable.RowHighlighted, "#timeline")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._selected = str(event.row_key.value) if event.row_key.value is not None else None
+        self.show_detail()
+
+    def show_detail(self) -> None:
+        row = self._row(self._selected)
+        if row is None:
+            self.query_one("#detail", Static).update("")
+            return
+        if row.commit is not None:
+            self.load_diff(row, self.split, self.context_lines)
+        else:
+            self.query_one("#detail", Static).update(event_detail(row))
+
+    @work(thread=True, exclusive=True, group="diff")
+    def load_diff(self, row: Row, split: bool, context: int) -> None:
+        assert row.commit is not None
+        changes = commit_changes(self.root, row.commit.sha)
+        width = self.query_one("#detail-pane").size.width or 100
+        head = commit_header(row)
+        body = render(changes, split=split, width=width, context=context)
+        self.call_from_thread(
+            self.query_one("#detail", Static).update, head + Content("\n\n") + body
+        )
+
+    # -- actions ----------------------------------------------------------------------------------
+
+    def action_only(self, group: str) -> None:
+        self.group = None if self.group == group else group
+        self.notify({"a": "AI commits", "h": "human commits", "e": "conflicts and rejections"}[group]
+                    + (" only" if self.group else ": off"), timeout=2)  # fmt: skip
+        self.refill()
+
+    def action_search(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter(self, event: Input.Submitted) -> None:
+        self.text_filter = event.value.strip()
+        self.query_one("#timeline", DataTable).focus()
+        self.refill()
+
+    def on_key(self, event: Any) -> None:
+        box = self.query_one("#filter", Input)
+        if event.key == "escape" and box.has_focus:
+            box.value = ""
+            box.display = False
+            self.text_filter = ""
+            self.query_one("#timeline", DataTable).focus()
+            self.refill()
+
+    def action_move(self, delta: int) -> None:
+        t = self.query_one("#timeline", DataTable)
+        t.move_cursor(row=max(0, min(t.row_count - 1, t.cursor_row + delta)))
+
+    def action_split(self) -> None:
+        self.split = not self.split
+        self.show_detail()
+
+    def action_context(self, delta: int) -> None:
+        self.context_lines = max(0, min(50, self.context_lines + delta))
+        self.show_detail()
+
+    def action_tags(self) -> None:
+        self.push_screen(TagsScreen(self.root, today=self.today))
+
+    def action_cost(self) -> None:
+        self.push_screen(CostScreen(self.feed.events))
+
+    def action_connect(self) -> None:
+        url = (
+            self.supervisor.url
+            if self.supervisor and self.supervisor.url
+            else "http://127.0.0.1:8765/mcp"
+        )
+        self.push_screen(ConnectModal(snippets(self.root, url)))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpModal(self.KEYS_HELP))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "revert":
+            row = self._row(self._selected)
+            return True if row is not None and row.commit is not None and row.commit.is_ai else None
+        return True
+
+    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    @work(exclusive=True, group="revert")
+    async def action_revert(self) -> None:
+        row = self._row(self._selected)
+        if row is None or row.commit is None or not row.commit.is_ai:
+            self.notify("select an AI commit to revert", severity="warning")
+            return
+        c = row.commit
+        changes = commit_changes(self.root, c.sha)
+        body = Content(f"{c.short}  {c.subject}\nby {c.author} ({c.client}) at {c.time.astimezone():%Y-%m-%d %H:%M}\n\n"
+                       "This undoes:\n\n") + render(changes, context=1)  # fmt: skip
+        if not await self.push_screen_wait(ConfirmModal(f"Revert {c.short}?", body)):
+            return
+        await self._do_revert([c.sha])
+
+    async def _do_revert(self, shas: list[str]) -> None:
+        import asyncio
+
+        try:
+            sha = await asyncio.to_thread(revert, self.root, shas)
+        except RevertConflict as exc:
+            if not exc.blockers:
+                self.notify(
+                    "the revert conflicted and was undone; nothing changed",
+                    severity="error",
+                    timeout=8,
+                )
+                return
+            names = "\n".join(f"  {b.short}  {b.subject}" for b in exc.blockers)
+            ask = ConfirmModal("Revert conflicts — vault unchanged",
+                               Content(f"Later commits changed the same lines:\n\n{names}\n\n"
+                                       "Revert them too, newest first, as one action?"), yes="Revert all")  # fmt: skip
+            if await self.push_screen_wait(ask):
+                await self._do_revert([b.sha for b in exc.blockers] + [t.sha for t in exc.targets])
+            return
+        except ActionError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        except Exception as exc:  # a git state the owner must fix (merge in progress, ...)
+            self.notify(str(exc), title="revert refused", severity="error", timeout=8)
+            return
+        self.notify(f"reverted as {sha[:8]}", timeout=4)
+        self.poll()
+
+
+def commit_header(row: Row) -> Content:
+    c = row.commit
+    assert c is not None
+    lines = [Content.styled(f"{c.short}  {c.subject}", "bold"),
+             Content(f"{c.author} <{c.email}>  {c.time.astimezone():%Y-%m-%d %H:%M:%S}")]  # fmt: skip
+    if c.tool:
+        lines.append(Content(f"tool {c.tool} · client {c.client}"))
+    if c.action:
+        lines.append(Content(f"action {c.action}"))
+    return Content("\n").join(lines)
+
+
+def event_detail(row: Row) -> Content:
+    e = row.event or {}
+    kind = e.get("kind")
+    lines = [Content.styled(f"{kind}  {row.who}", "bold " + KIND_STYLE.get(row.kind, "")),
+             Content(f"{e.get('ts', '')} · pid {e.get('pid')}")]  # fmt: skip
+    if kind == "rejected":
+        lines += [Content.styled("reason", "bold"), Content(f"{e.get('code')}: {e.get('message', '')}"),
+                  Content.styled("hint given to the AI", "bold"), Content(str(e.get("hint", ""))),
+                  Content.styled("what it tried (not written)", "bold")]  # fmt: skip
+        for line in str(e.get("diff", "")).splitlines():
+            style = (
+                "$text-success"
+                if line.startswith("+")
+                else "$text-error"
+                if line.startswith("-")
+                else ""
+            )
+            lines.append(Content.styled(line, style) if style else Content(line))
+    elif kind == "conflict":
+        lines += [Content(f"path      {e.get('path')}"), Content(f"AI read   {e.get('expected')}"),
+                  Content(f"file now  {e.get('actual')}"),
+                  Content("The note changed after the AI read it; nothing was written and the AI "
+                          "was told to read it again.")]  # fmt: skip
+    else:
+        for k, v in e.items():
+            if k not in ("v",):
+                lines.append(Content(f"{k:>10}  {v}"))
+    return Content("\n").join(lines)
