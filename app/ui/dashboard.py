@@ -176,12 +176,30 @@ class Dashboard(App[None]):
         parts.append(Content(f"  clients: {', '.join(sorted(recent)) or 'none yet'}"))
         try:
             cfg = load_config(self.root)
-            parts.append(
-                Content(f"  config {cfg.source or 'default'} loaded {cfg.loaded_at[11:19]}")
-            )
+            if cfg.source:
+                parts.append(
+                    Content(f"  config {cfg.source} loaded {self._config_time(cfg.source)}")
+                )
+            else:
+                parts.append(Content("  config: defaults (no vault.config.yaml)"))
         except ConfigError as exc:
             parts.append(Content.styled(f"  config error: {exc.problems[0]}", "bold $text-error"))
         self.query_one("#header", Static).update(Content("").join(parts))
+
+    def _config_time(self, name: str) -> str:
+        """When the server took the config in force: its last (re)load in the journal, else the
+        file's own time."""
+        for e in reversed(self.feed.events):
+            if e.get("kind") == "server_started" or (
+                e.get("kind") == "config_reloaded" and e.get("ok")
+            ):
+                try:
+                    ts = datetime.fromisoformat(str(e["ts"]).replace("Z", "+00:00"))
+                    return ts.astimezone().strftime("%H:%M:%S")
+                except (KeyError, ValueError):
+                    break
+        mtime = (self.root / name).stat().st_mtime
+        return datetime.fromtimestamp(mtime).astimezone().strftime("%m-%d %H:%M")
 
     # -- the detail pane --------------------------------------------------------------------------
 
