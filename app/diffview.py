@@ -15,6 +15,7 @@ from .history import FileChange
 ADD, DEL, HUNK = "$text-success on $success 12%", "$text-error on $error 12%", "bold $text-accent"
 WORD_ADD, WORD_DEL = "bold $text-success on $success 35%", "bold $text-error on $error 35%"
 MAX_LINES = 20_000
+RICH_LINES = 600  # past this many changed lines: no syntax colours or word marks (speed first)
 _LEXER = MarkdownLexer()
 TOKEN_STYLE = {Token.Generic.Heading: "bold", Token.Generic.Subheading: "bold",
                Token.Generic.Strong: "bold", Token.Generic.Emph: "italic",
@@ -58,9 +59,14 @@ def _words(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]
 
 
 def _line(
-    prefix: str, text: str, style: str | None, marks: list[tuple[int, int]], mark_style: str
+    prefix: str,
+    text: str,
+    style: str | None,
+    marks: list[tuple[int, int]],
+    mark_style: str,
+    rich: bool = True,
 ) -> Content:
-    body = _syntax(text)
+    body = _syntax(text) if rich else Content(text)
     for a, b in marks:
         body = body.stylize(mark_style, a, b)
     line = Content(prefix) + body
@@ -77,20 +83,25 @@ def render_unified(change: FileChange, context: int = 3) -> list[Content]:
         )
     ]
     sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for group in sm.get_grouped_opcodes(context):
+    groups = list(sm.get_grouped_opcodes(context))
+    changed = sum(
+        max(a2 - a1, b2 - b1) for g in groups for op, a1, a2, b1, b2 in g if op != "equal"
+    )
+    rich = changed <= RICH_LINES
+    for group in groups:
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         out.append(Content.styled(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@", HUNK))
         for op, a1, a2, b1, b2 in group:
             if op == "equal":
-                out += [_line("  ", old[k], None, [], "") for k in range(a1, a2)]
+                out += [_line("  ", old[k], None, [], "", rich) for k in range(a1, a2)]
                 continue
             pairs = min(a2 - a1, b2 - b1) if op == "replace" else 0
             for k in range(a1, a2):
-                marks = _words(old[k], new[b1 + k - a1])[0] if k - a1 < pairs else []
-                out.append(_line("- ", old[k], DEL, marks, WORD_DEL))
+                marks = _words(old[k], new[b1 + k - a1])[0] if rich and k - a1 < pairs else []
+                out.append(_line("- ", old[k], DEL, marks, WORD_DEL, rich))
             for k in range(b1, b2):
-                marks = _words(old[a1 + k - b1], new[k])[1] if k - b1 < pairs else []
-                out.append(_line("+ ", new[k], ADD, marks, WORD_ADD))
+                marks = _words(old[a1 + k - b1], new[k])[1] if rich and k - b1 < pairs else []
+                out.append(_line("+ ", new[k], ADD, marks, WORD_ADD, rich))
             if len(out) > MAX_LINES:
                 out.append(Content.styled("… diff cut: open the file for the rest", "italic"))
                 return out
@@ -126,11 +137,52 @@ def render_split(change: FileChange, width: int, context: int = 3) -> list[Conte
     return out
 
 
+def _fast_unified(change: FileChange, context: int) -> Content:
+    """The same diff as one string with style spans: for big changes, where building a
+    Content per line costs seconds."""
+    from textual.content import Span
+
+    old, new = change.old.splitlines(), change.new.splitlines()
+    parts: list[str] = []
+    spans: list[Span] = []
+    pos = 0
+
+    def add(line: str, style: str | None) -> None:
+        nonlocal pos
+        parts.append(line)
+        if style:
+            spans.append(Span(pos, pos + len(line), style))
+        pos += len(line) + 1
+
+    add(f"MODIFIED  {change.path}  (large change: plain colours)", "bold reverse")
+    sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for group in sm.get_grouped_opcodes(context):
+        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
+        add(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@", HUNK)
+        for op, a1, a2, b1, b2 in group:
+            if op == "equal":
+                for k in range(a1, a2):
+                    add("  " + old[k], None)
+                continue
+            for k in range(a1, a2):
+                add("- " + old[k], DEL)
+            for k in range(b1, b2):
+                add("+ " + new[k], ADD)
+        if len(parts) > MAX_LINES:
+            add("… diff cut: open the file for the rest", "italic")
+            break
+    return Content("\n".join(parts), spans)
+
+
 def render(
     changes: list[FileChange], *, split: bool = False, width: int = 120, context: int = 3
 ) -> Content:
-    lines: list[Content] = []
+    blocks: list[Content] = []
     for ch in changes:
-        lines += render_split(ch, width, context) if split else render_unified(ch, context)
-        lines.append(Content(""))
-    return Content("\n").join(lines)
+        if not split and ch.status == "M" and max(ch.old.count("\n"), ch.new.count("\n")) > 2_000:
+            blocks.append(_fast_unified(ch, context))
+        else:
+            blocks.append(Content("\n").join(render_split(ch, width, context) if split
+                                              else render_unified(ch, context)))  # fmt: skip
+        blocks.append(Content(""))
+    return Content("\n").join(blocks)

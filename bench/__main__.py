@@ -24,7 +24,7 @@ from server.query import Filters, select, sort_entries, summarize
 from server.tools import build_server
 from server.vault import Vault
 
-from . import search_bench, write_bench
+from . import dashboard_bench, search_bench, write_bench
 from .generate import generate
 from .stats import ms, pct
 
@@ -174,6 +174,9 @@ def main() -> None:
                 }
             )
         results.append(r)
+    if "dashboard" in only:
+        print("\ndashboard")
+        results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})
     if args.json:
         for r in results:
             print(

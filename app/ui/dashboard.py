@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -87,6 +88,15 @@ class Dashboard(App[None]):
         self._selected: str | None = None
         self.today: Any = None  # tag trends' "today" (tests pin it)
 
+    def _q(self, selector: str, expect: Any = None) -> Any:
+        """A widget of the main screen, whichever screen is on top (tags, cost, a dialog)."""
+        if not self.screen_stack:
+            raise NoMatches(f"no screen (closing): {selector}")
+        screen = self.screen_stack[0]
+        return (
+            screen.query_one(selector, expect) if expect is not None else screen.query_one(selector)
+        )
+
     # -- layout -----------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -103,13 +113,13 @@ class Dashboard(App[None]):
             self.register_theme(th)
         wanted = self._theme_choice or settings.load().get("theme") or "vaultwatch-dark"
         self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
-        t = self.query_one("#timeline", DataTable)
+        t = self._q("#timeline", DataTable)
         t.add_column("time", key="time", width=8)
         t.add_column("kind", key="kind", width=8)
         t.add_column("who", key="who", width=22)
         t.add_column("paths", key="paths", width=26)
         t.add_column("summary", key="summary", width=60)
-        self.query_one("#filter", Input).display = False
+        self._q("#filter", Input).display = False
         self.refresh_header()
         self.poll()
         self.set_interval(self.poll_seconds, self.poll)
@@ -131,8 +141,9 @@ class Dashboard(App[None]):
             self.post_message(FeedChanged())
 
     def on_feed_changed(self, _: FeedChanged) -> None:
-        self.refill()
-        self.refresh_header()
+        with contextlib.suppress(NoMatches):  # the app is closing
+            self.refill()
+            self.refresh_header()
 
     def visible_rows(self) -> list[Row]:
         rows = self.feed.rows
@@ -146,7 +157,7 @@ class Dashboard(App[None]):
 
     def refill(self) -> None:
         """Rebuild the table, keeping the cursor on the row it was on."""
-        t = self.query_one("#timeline", DataTable)
+        t = self._q("#timeline", DataTable)
         keep = self._selected
         t.clear()
         now = datetime.now(UTC)
@@ -184,7 +195,7 @@ class Dashboard(App[None]):
                 parts.append(Content("  config: defaults (no vault.config.yaml)"))
         except ConfigError as exc:
             parts.append(Content.styled(f"  config error: {exc.problems[0]}", "bold $text-error"))
-        self.query_one("#header", Static).update(Content("").join(parts))
+        self._q("#header", Static).update(Content("").join(parts))
 
     def _config_time(self, name: str) -> str:
         """When the server took the config in force: its last (re)load in the journal, else the
@@ -212,25 +223,27 @@ class Dashboard(App[None]):
         self.show_detail()
 
     def show_detail(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self._show_detail()
+
+    def _show_detail(self) -> None:
         row = self._row(self._selected)
         if row is None:
-            self.query_one("#detail", Static).update("")
+            self._q("#detail", Static).update("")
             return
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self.query_one("#detail", Static).update(event_detail(row))
+            self._q("#detail", Static).update(event_detail(row))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
         assert row.commit is not None
         changes = commit_changes(self.root, row.commit.sha)
-        width = self.query_one("#detail-pane").size.width or 100
+        width = self._q("#detail-pane").size.width or 100
         head = commit_header(row)
         body = render(changes, split=split, width=width, context=context)
-        self.call_from_thread(
-            self.query_one("#detail", Static).update, head + Content("\n\n") + body
-        )
+        self.call_from_thread(self._q("#detail", Static).update, head + Content("\n\n") + body)
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -241,27 +254,27 @@ class Dashboard(App[None]):
         self.refill()
 
     def action_search(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._q("#filter", Input)
         box.display = True
         box.focus()
 
     @on(Input.Submitted, "#filter")
     def _filter(self, event: Input.Submitted) -> None:
         self.text_filter = event.value.strip()
-        self.query_one("#timeline", DataTable).focus()
+        self._q("#timeline", DataTable).focus()
         self.refill()
 
     def on_key(self, event: Any) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._q("#filter", Input)
         if event.key == "escape" and box.has_focus:
             box.value = ""
             box.display = False
             self.text_filter = ""
-            self.query_one("#timeline", DataTable).focus()
+            self._q("#timeline", DataTable).focus()
             self.refill()
 
     def action_move(self, delta: int) -> None:
-        t = self.query_one("#timeline", DataTable)
+        t = self._q("#timeline", DataTable)
         t.move_cursor(row=max(0, min(t.row_count - 1, t.cursor_row + delta)))
 
     def action_split(self) -> None:
@@ -296,7 +309,8 @@ class Dashboard(App[None]):
         return True
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        self.refresh_bindings()
+        with contextlib.suppress(ScreenStackError):  # not while the app is closing
+            self.refresh_bindings()
 
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:

@@ -1,0 +1,112 @@
+"""Dashboard figures: first screen with 10,000 commits and 5,000 journal events, how soon a
+new event shows, a 5,000-line diff, memory. Headless (Textual's test driver), printed only."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import DataTable, Static
+
+from app.ui.dashboard import Dashboard
+
+from .stats import ms
+
+
+def _repo(n_commits: int, n_events: int) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="vw-bench-dash-")) / "vault"
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    out = []
+    for i in range(n_commits):
+        ai = i % 3 != 0
+        who = "Claude <claude@vaultwatch.local>" if ai else "Owner <owner@example.test>"
+        msg = (f"append_section: notes/n{i % 500}.md § Log\n\nVaultwatch-Tool: append_section\n"
+               "Vaultwatch-Client: bench/1\n") if ai else f"owner edit {i}\n"  # fmt: skip
+        data = f"# N\n\n## Log\n- entry {i}\n"
+        out.append(f"commit refs/heads/master\nauthor {who} {1_760_000_000 + i} +0000\n"
+                   f"committer {who} {1_760_000_000 + i} +0000\ndata {len(msg.encode())}\n{msg}\n"
+                   f"M 100644 inline notes/n{i % 500}.md\ndata {len(data)}\n{data}\n")  # fmt: skip
+    big_old = "".join(f"line {k} of a long note\n" for k in range(5_000))
+    big_new = "".join(
+        f"line {k} of a long note{' (edited)' if k % 2 else ''}\n" for k in range(5_000)
+    )
+    for k, (text, t) in enumerate(((big_old, 1_770_000_000), (big_new, 1_770_000_100))):
+        msg = "replace_doc: big.md\n\nVaultwatch-Tool: replace_doc\nVaultwatch-Client: bench/1\n"
+        out.append(f"commit refs/heads/master\nauthor Claude <c@x> {t} +0000\ncommitter Claude <c@x> {t} +0000\n"
+                   f"data {len(msg)}\n{msg}\nM 100644 inline big.md\ndata {len(text.encode())}\n{text}\n")  # fmt: skip
+        del k
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
+    )
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+    j = root / ".git/vaultwatch/events.jsonl"
+    j.parent.mkdir(parents=True)
+    with j.open("w") as fh:
+        for i in range(n_events):
+            kind = ("read", "read", "rejected", "conflict", "noop")[i % 5]
+            e = {"v": 1, "ts": f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00.000Z", "pid": 1, "client": "bench/1",
+                 "kind": kind, "tool": "read_doc", "paths": [f"notes/n{i % 500}.md"], "chars": 900,
+                 "code": "unknown_tag", "message": "tag 'x' is not in the vocabulary", "hint": "",
+                 "path": f"notes/n{i % 500}.md", "expected": "0" * 16, "actual": "1" * 16}  # fmt: skip
+            fh.write(json.dumps(e) + "\n")
+    return root
+
+
+async def run(iters: int = 5) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    root = _repo(10_000, 5_000)
+    try:
+        t0 = time.perf_counter()
+        app = Dashboard(root, poll_seconds=0.05)
+        async with app.run_test(size=(160, 45)) as pilot:
+            table = app.query_one("#timeline", DataTable)
+            while table.row_count == 0:
+                await pilot.pause(0.01)
+            res["first_screen_s"] = time.perf_counter() - t0
+            print(f"  first screen, 10,000 commits + 5,000 events  {res['first_screen_s'] * 1000:.0f} ms "
+                  f"({table.row_count} rows shown)")  # fmt: skip
+            lat = []
+            for i in range(iters):
+                with (root / ".git/vaultwatch/events.jsonl").open("a") as fh:
+                    fh.write(json.dumps({"v": 1, "ts": f"2026-12-31T23:59:{i:02d}.000Z", "pid": 2,
+                                         "client": "late/1", "kind": "rejected", "tool": "create_doc",
+                                         "paths": [], "code": f"bench{i}", "message": "m", "hint": ""}) + "\n")  # fmt: skip
+                t = time.perf_counter()
+                while not any(
+                    r.event and r.event.get("code") == f"bench{i}" for r in app.visible_rows()[:3]
+                ):
+                    await pilot.pause(0.005)
+                while table.row_count and not str(table.get_row_at(0)[4]).startswith(f"bench{i}"):
+                    await pilot.pause(0.005)
+                lat.append(time.perf_counter() - t)
+            res["event_to_screen_ms"] = sorted(lat)[len(lat) // 2] * 1000
+            print(
+                f"  a new event on screen (poll 50 ms)          p50 {ms(sorted(lat)[len(lat) // 2])}"
+            )
+            row = next(
+                r for r in app.feed.rows if r.commit and r.commit.subject == "replace_doc: big.md"
+            )
+            app.text_filter = "big.md"  # as the owner would type it after /
+            app.refill()
+            await pilot.pause(0.1)
+            t = time.perf_counter()
+            table.move_cursor(row=table.get_row_index(row.key))
+            detail = app.query_one("#detail", Static)
+            while "MODIFIED  big.md" not in str(detail.render()):
+                await pilot.pause(0.005)
+            res["diff_5000_lines_s"] = time.perf_counter() - t
+            print(
+                f"  5,000-line diff shown                       {res['diff_5000_lines_s'] * 1000:.0f} ms"
+            )
+        res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"  peak RSS (whole bench process)              {res['rss_mb']:.0f} MB")
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+    return res
