@@ -107,3 +107,9 @@ def git_log(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), "log", *args], capture_output=True, text=True, check=True
     ).stdout
+
+
+def git(root: Path, *args: str) -> str:
+    """stdout of a git command in `root` (tests read history and status with it)."""
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip

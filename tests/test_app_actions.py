@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +10,9 @@ import pytest
 from app.actions import RevertConflict, revert
 from app.history import commit_changes, read_commits
 
+from .conftest import git
+
 pytestmark = pytest.mark.anyio
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
 
 
 @pytest.fixture

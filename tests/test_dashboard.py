@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,12 +22,9 @@ from app.ui.dashboard import Dashboard
 from app.ui.insights import TagsScreen
 from app.ui.modals import ConfirmModal
 
+from .conftest import git
+
 pytestmark = pytest.mark.anyio
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
 
 
 async def until(pilot: Any, check: Callable[[], bool], timeout: float = 15) -> None:

@@ -21,16 +21,11 @@ from mcp.types import Implementation
 from server.journal import read_all
 from server.vault import Vault
 
-from .conftest import REPO
+from .conftest import REPO, git
 from .test_transports import HttpServer
 
 OUTCOMES = {"commit", "noop", "conflict", "rejected", "error"}
 WRITES_PER_SERVER = int(os.environ.get("VAULTWATCH_LOAD_WRITES", "500"))
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
 
 
 HUMAN = """

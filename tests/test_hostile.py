@@ -4,18 +4,14 @@ writes when it reports failure."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .conftest import git
+
 pytestmark = pytest.mark.anyio
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ import pytest
 from server.docs import content_hash
 from server.journal import read_all
 
-from .conftest import git_log
+from .conftest import git, git_log
 
 pytestmark = pytest.mark.anyio
 
@@ -39,11 +38,6 @@ def vault(make_vault: Any) -> Path:
         "img/pic.png": b"\x89PNG\r\n",
         "notes/with-image.md": "# Pic\n\n![[pic.png]]\n\ntext\n",
     })  # fmt: skip
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
 
 
 def head(root: Path) -> str:
