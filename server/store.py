@@ -403,8 +403,9 @@ class Store:
     def recover(self) -> list[str]:
         """Roll back a write that a crash interrupted. Returns the paths put back."""
         with self.locked():
-            # A crash while the intent itself was being written leaves only its temp file.
-            for stale in self.intent_path.parent.glob(".intent.json.*.vaultwatch-tmp"):
+            # A crash while one of our own state files was being written (the intent, the
+            # private index's marker) leaves only its temp file.
+            for stale in self.intent_path.parent.glob(".*.vaultwatch-tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
         if not self.intent_path.exists():
