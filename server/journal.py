@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -121,15 +120,3 @@ def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:
 def read_all(path: Path) -> list[dict[str, Any]]:
     """Every well-formed event in the journal, oldest first."""
     return JournalReader(path).poll()
-
-
-def wait_for(path: Path, predicate: Any, timeout: float = 5.0) -> dict[str, Any] | None:
-    """Poll the journal until an event matches `predicate` (for tests and tools that follow it)."""
-    deadline = time.monotonic() + timeout
-    reader = JournalReader(path)
-    while time.monotonic() < deadline:
-        for event in reader.poll():
-            if predicate(event):
-                return event
-        time.sleep(0.02)
-    return None

@@ -77,7 +77,6 @@ OP_ALIASES = {
     ">=": "ge",
     "not": "ne",
 }
-SPECIAL_FIELDS = ("path", "title", "type", "folder", "modified", "date")
 
 
 def field_value(e: Entry, name: str) -> Any:

@@ -196,7 +196,3 @@ def _all_file_names(root: Path) -> set[str]:
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         out.update(filenames)
     return out
-
-
-def summarize(problems_: list[Problem]) -> list[str]:
-    return [str(p) for p in problems_]

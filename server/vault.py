@@ -129,8 +129,8 @@ class Vault:
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:
-            disk_names = {p: e.doc.disk for p, e in self._entries.items() if e.doc.disk != p}
-            vp = self.policy.resolve(raw, disk_names=disk_names)
+            # an NFD spelling on disk is found by the policy itself; no per-call map of every note
+            vp = self.policy.resolve(raw)
         except PathRefused as exc:
             raise VaultError(exc.code, exc.message) from exc
         if must_exist and not vp.disk.is_file():
