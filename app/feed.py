@@ -5,6 +5,7 @@ own server or Claude Desktop's made the change)."""
 from __future__ import annotations
 
 import subprocess
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from server.gitrepo import state_dir
 from server.journal import JournalReader
 
-from .history import Commit, read_commits
+from .history import Commit, is_ancestor, read_commits
 
 SHOWN_EVENTS = {"conflict", "rejected", "noop", "error", "server_started", "server_stopped",
                 "recovered", "config_reloaded"}  # fmt: skip
@@ -88,8 +89,16 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
                f"{client} · {tool}" if tool else client, paths, summary, event=e)  # fmt: skip
 
 
+FIRST_COMMITS = 400  # read at start; the rest of the history follows in the background
+
+
 class Feed:
-    """All rows so far; `poll()` adds what is new and says whether anything was."""
+    """All rows so far; `poll()` adds what is new and says whether anything was.
+
+    Commits are read incrementally: at start only the newest FIRST_COMMITS (so the first screen
+    does not wait for `git log` over a long history), then `backfill()` reads the rest, and each
+    new HEAD reads just the commits since the last one. A HEAD that moved sideways (reset,
+    rebase) rereads from the top. `poll` and `backfill` may run in different threads."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -99,6 +108,15 @@ class Feed:
         self._head: str | None = None
         self._commit_rows: list[Row] = []
         self._event_rows: list[Row] = []
+        self._precise: dict[str, datetime] = {}  # commit sha -> its journal time (ms)
+        self._complete = True  # the whole history of _head is in _commit_rows
+        self._generation = 0  # bumped when the history is reread from the top
+        self._lock = threading.Lock()
+        self._backfilling = threading.Lock()
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
 
     def _current_head(self) -> str | None:
         r = subprocess.run(["git", "-C", str(self.root), "rev-parse", "-q", "--verify", "HEAD"],
@@ -106,23 +124,73 @@ class Feed:
         return r.stdout.strip() or None
 
     def poll(self) -> bool:
-        changed = False
-        new = self.reader.poll()
-        if new:
-            start = len(self.events)
-            self.events.extend(new)
-            for i, e in enumerate(new, start):
-                row = event_row(e, i)
-                if row is not None:
-                    self._event_rows.append(row)
-                    changed = True
-        head = self._current_head()
-        if head != self._head:
-            self._head = head
-            self._commit_rows = [commit_row(c) for c in read_commits(self.root)]
-            changed = True
-        if changed:
-            self.rows = sorted(
-                self._commit_rows + self._event_rows, key=lambda r: r.time, reverse=True
-            )
-        return changed
+        with self._lock:
+            changed = False
+            new = self.reader.poll()
+            if new:
+                start = len(self.events)
+                self.events.extend(new)
+                for i, e in enumerate(new, start):
+                    row = event_row(e, i)
+                    if row is not None:
+                        self._event_rows.append(row)
+                        changed = True
+                    elif e.get("kind") == "commit" and e.get("sha"):
+                        self._precise[str(e["sha"])] = _ts(e)
+                        changed = True
+            head = self._current_head()
+            if head != self._head:
+                self._commit_rows = self._since(self._head, head)
+                self._head = head
+                changed = True
+            if changed:
+                self._sort()
+            return changed
+
+    def _since(self, old: str | None, head: str | None) -> list[Row]:
+        if head is None:
+            self._complete = True
+            return []
+        if old is not None and is_ancestor(self.root, old, head):
+            fresh = read_commits(self.root, rev=f"{old}..{head}")
+            return [commit_row(c) for c in fresh] + self._commit_rows
+        self._generation += 1
+        first = read_commits(self.root, limit=FIRST_COMMITS, rev=head)
+        self._complete = len(first) < FIRST_COMMITS
+        return [commit_row(c) for c in first]
+
+    def backfill(self) -> bool:
+        """Read the history past the first screenful; True if rows were added. A call while
+        another is reading returns False at once."""
+        if not self._backfilling.acquire(blocking=False):
+            return False
+        try:
+            return self._backfill()
+        finally:
+            self._backfilling.release()
+
+    def _backfill(self) -> bool:
+        with self._lock:
+            if self._complete or self._head is None:
+                return False
+            # the rows held are exactly the newest commits of `head`'s history
+            head, generation, held = self._head, self._generation, len(self._commit_rows)
+        rest = read_commits(self.root, rev=head, skip=held)  # the slow part, unlocked
+        with self._lock:
+            if generation != self._generation:
+                return False  # the history was rewritten meanwhile; poll reread it
+            # commits that arrived meanwhile were put on top; what was read goes below
+            self._commit_rows = self._commit_rows + [commit_row(c) for c in rest]
+            self._complete = True
+            self._sort()
+            return bool(rest)
+
+    def _sort(self) -> None:
+        """Newest first. Git keeps whole seconds, the journal milliseconds: a commit the server
+        journaled sorts by the journal's time, so it lands in order among that second's events."""
+        precise = self._precise
+
+        def when(r: Row) -> datetime:
+            return precise.get(r.commit.sha, r.time) if r.commit is not None else r.time
+
+        self.rows = sorted(self._commit_rows + self._event_rows, key=when, reverse=True)

@@ -45,11 +45,15 @@ def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
     return r.stdout
 
 
-def read_commits(root: Path, limit: int | None = None, rev: str = "HEAD") -> list[Commit]:
-    """Newest first. One git process however many commits (10,000 in ~0.1 s)."""
+def read_commits(
+    root: Path, limit: int | None = None, rev: str = "HEAD", skip: int = 0
+) -> list[Commit]:
+    """Newest first, through one git process (10,000 commits with their files in ~0.5 s)."""
     args = ["log", f"--format={RECORD}{FORMAT}", "--name-only", "-z", "--no-renames"]
     if limit:
         args.append(f"-n{limit}")
+    if skip:
+        args.append(f"--skip={skip}")
     try:
         out = _git(root, *args, rev).decode("utf-8", "replace")
     except RuntimeError:
@@ -65,6 +69,12 @@ def read_commits(root: Path, limit: int | None = None, rev: str = "HEAD") -> lis
         commits.append(Commit(sha, an, ae, datetime.fromtimestamp(int(at), UTC), subject,
                               tool or None, client or None, action or None, files))  # fmt: skip
     return commits
+
+
+def is_ancestor(root: Path, old: str, new: str) -> bool:
+    r = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", old, new],
+                       capture_output=True)  # fmt: skip
+    return r.returncode == 0
 
 
 @dataclass(frozen=True)

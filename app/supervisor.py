@@ -32,6 +32,7 @@ class ServerSupervisor:
     restarts: int = 0
     last_exit: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
+    _checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def token_file(self) -> Path:
@@ -75,12 +76,13 @@ class ServerSupervisor:
 
     def check(self) -> bool:
         """Restart the server if it died. Returns True when it had to (the UI says so)."""
-        if self.proc is None or self.alive:
-            return False
-        self.last_exit = self.proc.returncode
-        self.restarts += 1
-        self.start()
-        return True
+        with self._checking:  # two polls must not both see it dead and start two servers
+            if self.proc is None or self.alive:
+                return False
+            self.last_exit = self.proc.returncode
+            self.restarts += 1
+            self.start()
+            return True
 
     def stop(self, timeout: float = 10) -> None:
         p, self.proc = self.proc, None

@@ -15,12 +15,13 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from app.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 from app.ui.insights import TagsScreen
 from app.ui.modals import ConfirmModal
+from app.ui.timeline import Timeline
 
 from .conftest import git
 
@@ -114,9 +115,9 @@ async def test_the_server_child_is_restarted_when_it_dies(vault: Path, settings_
 
 
 async def _select(pilot: Any, app: Dashboard, key: str) -> None:
-    t = app.query_one("#timeline", DataTable)
-    await until(pilot, lambda: key in t.rows)
-    t.move_cursor(row=t.get_row_index(key))
+    t = app.query_one("#timeline", Timeline)
+    await until(pilot, lambda: t.index_of(key) is not None)
+    t.move_to(t.index_of(key))
     await pilot.pause(0.1)
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
+from app.ui.timeline import Timeline
 from server.gitrepo import ensure_repo
 
 ROOT = Path("/tmp/vaultwatch-snapshot/vault")
@@ -104,8 +104,8 @@ async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     row = next(
         r for r in app.visible_rows() if r.commit and r.commit.subject.startswith(subject_start)
     )
-    t = app.query_one("#timeline", DataTable)
-    t.move_cursor(row=t.get_row_index(row.key))
+    t = app.query_one("#timeline", Timeline)
+    t.move_to(t.index_of(row.key))
     await pilot.pause(0.3)
     await app.workers.wait_for_complete()
     await pilot.pause(0.1)

@@ -4,36 +4,34 @@ write and server event, and a detail pane with the diff; one-key revert."""
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime, timedelta
+import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from server.config import ConfigError, load_config
 
 from .. import settings
 from ..actions import ActionError, RevertConflict, revert
-from ..diffview import render
+from ..diffview import render_lines
 from ..feed import Feed, Row
 from ..history import commit_changes
 from ..supervisor import ServerSupervisor, snippets
 from .insights import CostScreen, TagsScreen
+from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal, HelpModal
+from .timeline import KIND_STYLE, Timeline
 
-KIND_STYLE = {
-    "ai": "bold $text-primary", "conflict": "bold $text-warning", "rejected": "bold $text-error",
-    "error": "bold $text-error", "noop": "$text-muted", "server": "$text-muted",
-    "revert": "bold $text-accent", "snapshot": "$text-secondary", "human": "$text-secondary",
-}  # fmt: skip
-MAX_ROWS = 2_000
+POLL_SECONDS = 0.15  # journal stat + one rev-parse: cheap, and new rows show within 300 ms
 
 
 class FeedChanged(Message):
@@ -47,6 +45,8 @@ class Dashboard(App[None]):
     )  # absolute: subclasses live elsewhere
     TITLE = "vaultwatch"
     AUTO_FOCUS = "#timeline"
+    # under 120 cells the timeline and the diff stack (lazygit does the same), side by side above
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = [
         Binding("j", "move(1)", "Down", show=False),
         Binding("k", "move(-1)", "Up", show=False),
@@ -74,7 +74,7 @@ class Dashboard(App[None]):
     ]  # fmt: skip
 
     def __init__(self, root: Path, *, supervisor: ServerSupervisor | None = None,
-                 theme: str | None = None, poll_seconds: float = 0.25) -> None:  # fmt: skip
+                 theme: str | None = None, poll_seconds: float = POLL_SECONDS) -> None:  # fmt: skip
         super().__init__()
         self.root = root
         self.feed = Feed(root)
@@ -87,6 +87,7 @@ class Dashboard(App[None]):
         self._theme_choice = theme
         self._selected: str | None = None
         self.today: Any = None  # tag trends' "today" (tests pin it)
+        self._polling = threading.Lock()
 
     def _q(self, selector: str, expect: Any = None) -> Any:
         """A widget of the main screen, whichever screen is on top (tags, cost, a dialog)."""
@@ -102,9 +103,8 @@ class Dashboard(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="header")
         with Horizontal(id="main"):
-            yield DataTable(id="timeline", cursor_type="row", zebra_stripes=True)
-            with VerticalScroll(id="detail-pane"):
-                yield Static(id="detail")
+            yield Timeline(id="timeline")
+            yield LinesView(id="detail")
         yield Input(placeholder="filter: path or text (enter applies, esc clears)", id="filter")
         yield Footer()
 
@@ -113,12 +113,6 @@ class Dashboard(App[None]):
             self.register_theme(th)
         wanted = self._theme_choice or settings.load().get("theme") or "vaultwatch-dark"
         self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
-        t = self._q("#timeline", DataTable)
-        t.add_column("time", key="time", width=8)
-        t.add_column("kind", key="kind", width=8)
-        t.add_column("who", key="who", width=22)
-        t.add_column("paths", key="paths", width=26)
-        t.add_column("summary", key="summary", width=60)
         self._q("#filter", Input).display = False
         self.refresh_header()
         self.poll()
@@ -131,13 +125,32 @@ class Dashboard(App[None]):
 
     # -- live updates -----------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="poll")
+    @work(thread=True, group="poll")
     def poll(self) -> None:
+        """One look at the journal, HEAD and the server child. A poll still running (a restart
+        waits for the new server) makes the next ones skip instead of piling up."""
+        if not self._polling.acquire(blocking=False):
+            return
+        try:
+            self._poll()
+        finally:
+            self._polling.release()
+
+    def _poll(self) -> None:
         restarted = self.supervisor.check() if self.supervisor else False
         if restarted:
             self.call_from_thread(self.notify, f"the vault server died (exit {self.supervisor.last_exit}) "  # type: ignore[union-attr]
                                   "and was restarted", severity="warning", timeout=8)  # fmt: skip
         if self.feed.poll() or restarted:
+            self.post_message(FeedChanged())
+        if not self.feed.complete:
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.call_from_thread(self.backfill)
+
+    @work(thread=True, group="backfill")
+    def backfill(self) -> None:
+        """The history older than the first screenful, read after that screen is drawn."""
+        if self.feed.backfill():
             self.post_message(FeedChanged())
 
     def on_feed_changed(self, _: FeedChanged) -> None:
@@ -153,26 +166,17 @@ class Dashboard(App[None]):
             f = self.text_filter.casefold()
             rows = [r for r in rows if f in r.summary.casefold() or any(f in p.casefold() for p in r.paths)
                     or f in r.who.casefold()]  # fmt: skip
-        return rows[:MAX_ROWS]
+        return rows
 
     def refill(self) -> None:
-        """Rebuild the table, keeping the cursor on the row it was on."""
-        t = self._q("#timeline", DataTable)
-        keep = self._selected
-        t.clear()
-        now = datetime.now(UTC)
-        for r in self.visible_rows():
-            when = r.time.astimezone().strftime(
-                "%H:%M:%S" if now - r.time < timedelta(hours=20) else "%m-%d %H:%M"
-            )
-            paths = ", ".join(r.paths[:2]) + (f" +{len(r.paths) - 2}" if len(r.paths) > 2 else "")
-            t.add_row(Content(when), Content.styled(r.kind, KIND_STYLE.get(r.kind, "")), Content(r.who[:22]),
-                      Content(paths[:26]), Content(r.summary[:120]), key=r.key)  # fmt: skip
-        if keep is not None and keep in t.rows:
-            t.move_cursor(row=t.get_row_index(keep), animate=False)
+        """Show the rows the filters let through; the cursor stays on the row it was on."""
+        self._q("#timeline", Timeline).set_rows(self.visible_rows())
 
     def refresh_header(self) -> None:
-        parts = [Content.styled(" vaultwatch ", "bold reverse"), Content(f" {self.root} ")]
+        parts = [
+            Content.styled(" vaultwatch ", "bold reverse"),
+            Content(f" {short_path(self.root)} "),
+        ]
         sup = self.supervisor
         if sup is not None:
             state = ("● serving " + (sup.url or "")) if sup.alive else "○ server down"
@@ -215,12 +219,21 @@ class Dashboard(App[None]):
     # -- the detail pane --------------------------------------------------------------------------
 
     def _row(self, key: str | None) -> Row | None:
-        return next((r for r in self.feed.rows if r.key == key), None)
+        """The shown row with this key (a dict lookup: bindings ask this on every refresh)."""
+        if key is None:
+            return None
+        with contextlib.suppress(NoMatches):
+            t = self._q("#timeline", Timeline)
+            at = t.index_of(key)
+            return t.rows[at] if at is not None else None
+        return None
 
-    @on(DataTable.RowHighlighted, "#timeline")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self._selected = str(event.row_key.value) if event.row_key.value is not None else None
+    @on(Timeline.Highlighted, "#timeline")
+    def _highlighted(self, event: Timeline.Highlighted) -> None:
+        self._selected = event.row.key if event.row is not None else None
         self.show_detail()
+        with contextlib.suppress(ScreenStackError):  # not while the app is closing
+            self.refresh_bindings()
 
     def show_detail(self) -> None:
         with contextlib.suppress(NoMatches):
@@ -229,21 +242,25 @@ class Dashboard(App[None]):
     def _show_detail(self) -> None:
         row = self._row(self._selected)
         if row is None:
-            self._q("#detail", Static).update("")
+            self._q("#detail", LinesView).update([])
             return
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self._q("#detail", Static).update(event_detail(row))
+            self._q("#detail", LinesView).update(event_detail(row))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
         assert row.commit is not None
         changes = commit_changes(self.root, row.commit.sha)
-        width = self._q("#detail-pane").size.width or 100
-        head = commit_header(row)
-        body = render(changes, split=split, width=width, context=context)
-        self.call_from_thread(self._q("#detail", Static).update, head + Content("\n\n") + body)
+        view = self._q("#detail", LinesView)
+        width = view.scrollable_content_region.width or 100
+        lines = [
+            *commit_header(row),
+            Content(""),
+            *render_lines(changes, split=split, width=width, context=context),
+        ]
+        self.call_from_thread(view.update, lines)
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -261,7 +278,7 @@ class Dashboard(App[None]):
     @on(Input.Submitted, "#filter")
     def _filter(self, event: Input.Submitted) -> None:
         self.text_filter = event.value.strip()
-        self._q("#timeline", DataTable).focus()
+        self._q("#timeline", Timeline).focus()
         self.refill()
 
     def on_key(self, event: Any) -> None:
@@ -270,12 +287,12 @@ class Dashboard(App[None]):
             box.value = ""
             box.display = False
             self.text_filter = ""
-            self._q("#timeline", DataTable).focus()
+            self._q("#timeline", Timeline).focus()
             self.refill()
 
     def action_move(self, delta: int) -> None:
-        t = self._q("#timeline", DataTable)
-        t.move_cursor(row=max(0, min(t.row_count - 1, t.cursor_row + delta)))
+        t = self._q("#timeline", Timeline)
+        t.move_to(t.cursor + delta)
 
     def action_split(self) -> None:
         self.split = not self.split
@@ -308,10 +325,6 @@ class Dashboard(App[None]):
             return True if row is not None and row.commit is not None and row.commit.is_ai else None
         return True
 
-    def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        with contextlib.suppress(ScreenStackError):  # not while the app is closing
-            self.refresh_bindings()
-
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:
         row = self._row(self._selected)
@@ -320,8 +333,8 @@ class Dashboard(App[None]):
             return
         c = row.commit
         changes = commit_changes(self.root, c.sha)
-        body = Content(f"{c.short}  {c.subject}\nby {c.author} ({c.client}) at {c.time.astimezone():%Y-%m-%d %H:%M}\n\n"
-                       "This undoes:\n\n") + render(changes, context=1)  # fmt: skip
+        body = [Content(f"{c.short}  {c.subject}"), Content(f"by {c.author} ({c.client}) at {c.time.astimezone():%Y-%m-%d %H:%M}"),
+                Content(""), Content("This undoes:"), Content(""), *render_lines(changes, context=1)]  # fmt: skip
         if not await self.push_screen_wait(ConfirmModal(f"Revert {c.short}?", body)):
             return
         await self._do_revert([c.sha])
@@ -356,7 +369,19 @@ class Dashboard(App[None]):
         self.poll()
 
 
-def commit_header(row: Row) -> Content:
+def short_path(path: Path, most: int = 32) -> str:
+    """The vault's folder as the header can afford it: ~ for home, then only its last parts."""
+    text = str(path)
+    home = str(Path.home())
+    if text.startswith(home + "/"):
+        text = "~" + text[len(home) :]
+    if len(text) <= most:
+        return text
+    parts = Path(text).parts
+    return "…/" + "/".join(parts[-2:]) if len(parts) > 2 else text
+
+
+def commit_header(row: Row) -> list[Content]:
     c = row.commit
     assert c is not None
     lines = [Content.styled(f"{c.short}  {c.subject}", "bold"),
@@ -365,7 +390,7 @@ def commit_header(row: Row) -> Content:
         lines.append(Content(f"tool {c.tool} · client {c.client}"))
     if c.action:
         lines.append(Content(f"action {c.action}"))
-    return Content("\n").join(lines)
+    return lines
 
 
 def event_detail(row: Row) -> Content:

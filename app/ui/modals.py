@@ -9,6 +9,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from .lines import LinesView
+
 
 class ConfirmModal(ModalScreen[bool]):
     """y / enter confirms, n / esc cancels (lazygit's convention)."""
@@ -18,20 +20,24 @@ class ConfirmModal(ModalScreen[bool]):
         Binding("n,escape", "screen.dismiss(False)", "No"),
     ]
 
-    def __init__(self, title: str, body: Content | str, yes: str = "Revert") -> None:
+    def __init__(
+        self, title: str, body: Content | str | list[Content], yes: str = "Revert"
+    ) -> None:
         super().__init__()
         self.title_text = title
-        self.body = body if isinstance(body, Content) else Content(body)
+        self.body = body if isinstance(body, (Content, list)) else Content(body)
         self.yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
-            with VerticalScroll(id="dialog-body"):
-                yield Static(self.body)
+            yield LinesView(id="dialog-body")
             with Horizontal(id="buttons"):
                 yield Button(Content(f"{self.yes} (y)"), variant="error", id="yes")
                 yield Button(Content("Cancel (n)"), id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#dialog-body", LinesView).update(self.body)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -1,0 +1,110 @@
+"""The diff renderer on its own: the anchored line matcher yields a correct edit script for any
+input, word marks land on the changed words, big changes fall back to plain colours."""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.diffview import RICH_LINES, WORD_ADD, LineMatcher, render_lines
+from app.history import FileChange
+
+lines = st.lists(
+    st.sampled_from(["a", "b", "c", "# h", "", "- x", "unique1", "unique2"]), max_size=40
+)
+
+
+def apply(ops: list[tuple[str, int, int, int, int]], a: list[str], b: list[str]) -> list[str]:
+    out: list[str] = []
+    for op, a1, a2, b1, b2 in ops:
+        if op == "equal":
+            assert a[a1:a2] == b[b1:b2]
+            out += a[a1:a2]
+        else:
+            out += b[b1:b2]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines, lines)
+def test_the_opcodes_turn_old_into_new(a: list[str], b: list[str]) -> None:
+    ops = LineMatcher(a, b).get_opcodes()
+    assert apply(ops, a, b) == b
+    # contiguous and complete on both sides
+    if not ops:
+        assert a == b == []
+        return
+    assert (ops[0][1], ops[0][3]) == (0, 0) and (ops[-1][2], ops[-1][4]) == (len(a), len(b))
+    for (_, _, a2, _, b2), (_, n1, _, m1, _) in itertools.pairwise(ops):
+        assert (a2, b2) == (n1, m1)
+
+
+def test_a_long_note_with_every_other_line_changed_keeps_every_unchanged_line() -> None:
+    old = [f"line {k}" for k in range(5_000)]
+    new = [f"line {k}{' (edited)' if k % 2 else ''}" for k in range(5_000)]
+    ops = LineMatcher(old, new).get_opcodes()
+    kept = sum(a2 - a1 for op, a1, a2, _, _ in ops if op == "equal")
+    assert kept == 2_500  # as many as difflib's own (slow) answer
+    assert kept == sum(n for *_, n in difflib.SequenceMatcher(None, old, new).get_matching_blocks())
+
+
+def test_moved_block_is_matched_on_its_unique_lines() -> None:
+    old = ["intro", "## A", "alpha", "## B", "beta", "end"]
+    new = ["intro", "## B", "beta", "## A", "alpha", "end"]
+    assert apply(LineMatcher(old, new).get_opcodes(), old, new) == new
+
+
+def _plain(change: FileChange, **kw: object) -> list[str]:
+    return [c.plain for c in render_lines([change], **kw)]  # type: ignore[arg-type]
+
+
+def test_unified_diff_marks_the_changed_word() -> None:
+    ch = FileChange(
+        "n.md", "M", None, "# T\n\nthe quick fox\nsame\n", "# T\n\nthe slow fox\nsame\n"
+    )
+    out = render_lines([ch])
+    text = [c.plain for c in out]
+    assert text[0] == "MODIFIED  n.md"
+    assert "- the quick fox" in text and "+ the slow fox" in text
+    added = out[text.index("+ the slow fox")]
+    marked = [added.plain[s.start : s.end] for s in added.spans if s.style == WORD_ADD]
+    assert marked == ["slow"]
+
+
+def test_added_and_renamed_files_are_titled() -> None:
+    assert _plain(FileChange("new.md", "A", None, "", "x\n"))[:3] == [
+        "ADDED  new.md",
+        "@@ -1,0 +1,1 @@",
+        "+ x",
+    ]
+    assert _plain(FileChange("b.md", "R", "a.md", "x\n", "x\n"))[:2] == [
+        "MODIFIED  a.md → b.md",
+        "(no text change)",
+    ]
+
+
+def test_side_by_side_puts_old_left_and_new_right() -> None:
+    ch = FileChange("n.md", "M", None, "keep\nold line\n", "keep\nnew line\n")
+    row = next(t for t in _plain(ch, split=True, width=60) if "old line" in t)
+    left, right = row.split("│")
+    assert "old line" in left and "new line" in right
+
+
+def test_a_big_change_drops_syntax_colours_but_keeps_every_line() -> None:
+    n = RICH_LINES + 100
+    ch = FileChange(
+        "big.md",
+        "M",
+        None,
+        "".join(f"# {k}\n" for k in range(n)),
+        "".join(f"# {k}!\n" for k in range(n)),
+    )
+    out = render_lines([ch], context=0)
+    assert sum(1 for c in out if c.plain.startswith("+ ")) == n
+    heading = next(c for c in out if c.plain == "+ # 0!")
+    assert not any(s.style == "bold" for s in heading.spans)  # no markdown colours past the limit
+    small = render_lines([FileChange("s.md", "M", None, "# 0\n", "# 0!\n")])
+    assert any(s.style == "bold" for s in next(c for c in small if c.plain == "+ # 0!").spans)

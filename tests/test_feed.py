@@ -1,0 +1,134 @@
+"""The timeline's feed: the newest commits first, the rest of a long history in the background,
+each new HEAD read incrementally, a rewritten history reread; and the timeline widget keeping
+its cursor on its row while rows arrive."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app import feed as feed_mod
+from app.feed import Feed
+from app.history import read_commits
+from app.ui.dashboard import Dashboard
+from app.ui.timeline import Timeline
+
+from .conftest import git
+
+
+def fast_commits(root: Path, n: int, start: int = 1_760_000_000) -> None:
+    """n commits in one `git fast-import` (a long history in a fraction of a second)."""
+    parent = subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    out = []
+    for i in range(n):
+        msg = f"edit {i}\n"
+        data = f"# N\n\n- entry {i}\n"
+        out.append(f"commit refs/heads/master\ncommitter Owner <o@x> {start + i} +0000\n"
+                   f"data {len(msg)}\n{msg}" + (f"from {parent}\n" if parent and i == 0 else "")
+                   + f"M 100644 inline n{i % 7}.md\ndata {len(data)}\n{data}\n")  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
+    )
+    git(root, "reset", "-q", "--hard")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "master")
+    fast_commits(root, 30)
+    return root
+
+
+def subjects(f: Feed) -> list[str]:
+    return [r.summary for r in f.rows if r.commit is not None]
+
+
+def test_first_screen_reads_the_newest_commits_then_backfills_the_rest(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(feed_mod, "FIRST_COMMITS", 8)
+    f = Feed(repo)
+    assert f.poll() and not f.complete
+    assert subjects(f) == [f"edit {i}" for i in range(29, 21, -1)]
+    fast_commits(repo, 2, start=1_770_000_000)  # new commits land before the backfill
+    assert f.poll()
+    assert f.backfill() and f.complete
+    assert subjects(f) == [c.subject for c in read_commits(repo)]
+    assert len(subjects(f)) == 32
+    assert not f.backfill()  # nothing more to read
+
+
+def test_new_commits_are_read_incrementally_and_a_reset_rereads(repo: Path) -> None:
+    f = Feed(repo)
+    f.poll()
+    assert f.complete and len(subjects(f)) == 30
+    assert not f.poll()  # nothing new
+    fast_commits(repo, 1, start=1_770_000_000)
+    assert f.poll() and subjects(f)[0] == "edit 0" and len(subjects(f)) == 31
+    git(repo, "reset", "-q", "--hard", "HEAD~5")  # history rewritten: those commits are gone
+    assert f.poll()
+    assert subjects(f) == [c.subject for c in read_commits(repo)] and len(subjects(f)) == 26
+
+
+def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
+    j = repo / ".git/vaultwatch/events.jsonl"
+    j.parent.mkdir(parents=True)
+    e = {"v": 1, "ts": "2030-01-01T00:00:00.000Z", "pid": 1, "client": "c/1", "kind": "rejected",
+         "tool": "create_doc", "paths": ["x.md"], "code": "unknown_tag", "message": "no", "hint": "h"}  # fmt: skip
+    j.write_text(
+        json.dumps(e)
+        + "\n"
+        + json.dumps({**e, "kind": "read", "ts": "2030-01-02T00:00:00.000Z"})
+        + "\n"
+    )
+    f = Feed(repo)
+    f.poll()
+    assert f.rows[0].kind == "rejected" and f.rows[0].summary == "unknown_tag: no"
+    assert len(f.events) == 2  # reads are kept for the cost screen, not shown as rows
+    assert sum(1 for r in f.rows if r.event is not None) == 1
+
+
+@pytest.mark.anyio
+async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    fast_commits(repo, 3_000, start=1_765_000_000)
+    app = Dashboard(repo, poll_seconds=0.05)
+    async with app.run_test(size=(120, 30)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        for _ in range(200):
+            if app.feed.complete and t.row_count == 3_030:
+                break
+            await pilot.pause(0.05)
+        assert t.row_count == 3_030
+        await pilot.press("end")
+        assert t.current is not None and t.current.summary == "edit 0"  # the oldest
+        await pilot.press("home", "j", "j")
+        chosen = t.current
+        assert chosen is not None and t.cursor == 2
+        fast_commits(repo, 4, start=1_790_000_000)
+        for _ in range(100):
+            if t.row_count == 3_034:
+                break
+            await pilot.pause(0.05)
+        assert t.row_count == 3_034
+        assert t.current == chosen and t.cursor == 6  # same row, four new ones above it
+        assert t.scroll_y == 0  # at the top the new rows are in view
+        assert app._selected == chosen.key
+        await pilot.press("pagedown", "pagedown")
+        assert t.cursor > 6 + 2 * 20 and t.scroll_y > 0
+        seen: Any = t.current
+        fast_commits(repo, 1, start=1_800_000_000)
+        before = t.scroll_y
+        for _ in range(100):
+            if t.row_count == 3_035:
+                break
+            await pilot.pause(0.05)
+        assert t.current == seen and t.scroll_y == before + 1  # the lines being read stay put
