@@ -15,6 +15,7 @@ from .history import FileChange
 ADD, DEL, HUNK = "$text-success on $success 12%", "$text-error on $error 12%", "bold $text-accent"
 WORD_ADD, WORD_DEL = "bold $text-success on $success 35%", "bold $text-error on $error 35%"
 MAX_LINES = 20_000
+STATUS = {"A": "ADDED", "D": "DELETED", "R": "RENAMED", "M": "MODIFIED"}
 RICH_LINES = 600  # past this many changed lines: no syntax colours or word marks (speed first)
 _LEXER = MarkdownLexer()
 TOKEN_STYLE = {Token.Generic.Heading: "bold", Token.Generic.Subheading: "bold",
@@ -177,7 +178,7 @@ def render_unified(change: FileChange, context: int = 3) -> list[Content]:
     title = change.path if not change.old_path else f"{change.old_path} → {change.path}"
     out = [
         Content.styled(
-            f"{'ADDED' if change.status == 'A' else 'DELETED' if change.status == 'D' else 'MODIFIED'}  {title}",
+            f"{STATUS.get(change.status, 'MODIFIED')}  {title}",
             "bold reverse",
         )
     ]

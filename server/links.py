@@ -6,7 +6,9 @@ anything around it.
 
 from __future__ import annotations
 
+import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -128,3 +130,145 @@ def parse_links(text: str, masked: str | None = None) -> list[Link]:
         )
     links.sort(key=lambda link: link.start)
     return links
+
+
+# ------------------------------------------------------------------------------------------------
+# Resolving a link to a file, and rewriting links when files move (the owner's move/rename)
+
+
+def _is_note(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+class LinkIndex:
+    """Every file of the vault, to resolve links the way Obsidian does: a wikilink by note name
+    (or by path when it has a '/'), case-insensitively; a markdown link relative to its note.
+    When a name fits several notes, the one in the linking note's own folder wins, then the
+    shortest path (then the first by name), and the link counts as ambiguous."""
+
+    def __init__(self, files: Iterable[str]) -> None:
+        self.files = set(files)
+        self._exact = {f.casefold(): f for f in sorted(self.files)}
+        self._by_name: dict[str, list[str]] = {}
+        for f in sorted(self.files):
+            name = f.rsplit("/", 1)[-1]
+            self._by_name.setdefault(_name_key(name), []).append(f)
+
+    def candidates(self, link: Link, source: str) -> list[str]:
+        """Every file the link could mean (more than one: ambiguous)."""
+        target = link.target
+        if not target:
+            return [source]  # [[#Heading]]: the note itself
+        if link.kind == "md":
+            base = "" if target.startswith("/") else posixpath.dirname(source)
+            path = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+            for p in (path, path + ".md"):
+                hit = self._exact.get(p.casefold())
+                if hit:
+                    return [hit]
+            return []
+        if target.startswith(("./", "../")):
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+            target = path
+        if "/" in target:
+            want = target.casefold().lstrip("/")
+            want_md = want if _is_note(want) or _has_ext(want) else want + ".md"
+            hit = self._exact.get(want_md) or self._exact.get(want)
+            if hit:
+                return [hit]
+            return [f for f in self.files if f.casefold().endswith("/" + want_md)]
+        return list(self._by_name.get(_name_key(target if _has_ext(target) else target + ".md"), []))
+
+    def resolve(self, link: Link, source: str) -> str | None:
+        found = self.candidates(link, source)
+        if len(found) <= 1:
+            return found[0] if found else None
+        folder = posixpath.dirname(source)
+        same = [f for f in found if posixpath.dirname(f) == folder]
+        return (same or sorted(found, key=lambda f: (f.count("/"), len(f), f)))[0]
+
+    def backlinks(self, target: str, texts: dict[str, str]) -> list[tuple[str, Link]]:
+        """(note, link) for every link in `texts` that resolves to `target`."""
+        return [(src, link) for src, text in sorted(texts.items()) if "[" in text
+                for link in parse_links(text) if self.resolve(link, src) == target]  # fmt: skip
+
+
+def _name_key(name: str) -> str:
+    return name.casefold()
+
+
+def _has_ext(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return "." in base and not base.startswith(".")
+
+
+def _wiki_text(link: Link, target: str, full: bool, original: str) -> str:
+    """The link's new text pointing at `target`: the bare name, or the whole path when the
+    name alone would be ambiguous; `.md` kept only if the owner wrote it; heading, alias and
+    embed kept as they were."""
+    wrote_md = link.target.lower().endswith(".md")
+    shown = target if (_is_note(target) and wrote_md) or not _is_note(target) else target[:-3]
+    if not full:
+        shown = shown.rsplit("/", 1)[-1]
+    inner = original[original.index("[[") + 2 : original.rindex("]]")]
+    rest = inner[len(inner.partition("|")[0].partition("#")[0]) :]  # "#Heading|alias" as written
+    return ("!" if link.embed else "") + "[[" + shown + rest + "]]"
+
+
+def _md_text(link: Link, target: str, source: str, original: str) -> str:
+    rel = posixpath.relpath(target, posixpath.dirname(source) or ".")
+    if link.target.startswith("/"):
+        rel = "/" + target
+    m = MDLINK.search(original)
+    assert m is not None
+    raw = m.group(2)
+    angle = raw.startswith("<") and raw.endswith(">")
+    body = raw[1:-1] if angle else raw
+    fragment = body[body.index("#") :] if "#" in body else ""
+    path = rel if angle else rel.replace("%", "%25").replace(" ", "%20")
+    if not _is_note(link.target) and _is_note(target) and not _has_ext(link.target):
+        path = path[:-3]  # [x](Note) stays extension-less
+    new_raw = f"<{path}{fragment}>" if angle else path + fragment
+    return original[: m.start(2)] + new_raw + original[m.end(2) :]
+
+
+def rewrite_links(
+    text: str, source_before: str, source_after: str, moves: dict[str, str],
+    before: LinkIndex, after: LinkIndex,
+) -> str:  # fmt: skip
+    """The note's text with every link that would break or change meaning after `moves`
+    rewritten to point where its file went: links to moved files, relative links of a note
+    that itself moved, and bare names that the move made ambiguous. Everything else, links in
+    code included, is left byte for byte."""
+    if "[" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for link in parse_links(text):
+        if not link.target:
+            continue
+        was = before.resolve(link, source_before)
+        if was is None:
+            continue  # already broken: not ours to guess
+        goal = moves.get(was, was)
+        original = text[link.start : link.end]
+        new = original
+        if link.kind == "md":
+            if after.resolve(link, source_after) != goal:
+                new = _md_text(link, goal, source_after, original)
+        else:
+            bare = "/" not in link.target
+            # a name that fitted one note and now fits two: spelled out, whatever it resolves to
+            ambiguous = (bare and len(after.candidates(link, source_after)) > 1
+                         and len(before.candidates(link, source_before)) == 1)  # fmt: skip
+            # a path the owner spelled out follows the file exactly, not by a suffix match
+            if after.resolve(link, source_after) != goal or ambiguous or (not bare and goal != was):
+                short = Link("wiki", goal.rsplit("/", 1)[-1], None, None, link.embed, 0, 0)
+                unique = bare and after.candidates(short, source_after) == [goal]
+                new = _wiki_text(link, goal, full=not unique, original=original)
+        if new != original:
+            out.append(text[last : link.start])
+            out.append(new)
+            last = link.end
+    out.append(text[last:])
+    return "".join(out)

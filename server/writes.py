@@ -272,8 +272,9 @@ def _prepare_tags(p: Plan, tags: list[str]) -> None:
         p.vocab_add[t.casefold()] = t
 
 
-def _target_path(p: Plan, type_name: str | None, fields: dict[str, Any], body: str) -> str:
-    cfg = p.config
+def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: str) -> str:
+    """Where a new note of this type goes: its folder and its filename pattern filled from the
+    fields (a date, else today; a slug from the title). Raises Rejected naming what is missing."""
     if type_name is None:
         raise Rejected("path_required", "give a type (so the path comes from the vault config) "
                        "or a path", f"types here: {', '.join(sorted(cfg.types)) or 'none'}", [])  # fmt: skip
@@ -323,7 +324,7 @@ def op_create(
 ) -> Outcome:  # fmt: skip
     fields = dict(fields or {})
     tags = [t.strip().lstrip("#") for t in (tags or []) if t.strip().lstrip("#")]
-    target = path or _target_path(p, type, fields, body)
+    target = path or note_path(p.config, type, fields, body)
     title = _title_of(fields, body) or target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     f = p.file(target, must_exist=False)
     folder = f.rel.rsplit("/", 1)[0] if "/" in f.rel else ""

@@ -81,7 +81,7 @@ def test_added_and_renamed_files_are_titled() -> None:
         "+ x",
     ]
     assert _plain(FileChange("b.md", "R", "a.md", "x\n", "x\n"))[:2] == [
-        "MODIFIED  a.md → b.md",
+        "RENAMED  a.md → b.md",
         "(no text change)",
     ]
 

@@ -1,0 +1,452 @@
+"""What only the owner may do to the vault's files: move or rename (a note or a folder) with
+every link to it rewritten, create a note from a doc type, delete with `git rm`.
+
+Each action is planned first (nothing written; the plan is the preview the owner confirms)
+and then applied under the vault's write lock: pending owner edits to the files involved are
+snapshotted, the working tree is changed with an undo log, and one commit is made as the owner
+with the trailer `Vaultwatch-Action: move|create|remove`. Any failure on the way undoes what
+was done, so the vault is exactly as it was. No Textual here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import posixpath
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from server.config import Config, load_config
+from server.dates import as_date
+from server.docs import decode, parse_doc
+from server.edits import render_value
+from server.gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
+from server.journal import Journal
+from server.links import LinkIndex, rewrite_links
+from server.paths import PathRefused, normalize_rel
+from server.store import NO_SIGN, Store, StoreError, atomic_write
+from server.validate import new_problems, problems
+from server.writes import Rejected, note_path
+
+from .actions import ActionError
+from .history import FileChange
+
+# ------------------------------------------------------------------------------------------------
+# the vault's files
+
+
+def vault_files(root: Path) -> list[str]:
+    """Every file as Obsidian sees the vault: no dot-folders (.git, .obsidian, .trash)."""
+    out: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel = os.path.relpath(dirpath, root)
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                path = name if rel == "." else f"{rel}/{name}"
+                out.append(unicodedata.normalize("NFC", path.replace(os.sep, "/")))
+    return out
+
+
+def vault_folders(root: Path) -> list[str]:
+    return sorted({posixpath.dirname(f) for f in vault_files(root)} - {""})
+
+
+def _is_note(path: str) -> bool:
+    return path.lower().endswith(".md")
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    try:
+        return (root / rel).read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _texts(root: Path, files: list[str]) -> dict[str, str]:
+    out = {}
+    for f in files:
+        if _is_note(f):
+            data = _read(root, f)
+            if data is not None:
+                out[f] = decode(data)[0]
+    return out
+
+
+def _clean_path(raw: str, what: str) -> str:
+    try:
+        return normalize_rel(raw.strip().rstrip("/"))
+    except PathRefused as exc:
+        raise ActionError(f"{what}: {exc.message}") from None
+
+
+# ------------------------------------------------------------------------------------------------
+# plans (the previews)
+
+
+@dataclass
+class MovePlan:
+    moves: dict[str, str]  # old path -> new path, every file moved
+    edits: dict[str, tuple[str, str]]  # note (its path after the move) -> (text before, after)
+    problems: list[str]  # type rules the move breaks at the new place
+    originals: dict[str, bytes] = field(default_factory=dict)  # what was read, to detect races
+
+    @property
+    def subject(self) -> str:
+        if len(self.moves) == 1:
+            (old, new), = self.moves.items()  # fmt: skip
+            return f"move: {old} → {new}"
+        return f"move: {_common_folder(list(self.moves))}/ → {_common_folder(list(self.moves.values()))}/"
+
+    def changes(self) -> list[FileChange]:
+        """The preview as diffs: each rename, then each note whose links change."""
+        out = []
+        for old, new in self.moves.items():
+            if new not in self.edits:
+                text = decode(self.originals.get(old, b""))[0] if _is_note(old) else ""
+                out.append(FileChange(new, "R", old, text, text))
+        for path, (before, after) in self.edits.items():
+            was = next((o for o, n in self.moves.items() if n == path), None)
+            out.append(FileChange(path, "R" if was else "M", was, before, after))
+        return out
+
+
+def _common_folder(paths: list[str]) -> str:
+    return posixpath.commonpath(paths) if len(paths) > 1 else posixpath.dirname(paths[0])
+
+
+def plan_move(root: Path, source: str, dest: str) -> MovePlan:
+    """What moving `source` (a file or a folder) to `dest` would do. Nothing is written.
+
+    A note moved onto a folder goes inside it under its own name; a note's destination without
+    an extension gets `.md`."""
+    files = vault_files(root)
+    src = _clean_path(source, "the file to move")
+    dst = _clean_path(dest, "the new path")
+    is_folder = (root / src).is_dir()
+    if not is_folder and src not in files:
+        raise ActionError(f"{src} is not a file in the vault")
+    if is_folder:
+        moves = {f: dst + f[len(src) :] for f in files if f.startswith(src + "/")}
+        if not moves:
+            raise ActionError(f"{src}/ holds no files to move")
+        if dst == src or dst.startswith(src + "/"):
+            raise ActionError(f"cannot move {src}/ into itself")
+    else:
+        if (root / dst).is_dir():
+            dst = f"{dst}/{posixpath.basename(src)}"
+        elif _is_note(src) and not posixpath.splitext(dst)[1]:
+            dst += ".md"
+        moves = {src: dst}
+    moves = {o: n for o, n in moves.items() if o != n}
+    if not moves:
+        raise ActionError("the new path is the same as the old one")
+    taken = set(files) - set(moves)
+    for new in moves.values():
+        if new in taken or ((root / new).exists() and new not in moves):
+            raise ActionError(f"{new} exists already; choose another name")
+        parent = posixpath.dirname(new)
+        while parent:
+            if parent in taken:
+                raise ActionError(f"{parent} is a file, so {new} cannot be made under it")
+            parent = posixpath.dirname(parent)
+    texts = _texts(root, files)
+    before = LinkIndex(files)
+    after = LinkIndex([moves.get(f, f) for f in files])
+    edits: dict[str, tuple[str, str]] = {}
+    for path, text in texts.items():
+        new_path = moves.get(path, path)
+        new_text = rewrite_links(text, path, new_path, moves, before, after)
+        if new_text != text:
+            edits[new_path] = (text, new_text)
+    config = _config(root)
+    found: list[str] = []
+    if config is not None:
+        for old, new in moves.items():
+            if not _is_note(old) or old not in texts:
+                continue
+            text = edits.get(new, (texts[old], texts[old]))[1]
+            was = problems(parse_doc(old, texts[old].encode()), config)
+            now = problems(parse_doc(new, text.encode()), config)
+            found += [f"{new}: {p.message} ({p.hint})" for p in new_problems(was, now)[0]]
+    originals = {p: data for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
+                 if (data := _read(root, p)) is not None}  # fmt: skip
+    return MovePlan(moves, edits, found, originals)
+
+
+def _config(root: Path) -> Config | None:
+    try:
+        return load_config(root)
+    except Exception:  # a broken config does not stop the owner from moving files
+        return None
+
+
+@dataclass
+class RemovePlan:
+    path: str
+    backlinks: list[tuple[str, int, str]]  # (note, line number, the link as written)
+    original: bytes
+
+
+def plan_remove(root: Path, path: str) -> RemovePlan:
+    """What deleting `path` would break: every link to it from another note."""
+    rel = _clean_path(path, "the file to delete")
+    data = _read(root, rel)
+    if data is None or not (root / rel).is_file():
+        raise ActionError(f"{rel} is not a file in the vault")
+    files = vault_files(root)
+    texts = _texts(root, files)
+    index = LinkIndex(files)
+    links = []
+    for src, link in index.backlinks(rel, texts):
+        if src == rel:
+            continue
+        text = texts[src]
+        links.append((src, text.count("\n", 0, link.start) + 1, text[link.start : link.end]))
+    return RemovePlan(rel, links, data)
+
+
+@dataclass
+class NewNote:
+    path: str
+    text: str
+
+
+def type_fields(root: Path, type_name: str) -> tuple[list[str], list[str]]:
+    """(required fields, date fields) of a doc type: the form for a new note."""
+    t = _types(root).get(type_name)
+    if t is None:
+        raise ActionError(f"unknown type {type_name!r}")
+    return list(t.required), list(t.dates)
+
+
+def _types(root: Path) -> dict[str, Any]:
+    config = _config(root)
+    return dict(config.types) if config is not None else {}
+
+
+def doc_types(root: Path) -> list[str]:
+    return sorted(_types(root))
+
+
+def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str = "") -> NewNote:
+    """A new note of `type_name`: required fields checked (dates must be dates), its path from
+    the type's folder and filename pattern, frontmatter then a heading."""
+    config = _config(root)
+    if config is None or type_name not in config.types:
+        raise ActionError(f"unknown type {type_name!r}")
+    t = config.types[type_name]
+    values = {k: v.strip() for k, v in fields.items() if v.strip()}
+    missing = [f for f in t.required if f not in values]
+    if missing:
+        raise ActionError(f"fill in {', '.join(missing)}")
+    for f in t.dates:
+        if f in values and as_date(values[f]) is None:
+            raise ActionError(f"{f}: {values[f]!r} is not a date; write it as YYYY-MM-DD")
+    for f, allowed in t.values.items():
+        if f in values and values[f] not in {str(a) for a in allowed}:
+            raise ActionError(
+                f"{f}: {values[f]!r} is not allowed; use one of {', '.join(map(str, allowed))}"
+            )
+    body = f"# {title.strip()}\n" if title.strip() else ""
+    try:
+        path = note_path(config, type_name, {**values, "title": title.strip()}, body)
+    except Rejected as exc:
+        raise ActionError(f"{exc.message} ({exc.hint})") from None
+    if (root / path).exists():
+        raise ActionError(f"{path} exists already; change the fields or the title")
+    head = "---\n" + "\n".join(render_value(k, v) for k, v in values.items()) + "\n---\n"
+    return NewNote(path, head + ("\n" + body if body else ""))
+
+
+# ------------------------------------------------------------------------------------------------
+# applying: lock, snapshot, working tree with an undo log, one commit
+
+
+def _fault_after() -> int | None:
+    """VAULTWATCH_FAULT=action_after:N makes the N+1th file step fail like a full disk would
+    (the failure tests use it: as root, read-only files do not stop a write)."""
+    spec = os.environ.get("VAULTWATCH_FAULT", "")
+    return int(spec.split(":", 1)[1]) if spec.startswith("action_after:") else None
+
+
+class _Tree:
+    """Working-tree changes, each with its undo; `rollback` runs the undos newest first."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.undo: list[Callable[[], None]] = []
+        self.fail_after = _fault_after()
+        self.steps = 0
+
+    def _step(self) -> None:
+        if self.fail_after is not None and self.steps >= self.fail_after:
+            raise OSError(errno.EIO, "injected failure (VAULTWATCH_FAULT)")
+        self.steps += 1
+
+    def move(self, old: str, new: str) -> None:
+        self._step()
+        src, dst = self.root / old, self.root / new
+        made = _missing_parents(dst)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        self.undo.append(lambda: _rmdirs(made))
+        os.link(src, dst)  # unlike rename, fails if `new` appeared since the preview
+        self.undo.append(lambda: os.unlink(dst))
+        os.unlink(src)
+        self.undo.append(lambda: os.link(dst, src))
+
+    def write(self, path: str, data: bytes, old: bytes | None) -> None:
+        self._step()
+        target = self.root / path
+        if old is None:
+            made = _missing_parents(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self.undo.append(lambda: _rmdirs(made))
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            self.undo.append(lambda: os.unlink(target))
+        else:
+            self.undo.append(lambda: atomic_write(target, old))
+        atomic_write(target, data)
+
+    def remove(self, path: str, old: bytes) -> None:
+        self._step()
+        target = self.root / path
+        os.unlink(target)
+        self.undo.append(lambda: atomic_write(target, old))
+
+    def rollback(self) -> None:
+        for undo in reversed(self.undo):
+            with contextlib.suppress(OSError):
+                undo()
+        self.undo.clear()
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    out = []
+    p = path.parent
+    while not p.exists():
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _rmdirs(folders: list[Path]) -> None:
+    for f in folders:  # deepest first
+        with contextlib.suppress(OSError):
+            f.rmdir()
+
+
+def _prune(root: Path, folders: set[str]) -> None:
+    """Remove folders a move or delete emptied (git keeps no empty folders; Obsidian would
+    show them)."""
+    for f in sorted(folders, key=len, reverse=True):
+        while f:
+            try:
+                (root / f).rmdir()
+            except OSError:
+                break
+            f = posixpath.dirname(f)
+
+
+@contextlib.contextmanager
+def _action(root: Path, involved: list[str]) -> Iterator[Store]:
+    store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
+    with write_lock(root):
+        try:
+            store.check_repo()
+            store.snapshot(sorted(p for p in involved if (root / p).is_file()))
+        except (StoreError, GitError) as exc:
+            raise ActionError(str(exc)) from None
+        yield store
+
+
+def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
+    """One commit as the owner of exactly these paths as they are on disk now (a private
+    index: anything else the owner has staged stays out of it)."""
+    index = state_dir(root) / "action.index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        head = git(root, "rev-parse", "HEAD").stdout.decode().strip()
+        branch = git(root, "symbolic-ref", "-q", "HEAD").stdout.decode().strip()
+        git(root, "read-tree", head, env=env)
+        git(root, "add", "-A", "--", *paths, env=env)
+        tree = git(root, "write-tree", env=env).stdout.decode().strip()
+        name, email = human_identity(root)
+        message = f"{subject}\n\nVaultwatch-Action: {action}\n"
+        sha = git(root, *NO_SIGN, "commit-tree", tree, "-p", head, "-F", "-",
+                  env=identity_env(name, email), input=message.encode()).stdout.decode().strip()  # fmt: skip
+        git(root, "update-ref", "-m", f"vaultwatch: {subject}", branch, sha, head)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            index.unlink()
+    # git's own index follows for these paths (the commit stands even if this lags)
+    git(root, "reset", "-q", "--", *paths, check=False)
+    return sha
+
+
+def _unchanged(root: Path, originals: dict[str, bytes]) -> None:
+    for path, data in originals.items():
+        if _read(root, path) != data:
+            raise ActionError(f"{path} changed since the preview; nothing was done. Look again.")
+
+
+def apply_move(root: Path, plan: MovePlan) -> str:
+    """Do the move the plan previewed; returns the commit's sha."""
+    involved = sorted({*plan.moves, *plan.moves.values(), *plan.originals})
+    with _action(root, involved):
+        _unchanged(root, plan.originals)
+        tree = _Tree(root)
+        try:
+            for old, new in plan.moves.items():
+                tree.move(old, new)
+            for path, (before, after) in plan.edits.items():
+                tree.write(path, after.encode(), before.encode())
+            sha = _commit(root, involved, plan.subject, "move")
+        except (OSError, GitError) as exc:
+            tree.rollback()
+            raise ActionError(
+                f"the move failed and was undone, nothing changed: {_why(exc)}"
+            ) from None
+        _prune(root, {posixpath.dirname(o) for o in plan.moves} - {""})
+    return sha
+
+
+def _why(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def apply_remove(root: Path, plan: RemovePlan) -> str:
+    """`git rm` the file as one commit by the owner (revertable like any commit)."""
+    with _action(root, [plan.path]):
+        _unchanged(root, {plan.path: plan.original} if _read(root, plan.path) is not None else {})
+        data = _read(root, plan.path)
+        if data is None:
+            raise ActionError(f"{plan.path} is gone already")
+        tree = _Tree(root)
+        try:
+            tree.remove(plan.path, data)
+            sha = _commit(root, [plan.path], f"remove: {plan.path}", "remove")
+        except (OSError, GitError) as exc:
+            tree.rollback()
+            raise ActionError(f"the delete failed and was undone: {_why(exc)}") from None
+        _prune(root, {posixpath.dirname(plan.path)} - {""})
+    return sha
+
+
+def apply_create(root: Path, note: NewNote) -> str:
+    with _action(root, []):
+        tree = _Tree(root)
+        try:
+            tree.write(note.path, note.text.encode(), None)
+            sha = _commit(root, [note.path], f"create: {note.path}", "create")
+        except FileExistsError:
+            tree.rollback()
+            raise ActionError(f"{note.path} exists already; nothing was written") from None
+        except (OSError, GitError) as exc:
+            tree.rollback()
+            raise ActionError(f"creating {note.path} failed and was undone: {_why(exc)}") from None
+    return sha
