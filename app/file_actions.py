@@ -28,6 +28,7 @@ from server.gitrepo import GitError, git, human_identity, identity_env, state_di
 from server.journal import Journal
 from server.links import LinkIndex, rewrite_links
 from server.paths import PathRefused, normalize_rel
+from server.query import classify
 from server.store import NO_SIGN, Store, StoreError, atomic_write
 from server.validate import new_problems, problems
 from server.writes import Rejected, note_path
@@ -137,7 +138,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
         if dst == src or dst.startswith(src + "/"):
             raise ActionError(f"cannot move {src}/ into itself")
     else:
-        if (root / dst).is_dir():
+        if (root / dst).is_dir() or dest.strip().endswith("/"):  # into a folder, new or not
             dst = f"{dst}/{posixpath.basename(src)}"
         elif _is_note(src) and not posixpath.splitext(dst)[1]:
             dst += ".md"
@@ -170,9 +171,14 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
             if not _is_note(old) or old not in texts:
                 continue
             text = edits.get(new, (texts[old], texts[old]))[1]
-            was = problems(parse_doc(old, texts[old].encode()), config)
-            now = problems(parse_doc(new, text.encode()), config)
+            old_doc, new_doc = parse_doc(old, texts[old].encode()), parse_doc(new, text.encode())
+            was, now = problems(old_doc, config), problems(new_doc, config)
             found += [f"{new}: {p.message} ({p.hint})" for p in new_problems(was, now)[0]]
+            old_type, new_type = classify(old_doc, config).type, classify(new_doc, config).type
+            if old_type and old_type != new_type:
+                folder = config.types[old_type].folder
+                found.append(f"{new}: no longer a {old_type!r} note ({old_type} notes live in {folder}/): "
+                             "lists, context and checks of that type will not see it")  # fmt: skip
     originals = {p: data for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
                  if (data := _read(root, p)) is not None}  # fmt: skip
     return MovePlan(moves, edits, found, originals)
@@ -450,3 +456,26 @@ def apply_create(root: Path, note: NewNote) -> str:
             tree.rollback()
             raise ActionError(f"creating {note.path} failed and was undone: {_why(exc)}") from None
     return sha
+
+
+def suggest_folder(root: Path, path: str) -> str | None:
+    """The folder a note's doc type lives in, when the note is elsewhere: its declared `type`,
+    else the one type whose required fields it all has."""
+    config = _config(root)
+    data = _read(root, path)
+    if config is None or data is None or not _is_note(path):
+        return None
+    fm = parse_doc(path, data).frontmatter
+    declared = fm.get("type")
+    if isinstance(declared, str) and declared in config.types:
+        t = config.types[declared]
+    else:
+        fits = [
+            t
+            for t in config.types.values()
+            if t.required and all(fm.get(f) not in (None, "") for f in t.required)
+        ]
+        if len(fits) != 1:
+            return None
+        t = fits[0]
+    return None if path.startswith(t.folder + "/") else t.folder

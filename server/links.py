@@ -177,7 +177,9 @@ class LinkIndex:
             if hit:
                 return [hit]
             return [f for f in self.files if f.casefold().endswith("/" + want_md)]
-        return list(self._by_name.get(_name_key(target if _has_ext(target) else target + ".md"), []))
+        return list(
+            self._by_name.get(_name_key(target if _has_ext(target) else target + ".md"), [])
+        )
 
     def resolve(self, link: Link, source: str) -> str | None:
         found = self.candidates(link, source)

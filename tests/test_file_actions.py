@@ -51,6 +51,10 @@ def state(root: Path) -> tuple[str, str, dict[str, bytes]]:
 
 
 def test_move_relinks_every_note_in_one_commit_git_sees_as_a_rename(vault: Path) -> None:
+    assert plan_move(vault, "plans/Plan.md", "newfolder/").moves == {
+        "plans/Plan.md": "newfolder/Plan.md"
+    }
+    assert plan_move(vault, "plans/Plan.md", "Roadmap").moves == {"plans/Plan.md": "Roadmap.md"}
     plan = plan_move(vault, "inbox/2026-12-01-mock-one.md", "sessions")
     assert plan.moves == {"inbox/2026-12-01-mock-one.md": "sessions/2026-12-01-mock-one.md"}
     assert sorted(plan.edits) == ["index.md"]  # its own links work from the new folder as they are
@@ -80,6 +84,11 @@ def test_move_relinks_every_note_in_one_commit_git_sees_as_a_rename(vault: Path)
 def test_a_move_that_breaks_a_type_rule_says_so(vault: Path) -> None:
     plan = plan_move(vault, "inbox/2026-12-01-mock-one.md", "sessions/mock.md")
     assert any("does not fit" in p for p in plan.problems)
+    (vault / "sessions/2026-12-02-mock-two.md").write_text(
+        "---\ndate: 2026-12-02\nkind: mock\n---\n# Two\n"
+    )
+    leaving = plan_move(vault, "sessions/2026-12-02-mock-two.md", "archive")
+    assert any("no longer a 'session' note" in p for p in leaving.problems)
 
 
 def test_folder_move(vault: Path) -> None:

@@ -3,6 +3,7 @@ write and server event, and a detail pane with the diff; one-key revert."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 from datetime import datetime
@@ -24,8 +25,20 @@ from .. import settings
 from ..actions import ActionError, RevertConflict, revert
 from ..diffview import render_lines
 from ..feed import Feed, Row
+from ..file_actions import (
+    apply_create,
+    apply_move,
+    apply_remove,
+    doc_types,
+    plan_move,
+    plan_remove,
+    suggest_folder,  # fmt: skip
+    vault_files,
+    vault_folders,
+)
 from ..history import commit_changes
 from ..supervisor import ServerSupervisor, snippets
+from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal, HelpModal
@@ -58,6 +71,9 @@ class Dashboard(App[None]):
         Binding("s", "split", "Split"),
         Binding("plus,equals_sign", "context(1)", "More ctx", show=False),
         Binding("minus", "context(-1)", "Less ctx", show=False),
+        Binding("m", "move_file", "Move"),
+        Binding("n", "new_note", "New"),
+        Binding("x", "delete_file", "Delete"),
         Binding("g", "tags", "Tags"),
         Binding("dollar_sign", "cost", "Cost"),
         Binding("c", "connect", "Connect"),
@@ -69,6 +85,8 @@ class Dashboard(App[None]):
         ("h", "human commits only"), ("e", "conflicts, rejections and errors only"),
         ("/", "filter by path or text (esc clears)"), ("r", "revert the selected AI commit"),
         ("s", "unified / side-by-side diff"), ("+ / -", "more / less diff context"),
+        ("m", "move or rename a file or folder (links rewritten)"), ("n", "new note from a doc type"),
+        ("x", "delete a file (git rm; revertable)"),
         ("g", "tag trends"), ("$", "context cost today"), ("c", "connect a client (copy snippet)"),
         ("ctrl+p", "command palette (themes)"), ("?", "this list"), ("q", "quit"),
     ]  # fmt: skip
@@ -322,14 +340,16 @@ class Dashboard(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "revert":
             row = self._row(self._selected)
-            return True if row is not None and row.commit is not None and row.commit.is_ai else None
+            return True if row is not None and revertable(row) else None
         return True
 
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:
         row = self._row(self._selected)
-        if row is None or row.commit is None or not row.commit.is_ai:
-            self.notify("select an AI commit to revert", severity="warning")
+        if row is None or row.commit is None or not revertable(row):
+            self.notify(
+                "select an AI commit (or a move, create or delete) to revert", severity="warning"
+            )
             return
         c = row.commit
         changes = commit_changes(self.root, c.sha)
@@ -339,9 +359,98 @@ class Dashboard(App[None]):
             return
         await self._do_revert([c.sha])
 
-    async def _do_revert(self, shas: list[str]) -> None:
-        import asyncio
+    # -- the owner's file actions ------------------------------------------------------------------
 
+    def _selected_file(self) -> str:
+        row = self._row(self._selected)
+        for p in row.paths if row else ():
+            if (self.root / p).is_file():
+                return p
+        return ""
+
+    async def _pick(self, title: str, folders: bool) -> str | None:
+        files = await asyncio.to_thread(vault_files, self.root)
+        candidates = files + ([f + "/" for f in vault_folders(self.root)] if folders else [])
+        picked = await self.push_screen_wait(FileFinder(title, candidates, self._selected_file()))
+        return picked.rstrip("/") if picked else None
+
+    @work(exclusive=True, group="files")
+    async def action_move_file(self) -> None:
+        source = await self._pick("Move or rename which file or folder?", folders=True)
+        if not source:
+            return
+        suggested = await asyncio.to_thread(suggest_folder, self.root, source)
+        dest = await self.push_screen_wait(
+            DestinationPrompt(source, vault_folders(self.root), suggested)
+        )
+        if not dest:
+            return
+        try:
+            plan = await asyncio.to_thread(plan_move, self.root, source, dest)
+        except ActionError as exc:
+            self.notify(str(exc), title="cannot move", severity="error", timeout=8)
+            return
+        body = [
+            Content.styled(f"{old}  →  {new}", "bold") for old, new in list(plan.moves.items())[:20]
+        ]
+        if len(plan.moves) > 20:
+            body.append(Content(f"… and {len(plan.moves) - 20} more files"))
+        for p in plan.problems:
+            body.append(Content.styled(f"⚠ {p}", "bold $text-warning"))
+        n = len(plan.edits)
+        body += [Content(""), Content(f"Links change in {n} note{'s' if n != 1 else ''}:" if n else "No links to rewrite."),
+                 Content(""), *render_lines(plan.changes(), context=1)]  # fmt: skip
+        if not await self.push_screen_wait(ConfirmModal(plan.subject, body, yes="Move")):
+            return
+        await self._file_action(apply_move, plan, "moved")
+
+    @work(exclusive=True, group="files")
+    async def action_new_note(self) -> None:
+        types = doc_types(self.root)
+        if not types:
+            self.notify("this vault's config has no doc types to create from", severity="warning")
+            return
+        note = await self.push_screen_wait(NewNoteForm(self.root, types))
+        if note is not None:
+            await self._file_action(apply_create, note, f"created {note.path}")
+
+    @work(exclusive=True, group="files")
+    async def action_delete_file(self) -> None:
+        path = await self._pick("Delete which file?", folders=False)
+        if not path:
+            return
+        try:
+            plan = await asyncio.to_thread(plan_remove, self.root, path)
+        except ActionError as exc:
+            self.notify(str(exc), title="cannot delete", severity="error", timeout=8)
+            return
+        if plan.backlinks:
+            body = [
+                Content.styled(
+                    f"{len(plan.backlinks)} link(s) to it will break:", "bold $text-warning"
+                ),
+                Content(""),
+            ]
+            body += [Content(f"  {src}:{line}  {text}") for src, line, text in plan.backlinks[:200]]
+        else:
+            body = [Content("No note links to it.")]
+        body += [
+            Content(""),
+            Content("git rm, one commit; r on it in the timeline brings it back."),
+        ]
+        if await self.push_screen_wait(ConfirmModal(f"Delete {path}?", body, yes="Delete")):
+            await self._file_action(apply_remove, plan, f"deleted {path}")
+
+    async def _file_action(self, apply: Any, plan: Any, done: str) -> None:
+        try:
+            sha = await asyncio.to_thread(apply, self.root, plan)
+        except ActionError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+            return
+        self.notify(f"{done} ({sha[:8]})", timeout=4)
+        self.poll()
+
+    async def _do_revert(self, shas: list[str]) -> None:
         try:
             sha = await asyncio.to_thread(revert, self.root, shas)
         except RevertConflict as exc:
@@ -379,6 +488,12 @@ def short_path(path: Path, most: int = 32) -> str:
         return text
     parts = Path(text).parts
     return "…/" + "/".join(parts[-2:]) if len(parts) > 2 else text
+
+
+def revertable(row: Row) -> bool:
+    """AI commits, and the owner's own file actions (a delete is undone like any commit)."""
+    c = row.commit
+    return c is not None and (c.is_ai or c.action in ("move", "create", "remove"))
 
 
 def commit_header(row: Row) -> list[Content]:

@@ -1,0 +1,196 @@
+"""Dialogs for the owner's file actions: a fuzzy file finder, the destination of a move (with
+folder completion), and the form for a new note of a doc type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.fuzzy import Matcher
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from ..file_actions import ActionError, NewNote, plan_create, type_fields
+
+MAX_SHOWN = 200
+
+
+def rank(query: str, candidates: list[str]) -> list[str]:
+    """Candidates best first: each word of the query must match (fuzzily, in any order), then
+    the best total score, then shorter paths. An empty query keeps the order."""
+    words = query.split()
+    if not words:
+        return candidates[:MAX_SHOWN]
+    matchers = [Matcher(w) for w in words]
+    scored = []
+    for c in candidates:
+        scores = [m.match(c) for m in matchers]
+        if all(scores):
+            scored.append((-sum(scores), len(c), c))
+    return [c for *_, c in sorted(scored)][:MAX_SHOWN]
+
+
+class FileFinder(ModalScreen[str | None]):
+    """Type part of a path; enter picks the highlighted file (or folder, ending in /)."""
+
+    AUTO_FOCUS = "#find"
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"),
+                Binding("down", "cursor(1)", show=False), Binding("up", "cursor(-1)", show=False)]  # fmt: skip
+
+    def __init__(self, title: str, candidates: list[str], query: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.candidates = candidates
+        self.query_text = query
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
+            yield Input(self.query_text, placeholder="part of a path (fuzzy)", id="find")
+            yield OptionList(id="matches")
+            yield Static(Content("enter picks · ↑/↓ move · esc cancels"), classes="hint")
+
+    def on_mount(self) -> None:
+        self._refresh(self.query_text)
+
+    @on(Input.Changed, "#find")
+    def _changed(self, event: Input.Changed) -> None:
+        self._refresh(event.value)
+
+    def _refresh(self, query: str) -> None:
+        ol = self.query_one("#matches", OptionList)
+        ol.clear_options()
+        ol.add_options([Option(Content(c), id=c) for c in rank(query, self.candidates)])
+        if ol.option_count:
+            ol.highlighted = 0
+
+    def action_cursor(self, delta: int) -> None:
+        ol = self.query_one("#matches", OptionList)
+        if ol.option_count:
+            ol.highlighted = max(0, min(ol.option_count - 1, (ol.highlighted or 0) + delta))
+
+    @on(Input.Submitted, "#find")
+    def _submitted(self) -> None:
+        ol = self.query_one("#matches", OptionList)
+        if ol.highlighted is not None and ol.option_count:
+            self.dismiss(ol.get_option_at_index(ol.highlighted).id)
+
+    @on(OptionList.OptionSelected, "#matches")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+
+class DestinationPrompt(ModalScreen[str | None]):
+    """Where to move a file or folder: the path, with folder completion (→ accepts)."""
+
+    AUTO_FOCUS = "#dest"
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, source: str, folders: list[str], suggested: str | None) -> None:
+        super().__init__()
+        self.source = source
+        self.folders = folders
+        self.suggested = suggested
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content.styled(f"Move {self.source} to", "bold"), id="dialog-title")
+            yield Input(self.source, id="dest",
+                        suggester=SuggestFromList([f + "/" for f in self.folders], case_sensitive=False))  # fmt: skip
+            if self.suggested:
+                yield Static(Content(f"its doc type lives in {self.suggested}/ (a path ending in / keeps the file's name)"),
+                             classes="hint")  # fmt: skip
+            yield Static(Content("→ completes a folder · enter previews (nothing is written yet) · esc cancels"),
+                         classes="hint")  # fmt: skip
+
+    @on(Input.Submitted, "#dest")
+    def _submitted(self, event: Input.Submitted) -> None:
+        value = event.value.strip()
+        if value and value != self.source:
+            self.dismiss(value)
+
+
+class NewNoteForm(ModalScreen[NewNote | None]):
+    """Pick a doc type, fill its required fields (dates checked), ctrl+s or enter creates."""
+
+    AUTO_FOCUS = "#type"
+
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"), Binding("ctrl+s", "create", "Create")]
+
+    def __init__(self, root: Path, types: list[str]) -> None:
+        super().__init__()
+        self.root = root
+        self.types = types
+        self.fields: list[str] = []
+        self.built: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content.styled("New note", "bold"), id="dialog-title")
+            yield Select([(t, t) for t in self.types], prompt="doc type", id="type",
+                         value=self.types[0] if self.types else Select.NULL)  # fmt: skip
+            yield VerticalScroll(id="form")
+            yield Static(id="form-error")
+            yield Static(Content("tab moves · enter on the last field or ctrl+s creates · esc cancels"),
+                         classes="hint")  # fmt: skip
+
+    async def on_mount(self) -> None:
+        if self.types:
+            await self._build(self.types[0])
+
+    @on(Select.Changed, "#type")
+    async def _type(self, event: Select.Changed) -> None:
+        if isinstance(event.value, str):
+            await self._build(event.value)
+
+    async def _build(self, type_name: str) -> None:
+        if type_name == self.built:
+            return
+        self.built = type_name
+        required, dates = type_fields(self.root, type_name)
+        self.fields = required
+        form = self.query_one("#form", VerticalScroll)
+        await form.remove_children()
+        widgets: list[Label | Input] = [
+            Label("title"),
+            Input(placeholder="the note's heading (and slug)", id="f-title"),
+        ]
+        for f in self.fields:
+            widgets += [
+                Label(f),
+                Input(placeholder="YYYY-MM-DD" if f in dates else "", id=f"f-{f}"),
+            ]
+        await form.mount_all(widgets)
+        self.query_one("#form-error", Static).update("")
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        inputs = list(self.query("#form Input").results(Input))
+        if inputs and event.input is inputs[-1]:
+            self.action_create()
+        else:
+            self.focus_next()
+
+    def action_create(self) -> None:
+        t = self.query_one("#type", Select).value
+        if not isinstance(t, str):
+            self.query_one("#form-error", Static).update(
+                Content.styled("pick a doc type", "$text-error")
+            )
+            return
+        values = {f: self.query_one(f"#f-{f}", Input).value for f in self.fields}
+        title = self.query_one("#f-title", Input).value
+        try:
+            note = plan_create(self.root, t, values, title)
+        except ActionError as exc:
+            self.query_one("#form-error", Static).update(Content.styled(str(exc), "$text-error"))
+            return
+        self.dismiss(note)

@@ -1,0 +1,144 @@
+"""The owner's file actions from the keyboard, under Pilot on real repos: move with the preview
+of link edits, new note from a type's form, delete with its backlinks, and revert of that
+delete from the timeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.ui.dashboard import Dashboard
+from app.ui.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm, rank
+from app.ui.lines import LinesView
+from app.ui.modals import ConfirmModal
+from app.ui.timeline import Timeline
+
+from .conftest import git
+from .test_dashboard import until
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = """types:
+  session:
+    folder: sessions
+    filename: "{date}-{slug}.md"
+    required: [date, kind]
+    dates: [date]
+"""
+
+
+@pytest.fixture
+def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return make_vault({
+        "vault.config.yaml": CONFIG,
+        "inbox/2026-12-01-mock.md": "---\ndate: 2026-12-01\nkind: mock\n---\n# Mock\n",
+        "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
+    })  # fmt: skip
+
+
+async def screen_is(pilot: Any, kind: type) -> None:
+    await until(pilot, lambda: isinstance(pilot.app.screen, kind))
+
+
+def on_top(app: Dashboard) -> Callable[[], bool]:
+    return lambda: len(app.screen_stack) == 1
+
+
+def test_the_finder_ranks_fuzzy_matches_best_first() -> None:
+    files = ["inbox/2026-12-01-mock.md", "index.md", "sessions/mock-interview.md"]
+    assert rank("interview", files) == ["sessions/mock-interview.md"]
+    assert rank("inbox mock", files) == ["inbox/2026-12-01-mock.md"]
+    assert rank("", files) == files
+
+
+async def test_move_from_the_keyboard_previews_then_commits(vault: Path) -> None:
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(app.feed.rows))
+        await pilot.press("m")
+        await screen_is(pilot, FileFinder)
+        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await screen_is(pilot, DestinationPrompt)
+        prompt = app.screen
+        assert isinstance(prompt, DestinationPrompt) and prompt.suggested == "sessions"
+        await pilot.press("ctrl+u", *"sessions/", "enter")
+        await screen_is(pilot, ConfirmModal)
+        preview = app.screen.query_one("#dialog-body", LinesView).plain
+        assert "inbox/2026-12-01-mock.md  →  sessions/2026-12-01-mock.md" in preview
+        assert (
+            "Links change in 1 note" in preview
+            and "+ - [m](sessions/2026-12-01-mock.md)" in preview
+        )
+        await pilot.press("y")
+        await until(pilot, lambda: any(r.kind == "move" for r in app.visible_rows()))
+    assert (vault / "sessions/2026-12-01-mock.md").exists() and not (vault / "inbox").exists()
+    assert "[m](sessions/2026-12-01-mock.md)" in (vault / "index.md").read_text()
+
+
+async def test_move_refused_and_cancelled_changes_nothing(vault: Path) -> None:
+    head = git(vault, "rev-parse", "HEAD")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("m")
+        await screen_is(pilot, FileFinder)
+        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await screen_is(pilot, DestinationPrompt)
+        await pilot.press("ctrl+u", *"index.md", "enter")  # taken
+        await until(pilot, on_top(app))
+        await pilot.press("m")
+        await screen_is(pilot, FileFinder)
+        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await screen_is(pilot, DestinationPrompt)
+        await pilot.press("ctrl+u", *"sessions/", "enter")
+        await screen_is(pilot, ConfirmModal)
+        await pilot.press("n")
+        await until(pilot, on_top(app))
+    assert git(vault, "rev-parse", "HEAD") == head and git(vault, "status", "--porcelain") == ""
+
+
+async def test_new_note_form_checks_dates_then_creates(vault: Path) -> None:
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await screen_is(pilot, NewNoteForm)
+        form = app.screen
+        form.query_one("#f-title").value = "Second mock"  # type: ignore[attr-defined]
+        form.query_one("#f-date").value = "2026-02-30"  # type: ignore[attr-defined]
+        form.query_one("#f-kind").value = "mock"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, NewNoteForm)
+        assert "not a date" in str(app.screen.query_one("#form-error").render())
+        form.query_one("#f-date").value = "2026-12-02"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: any(r.kind == "create" for r in app.visible_rows()))
+    assert (
+        (vault / "sessions/2026-12-02-second-mock.md")
+        .read_text()
+        .startswith("---\ndate: 2026-12-02\nkind: mock\n")
+    )
+
+
+async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -> None:
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("x")
+        await screen_is(pilot, FileFinder)
+        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await screen_is(pilot, ConfirmModal)
+        body = app.screen.query_one("#dialog-body", LinesView).plain
+        assert "2 link(s) to it will break" in body and "index.md:1  [[2026-12-01-mock]]" in body
+        await pilot.press("y")
+        await until(pilot, lambda: any(r.kind == "remove" for r in app.visible_rows()))
+        assert not (vault / "inbox/2026-12-01-mock.md").exists()
+        t = app.query_one("#timeline", Timeline)
+        t.move_to(next(i for i, r in enumerate(t.rows) if r.kind == "remove"))
+        await pilot.pause(0.1)
+        await pilot.press("r")
+        await screen_is(pilot, ConfirmModal)
+        await pilot.press("y")
+        await until(pilot, lambda: (vault / "inbox/2026-12-01-mock.md").exists())
