@@ -44,7 +44,7 @@ class ServerSupervisor:
 
     def start(self, timeout: float = 60) -> str:
         cmd = [self.python, "-m", "server.cli", "--vault", str(self.root), "--http",
-               f"127.0.0.1:{self.port}"]  # fmt: skip
+               f"127.0.0.1:{self.port}", "--exit-with-parent"]  # fmt: skip
         # its own process group, so stopping it also stops anything it started
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip

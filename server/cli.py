@@ -13,6 +13,8 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,19 @@ def make_demo_vault() -> Path:
     return dest
 
 
+def _watch_parent() -> None:
+    """A dashboard killed outright (its terminal closed, SIGKILL) cannot stop its server child:
+    the child notices it was orphaned and stops itself, the same way SIGTERM would."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="vaultwatch-server",
@@ -85,11 +100,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --http bind")
     ap.add_argument("--read-only", action="store_true", help="leave the write tools out")
     ap.add_argument("--demo", action="store_true", help="serve a fresh copy of example_vault")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="stop when the process that started this one is gone (the dashboard)")  # fmt: skip
     ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
     return ap
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["eval"]:
+        from .evaluate import main as eval_main
+
+        eval_main(argv[1:])
+        return
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="vaultwatch-server: %(message)s"
@@ -128,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    if args.exit_with_parent:
+        _watch_parent()
     reason = "exit"
     try:
         if bind is None:

@@ -79,6 +79,19 @@ class Limits:
     batch_ops: int = 200
 
 
+@dataclass(frozen=True)
+class SemanticConfig:
+    """`semantic:` in the config: recall's embedding model and where its vectors live."""
+
+    enabled: bool = True
+    model: str = "use-multilingual-v3"
+    backend: str = "sqlite"  # or "qdrant"
+    url: str | None = None  # qdrant server
+    path: str | None = None  # qdrant local mode folder (relative to .git/vaultwatch)
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    collection: str | None = None  # default: one per vault, from its folder name
+
+
 DEFAULT_CONTEXT = (
     ContextItem(kind="rules", title="Rules"),
     ContextItem(kind="recent", title="Recently changed", count=10),
@@ -96,6 +109,7 @@ class Config:
     types: dict[str, DocType] = field(default_factory=dict)
     context: tuple[ContextItem, ...] = DEFAULT_CONTEXT
     limits: Limits = Limits()
+    semantic: SemanticConfig = SemanticConfig()
     extensions: tuple[str, ...] = (".md",)
     http_port: int | None = None
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
@@ -188,6 +202,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         "types",
         "context",
         "limits",
+        "semantic",
         "extensions",
         "http",
     }
@@ -292,6 +307,35 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         )
         if out["limits"].result_chars < 2_000:
             p.fail("limits.result_chars must be at least 2000", "limits", "result_chars")
+
+    sem = p.mapping(data.get("semantic"), "semantic")
+    if sem:
+        allowed = {"enabled", "model", "backend", "url", "path", "api_key_env", "collection"}
+        for key in sem:
+            if key not in allowed:
+                p.fail(
+                    f"unknown key {key!r}; known keys: {', '.join(sorted(allowed))}",
+                    "semantic",
+                    key,
+                )
+        backend = sem.get("backend", "sqlite")
+        if backend not in ("sqlite", "qdrant"):
+            p.fail("semantic.backend must be sqlite (the default) or qdrant", "semantic", "backend")
+            backend = "sqlite"
+        if backend == "qdrant" and not (sem.get("url") or sem.get("path")):
+            p.fail("semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
+                   "semantic", "backend")  # fmt: skip
+            backend = "sqlite"
+        strings = {k: sem.get(k) for k in ("model", "url", "path", "api_key_env", "collection")}
+        for k, v in strings.items():
+            if v is not None and not isinstance(v, str):
+                p.fail(f"semantic.{k} must be text", "semantic", k)
+                strings[k] = None
+        out["semantic"] = SemanticConfig(
+            enabled=sem.get("enabled", True) is not False, model=strings["model"] or "use-multilingual-v3",
+            backend=backend, url=strings["url"], path=strings["path"],
+            api_key_env=strings["api_key_env"], collection=strings["collection"],
+        )  # fmt: skip
 
     http = p.mapping(data.get("http"), "http")
     if http:

@@ -31,6 +31,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "error": ("tool", "message"),
     "config_reloaded": ("ok", "file", "errors"),
     "recovered": ("paths", "message"),
+    "semantic_progress": ("model", "indexed", "total"),
 }
 
 MAX_DIFF_BYTES = 8 * 1024

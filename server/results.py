@@ -94,6 +94,32 @@ class SearchResult(BaseModel):
     hint: str | None = None
 
 
+class RecallHit(BaseModel):
+    path: str
+    title: str
+    type: str | None = None
+    modified: str
+    hash: str
+    score: float = Field(description="0-1, higher means closer in meaning")
+    section: str | None = Field(None, description="the best-matching section's heading path")
+    snippet: str = Field(description="the start of that section (or of the note)")
+
+
+class RecallResult(BaseModel):
+    ready: bool = Field(description="false while the vault is still being indexed")
+    model: str | None = None
+    indexed: int | None = None
+    total: int | None = None
+    hits: list[RecallHit]
+    hint: str | None = None
+
+
+class Similar(BaseModel):
+    path: str
+    title: str
+    score: float
+
+
 class WriteOut(BaseModel):
     path: str = Field(description="where the note is (create_doc: where it landed)")
     hash: str | None = Field(None, description="the note's new hash")
@@ -103,6 +129,9 @@ class WriteOut(BaseModel):
     note: str | None = None
     warnings: list[str] | None = Field(None, description="problems that were already there")
     diff: str | None = Field(None, description="what changed (cut when long)")
+    similar: list[Similar] | None = Field(
+        None, description="existing notes that mean nearly the same: update one of them instead"
+    )
 
 
 class BatchItem(BaseModel):
@@ -117,3 +146,4 @@ class BatchOut(BaseModel):
     noop: bool | None = None
     warnings: dict[str, list[str]] | None = None
     diff: str | None = None
+    similar: list[Similar] | None = None

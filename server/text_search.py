@@ -10,7 +10,7 @@ from .search_query import SearchError, fts_expression, parse, snippets
 from .vault import Vault
 
 
-def _keep(e: Entry, types: list[str], folders: list[str], tags: list[str]) -> bool:
+def keep_entry(e: Entry, types: list[str], folders: list[str], tags: list[str]) -> bool:
     if types and e.type not in types:
         return False
     if folders and not any(e.doc.path.startswith(f.strip("/") + "/") or e.doc.path.startswith(f)
@@ -53,7 +53,7 @@ def search_text(
     filtered = bool(types or folders or want_tags)
     if expr is None:  # filters only: newest first
         ranked = sorted(
-            (e for e in entries.values() if _keep(e, types, folders, want_tags)),
+            (e for e in entries.values() if keep_entry(e, types, folders, want_tags)),
             key=lambda e: -e.doc.mtime_ns,
         )
         total = len(ranked)
@@ -71,7 +71,7 @@ def search_text(
         ordered = [*in_title, *(h for h in body if h.path not in title_paths)]
         ranked = [
             e for h in ordered
-            if (e := entries.get(h.path)) is not None and _keep(e, types, folders, want_tags)
+            if (e := entries.get(h.path)) is not None and keep_entry(e, types, folders, want_tags)
         ]  # fmt: skip
         if filtered:
             total = len(ranked)

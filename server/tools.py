@@ -34,12 +34,15 @@ from .query import (
     tag_stats,
 )
 from .reading import ReadError, read_slice
+from .recall import recall as run_recall
+from .recall import similar_notes
 from .results import (
     BatchOut,
     ContextResult,
     ListDocsResult,
     ListTagsResult,
     ReadDocResult,
+    RecallResult,
     SearchResult,
     WriteOut,
 )
@@ -52,7 +55,8 @@ log = logging.getLogger("vaultwatch.tools")
 INSTRUCTIONS = """\
 vaultwatch: the owner's markdown notes vault (Obsidian), kept in git. It is your memory across \
 conversations. Start with get_context. Find notes with list_docs (by type, folder, tags, \
-frontmatter fields, dates) or search_text (words in the text), then read_doc. Paths are relative \
+frontmatter fields, dates), search_text (words in the text) or recall (by meaning, any \
+language), then read_doc. Paths are relative \
 to the vault root, e.g. 'sessions/2026-10-02-mock.md'. Every read returns the note's hash. \
 Each write is one git commit the owner can review and revert: use the smallest tool that fits \
 (append_section, edit_text, update_frontmatter, create_doc); replace_doc needs the hash of your \
@@ -161,6 +165,11 @@ class ToolKit:
             }  # fmt: skip
         else:
             data = result_for(res)
+        if res.commit is not None:
+            self.vault.semantic_after_write(res.paths)
+            created = [o.path for o in res.outcomes if o.created]
+            if created and tool in ("create_doc", "batch"):
+                data["similar"] = similar_notes(self.vault, created) or None
         if res.commit is None:
             return self.result(ctx, tool, data, res.paths, kind="noop")
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
@@ -173,6 +182,8 @@ class ToolKit:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 ctx = kwargs.get("ctx")
                 try:
+                    # the first tool call comes after the handshake: only then start embedding
+                    self.vault.start_semantic()
                     return fn(*args, **kwargs)
                 except (VaultError, QueryError, ReadError) as exc:
                     message = getattr(exc, "message", None) or str(exc)
@@ -388,7 +399,32 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
                          cursor=cursor)  # fmt: skip
         return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
 
-    _ = (get_context, list_docs, list_tags, read_doc, search_text)
+    @tool(mcp, title="Recall notes by meaning", annotations=READ)
+    @kit.guard("recall")
+    def recall(
+        ctx: Context,
+        query: Annotated[
+            str | None,
+            Field(
+                description="what the note is about, in any language (an English question "
+                "finds a Chinese note); -word excludes; tag:x type:x path:folder/ filter"
+            ),
+        ] = None,
+        path: Annotated[
+            str | None, Field(description="find notes related to this note instead")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=30)] = 8,
+        type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
+        folder: Annotated[str | None, Field(description="only notes under this folder")] = None,
+    ) -> RecallResult:
+        """Find notes by meaning, not wording: paraphrases, other languages, related ideas.
+        Each hit has its score and best-matching section. Use search_text for exact words,
+        names and codes (recall does not replace it). While the vault is still being indexed,
+        ready is false and the hint says how far it is: call again shortly."""
+        res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
+        return kit.result(ctx, "recall", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
+
+    _ = (get_context, list_docs, list_tags, read_doc, search_text, recall)
 
 
 def _write_annotations(idempotent: bool) -> ToolAnnotations:
@@ -429,7 +465,9 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     ) -> WriteOut:
         """Create a note as one commit. Folders are made as needed; the result says where it
         landed. If the folder already has a note with the same title, nothing is written and
-        that note's path and hash come back with created=false: update it instead."""
+        that note's path and hash come back with created=false: update it instead. The result
+        lists up to 3 existing notes that mean nearly the same (similar): next time, prefer
+        updating one of those."""
         args = {"type": type, "path": path, "fields": fields, "body": body, "tags": tags}
         return kit.write(ctx, "create_doc", [("create_doc", args)])  # type: ignore[return-value]
 
@@ -524,7 +562,8 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         ] = None,
     ) -> BatchOut:
         """Up to 200 writes checked together and applied all-or-nothing as one commit. Every
-        problem is reported at once; if any operation fails, nothing is written."""
+        problem is reported at once; if any operation fails, nothing is written. Created notes
+        that mean nearly the same as existing ones are listed in similar."""
         limit = vault.config.limits.batch_ops
         if not ops:
             raise ToolError("ops is empty: give at least one operation")

@@ -7,19 +7,25 @@ a message written for whoever called (the MCP layer passes them to the model as 
 from __future__ import annotations
 
 import difflib
+import logging
+import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .config import Config, ConfigProblem, ConfigStore
-from .docs import DocIndex, ReadResult, read_note
+from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import state_dir
 from .journal import Journal
 from .paths import PathPolicy, PathRefused, VaultPath
 from .query import Entry, classify
 from .search import SearchIndex
+from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
+
+log = logging.getLogger("vaultwatch.vault")
 
 
 class VaultError(Exception):
@@ -45,6 +51,9 @@ class Vault:
         self.index = DocIndex(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
+        self._semantic: SemanticIndex | None = None
+        self._semantic_key: Any = None
+        self._semantic_lock = threading.Lock()
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -123,9 +132,96 @@ class Vault:
                              gen, only=None if changed is None else changed)  # fmt: skip
         return entries
 
+    # -- meaning (recall) ------------------------------------------------------------------------
+
+    def semantic(self) -> SemanticIndex | None:
+        """The embedding index the config asks for (None: recall is off). A different model or
+        backend configured means a different index, never mixed vectors."""
+        sc = self.config.semantic
+        if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
+            return None
+        key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
+        with self._semantic_lock:
+            if self._semantic is None or self._semantic_key != key:
+                if self._semantic is not None:
+                    self._semantic.close()
+                embedder = make_embedder(sc.model)
+                store: SqliteVectors | QdrantVectors
+                if sc.backend == "qdrant":
+                    store = qdrant = QdrantVectors(
+                        sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
+                        embedder.name, embedder.dim, url=sc.url,
+                        path=str(self.state / sc.path) if sc.path else None,
+                        api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
+                    )  # fmt: skip
+                    self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
+                else:
+                    store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
+                self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
+                self._semantic_key = key
+            return self._semantic
+
+    def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
+        """Switching to Qdrant copies the vectors this machine already has (same model), so
+        nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
+        if store.load():
+            return
+        local = SqliteVectors(self.state / "index.sqlite", model, dim)
+        try:
+            have = local.load()
+        finally:
+            local.close()
+        if have:
+            entries = self.entries()
+            for n in have.values():
+                if n.path in entries:
+                    n.meta = self.note_meta(entries[n.path].doc)
+            store.put([n for n in have.values() if n.path in entries])
+
+    def _semantic_progress(self, indexed: int, total: int) -> None:
+        self.journal.append("semantic_progress", model=self.config.semantic.model,
+                            indexed=indexed, total=total)  # fmt: skip
+
+    def note_meta(self, doc: Doc) -> dict[str, Any]:
+        e = self.entries().get(doc.path)
+        return {"title": doc.title, "type": e.type if e else None, "tags": list(doc.tags),
+                "date": e.day.isoformat() if e and e.day else None}  # fmt: skip
+
+    def start_semantic(self) -> None:
+        """Embed the vault in the background (called on the first tool call, so never before
+        the MCP handshake: clients give a server 30-60 s to start)."""
+        sem = self.semantic()
+        if sem is None or sem.ready or (sem._thread is not None and sem._thread.is_alive()):
+            return
+
+        docs = {p: e.doc for p, e in self.entries().items()}
+        sem.total = len(docs)  # so a recall right now can say "0 of N", not "0 of 0"
+
+        def run() -> None:
+            try:
+                sem.reconcile(docs, self.note_meta)
+                sem.ready = True
+                self._semantic_progress(sem.indexed, sem.total)
+            except Exception as exc:  # the notes are fine; recall says what broke
+                sem.error = f"{type(exc).__name__}: {exc}"
+                log.exception("semantic indexing failed")
+
+        sem._thread = threading.Thread(target=run, name="semantic-index", daemon=True)
+        sem._thread.start()
+
+    def semantic_after_write(self, paths: list[str]) -> None:
+        """Written means findable by meaning too: embed the written notes before returning."""
+        sem = self.semantic()
+        if sem is None:
+            return
+        docs = {p: e.doc for p, e in self.entries().items()}
+        sem.reconcile(docs, self.note_meta, only=paths)
+
     def close(self) -> None:
         self.index.close()
         self.search.close()
+        if self._semantic is not None:
+            self._semantic.close()
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:

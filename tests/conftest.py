@@ -37,6 +37,16 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "owner@example.test")
 
 
+@pytest.fixture(autouse=True)
+def _semantic_only_where_asked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Embedding every temp vault in the background would make each test load a 150 MB model
+    # and race its own teardown; tests marked `semantic` run recall for real.
+    if request.node.get_closest_marker("semantic") is None:
+        monkeypatch.setenv("VAULTWATCH_SEMANTIC", "off")
+
+
 def write_files(root: Path, files: dict[str, str | bytes]) -> None:
     for rel, content in files.items():
         p = root / rel

@@ -82,3 +82,38 @@ async def test_desktop_snippet_starts_a_stdio_server_on_the_same_vault(make_vaul
     async with Client(params) as c:
         res = await c.call_tool("read_doc", {"path": "a.md"})
         assert not res.is_error and res.structured_content["content"] == "# A\n"
+
+
+def test_a_dashboard_killed_outright_leaves_no_server_behind(
+    make_vault: Any, tmp_path: Path
+) -> None:
+    """SIGKILL gives the dashboard no chance to stop its child: the child stops itself."""
+    import subprocess
+    import sys
+
+    root = make_vault({"a.md": "# A\n"})
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; from app.supervisor import ServerSupervisor\n"
+        f"s = ServerSupervisor(Path({str(root)!r})); s.start()\n"
+        f"Path({str(pid_file)!r}).write_text(str(s.proc.pid)); time.sleep(600)\n")])  # fmt: skip
+    try:
+        for _ in range(600):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        child = int(pid_file.read_text())
+        os.kill(child, 0)  # serving
+        parent.kill()
+        parent.wait(10)
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError("the server outlived the dashboard that started it")
+    finally:
+        parent.kill()

@@ -22,7 +22,7 @@ from .test_transports import HttpServer
 
 pytestmark = pytest.mark.slow
 SERVER = str(Path(sys.executable).parent / "vaultwatch-server")
-ALL_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "create_doc",
+ALL_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall", "create_doc",
              "append_section", "edit_text", "update_frontmatter", "replace_doc", "batch"}  # fmt: skip
 
 

@@ -369,10 +369,10 @@ async def test_written_means_searchable_and_listed(connect: Any, vault: Path) ->
 async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) -> None:
     async with connect(vault, read_only=True) as s:
         names = {t.name for t in (await s.client.list_tools()).tools}
-    assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text"}
+    assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"}
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert len(tools) == 11
+    assert len(tools) == 12
     assert all(t.annotations.read_only_hint is False for n, t in tools.items()
                if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text"))  # fmt: skip
     assert all(t.annotations.destructive_hint is False for t in tools.values())

@@ -207,6 +207,14 @@ class Dashboard(App[None]):
                   if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
                   and e.get("client") not in (None, "human", "unknown")}  # fmt: skip
         parts.append(Content(f"  clients: {', '.join(sorted(recent)) or 'none yet'}"))
+        progress = next(
+            (e for e in reversed(self.feed.events[-2000:]) if e.get("kind") == "semantic_progress"),
+            None,
+        )
+        if progress is not None:
+            done, total = int(progress.get("indexed", 0)), int(progress.get("total", 0))
+            parts.append(Content(f"  recall: ready ({total:,} notes)") if done >= total else
+                         Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning"))  # fmt: skip
         try:
             cfg = load_config(self.root)
             if cfg.source:

@@ -1,0 +1,131 @@
+"""recall: notes ranked by meaning (a query, or the note at `path`), filtered like search_text.
+No MCP here."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .docs import decode
+from .query import QueryError
+from .search_query import SearchError, parse, term_regex
+from .semantic import SemanticIndex
+from .text_search import keep_entry
+from .vault import Vault
+
+READY_WAIT_S = 3.0  # a small vault is embedded in about this long: wait instead of saying "later"
+
+
+def _wait_ready(sem: SemanticIndex) -> None:
+    deadline = time.monotonic() + READY_WAIT_S
+    while not sem.ready and sem.error is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _query_text(query: str) -> str:
+    """What to embed: the words, without filters and exclusions."""
+    words = []
+    for part in query.split():
+        if part.startswith("-") or part.split(":", 1)[0] in ("tag", "type", "path"):
+            continue
+        words.append(part.strip('"'))
+    return " ".join(words)
+
+
+def recall(vault: Vault, query: str | None = None, *, path: str | None = None, limit: int = 8,
+           type: str | None = None, folder: str | None = None) -> dict[str, Any]:  # fmt: skip
+    sem = vault.semantic()
+    if sem is None:
+        raise QueryError("recall is off in this vault (semantic.enabled: false in its config); "
+                         "use search_text")  # fmt: skip
+    if not query and not path:
+        raise QueryError("give query= (what the note is about, any language) or path= (a note "
+                         "to find related notes for)")  # fmt: skip
+    cfg = vault.config
+    pq = None
+    if query:
+        try:
+            pq = parse(query)
+        except SearchError as exc:
+            raise QueryError(str(exc)) from exc
+    types = [t for t in [type, *(pq.types if pq else [])] if t]
+    for t in types:
+        if t not in cfg.types:
+            raise QueryError(
+                f"unknown type {t!r}; types in this vault: {', '.join(sorted(cfg.types)) or 'none'}"
+            )
+    folders = [f for f in [folder, *(pq.paths if pq else [])] if f]
+    tags = list(pq.tags) if pq else []
+    negated = [term_regex(t) for t in (pq.terms if pq else []) if t.negated]
+
+    vault.start_semantic()
+    _wait_ready(sem)
+    if sem.error:
+        raise QueryError(f"the meaning index could not be built ({sem.error}); use search_text "
+                         "and tell the owner")  # fmt: skip
+    if not sem.ready:
+        return {"ready": False, "indexed": sem.indexed, "total": sem.total, "hits": [],
+                "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
+                        "in a few seconds, or use search_text meanwhile"}  # fmt: skip
+    entries = vault.entries()
+    docs = {p: e.doc for p, e in entries.items()}
+    sem.reconcile(docs, vault.note_meta)  # an edit made in Obsidian since: embedded now
+
+    exclude: set[str] = set()
+    if path:
+        rel = vault.resolve(path).rel
+        if rel not in entries:
+            raise QueryError(f"{rel!r} is not a note recall can see")
+        vec = sem.whole_vector(rel)
+        if vec is None:
+            raise QueryError(f"{rel!r} has no text to compare")
+        exclude.add(rel)
+    else:
+        text = _query_text(query or "")
+        if not text:
+            raise QueryError("the query has only filters or exclusions: add words that say what "
+                             "the note is about")  # fmt: skip
+        vec = sem.encode_query(text)
+
+    def keep(p: str) -> bool:
+        e = entries.get(p)
+        if e is None or not keep_entry(e, types, folders, tags):
+            return False
+        if negated:
+            try:
+                body, _ = decode((vault.root / e.doc.disk).read_bytes())
+            except OSError:
+                return False
+            if any(rx.search(body) for rx in negated):
+                return False
+        return True
+
+    hits = []
+    for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
+        e = entries[m.path]
+        hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
+                     "modified": e.doc.mtime.isoformat(timespec="seconds"), "hash": e.doc.hash,
+                     "score": round(m.score, 3), "section": m.heading, "snippet": m.excerpt})  # fmt: skip
+    out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
+    if not hits:
+        out["hint"] = "no note passed the filters; drop a filter, or try search_text"
+    return out
+
+
+def similar_notes(vault: Vault, paths: list[str]) -> list[dict[str, Any]]:
+    """Up to 3 existing notes that mean nearly the same as the notes just created."""
+    sem = vault.semantic()
+    if sem is None:
+        return []
+    vault.start_semantic()
+    _wait_ready(sem)  # compare with the whole vault, not the part embedded so far
+    entries = vault.entries()
+    seen: set[str] = set(paths)
+    out: list[dict[str, Any]] = []
+    for p in paths:
+        for m in sem.similar(p, lambda q: q in entries and q not in seen):
+            seen.add(m.path)
+            out.append(
+                {"path": m.path, "title": entries[m.path].doc.title, "score": round(m.score, 3)}
+            )
+    return sorted(out, key=lambda x: -x["score"])[:3]

