@@ -127,7 +127,8 @@ class Feed:
         with self._lock:
             changed = False
             new = self.reader.poll()
-            if new:
+            if new:  # any event: the header (clients, recall progress) and cost screen use them
+                changed = True
                 start = len(self.events)
                 self.events.extend(new)
                 for i, e in enumerate(new, start):

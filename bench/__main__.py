@@ -24,7 +24,7 @@ from server.query import Filters, select, sort_entries, summarize
 from server.tools import build_server
 from server.vault import Vault
 
-from . import dashboard_bench, search_bench, write_bench
+from . import dashboard_bench, search_bench, semantic_bench, write_bench
 from .generate import generate
 from .stats import ms, pct
 
@@ -151,7 +151,9 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--json", action="store_true")
     ap.add_argument(
-        "--only", default="read,search,write", help="comma list of: read, search, write"
+        "--only",
+        default="read,search,write",
+        help="comma list of: read, search, write, semantic, dashboard",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -164,6 +166,14 @@ def main() -> None:
             print(f"\nsearch_text, {n} notes")
             r.update(
                 {f"search_{k}": v for k, v in search_bench.run(vault_for(n), args.iters).items()}
+            )
+        if "semantic" in only:
+            print(f"\nrecall, {n} notes")
+            r.update(
+                {
+                    f"semantic_{k}": v
+                    for k, v in semantic_bench.run(vault_for(n), args.iters).items()
+                }
             )
         if "write" in only and n <= 2000:
             print(f"\nwrites, {n} notes")

@@ -6,6 +6,7 @@ import fcntl
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,8 +28,9 @@ def git(
 ) -> subprocess.CompletedProcess[bytes]:
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     proc = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, env=full_env, input=input
-    )
+        ["git", "-C", str(root), *args], capture_output=True, env=full_env, input=input,
+        pass_fds=tuple(getattr(_HELD, "fds", ())),
+    )  # fmt: skip
     if check and proc.returncode != 0:
         said = (proc.stderr or proc.stdout).decode(errors="replace").strip()
         raise GitError(
@@ -60,6 +62,13 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+# The lock's fd is passed to every git child started while it is held: a server killed
+# mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
+# is done too, or the next server's recovery would undo files the child is about to commit.
+# (per thread: only the thread holding the lock may hand out its fd)
+_HELD = threading.local()
+
+
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
@@ -68,10 +77,11 @@ def write_lock(root: Path) -> Iterator[None]:
     fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.fds = (*getattr(_HELD, "fds", ()), fd)
         yield
     finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        _HELD.fds = tuple(f for f in getattr(_HELD, "fds", ()) if f != fd)
+        os.close(fd)  # releases the lock, unless a git child still holds its copy
 
 
 def ensure_repo(root: Path) -> bool:

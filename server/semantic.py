@@ -34,15 +34,16 @@ from .docs import Doc, decode, parse_doc
 log = logging.getLogger("vaultwatch.semantic")
 
 DEFAULT_MODEL = "use-multilingual-v3"
-WHOLE_CHARS = 2_000  # of a note's text in its whole-note unit (USE averages: more only blurs)
-SECTION_CHARS = 1_200
-MAX_SECTIONS = 12
+WHOLE_CHARS = 500  # of a note's text in its whole-note unit (USE averages: more only blurs)
+SECTION_CHARS = 200
+MAX_SECTIONS = 3
 EXCERPT_CHARS = 240
 WHOLE_WEIGHT = 0.4  # score = 0.4 * whole note + 0.6 * best section (tuned on tests/recall_baseline)
 # "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
 # of a note scores 0.74 against it and the nearest other note 0.42
 SIMILAR_THRESHOLD = 0.65
 BATCH = 32
+UNITS_VERSION = 2  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
 class SemanticError(Exception):
@@ -195,7 +196,7 @@ class SqliteVectors:
     def __init__(self, path: Path, model: str, dim: int) -> None:
         self.path = path
         self.dim = dim
-        self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}"
+        self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}_u{UNITS_VERSION}"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -275,7 +276,7 @@ class QdrantVectors:
         self.models = models
         self.client = QdrantClient(path=path) if path else QdrantClient(url=url, api_key=api_key)
         self.collection = collection
-        self.vector = re.sub(r"\W", "_", model)
+        self.vector = re.sub(r"\W", "_", model) + f"_u{UNITS_VERSION}"
         self.dim = dim
         if not self.client.collection_exists(collection):
             self.client.create_collection(collection, vectors_config={

@@ -132,3 +132,29 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
                 break
             await pilot.pause(0.05)
         assert t.current == seen and t.scroll_y == before + 1  # the lines being read stay put
+
+
+@pytest.mark.anyio
+async def test_the_header_shows_how_far_recall_indexing_is(repo: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from textual.widgets import Static
+
+    from server.journal import Journal
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
+    journal.append("semantic_progress", model="use-multilingual-v3", indexed=340, total=1000)
+    app = Dashboard(repo, poll_seconds=0.05)
+    async with app.run_test(size=(200, 30)) as pilot:
+        header = app.query_one("#header", Static)
+        for _ in range(100):
+            if "recall: indexing 340/1,000" in str(header.render()):
+                break
+            await pilot.pause(0.05)
+        assert "recall: indexing 340/1,000" in str(header.render())
+        journal.append("semantic_progress", model="use-multilingual-v3", indexed=1000, total=1000)
+        for _ in range(100):
+            if "recall: ready (1,000 notes)" in str(header.render()):
+                break
+            await pilot.pause(0.05)
+        assert "recall: ready (1,000 notes)" in str(header.render())

@@ -186,6 +186,7 @@ def test_typescript_sdk(
         "list_tags",
         "read_doc",
         "search_text",
+        "recall",
     }
     assert not steps["read"]["isError"] and len(steps["read"]["structured"]["hash"]) == 16
     assert not steps["append"]["isError"] and steps["append"]["structured"]["commit"]

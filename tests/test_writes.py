@@ -374,7 +374,7 @@ async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) ->
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
     assert len(tools) == 12
     assert all(t.annotations.read_only_hint is False for n, t in tools.items()
-               if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text"))  # fmt: skip
+               if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"))  # fmt: skip
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 
 
