@@ -34,16 +34,16 @@ from .docs import Doc, decode, parse_doc
 log = logging.getLogger("vaultwatch.semantic")
 
 DEFAULT_MODEL = "use-multilingual-v3"
-WHOLE_CHARS = 500  # of a note's text in its whole-note unit (USE averages: more only blurs)
-SECTION_CHARS = 200
-MAX_SECTIONS = 3
+WHOLE_CHARS = 400  # of a note's text in its whole-note unit (USE averages: more only blurs)
+SECTION_CHARS = 160
+MAX_SECTIONS = 2
 EXCERPT_CHARS = 240
 WHOLE_WEIGHT = 0.4  # score = 0.4 * whole note + 0.6 * best section (tuned on tests/recall_baseline)
 # "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
-# of a note scores 0.74 against it and the nearest other note 0.42
+# of a note scores 0.74 against it and the nearest other note 0.39
 SIMILAR_THRESHOLD = 0.65
-BATCH = 32
-UNITS_VERSION = 2  # bump when units_of() changes what is embedded: old vectors are not reused
+BATCH = 64
+UNITS_VERSION = 4  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
 class SemanticError(Exception):
@@ -158,6 +158,8 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
     tags = " ".join(doc.tags)
     whole = _clean(f"{doc.title}\n{tags}\n{fm_words}\n{body}")[:WHOLE_CHARS]
     out = [Unit(None, whole, _clean(body)[:EXCERPT_CHARS])]
+    if len(whole) < WHOLE_CHARS:
+        return out  # the whole note fits in one unit: sections would only repeat it
     for h in doc.headings[: MAX_SECTIONS * 2]:
         section = _clean(text[h.body_start : h.end])
         if len(section) < 20:  # a heading with (almost) nothing under it
@@ -186,7 +188,7 @@ class NoteVectors:
     hash: str
     headings: list[str | None]
     excerpts: list[str]
-    vecs: np.ndarray  # (units, dim) float32, L2-normalised
+    vecs: np.ndarray  # (units, dim) L2-normalised; float16 at rest (half the memory)
     meta: dict[str, Any] = field(default_factory=dict)  # title, type, tags, date (payload)
 
 
@@ -225,7 +227,7 @@ class SqliteVectors:
                 f"SELECT path, mtime_ns, size, hash, headings, excerpts, vecs FROM {self.table}"
             ).fetchall()
         for path, mtime_ns, size, h, heads, excs, blob in rows:
-            vecs = np.frombuffer(blob, dtype=np.float16).astype(np.float32)
+            vecs = np.frombuffer(blob, dtype=np.float16).copy()
             if vecs.size % self.dim:
                 continue  # a damaged row: re-embedded on the next reconcile
             out[path] = NoteVectors(
@@ -464,7 +466,7 @@ class SemanticIndex:
         out, pos = [], 0
         for d, _, us in per:
             out.append(NoteVectors(d.path, d.mtime_ns, d.size, d.hash, [u.heading for u in us], [u.excerpt for u in us],
-                                   vecs[pos : pos + len(us)], meta(d) if meta else {}))  # fmt: skip
+                                   vecs[pos : pos + len(us)].astype(np.float16), meta(d) if meta else {}))  # fmt: skip
             pos += len(us)
         return out
 
