@@ -125,28 +125,28 @@ class Feed:
 
     def poll(self) -> bool:
         with self._lock:
-            changed = False
+            rows_changed = False
             new = self.reader.poll()
-            if new:  # any event: the header (clients, recall progress) and cost screen use them
-                changed = True
+            if new:
                 start = len(self.events)
                 self.events.extend(new)
                 for i, e in enumerate(new, start):
                     row = event_row(e, i)
                     if row is not None:
                         self._event_rows.append(row)
-                        changed = True
+                        rows_changed = True
                     elif e.get("kind") == "commit" and e.get("sha"):
                         self._precise[str(e["sha"])] = _ts(e)
-                        changed = True
+                        rows_changed = True
             head = self._current_head()
             if head != self._head:
                 self._commit_rows = self._since(self._head, head)
                 self._head = head
-                changed = True
-            if changed:
+                rows_changed = True
+            if rows_changed:
                 self._sort()
-            return changed
+            # any new event counts: the header (clients, recall progress) and cost screen use them
+            return rows_changed or bool(new)
 
     def _since(self, old: str | None, head: str | None) -> list[Row]:
         if head is None:

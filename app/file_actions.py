@@ -53,8 +53,15 @@ def vault_files(root: Path) -> list[str]:
     return out
 
 
-def vault_folders(root: Path) -> list[str]:
-    return sorted({posixpath.dirname(f) for f in vault_files(root)} - {""})
+def folders_of(files: list[str]) -> list[str]:
+    """Every folder that holds a file, parents included."""
+    out: set[str] = set()
+    for f in files:
+        d = posixpath.dirname(f)
+        while d and d not in out:
+            out.add(d)
+            d = posixpath.dirname(d)
+    return sorted(out)
 
 
 def _is_note(path: str) -> bool:
@@ -359,7 +366,9 @@ def _prune(root: Path, folders: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _action(root: Path, involved: list[str]) -> Iterator[Store]:
+def _action(root: Path, involved: list[str]) -> Iterator[None]:
+    """The write lock, a git state that allows a commit, and the owner's pending edits to the
+    files involved committed first."""
     store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
     with write_lock(root):
         try:
@@ -367,7 +376,7 @@ def _action(root: Path, involved: list[str]) -> Iterator[Store]:
             store.snapshot(sorted(p for p in involved if (root / p).is_file()))
         except (StoreError, GitError) as exc:
             raise ActionError(str(exc)) from None
-        yield store
+        yield
 
 
 def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
@@ -428,13 +437,12 @@ def _why(exc: BaseException) -> str:
 def apply_remove(root: Path, plan: RemovePlan) -> str:
     """`git rm` the file as one commit by the owner (revertable like any commit)."""
     with _action(root, [plan.path]):
-        _unchanged(root, {plan.path: plan.original} if _read(root, plan.path) is not None else {})
-        data = _read(root, plan.path)
-        if data is None:
+        if _read(root, plan.path) is None:
             raise ActionError(f"{plan.path} is gone already")
+        _unchanged(root, {plan.path: plan.original})
         tree = _Tree(root)
         try:
-            tree.remove(plan.path, data)
+            tree.remove(plan.path, plan.original)
             sha = _commit(root, [plan.path], f"remove: {plan.path}", "remove")
         except (OSError, GitError) as exc:
             tree.rollback()

@@ -115,8 +115,9 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--model", help="embedding model to try (default: the configured one)")
     args = ap.parse_args(argv)
     vault = Vault(Path(args.vault).expanduser().absolute())
-    r = evaluate(vault, load_questions(Path(args.queries)), args.model)
-    n_cross = sum(1 for q in load_questions(Path(args.queries)) if q.cross)
+    questions = load_questions(Path(args.queries))
+    r = evaluate(vault, questions, args.model)
+    n_cross = sum(1 for q in questions if q.cross)
     print(
         f"model {r['model']} · {r['questions']} questions ({n_cross} across languages) · embedded in {r['embed_s']:.1f} s"
     )

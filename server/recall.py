@@ -22,16 +22,6 @@ def _wait_ready(sem: SemanticIndex) -> None:
         time.sleep(0.05)
 
 
-def _query_text(query: str) -> str:
-    """What to embed: the words, without filters and exclusions."""
-    words = []
-    for part in query.split():
-        if part.startswith("-") or part.split(":", 1)[0] in ("tag", "type", "path"):
-            continue
-        words.append(part.strip('"'))
-    return " ".join(words)
-
-
 def recall(vault: Vault, query: str | None = None, *, path: str | None = None, limit: int = 8,
            type: str | None = None, folder: str | None = None) -> dict[str, Any]:  # fmt: skip
     sem = vault.semantic()
@@ -81,7 +71,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
             raise QueryError(f"{rel!r} has no text to compare")
         exclude.add(rel)
     else:
-        text = _query_text(query or "")
+        text = " ".join(t.text for t in pq.positive) if pq else ""  # no filters, no exclusions
         if not text:
             raise QueryError("the query has only filters or exclusions: add words that say what "
                              "the note is about")  # fmt: skip

@@ -13,7 +13,7 @@ or in a Qdrant server (`semantic: {backend: qdrant, ...}`). No MCP here.
 
 from __future__ import annotations
 
-import hashlib
+import json
 import logging
 import os
 import re
@@ -192,6 +192,13 @@ class NoteVectors:
     meta: dict[str, Any] = field(default_factory=dict)  # title, type, tags, date (payload)
 
 
+def check_dimension(vecs: np.ndarray, dim: int) -> None:
+    """One model's vectors only: anything of another dimension is refused, never mixed in."""
+    if vecs.ndim != 2 or vecs.shape[1] != dim:
+        raise SemanticError("vector_dimension",
+                            f"vectors of {vecs.shape[-1]} dimensions cannot go in a {dim}-dimension index")  # fmt: skip
+
+
 class SqliteVectors:
     """Vectors in the derived index file, one table per model (named with its dimension)."""
 
@@ -219,8 +226,6 @@ class SqliteVectors:
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, NoteVectors]:
-        import json
-
         out = {}
         with self._lock:
             rows = self.db.execute(
@@ -242,15 +247,9 @@ class SqliteVectors:
         return out
 
     def put(self, notes: list[NoteVectors]) -> None:
-        import json
-
         rows = []
         for n in notes:
-            if n.vecs.ndim != 2 or n.vecs.shape[1] != self.dim:
-                raise SemanticError(
-                    "vector_dimension",
-                    f"a vector of {n.vecs.shape[-1]} dimensions cannot go in a {self.dim}-dimension index",
-                )
+            check_dimension(n.vecs, self.dim)
             rows.append((n.path, n.mtime_ns, n.size, n.hash, json.dumps(n.headings, ensure_ascii=False),
                          json.dumps(n.excerpts, ensure_ascii=False), n.vecs.astype(np.float16).tobytes()))  # fmt: skip
         with self._lock:
@@ -329,11 +328,7 @@ class QdrantVectors:
         self.delete([n.path for n in notes])
         points = []
         for n in notes:
-            if n.vecs.ndim != 2 or n.vecs.shape[1] != self.dim:
-                raise SemanticError(
-                    "vector_dimension",
-                    f"a vector of {n.vecs.shape[-1]} dimensions cannot go in a {self.dim}-dimension index",
-                )
+            check_dimension(n.vecs, self.dim)
             for u, vec in enumerate(n.vecs):
                 payload = {"path": n.path, "unit": u, "heading": n.headings[u], "excerpt": n.excerpts[u],
                            "mtime_ns": n.mtime_ns, "size": n.size, "hash": n.hash, **n.meta}  # fmt: skip
@@ -387,8 +382,12 @@ class SemanticIndex:
         self.indexed = 0
         self.total = 0
         self.ready = False
-        self._thread: threading.Thread | None = None
+        self.thread: threading.Thread | None = None  # the background indexer (Vault starts it)
         self.error: str | None = None
+
+    @property
+    def indexing(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
 
     # -- keeping in step ------------------------------------------------------------------------
 
@@ -407,28 +406,23 @@ class SemanticIndex:
             ]
 
     def reconcile(self, docs: dict[str, Doc], meta: Callable[[Doc], dict[str, Any]] | None = None,
-                  only: Iterable[str] | None = None) -> int:  # fmt: skip
-        """Embed new and changed notes, drop removed ones. Returns how many were embedded."""
+                  *, partial: bool = False) -> int:  # fmt: skip
+        """Embed new and changed notes of `docs`; returns how many were embedded. With the whole
+        vault, notes no longer in it are dropped and progress is counted; `partial` (the notes
+        one write touched) leaves every other note and the progress counts alone."""
         with self._lock:
             have = self._loaded()
-            gone = (
-                [p for p in have if p not in docs]
-                if only is None
-                else [p for p in only if p not in docs and p in have]
-            )
-        todo = (
-            self.stale(docs)
-            if only is None
-            else [p for p in only if p in docs and p in self.stale({p: docs[p]})]
-        )
+            gone = [] if partial else [p for p in have if p not in docs]
+        todo = self.stale(docs)
         if gone:
             self.store.delete(gone)
             with self._lock:
                 for p in gone:
                     have.pop(p, None)
                 self._matrix = None
-        self.total = len(docs)
-        self.indexed = self.total - len(todo)
+        if not partial:
+            self.total = len(docs)
+            self.indexed = self.total - len(todo)
         last = time.monotonic()
         for k in range(0, len(todo), BATCH):
             chunk = [docs[p] for p in todo[k : k + BATCH]]
@@ -438,6 +432,8 @@ class SemanticIndex:
                 for n in notes:
                     have[n.path] = n
                 self._matrix = None
+            if partial:
+                continue
             self.indexed += len(chunk)
             if self.on_progress and (time.monotonic() - last > 2 or self.indexed == self.total):
                 self.on_progress(self.indexed, self.total)
@@ -447,7 +443,7 @@ class SemanticIndex:
     def _embed(
         self, docs: list[Doc], meta: Callable[[Doc], dict[str, Any]] | None
     ) -> list[NoteVectors]:
-        per: list[tuple[Doc, str, list[Unit]]] = []
+        per: list[tuple[Doc, list[Unit]]] = []
         for d in docs:
             try:
                 data = (self.root / d.disk).read_bytes()
@@ -455,16 +451,11 @@ class SemanticIndex:
                 continue
             text, _ = decode(data)
             full = parse_doc(d.path, data, disk=d.disk)
-            per.append((d, hashlib.sha1(data).hexdigest(), units_of(full, text)))
-        flat = [u.text for _, _, us in per for u in us]
+            per.append((d, units_of(full, text)))
+        flat = [u.text for _, us in per for u in us]
         vecs = self.embedder.encode(flat) if flat else np.zeros((0, self.embedder.dim), np.float32)
-        if vecs.shape[1:] != (self.embedder.dim,):
-            raise SemanticError(
-                "vector_dimension",
-                f"the model gave {vecs.shape[-1]}-dimension vectors, the index holds {self.embedder.dim}",
-            )
-        out, pos = [], 0
-        for d, _, us in per:
+        out, pos = [], 0  # the store's put() refuses vectors of another dimension
+        for d, us in per:
             out.append(NoteVectors(d.path, d.mtime_ns, d.size, d.hash, [u.heading for u in us], [u.excerpt for u in us],
                                    vecs[pos : pos + len(us)].astype(np.float16), meta(d) if meta else {}))  # fmt: skip
             pos += len(us)

@@ -191,7 +191,7 @@ class Vault:
         """Embed the vault in the background (called on the first tool call, so never before
         the MCP handshake: clients give a server 30-60 s to start)."""
         sem = self.semantic()
-        if sem is None or sem.ready or (sem._thread is not None and sem._thread.is_alive()):
+        if sem is None or sem.ready or sem.error is not None or sem.indexing:
             return
 
         docs = {p: e.doc for p, e in self.entries().items()}
@@ -206,16 +206,18 @@ class Vault:
                 sem.error = f"{type(exc).__name__}: {exc}"
                 log.exception("semantic indexing failed")
 
-        sem._thread = threading.Thread(target=run, name="semantic-index", daemon=True)
-        sem._thread.start()
+        sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
+        sem.thread.start()
 
     def semantic_after_write(self, paths: list[str]) -> None:
         """Written means findable by meaning too: embed the written notes before returning."""
         sem = self.semantic()
         if sem is None:
             return
-        docs = {p: e.doc for p, e in self.entries().items()}
-        sem.reconcile(docs, self.note_meta, only=paths)
+        entries = self.entries()
+        sem.reconcile(
+            {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
+        )
 
     def close(self) -> None:
         self.index.close()

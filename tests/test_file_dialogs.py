@@ -44,6 +44,19 @@ async def screen_is(pilot: Any, kind: type) -> None:
     await until(pilot, lambda: isinstance(pilot.app.screen, kind))
 
 
+async def find(pilot: Any, key: str, query: str) -> None:
+    """Press `key` (m, x), type `query` into the file finder and pick the best match."""
+    await pilot.press(key)
+    await screen_is(pilot, FileFinder)
+    await pilot.press("ctrl+u", *query, "enter")
+
+
+async def move_to(pilot: Any, dest: str) -> None:
+    """In the destination prompt: replace the path with `dest` and ask for the preview."""
+    await screen_is(pilot, DestinationPrompt)
+    await pilot.press("ctrl+u", *dest, "enter")
+
+
 def on_top(app: Dashboard) -> Callable[[], bool]:
     return lambda: len(app.screen_stack) == 1
 
@@ -59,13 +72,11 @@ async def test_move_from_the_keyboard_previews_then_commits(vault: Path) -> None
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(app.feed.rows))
-        await pilot.press("m")
-        await screen_is(pilot, FileFinder)
-        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await find(pilot, "m", "inbox mock")
         await screen_is(pilot, DestinationPrompt)
         prompt = app.screen
         assert isinstance(prompt, DestinationPrompt) and prompt.suggested == "sessions"
-        await pilot.press("ctrl+u", *"sessions/", "enter")
+        await move_to(pilot, "sessions/")
         await screen_is(pilot, ConfirmModal)
         preview = app.screen.query_one("#dialog-body", LinesView).plain
         assert "inbox/2026-12-01-mock.md  →  sessions/2026-12-01-mock.md" in preview
@@ -83,17 +94,11 @@ async def test_move_refused_and_cancelled_changes_nothing(vault: Path) -> None:
     head = git(vault, "rev-parse", "HEAD")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("m")
-        await screen_is(pilot, FileFinder)
-        await pilot.press("ctrl+u", *"inbox mock", "enter")
-        await screen_is(pilot, DestinationPrompt)
-        await pilot.press("ctrl+u", *"index.md", "enter")  # taken
+        await find(pilot, "m", "inbox mock")
+        await move_to(pilot, "index.md")  # taken
         await until(pilot, on_top(app))
-        await pilot.press("m")
-        await screen_is(pilot, FileFinder)
-        await pilot.press("ctrl+u", *"inbox mock", "enter")
-        await screen_is(pilot, DestinationPrompt)
-        await pilot.press("ctrl+u", *"sessions/", "enter")
+        await find(pilot, "m", "inbox mock")
+        await move_to(pilot, "sessions/")
         await screen_is(pilot, ConfirmModal)
         await pilot.press("n")
         await until(pilot, on_top(app))
@@ -126,9 +131,7 @@ async def test_new_note_form_checks_dates_then_creates(vault: Path) -> None:
 async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -> None:
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.press("x")
-        await screen_is(pilot, FileFinder)
-        await pilot.press("ctrl+u", *"inbox mock", "enter")
+        await find(pilot, "x", "inbox mock")
         await screen_is(pilot, ConfirmModal)
         body = app.screen.query_one("#dialog-body", LinesView).plain
         assert "2 link(s) to it will break" in body and "index.md:1  [[2026-12-01-mock]]" in body

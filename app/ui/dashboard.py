@@ -19,7 +19,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import Footer, Input, Static
 
-from server.config import ConfigError, load_config
+from server.config import ConfigStore
 
 from .. import settings
 from ..actions import ActionError, RevertConflict, revert
@@ -30,11 +30,11 @@ from ..file_actions import (
     apply_move,
     apply_remove,
     doc_types,
+    folders_of,
     plan_move,
     plan_remove,
     suggest_folder,  # fmt: skip
     vault_files,
-    vault_folders,
 )
 from ..history import commit_changes
 from ..supervisor import ServerSupervisor, snippets
@@ -96,6 +96,8 @@ class Dashboard(App[None]):
         super().__init__()
         self.root = root
         self.feed = Feed(root)
+        self.configs = ConfigStore(root)
+        self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
         self.supervisor = supervisor
         self.group: str | None = None
         self.text_filter = ""
@@ -173,7 +175,8 @@ class Dashboard(App[None]):
 
     def on_feed_changed(self, _: FeedChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
-            self.refill()
+            if self.feed.rows is not self._shown:  # a read event changes the header, not the rows
+                self.refill()
             self.refresh_header()
 
     def visible_rows(self) -> list[Row]:
@@ -188,6 +191,7 @@ class Dashboard(App[None]):
 
     def refill(self) -> None:
         """Show the rows the filters let through; the cursor stays on the row it was on."""
+        self._shown = self.feed.rows
         self._q("#timeline", Timeline).set_rows(self.visible_rows())
 
     def refresh_header(self) -> None:
@@ -215,16 +219,15 @@ class Dashboard(App[None]):
             done, total = int(progress.get("indexed", 0)), int(progress.get("total", 0))
             parts.append(Content(f"  recall: ready ({total:,} notes)") if done >= total else
                          Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning"))  # fmt: skip
-        try:
-            cfg = load_config(self.root)
-            if cfg.source:
-                parts.append(
-                    Content(f"  config {cfg.source} loaded {self._config_time(cfg.source)}")
-                )
-            else:
-                parts.append(Content("  config: defaults (no vault.config.yaml)"))
-        except ConfigError as exc:
-            parts.append(Content.styled(f"  config error: {exc.problems[0]}", "bold $text-error"))
+        cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
+        if self.configs.errors:
+            parts.append(
+                Content.styled(f"  config error: {self.configs.errors[0]}", "bold $text-error")
+            )
+        elif cfg.source:
+            parts.append(Content(f"  config {cfg.source} loaded {self._config_time(cfg.source)}"))
+        else:
+            parts.append(Content("  config: defaults (no vault.config.yaml)"))
         self._q("#header", Static).update(Content("").join(parts))
 
     def _config_time(self, name: str) -> str:
@@ -376,21 +379,20 @@ class Dashboard(App[None]):
                 return p
         return ""
 
-    async def _pick(self, title: str, folders: bool) -> str | None:
+    async def _pick(self, title: str, folders: bool) -> tuple[str | None, list[str]]:
+        """(the file or folder chosen in the finder, every file of the vault)."""
         files = await asyncio.to_thread(vault_files, self.root)
-        candidates = files + ([f + "/" for f in vault_folders(self.root)] if folders else [])
+        candidates = files + ([f + "/" for f in folders_of(files)] if folders else [])
         picked = await self.push_screen_wait(FileFinder(title, candidates, self._selected_file()))
-        return picked.rstrip("/") if picked else None
+        return (picked.rstrip("/") if picked else None), files
 
     @work(exclusive=True, group="files")
     async def action_move_file(self) -> None:
-        source = await self._pick("Move or rename which file or folder?", folders=True)
+        source, files = await self._pick("Move or rename which file or folder?", folders=True)
         if not source:
             return
         suggested = await asyncio.to_thread(suggest_folder, self.root, source)
-        dest = await self.push_screen_wait(
-            DestinationPrompt(source, vault_folders(self.root), suggested)
-        )
+        dest = await self.push_screen_wait(DestinationPrompt(source, folders_of(files), suggested))
         if not dest:
             return
         try:
@@ -424,7 +426,7 @@ class Dashboard(App[None]):
 
     @work(exclusive=True, group="files")
     async def action_delete_file(self) -> None:
-        path = await self._pick("Delete which file?", folders=False)
+        path, _ = await self._pick("Delete which file?", folders=False)
         if not path:
             return
         try:
