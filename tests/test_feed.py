@@ -158,3 +158,38 @@ async def test_the_header_shows_how_far_recall_indexing_is(repo: Path, tmp_path:
                 break
             await pilot.pause(0.05)
         assert "recall: ready (1,000 notes)" in str(header.render())
+
+
+@pytest.mark.anyio
+async def test_a_narrow_terminal_still_shows_recall_progress(repo: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """At 60 columns the header gives up the client names and the path, never the progress."""
+    from textual.widgets import Static
+
+    from server.journal import Journal
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
+    journal.append(
+        "read", client="claude-code-with-a-long-name/2.0", tool="read_doc", paths=["a.md"]
+    )
+    journal.append("semantic_progress", model="use-multilingual-v3", indexed=340, total=1000)
+    app = Dashboard(repo, poll_seconds=0.05)
+    async with app.run_test(size=(60, 20)) as pilot:
+        header = app.query_one("#header", Static)
+        for _ in range(100):
+            if "recall: indexing 340/1,000" in str(header.render()):
+                break
+            await pilot.pause(0.05)
+        text = str(header.render())
+        assert "recall: indexing 340/1,000" in text and len(text) <= 60, text
+        assert "claude-code-with-a-long-name" not in text
+        await pilot.resize_terminal(200, 20)
+        for _ in range(100):
+            if "claude-code-with-a-long-name" in str(header.render()):
+                break
+            await pilot.pause(0.05)
+        text = str(header.render())
+        assert (
+            "clients: claude-code-with-a-long-name" in text and "recall: indexing 340/1,000" in text
+        )

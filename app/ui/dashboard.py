@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -39,6 +39,7 @@ from ..file_actions import (
 from ..history import commit_changes
 from ..supervisor import ServerSupervisor, snippets
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
+from .header_fit import Segment, fit
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal, HelpModal
@@ -194,41 +195,50 @@ class Dashboard(App[None]):
         self._shown = self.feed.rows
         self._q("#timeline", Timeline).set_rows(self.visible_rows())
 
-    def refresh_header(self) -> None:
-        parts = [
-            Content.styled(" vaultwatch ", "bold reverse"),
-            Content(f" {short_path(self.root)} "),
-        ]
+    def refresh_header(self, width: int | None = None) -> None:
+        # what must not be missed has one form; the rest shortens, URL and times first
+        segs = [Segment([Content.styled(" vaultwatch ", "bold reverse")])]
+        name = self.root.name or str(self.root)
+        segs.append(Segment([Content(f" {short_path(self.root)} "), Content(f" {name} ")], shed=2))
         sup = self.supervisor
         if sup is not None:
-            state = ("● serving " + (sup.url or "")) if sup.alive else "○ server down"
-            parts.append(
-                Content.styled(state, "$text-success" if sup.alive else "bold $text-error")
-            )
+            if sup.alive:
+                segs.append(Segment([Content.styled(f"● serving {sup.url or ''}", "$text-success"),
+                                     Content.styled("● serving", "$text-success")]))  # fmt: skip
+            else:
+                segs.append(Segment([Content.styled("○ server down", "bold $text-error")]))
             if sup.restarts:
-                parts.append(Content.styled(f" (restarted {sup.restarts}×)", "$text-warning"))
-        recent = {str(e.get("client", "")).split("/")[0] for e in self.feed.events[-500:]
-                  if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
-                  and e.get("client") not in (None, "human", "unknown")}  # fmt: skip
-        parts.append(Content(f"  clients: {', '.join(sorted(recent)) or 'none yet'}"))
+                segs.append(Segment([Content.styled(f" (restarted {sup.restarts}×)", "$text-warning")]))  # fmt: skip
+        recent = sorted({str(e.get("client", "")).split("/")[0] for e in self.feed.events[-500:]
+                         if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
+                         and e.get("client") not in (None, "human", "unknown")})  # fmt: skip
+        segs.append(Segment([Content(f"  clients: {', '.join(recent) or 'none yet'}"),
+                             Content(f"  clients: {len(recent)}"), Content("")], shed=3))  # fmt: skip
         progress = next(
             (e for e in reversed(self.feed.events[-2000:]) if e.get("kind") == "semantic_progress"),
             None,
         )
         if progress is not None:
             done, total = int(progress.get("indexed", 0)), int(progress.get("total", 0))
-            parts.append(Content(f"  recall: ready ({total:,} notes)") if done >= total else
-                         Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning"))  # fmt: skip
+            if done >= total:
+                segs.append(Segment([Content(f"  recall: ready ({total:,} notes)"),
+                                     Content("  recall: ready")], shed=1))  # fmt: skip
+            else:
+                segs.append(Segment([Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning")]))  # fmt: skip
         cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
         if self.configs.errors:
-            parts.append(
-                Content.styled(f"  config error: {self.configs.errors[0]}", "bold $text-error")
-            )
+            segs.append(Segment([Content.styled(f"  config error: {self.configs.errors[0]}", "bold $text-error")]))  # fmt: skip
         elif cfg.source:
-            parts.append(Content(f"  config {cfg.source} loaded {self._config_time(cfg.source)}"))
+            segs.append(Segment([Content(f"  config {cfg.source} loaded {self._config_time(cfg.source)}"),
+                                 Content(f"  config {cfg.source}"), Content("")]))  # fmt: skip
         else:
-            parts.append(Content("  config: defaults (no vault.config.yaml)"))
-        self._q("#header", Static).update(Content("").join(parts))
+            segs.append(Segment([Content("  config: defaults (no vault.config.yaml)"),
+                                 Content("  config: defaults"), Content("")]))  # fmt: skip
+        width = width or self.size.width or 1000  # before the first layout: everything, in full
+        self._q("#header", Static).update(fit(segs, width))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh_header(event.size.width)  # self.size may not have caught up yet
 
     def _config_time(self, name: str) -> str:
         """When the server took the config in force: its last (re)load in the journal, else the
