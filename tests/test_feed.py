@@ -18,6 +18,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.timeline import Timeline
 
 from .conftest import git
+from .test_dashboard import until
 
 
 def fast_commits(root: Path, n: int, start: int = 1_760_000_000) -> None:
@@ -114,10 +115,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
         chosen = t.current
         assert chosen is not None and t.cursor == 2
         fast_commits(repo, 4, start=1_790_000_000)
-        for _ in range(100):
-            if t.row_count == 3_034:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: t.row_count == 3_034)
         assert t.row_count == 3_034
         assert t.current == chosen and t.cursor == 6  # same row, four new ones above it
         assert t.scroll_y == 0  # at the top the new rows are in view
@@ -127,10 +125,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
         seen: Any = t.current
         fast_commits(repo, 1, start=1_800_000_000)
         before = t.scroll_y
-        for _ in range(100):
-            if t.row_count == 3_035:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: t.row_count == 3_035)
         assert t.current == seen and t.scroll_y == before + 1  # the lines being read stay put
 
 
@@ -147,16 +142,10 @@ async def test_the_header_shows_how_far_recall_indexing_is(repo: Path, tmp_path:
     app = Dashboard(repo, poll_seconds=0.05)
     async with app.run_test(size=(200, 30)) as pilot:
         header = app.query_one("#header", Static)
-        for _ in range(100):
-            if "recall: indexing 340/1,000" in str(header.render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "recall: indexing 340/1,000" in str(header.render()))
         assert "recall: indexing 340/1,000" in str(header.render())
         journal.append("semantic_progress", model="use-multilingual-v3", indexed=1000, total=1000)
-        for _ in range(100):
-            if "recall: ready (1,000 notes)" in str(header.render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "recall: ready (1,000 notes)" in str(header.render()))
         assert "recall: ready (1,000 notes)" in str(header.render())
 
 
@@ -177,18 +166,12 @@ async def test_a_narrow_terminal_still_shows_recall_progress(repo: Path, tmp_pat
     app = Dashboard(repo, poll_seconds=0.05)
     async with app.run_test(size=(60, 20)) as pilot:
         header = app.query_one("#header", Static)
-        for _ in range(100):
-            if "recall: indexing 340/1,000" in str(header.render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "recall: indexing 340/1,000" in str(header.render()))
         text = str(header.render())
         assert "recall: indexing 340/1,000" in text and len(text) <= 60, text
         assert "claude-code-with-a-long-name" not in text
         await pilot.resize_terminal(200, 20)
-        for _ in range(100):
-            if "claude-code-with-a-long-name" in str(header.render()):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "claude-code-with-a-long-name" in str(header.render()))
         text = str(header.render())
         assert (
             "clients: claude-code-with-a-long-name" in text and "recall: indexing 340/1,000" in text
