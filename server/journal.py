@@ -9,12 +9,15 @@ it can follow the file.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger("vaultwatch.journal")
 
 SCHEMA_VERSION = 1
 
@@ -70,12 +73,18 @@ class Journal:
         }
         event.update(fields)
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            # never `parents`: a vault moved away must not come back as an empty stub
+            self.path.parent.mkdir(exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # The journal records the work; it is not the work. A broken one (a directory in
+            # its place, a full disk) never turns a tool's outcome, or a commit, into a failure.
+            log.warning("journal not written (%s): %s event lost", exc, kind)
         return event
 
 

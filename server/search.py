@@ -44,6 +44,29 @@ class IndexBroken(Exception):
     """The index file failed mid-query (corrupted behind our back): discard and rebuild."""
 
 
+class IndexUnavailable(Exception):
+    """The index file is fine but cannot be used now (busy, disk full, not openable)."""
+
+    code = "index_unavailable"
+
+    def __init__(self, exc: BaseException) -> None:
+        self.message = (
+            f"the search index cannot be used right now ({exc}); nothing was changed. Try again "
+            "shortly; if it persists, tell the owner (is the disk full?)."
+        )
+        super().__init__(self.message)
+
+
+def is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """Whether a database error means the file itself is damaged: only then is it discarded and
+    rebuilt from the notes. The file is shared by every server on the vault and holds recall's
+    vectors too, so a busy ("database is locked"), full or unopenable one is never deleted."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return True  # malformed image, not a database, our schema check
+    msg = str(exc).lower()
+    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
+
+
 @dataclass
 class Hit:
     path: str
@@ -86,6 +109,8 @@ class SearchIndex:
             except sqlite3.DatabaseError as exc:
                 with contextlib.suppress(Exception):
                     db.close()
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 if attempt == 2:
                     raise
                 log.warning("search index unusable (%s); rebuilding it", exc)
@@ -140,6 +165,8 @@ class SearchIndex:
             try:
                 n = self._sync(docs, only)
             except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 log.warning("search index failed (%s); rebuilding it", exc)
                 self._discard_file()
                 self._synced_generation = None  # the next call brings everything back in
@@ -200,6 +227,8 @@ class SearchIndex:
                     db.execute("ROLLBACK")
                     raise
             except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc  # the next sync catches up by stat
                 log.warning("search index failed (%s); it will be rebuilt", exc)
                 self._discard_file()
 
@@ -261,6 +290,8 @@ class SearchIndex:
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 raise IndexBroken(str(exc)) from exc
             except sqlite3.DatabaseError as exc:
                 raise IndexBroken(str(exc)) from exc
