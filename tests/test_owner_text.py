@@ -186,3 +186,67 @@ async def test_a_server_killed_mid_write_is_rolled_back_by_the_one_still_running
     ev = [e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"]
     assert len(ev) == 1 and sorted(ev[0]["paths"]) == ["n0.md", "n1.md"]
     assert ev[0]["pid"] == os.getpid()  # the survivor did it, without a restart
+
+
+# ------------------------------------------------------------------------------------------------
+# a write that committed says so, whatever fails after
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("broken", ["index.sqlite", "events.jsonl"])
+async def test_a_committed_write_says_so_when_a_state_file_is_broken(
+    connect: Any, make_vault: Any, broken: str
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Log\n"})
+    (root / ".git/vaultwatch").mkdir(exist_ok=True)
+    (root / ".git/vaultwatch" / broken).mkdir()  # a directory where a file should be
+    async with connect(root) as s:
+        out = await s.call("append_section", path="a.md", heading="Log", content="- once")
+        assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+        if broken == "index.sqlite":
+            assert "search index" in out["after_commit"][0] and "Do not repeat" in out["after_commit"][0]
+            msg = await s.error("search_text", query="once")
+            assert "search index cannot be used" in msg and "inside the server" not in msg
+        else:
+            assert (await s.call("search_text", query="once"))["hits"]
+        await s.call("read_doc", path="a.md")
+    assert (root / ".git/vaultwatch" / broken).is_dir()  # left for the owner, not deleted
+    assert (root / "a.md").read_text().count("- once") == 1
+    assert git(root, "status", "--porcelain") == ""
+
+
+HOLD_INDEX = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")   # another server in the middle of a long re-index
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("ROLLBACK")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Log\n"})
+    index = root / ".git/vaultwatch/index.sqlite"
+    async with connect(root) as s:
+        assert (await s.call("search_text", query="A"))["total"] == 1  # the index exists
+        inode = index.stat().st_ino
+        holder = subprocess.Popen([sys.executable, "-c", HOLD_INDEX, str(index), "25"],
+                                  stdout=subprocess.PIPE)  # fmt: skip
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+            out = await s.call("append_section", path="a.md", heading="Log", content="- once")
+            assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+            assert "locked" in out["after_commit"][0]
+            assert index.stat().st_ino == inode  # the other server's index is still there
+        finally:
+            holder.kill()
+            holder.wait(30)
+        # once free, the index catches up with the write by itself
+        assert (await s.call("search_text", query="once"))["total"] == 1
+    events = read_all(root / ".git/vaultwatch/events.jsonl")
+    assert [e["kind"] for e in events if e.get("tool") == "append_section"] == ["commit"]
