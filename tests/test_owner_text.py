@@ -250,3 +250,37 @@ async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
         assert (await s.call("search_text", query="once"))["total"] == 1
     events = read_all(root / ".git/vaultwatch/events.jsonl")
     assert [e["kind"] for e in events if e.get("tool") == "append_section"] == ["commit"]
+
+
+# ------------------------------------------------------------------------------------------------
+# the user's git settings
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("setting", ["autocrlf", "eol", "filter"])
+async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
+    connect: Any, make_vault: Any, setting: str
+) -> None:
+    root = make_vault({"crlf.md": b"# CRLF\r\n\r\n## Log\r\n- one\r\n", "lf.md": "# LF\n\n## Log\n"})
+    if setting == "autocrlf":  # Git for Windows' default
+        git(root, "config", "core.autocrlf", "true")
+    elif setting == "eol":
+        (root / ".git/info/attributes").write_text("*.md text eol=lf\n")
+    else:
+        (root / ".git/info/attributes").write_text("*.md filter=shout\n")
+        git(root, "config", "filter.shout.clean", "tr a-z A-Z")
+    (root / "crlf.md").write_bytes(b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n")
+    async with connect(root) as s:
+        for note in ("crlf.md", "lf.md"):
+            out = await s.call("append_section", path=note, heading="Log", content="- ai")
+            assert out["commit"]
+    for note in ("crlf.md", "lf.md"):
+        committed = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"HEAD:{note}"],
+                                   capture_output=True, check=True).stdout  # fmt: skip
+        assert committed == (root / note).read_bytes()
+    assert (root / "crlf.md").read_bytes().endswith(b"- owner typed\r\n- ai\r\n")
+    snap = git(root, "log", "--format=%H", "--grep=Vaultwatch-Action: snapshot").split()
+    assert len(snap) == 1
+    blob = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"{snap[0]}:crlf.md"],
+                          capture_output=True, check=True).stdout  # fmt: skip
+    assert blob == b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n"
