@@ -284,3 +284,30 @@ async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
     blob = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"{snap[0]}:crlf.md"],
                           capture_output=True, check=True).stdout  # fmt: skip
     assert blob == b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# odd conditions: refusals, not internal errors
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "path",
+    ["n" * 253 + ".md", "é" * 127 + ".md", "/".join(["f" * 200] * 21) + "/n.md"],
+    ids=["256-byte name", "2-byte chars", "4200-char path"],
+)
+async def test_names_too_long_for_the_disk_are_refused_by_name(
+    connect: Any, make_vault: Any, path: str
+) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    async with connect(root) as s:
+        for tool, args in [
+            ("read_doc", {"path": path}),
+            ("create_doc", {"path": path, "body": "# X\n"}),
+            ("append_section", {"path": path, "heading": "Log", "content": "x"}),
+            ("batch", {"ops": [{"tool": "create_doc", "args": {"path": path, "body": "# X\n"}}]}),
+        ]:
+            msg = await s.error(tool, **args)
+            assert "path_too_long" in msg or "over 255 bytes" in msg or "over 1024 bytes" in msg, msg
+            assert "inside the server" not in msg
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
