@@ -73,7 +73,7 @@ _HELD = threading.local()
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
     d = state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
+    d.mkdir(exist_ok=True)  # never `parents`: a vault moved away must not come back as a stub
     fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

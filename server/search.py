@@ -91,7 +91,7 @@ class SearchIndex:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(exist_ok=True)  # not `parents`: see write_lock
         for attempt in (1, 2):
             try:
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)

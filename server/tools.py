@@ -185,6 +185,7 @@ class ToolKit:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 ctx = kwargs.get("ctx")
                 try:
+                    self.vault.check_present()
                     # the first tool call comes after the handshake: only then start embedding
                     self.vault.start_semantic()
                     return fn(*args, **kwargs)

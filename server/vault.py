@@ -40,6 +40,8 @@ class Vault:
         self.root = Path(root).absolute()
         if not self.root.is_dir():
             raise VaultError("vault_missing", f"vault folder {self.root} does not exist")
+        st = self.root.stat()
+        self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
@@ -54,6 +56,23 @@ class Vault:
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+
+    def check_present(self) -> None:
+        """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
+        the server started: serving an empty folder, or recreating the old path as a stub,
+        would pass the vault off as empty. One stat per call."""
+        try:
+            st = self.root.stat()
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise VaultError(
+                "vault_gone",
+                f"the vault folder {self.root} is gone (moved or deleted) since this server "
+                "started; nothing was read or changed. Tell the owner to restart vaultwatch on "
+                "the vault where it is now.",
+            )
 
     # -- config ---------------------------------------------------------------------------------
 

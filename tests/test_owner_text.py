@@ -311,3 +311,35 @@ async def test_names_too_long_for_the_disk_are_refused_by_name(
             assert "path_too_long" in msg or "over 255 bytes" in msg or "over 1024 bytes" in msg, msg
             assert "inside the server" not in msg
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.anyio
+async def test_a_vault_moved_away_is_reported_gone_never_recreated(
+    connect: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"  # the vault sits inside another repository, as under a dotfiles $HOME
+    (home / "vault").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    root = home / "vault"
+    (root / "a.md").write_text("# A\n\n## Log\n")
+    from server.gitrepo import ensure_repo
+
+    ensure_repo(root)
+    async with connect(root) as s:
+        await s.call("list_docs")
+        root.rename(home / "moved")
+        for tool, args in [("list_docs", {}), ("read_doc", {"path": "a.md"}),
+                           ("search_text", {"query": "A"}),
+                           ("append_section", {"path": "a.md", "heading": "Log", "content": "x"}),
+                           ("create_doc", {"path": "b.md", "body": "# B\n"})]:  # fmt: skip
+            msg = await s.error(tool, **args)
+            assert "is gone (moved or deleted)" in msg and "restart" in msg, msg
+    assert not root.exists()  # no stub left at the old path
+    # a server restarted on the old path refuses to start rather than serve an empty vault
+    r = subprocess.run([sys.executable, "-m", "server.cli", "--vault", str(root)], cwd=REPO, timeout=60,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True)  # fmt: skip
+    assert r.returncode != 0 and "does not exist" in r.stderr
+    assert not root.exists()
+    moved = home / "moved"
+    assert (moved / "a.md").read_text() == "# A\n\n## Log\n"
+    assert git(moved, "log", "--format=%s").splitlines() == ["import"]
