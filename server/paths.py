@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 1024
 

@@ -209,10 +209,19 @@ class SearchIndex:
                 done += 1
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
-            self._load_known()
+            self._rolled_back(db)
             raise
         return done
+
+    def _rolled_back(self, db: sqlite3.Connection) -> None:
+        """After a failed transaction: what we believe is indexed goes back to what is."""
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")  # SQLite may have rolled back itself (a full disk does)
+        try:
+            self._load_known()
+        except sqlite3.Error:
+            self._known.clear()
+            self._synced_generation = None  # the next sync compares every note again
 
     def update(self, doc: Doc, text: str) -> None:
         """Index one note the server just wrote, before the tool returns (written = searchable)."""
@@ -224,7 +233,7 @@ class SearchIndex:
                     self._put(db, doc, text)
                     db.execute("COMMIT")
                 except BaseException:
-                    db.execute("ROLLBACK")
+                    self._rolled_back(db)
                     raise
             except sqlite3.DatabaseError as exc:
                 if not is_corrupt(exc):
