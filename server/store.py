@@ -365,7 +365,7 @@ class Store:
             for _, fd in held:
                 if fd is not None:
                     os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
 
