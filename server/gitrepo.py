@@ -62,6 +62,19 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+def make_state_dir(d: Path) -> Path:
+    """The state folder `d` (<vault>/.git/vaultwatch), made if missing, but never the vault
+    folder itself: a vault moved or deleted while a server runs must stay gone, not come back
+    as an empty stub that a restarted server would serve (git resolving it to whatever
+    repository is above)."""
+    if not d.is_dir():
+        vault = d.parent.parent
+        if not vault.is_dir():
+            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 # The lock's fd is passed to every git child started while it is held: a server killed
 # mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
 # is done too, or the next server's recovery would undo files the child is about to commit.
@@ -72,8 +85,7 @@ _HELD = threading.local()
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
-    d = state_dir(root)
-    d.mkdir(exist_ok=True)  # never `parents`: a vault moved away must not come back as a stub
+    d = make_state_dir(state_dir(root))
     fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -91,7 +103,7 @@ def ensure_repo(root: Path) -> bool:
     is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
     Returns True when this call made the import commit.
     """
-    if not (root / ".git").exists():
+    if not (root / ".git" / "HEAD").exists():  # a bare `.git/vaultwatch` is not a repository
         try:
             git(root, "init", "-q")
         except GitError:

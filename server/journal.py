@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .gitrepo import make_state_dir
+
 log = logging.getLogger("vaultwatch.journal")
 
 SCHEMA_VERSION = 1
@@ -74,8 +76,7 @@ class Journal:
         event.update(fields)
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
-            # never `parents`: a vault moved away must not come back as an empty stub
-            self.path.parent.mkdir(exist_ok=True)
+            make_state_dir(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 os.write(fd, line)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .docs import Doc, decode
+from .gitrepo import make_state_dir
 from .textfold import index_text
 
 log = logging.getLogger("vaultwatch.search")
@@ -91,7 +92,7 @@ class SearchIndex:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        self.path.parent.mkdir(exist_ok=True)  # not `parents`: see write_lock
+        make_state_dir(self.path.parent)
         for attempt in (1, 2):
             try:
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
