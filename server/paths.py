@@ -115,12 +115,17 @@ def normalize_rel(raw: str) -> str:
     # refusal that says so, not an OSError from deep inside a tool.
     for p in parts:
         if len(p.encode("utf-8")) > NAME_MAX_BYTES:
-            raise PathRefused("path_too_long", f"the name {p[:40]!r}… is over {NAME_MAX_BYTES} "
-                              "bytes; file systems cannot store it. Use a shorter name.")  # fmt: skip
+            raise PathRefused(
+                "path_too_long",
+                f"the name {p[:40]!r}… is over {NAME_MAX_BYTES} "
+                "bytes; file systems cannot store it. Use a shorter name.",
+            )
     rel = "/".join(parts)
     if len(rel.encode("utf-8")) > PATH_MAX_BYTES:
-        raise PathRefused("path_too_long", f"the path {rel[:40]!r}… is over {PATH_MAX_BYTES} "
-                          "bytes; use fewer or shorter folders.")  # fmt: skip
+        raise PathRefused(
+            "path_too_long",
+            f"the path {rel[:40]!r}… is over {PATH_MAX_BYTES} bytes; use fewer or shorter folders.",
+        )
     return rel
 
 

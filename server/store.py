@@ -101,8 +101,11 @@ def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
             named = stamp_of(os.stat(path))
         except FileNotFoundError:
             named = None
-        if (stamp_of(before) == st == named and len(data) == after.st_size
-                and not _just_emptied(after)):  # fmt: skip
+        if (
+            stamp_of(before) == st == named
+            and len(data) == after.st_size
+            and not _just_emptied(after)
+        ):
             return data, st
         if time.monotonic() >= deadline:
             raise WriteRace(rel, None, data, reason="is being saved by another program right now")
@@ -148,8 +151,9 @@ def _write_temp(tmp: str, path: Path, data: bytes) -> None:
 def _hash_files(root: Path, paths: list[str]) -> list[str]:
     """Store these files (relative to root) in git exactly as their bytes are: no autocrlf,
     eol or clean filter of the user's applies, so the blob is always the bytes we compare."""
-    out = git(root, "hash-object", "-w", "--no-filters", "--stdin-paths",
-              input="\n".join(paths).encode())  # fmt: skip
+    out = git(
+        root, "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths).encode()
+    )
     return out.stdout.decode().split()
 
 
@@ -291,12 +295,14 @@ class Store:
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
         paths = [w.disk for w in writes]
-        head_blobs = self.snapshot(paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes})
         temps: list[str] = []
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         crash_after = _fault_point()
         try:
+            head_blobs = self.snapshot(
+                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+            )
             # The intent (with the temp names) is on disk before any temp file exists, so a
             # crash at any point leaves nothing that recovery does not know about.
             temps = [_temp_name(self.root / w.disk) for w in writes]
@@ -321,8 +327,9 @@ class Store:
                 target = self.root / w.disk
                 fd = _open_if_exists(target)
                 current = _read_fd(fd) if fd is not None else None
-                if current != w.old or (fd is not None and w.stamp is not None
-                                        and stamp_of(os.fstat(fd)) != w.stamp):  # fmt: skip
+                if current != w.old or (
+                    fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
+                ):
                     if fd is not None:
                         os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
@@ -494,8 +501,10 @@ class Store:
                 try:
                     data, st = read_stable(self.root / p, p)
                 except WriteRace as race:
-                    raise StoreError("file_busy", f"{p} {race.reason}; nothing was changed. "
-                                     "Try again in a moment.") from race  # fmt: skip
+                    raise StoreError(
+                        "file_busy",
+                        f"{p} {race.reason}; nothing was changed. Try again in a moment.",
+                    ) from race
                 expect[p] = (p, data, st)
         head_blobs = self._head_blobs(paths)
         dirty: list[str] = []

@@ -172,8 +172,11 @@ class ToolKit:
         after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
         created = [o.path for o in res.outcomes if o.created]
         if created and tool in ("create_doc", "batch"):
-            after_commit(res, "similar notes", lambda: data.__setitem__(
-                "similar", similar_notes(self.vault, created) or None))  # fmt: skip
+
+            def similar() -> None:
+                data["similar"] = similar_notes(self.vault, created) or None
+
+            after_commit(res, "similar notes", similar)
         data["after_commit"] = res.after_commit or None
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 

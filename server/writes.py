@@ -551,8 +551,11 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
     res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
-    after_commit(res, "diff", lambda: setattr(res, "diff", "".join(
-        _diff(f) for f in plan.files.values() if f.text is not None)))  # fmt: skip
+
+    def diff() -> None:
+        res.diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
+
+    after_commit(res, "diff", diff)
     after_commit(res, "the search index", lambda: _reindex(vault, writes))
     return res
 

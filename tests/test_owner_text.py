@@ -77,8 +77,11 @@ def _note_in_every_commit(root: Path) -> list[tuple[str, str, bytes]]:
     out = []
     for line in git(root, "log", "--format=%H %s", "--", "note.md").splitlines():
         sha, subject = line.split(" ", 1)
-        blob = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"{sha}:note.md"],
-                              capture_output=True, check=True).stdout  # fmt: skip
+        blob = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"{sha}:note.md"],
+            capture_output=True,
+            check=True,
+        ).stdout
         out.append((sha, subject, blob))
     return out
 
@@ -110,8 +113,11 @@ async def test_an_editor_saving_by_truncate_then_write_loses_no_line(
     assert counts["commit"] > 0, counts  # the AI gets its writes in between the saves
     disk = (root / "note.md").read_text()
     history = git(root, "log", "-p", "--format=")
-    lost = [k for k in saves if f"- human line {k}\n" not in disk
-            and f"+- human line {k}\n" not in history]  # fmt: skip
+    lost = [
+        k
+        for k in saves
+        if f"- human line {k}\n" not in disk and f"+- human line {k}\n" not in history
+    ]
     assert not lost, f"{len(lost)} of {len(saves)} human lines lost: {lost[:10]}"
     empty = [sha for sha, _, blob in _note_in_every_commit(root) if not blob]
     assert not empty, f"commits of an empty note (a save caught mid-way): {empty[:5]}"
@@ -167,8 +173,14 @@ async def test_a_server_killed_mid_write_is_rolled_back_by_the_one_still_running
     async with connect(root) as survivor:  # up before, during and after the other one dies
         await survivor.call("read_doc", path="n0.md")
         env = {**os.environ, "VAULTWATCH_FAULT": "after_write:2"}
-        r = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(root)], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-c", KILLED_WRITER, str(root)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == -9, r.stderr  # SIGKILLed after renaming 2 of its 4 files
         assert list((root / ".git/vaultwatch").glob("intent*.json"))
         out = await survivor.call("append_section", path="n3.md", heading="Log", content="- mine")
@@ -238,8 +250,9 @@ async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
     async with connect(root) as s:
         assert (await s.call("search_text", query="A"))["total"] == 1  # the index exists
         inode = index.stat().st_ino
-        holder = subprocess.Popen([sys.executable, "-c", HOLD_INDEX, str(index), "25"],
-                                  stdout=subprocess.PIPE)  # fmt: skip
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_INDEX, str(index), "25"], stdout=subprocess.PIPE
+        )
         try:
             assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
             out = await s.call("append_section", path="a.md", heading="Log", content="- once")
@@ -280,14 +293,20 @@ async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
             out = await s.call("append_section", path=note, heading="Log", content="- ai")
             assert out["commit"]
     for note in ("crlf.md", "lf.md"):
-        committed = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"HEAD:{note}"],
-                                   capture_output=True, check=True).stdout  # fmt: skip
+        committed = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{note}"],
+            capture_output=True,
+            check=True,
+        ).stdout
         assert committed == (root / note).read_bytes()
     assert (root / "crlf.md").read_bytes().endswith(b"- owner typed\r\n- ai\r\n")
     snap = git(root, "log", "--format=%H", "--grep=Vaultwatch-Action: snapshot").split()
     assert len(snap) == 1
-    blob = subprocess.run(["git", "-C", str(root), "cat-file", "blob", f"{snap[0]}:crlf.md"],
-                          capture_output=True, check=True).stdout  # fmt: skip
+    blob = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "blob", f"{snap[0]}:crlf.md"],
+        capture_output=True,
+        check=True,
+    ).stdout
     assert blob == b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n"
 
 
@@ -333,16 +352,25 @@ async def test_a_vault_moved_away_is_reported_gone_never_recreated(
     async with connect(root) as s:
         await s.call("list_docs")
         root.rename(home / "moved")
-        for tool, args in [("list_docs", {}), ("read_doc", {"path": "a.md"}),
-                           ("search_text", {"query": "A"}),
-                           ("append_section", {"path": "a.md", "heading": "Log", "content": "x"}),
-                           ("create_doc", {"path": "b.md", "body": "# B\n"})]:  # fmt: skip
+        for tool, args in [
+            ("list_docs", {}),
+            ("read_doc", {"path": "a.md"}),
+            ("search_text", {"query": "A"}),
+            ("append_section", {"path": "a.md", "heading": "Log", "content": "x"}),
+            ("create_doc", {"path": "b.md", "body": "# B\n"}),
+        ]:
             msg = await s.error(tool, **args)
             assert "is gone (moved or deleted)" in msg and "restart" in msg, msg
     assert not root.exists()  # no stub left at the old path
     # a server restarted on the old path refuses to start rather than serve an empty vault
-    r = subprocess.run([sys.executable, "-m", "server.cli", "--vault", str(root)], cwd=REPO, timeout=60,
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--vault", str(root)],
+        cwd=REPO,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0 and "does not exist" in r.stderr
     assert not root.exists()
     moved = home / "moved"
@@ -353,8 +381,9 @@ async def test_a_vault_moved_away_is_reported_gone_never_recreated(
 def _tiny_disk(tmp_path: Path, size: str) -> Path:
     mnt = tmp_path / "small"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
-                       capture_output=True)  # fmt: skip
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+    )
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tiny tmpfs here: {r.stderr.decode().strip()}")
     return mnt
