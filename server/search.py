@@ -311,9 +311,13 @@ class SearchIndex:
     def count(self, expr: str) -> int:
         with self._lock:
             db = self._connect()
-            return int(
-                db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expr,)).fetchone()[0]
-            )
+            try:
+                row = db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expr,)).fetchone()
+            except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
+                raise IndexBroken(str(exc)) from exc
+            return int(row[0])
 
     def stats(self) -> dict[str, int]:
         with self._lock:
