@@ -25,7 +25,8 @@ EDITOR = """
 import os, sys, time
 from pathlib import Path
 note, seconds, log, mode = Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
-end = time.monotonic() + seconds
+start = time.monotonic()
+end = start + seconds
 k = 0
 with log.open("w") as out:
     while time.monotonic() < end:
@@ -39,7 +40,7 @@ with log.open("w") as out:
         os.close(fd)
         out.write(f"{k}\\n"); out.flush()
         k += 1
-        time.sleep(0.02)        # about 50 saves a second
+        time.sleep(max(0.0, start + k * 0.02 - time.monotonic()))  # 50 saves a second
 """
 
 STRESS_SECONDS = 6.0
