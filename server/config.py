@@ -465,8 +465,8 @@ def tag_problem(tag: str) -> str | None:
         return "is empty"
     if len(tag) > TAG_MAX_CHARS:
         return f"is longer than {TAG_MAX_CHARS} characters"
-    if any(unicodedata.category(c)[0] in "CZ" and c != " " for c in tag):
-        return "contains a control, format or line-break character"
+    if any(unicodedata.category(c)[0] in "CZ" and c not in " \u200d" for c in tag):
+        return "contains a control, format or line-break character"  # (a ZWJ in emoji is fine)
     bad = sorted({c for c in tag if c in _TAG_FORBIDDEN})
     if bad:
         return f"contains {' '.join(bad)}, which YAML and tag lists give a meaning"

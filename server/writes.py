@@ -435,7 +435,8 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
 
 def vocab_write(p: Plan) -> FileWrite | None:
     """The new tags appended to the owner's vocabulary file, each written by the YAML emitter
-    in the file's own form (list items or mapping keys). The result is parsed again: a
+    in the file's own form (list items, mapping keys, or items of an indented `tags:` list). The
+    result is parsed again: a
     vocabulary that would not load, or would not name exactly the old tags plus the new ones,
     is a rejection (the next server would start without the config)."""
     if not p.vocab_add or not p.config.tags.vocabulary:
@@ -445,16 +446,21 @@ def vocab_write(p: Plan) -> FileWrite | None:
     old = path.read_bytes() if path.exists() else None
     text = decode(old)[0] if old is not None else ""
     try:
-        as_mapping = isinstance(yaml.safe_load(text), dict)
+        data = yaml.safe_load(text)
     except yaml.YAMLError:
-        as_mapping = False  # already broken: the re-parse below refuses
+        data = None  # already broken: the re-parse below refuses
+    as_mapping = isinstance(data, dict) and set(data) != {"tags"}
+    # `tags:` over an indented block list takes items at the indentation of its last one
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    item = re.match(r"( +)- ", last) if isinstance(data, dict) and not as_mapping else None
+    indent = item.group(1) if item else ""
     if text and not text.endswith("\n"):
         text += "\n"
     for t in p.vocab_add.values():
         if as_mapping:  # `tag:` (a key with no description), quoted by the emitter if need be
             text += _dump_yaml({t: None}).removesuffix(" null\n") + "\n"
         else:
-            text += _dump_yaml([t])
+            text += indent + _dump_yaml([t])
     want = {**p.config.vocabulary, **{t.casefold(): t for t in p.vocab_add.values()}}
     try:
         got = parse_vocabulary(text, rel)

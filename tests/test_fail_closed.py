@@ -166,6 +166,7 @@ async def test_a_tag_that_could_break_the_vocabulary_is_refused(
     [
         ("- crdt\n- ok", "- crdt\n- ok\n- node.js\n- café-ü\n"),
         ("crdt: sync\nok: fine\n", "crdt: sync\nok: fine\nnode.js:\ncafé-ü:\n"),
+        ("tags:\n  - crdt\n  - ok\n", "tags:\n  - crdt\n  - ok\n  - node.js\n  - café-ü\n"),
     ],
 )
 async def test_new_tags_are_written_as_yaml_the_vocabulary_loads(
