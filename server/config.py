@@ -614,8 +614,8 @@ def config_notice(cfg: Config, errors: list[ConfigProblem]) -> str | None:
     else:
         meanwhile = "the last good config stays in force"
     return (
-        f"The vault config does not load: {first}{more}; {meanwhile}. To fix: the owner "
-        f"corrects {errors[0].file}; it takes effect on the next call, without a restart."
+        f"The vault config does not load: {first}{more}; {meanwhile}. The owner fixes this "
+        f"by correcting {errors[0].file} (it applies on the next call, no restart needed)."
     )
 
 

@@ -107,7 +107,9 @@ class ToolKit:
         """An error, plus why while the config does not load (a refusal may come from the
         stand-in rules, and the owner has a file to fix)."""
         notice = self.vault.config_notice
-        return f"{message} {notice}" if notice and notice not in message else message
+        if not notice or notice in message:
+            return message
+        return f"{message.rstrip()}{'' if message.rstrip().endswith('.') else '.'} {notice}"
 
     def result(
         self,

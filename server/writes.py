@@ -107,8 +107,12 @@ class Plan:
         try:
             vp = self.vault.resolve(raw, must_exist=False)
         except VaultError as exc:
-            raise Rejected(exc.code, exc.message, "use a path inside the vault, as list_docs shows",
-                           [str(raw)]) from exc  # fmt: skip
+            hint = (
+                "wait until the owner has fixed the config"
+                if exc.code == "config_broken"
+                else "use a path inside the vault, as list_docs shows"
+            )
+            raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
         if vp.link is not None:
             # os.replace would put a plain file where the link was (the target never gets the
             # change) and the snapshot would credit the owner with the type change.
