@@ -547,6 +547,7 @@ def _rules_of(cfg: Config) -> dict[str, Any]:
         "protected": list(cfg.protected_paths()),
         "rules": cfg.rules,
         "vocabulary": cfg.tags.vocabulary,
+        "source": cfg.source,
     }
 
 
@@ -660,6 +661,7 @@ class ConfigStore:
             self._sig = sig
             try:
                 cfg = load_config(self.root)
+                self._refuse_vanished(cfg)
             except (ConfigError, OSError, UnicodeDecodeError) as exc:
                 self.errors = (
                     exc.problems
@@ -686,6 +688,26 @@ class ConfigStore:
             if self.on_reload and not first:
                 self.on_reload(cfg, [])
             return cfg
+
+    def _refuse_vanished(self, cfg: Config) -> None:
+        """No config file, where one was in force: moved, deleted or lost in a checkout. The
+        defaults would have no private folders, so it counts as a config that does not load."""
+        if cfg.source is not None:
+            return
+        if self._kept is None:
+            self._kept = _read_last_good(self.root)
+        was = (self._good.source if self._good else None) or (self._kept or {}).get("source")
+        if isinstance(was, str) and was:
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        was,
+                        None,
+                        "is missing; restore it (an empty file "
+                        "means the built-in defaults, with no private folders)",
+                    )
+                ]
+            )
 
     def _remember(self, cfg: Config) -> None:
         """Keep this config's private and protected rules for the next process (written only

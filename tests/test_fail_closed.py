@@ -69,6 +69,7 @@ BREAKS = {
     "typo in the config": ("vault.config.yaml", CONFIG.replace("private: [", "private: [[")),
     "broken vocabulary": ("tags.yaml", "- crdt\n- [oops\n"),
     "missing vocabulary": ("tags.yaml", None),
+    "missing config": ("vault.config.yaml", None),
 }
 
 
