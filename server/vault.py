@@ -295,9 +295,15 @@ class Vault:
     def read_rules(self) -> tuple[str, str | None]:
         """(path, text) of the rules file, or text None if there is none."""
         rel = self.config.rules
+        pol = self.policy
+        path = self.root / rel
+        real = os.path.realpath(path)
+        if pol.closed is not None or (
+            # a link (the file or a folder on its way) must point where a note could
+            real != os.path.join(pol.real_root, rel) and not pol.target_allowed(real)
+        ):
+            return rel, None
         try:
-            # the path rules apply to the rules file too (a link into .git, a closed config)
-            vp = self.policy.resolve(rel, note=False)
-            return rel, vp.disk.read_text(encoding="utf-8", errors="replace")
-        except (OSError, PathRefused):
+            return rel, path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
             return rel, None

@@ -211,6 +211,8 @@ async def test_symlinks_to_private_notes_or_git_files_are_invisible(
     os.symlink("../.git/vaultwatch/token", root / "weeks/latest.md")
     os.symlink("../.git/config", root / "notes/cfg.md")
     os.symlink("a.md", root / "notes/alias.md")  # a link to a visible note is that note
+    (root / "CLAUDE.md").unlink()  # the rules get_context shows follow the same rule
+    os.symlink("private/salary.md", root / "CLAUDE.md")
     async with connect(root) as s:
         await assert_private_hidden(s)
         listed = {d["path"] for d in (await s.call("list_docs", limit=200))["docs"]}
