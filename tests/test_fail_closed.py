@@ -126,6 +126,7 @@ async def test_a_broken_config_with_nothing_good_kept_refuses_every_path(
         await assert_private_hidden(s)
 
 
+@pytest.mark.slow
 def test_a_fresh_process_on_a_broken_config_says_why_on_stderr(
     make_vault: Callable[..., Path],
 ) -> None:
