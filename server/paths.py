@@ -206,8 +206,7 @@ class PathPolicy:
                 f"{rel!r} resolves outside the vault through a symlink; it cannot be used",
             )
         real_rel = real.relative_to(self.real_root).as_posix() if real != self.real_root else ""
-        link = None
-        real_rel = unicodedata.normalize("NFC", real_rel)
+        real_rel, link = unicodedata.normalize("NFC", real_rel), None
         if real_rel != unicodedata.normalize("NFC", disk.relative_to(self.root).as_posix()):
             # A symlink inside the vault: its target must obey the same rules.
             if not self.target_allowed(str(real)):

@@ -439,10 +439,9 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
 
 def vocab_write(p: Plan) -> FileWrite | None:
     """The new tags appended to the owner's vocabulary file, each written by the YAML emitter
-    in the file's own form (list items, mapping keys, or items of an indented `tags:` list). The
-    result is parsed again: a
-    vocabulary that would not load, or would not name exactly the old tags plus the new ones,
-    is a rejection (the next server would start without the config)."""
+    in the file's own form (list items, mapping keys, or items of an indented `tags:` list).
+    The result is parsed again: a vocabulary that would not load, or would not name exactly
+    the old tags plus the new ones, is a rejection (the next server would start without it)."""
     if not p.vocab_add or not p.config.tags.vocabulary:
         return None
     rel = p.config.tags.vocabulary
