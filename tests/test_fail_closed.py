@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from server.config import load_config
@@ -225,6 +226,24 @@ async def test_symlinks_to_private_notes_or_git_files_are_invisible(
         for path in ("notes/today.md", "weeks/latest.md", "notes/cfg.md"):
             err = await s.error("read_doc", path=path)
             assert "symlink" in err, err
+
+
+@pytest.mark.semantic
+async def test_recall_and_similar_never_see_a_symlinked_private_note(
+    connect: Any, example_vault: Path
+) -> None:
+    os.symlink("../private/salary-notes.md", example_vault / "inbox/today.md")
+    async with connect(example_vault) as s:
+        for _ in range(600):  # bounded: a shared machine may take a while to embed the vault
+            r = await s.call("recall", query="salary expectations, walk-away number", limit=30)
+            if r["ready"]:
+                break
+            await anyio.sleep(0.2)
+        assert r["hits"]
+        assert not any(h["path"] == "inbox/today.md" or "moonlight" in str(h) for h in r["hits"])
+        body = "# Salary expectations\n\nMy base and the walk-away number.\n"
+        made = await s.call("create_doc", path="inbox/pay.md", body=body)
+        assert all(x["path"] != "inbox/today.md" for x in made.get("similar", []))
 
 
 # ------------------------------------------------------------------------------------------------
