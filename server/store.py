@@ -422,11 +422,13 @@ class Store:
                 os.unlink(marker)
         # The real index: these paths as HEAD has them now (nothing of the owner's is staged
         # there: the snapshot committed it).
-        r = git(self.root, "update-index", "--index-info", input=info, check=False)
-        if r.returncode != 0:  # the commit stands; only git's view of the index lags
-            log.warning(
-                "updating git's index after commit failed: %s", r.stderr.decode(errors="replace")
-            )
+        try:
+            r = git(self.root, "update-index", "--index-info", input=info, check=False)
+            said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
+        except OSError as exc:  # git could not even start (no memory, no processes left)
+            said = str(exc)
+        if said is not None:  # the commit stands; only git's view of the index lags
+            log.warning("updating git's index after commit failed: %s", said)
         return sha
 
     def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
