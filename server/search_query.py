@@ -102,6 +102,13 @@ def fts_expression(pq: ParsedQuery) -> str | None:
     return expr
 
 
+def title_expression(pq: ParsedQuery) -> str | None:
+    """The words looked for, without exclusions: a note whose title holds them all ranks higher
+    (an exclusion applies to the whole note, in fts_expression, never to the title alone)."""
+    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    return " AND ".join(pos) if pos else None
+
+
 def term_regex(term: Term) -> re.Pattern[str]:
     """Where a term occurs in folded text (for snippets and title checks)."""
     folded = fold(term.text)

@@ -1,0 +1,134 @@
+"""Promises that hold on a real vault (issue 15): Obsidian's help notes in English and Chinese,
+tables with `\\|` links, headings made of inline code, a cloned vault's dates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+FILLER_EN = "Obsidian stores notes as plain text files in a folder on your device.\n\n"
+FILLER_ZH = "Obsidian 把笔记保存为设备上文件夹里的纯文本文件。\n\n"
+
+# Shaped like the Obsidian help vault: long "main" notes and short ones whose titles share a word.
+REAL: dict[str, str] = {
+    "en/Internal links.md": (
+        "# Internal links\n\nLink notes to each other with internal links.\n\n"
+        "## Embed a note\n\nTo embed a note, add an exclamation mark before the link.\n\n"
+        + FILLER_EN
+        * 6
+    ),
+    "en/Link to blocks.md": "# Link to blocks\n\nLink to one block of a note.\n",
+    "en/Outgoing links.md": "# Outgoing links\n\nThe outgoing links pane lists links.\n",
+    "en/Backlinks.md": "# Backlinks\n\nNotes that link to this one.\n",
+    "en/Graph view.md": "# Graph view\n\nThe graph shows notes and the links between them.\n",
+    "zh/内部链接.md": (
+        "# 内部链接\n\n用内部链接把笔记连接起来。\n\n## 嵌入文件\n\n在链接前加感叹号即可嵌入。\n\n"
+        + FILLER_ZH * 6
+    ),
+    "zh/外部链接.md": "# 外部链接\n\n指向网页的链接。\n",
+    "zh/块链接.md": "# 块链接\n\n链接到笔记中的一个块。\n",
+    "zh/关系图谱.md": "# 关系图谱\n\n图谱显示笔记和它们之间的链接。\n",
+}
+
+
+async def all_hits(s: Any, query: str, limit: int = 2) -> tuple[list[str], set[int]]:
+    """Every hit over every page, and every `total` the pages reported."""
+    seen: list[str] = []
+    totals: set[int] = set()
+    cursor = None
+    while True:
+        args: dict[str, Any] = {"query": query, "limit": limit}
+        if cursor:
+            args["cursor"] = cursor
+        res = await s.call("search_text", **args)
+        seen += [h["path"] for h in res["hits"]]
+        totals.add(res["total"])
+        cursor = res.get("next_cursor")
+        if not cursor:
+            return seen, totals
+
+
+@pytest.mark.parametrize(
+    ("query", "excluded"),
+    [
+        ("links -embed", {"en/Internal links.md"}),
+        ("link -exclamation", {"en/Internal links.md"}),
+        ("链接 -嵌入", {"zh/内部链接.md"}),
+        ("链接 -感叹号", {"zh/内部链接.md"}),
+    ],
+)
+async def test_exclusion_applies_to_the_whole_note_not_only_the_title(
+    connect: Any, make_vault: Any, query: str, excluded: set[str]
+) -> None:
+    root = make_vault(REAL)
+    async with connect(root) as s:
+        seen, totals = await all_hits(s, query)
+        assert not excluded & set(seen), seen
+        assert len(seen) == len(set(seen)), "a page repeated a note"
+        assert totals == {len(seen)}, (totals, seen)  # total counts what paging returns
+
+
+async def test_total_and_paging_agree_with_title_and_body_matches(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault(REAL)
+    async with connect(root) as s:
+        for query in ("links", "链接", "notes"):
+            seen, totals = await all_hits(s, query, limit=1)
+            assert len(seen) == len(set(seen)), seen
+            assert totals == {len(seen)}, (query, totals, seen)
+
+
+async def test_title_is_a_strong_weight_not_a_tier(connect: Any, make_vault: Any) -> None:
+    """The note about links, with the word all through its body, outranks short notes that
+    only have the word in their title; among equals a title match still wins."""
+    main_zh = "# 双向引用\n\n" + "".join(
+        f"第{i}段：链接可以指向笔记、标题或块，链接会随文件改名而更新。\n\n" for i in range(8)
+    )
+    main_en = "# Connecting notes\n\n" + "".join(
+        f"Part {i}: links point to notes, headings or blocks; links follow renames.\n\n"
+        for i in range(8)
+    )
+    files = {
+        "zh/双向引用.md": main_zh,
+        "en/Connecting notes.md": main_en,
+        **{f"zh/链接{i}.md": f"# 链接{i}\n\n{FILLER_ZH}" for i in range(5)},
+        **{f"en/Links {i}.md": f"# Links {i}\n\n{FILLER_EN}" for i in range(5)},
+        "en/Same a.md": "# Notes\n\nraft is a consensus protocol.\n",
+        "en/Raft.md": "# Raft\n\nraft is a consensus protocol.\n",
+    }
+    root = make_vault(files)
+    async with connect(root) as s:
+        zh = (await s.call("search_text", query="链接", limit=10))["hits"]
+        assert zh[0]["path"] == "zh/双向引用.md", [h["path"] for h in zh]
+        en = (await s.call("search_text", query="links", limit=10))["hits"]
+        assert en[0]["path"] == "en/Connecting notes.md", [h["path"] for h in en]
+        raft = (await s.call("search_text", query="raft", limit=10))["hits"]
+        assert [h["path"] for h in raft] == ["en/Raft.md", "en/Same a.md"]
+
+
+async def test_an_index_of_an_older_layout_is_rebuilt_and_keeps_recalls_tables(
+    connect: Any, make_vault: Any
+) -> None:
+    import sqlite3
+
+    root = make_vault(REAL)
+    async with connect(root) as s:
+        await s.call("search_text", query="links")
+    db_path = root / ".git" / "vaultwatch" / "index.sqlite"
+    db = sqlite3.connect(db_path)
+    db.execute("UPDATE meta SET value='1' WHERE key='schema'")
+    db.execute("CREATE TABLE vectors_keep(x)")
+    db.execute("INSERT INTO vectors_keep VALUES (42)")
+    db.commit()
+    db.close()
+    async with connect(root) as s:
+        seen, _ = await all_hits(s, "links -embed")
+        assert seen and "en/Internal links.md" not in seen
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT x FROM vectors_keep").fetchall() == [(42,)]
+    assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] != "1"
+    db.close()
