@@ -10,6 +10,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -179,6 +180,19 @@ def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
     return conds
 
 
+def folder_key(folder: str) -> str:
+    """A folder as the model writes it ('sessions', 'sessions/', '/sessions') -> 'sessions'."""
+    return unicodedata.normalize("NFC", folder.strip().strip("/"))
+
+
+def in_folder(path: str, folder: str) -> bool:
+    """The one folder rule of list_docs, search_text and recall: a note is in a folder when it
+    is in that folder or one of its sub-folders. Never a bare name prefix: 'sess' is not
+    'sessions/'. An empty folder is the whole vault."""
+    key = folder_key(folder)
+    return not key or path.startswith(key + "/")
+
+
 def _tag_key(wanted: str) -> str:
     return wanted.casefold().lstrip("#").rstrip("/")
 
@@ -205,7 +219,6 @@ class Filters:
 def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     f.check(config)
     conds = compile_where(f.where)
-    folder = f.folder.strip("/") if f.folder else None
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
     # A wanted tag matches itself and its children: 'area' finds 'area/sub' (tagkeys has parents).
@@ -217,7 +230,7 @@ def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     for e in entries:
         if f.type is not None and e.type != f.type:
             continue
-        if folder and not e.doc.path.startswith(folder + "/"):
+        if f.folder and not in_folder(e.doc.path, f.folder):
             continue
         if tag_all and not tag_all <= e.tagkeys:
             continue

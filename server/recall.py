@@ -8,7 +8,7 @@ from typing import Any
 
 from .docs import decode
 from .query import QueryError
-from .search_query import SearchError, parse, term_regex
+from .search_query import SearchError, excluded, parse
 from .semantic import SemanticIndex
 from .text_search import keep_entry
 from .vault import Vault
@@ -46,7 +46,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
             )
     folders = [f for f in [folder, *(pq.paths if pq else [])] if f]
     tags = list(pq.tags) if pq else []
-    negated = [term_regex(t) for t in (pq.terms if pq else []) if t.negated]
+    negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()
     _wait_ready(sem)
@@ -81,12 +81,13 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
         e = entries.get(p)
         if e is None or not keep_entry(e, types, folders, tags):
             return False
-        if negated:
+        if negates and pq is not None:
             try:
-                body, _ = decode((vault.root / e.doc.disk).read_bytes())
+                text, _ = decode((vault.root / e.doc.disk).read_bytes())
             except OSError:
                 return False
-            if any(rx.search(body) for rx in negated):
+            # what search_text's index holds: title, file name, frontmatter values and body
+            if excluded(pq, f"{e.doc.title}\n{e.doc.stem}\n{text}"):
                 return False
         return True
 

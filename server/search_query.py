@@ -126,6 +126,17 @@ def term_regex(term: Term) -> re.Pattern[str]:
     return re.compile(r"[\W_]*".join(pieces))
 
 
+def excluded(pq: ParsedQuery, text: str) -> bool:
+    """The one `-word` rule where the index cannot apply it (recall): the note is dropped when a
+    negated term occurs anywhere in `text`, folded as the index folds it (NFKC, case), a plain
+    word matching its longer forms as the index's prefix match does."""
+    negated = [term_regex(t) for t in pq.terms if t.negated]
+    if not negated:
+        return False
+    folded = fold(text)
+    return any(rx.search(folded) for rx in negated)
+
+
 def matches_title(pq: ParsedQuery, title: str) -> bool:
     folded = fold(title)
     return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)

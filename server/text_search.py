@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from .docs import decode
-from .query import Entry, QueryError, fingerprint, page, read_cursor
+from .query import Entry, QueryError, fingerprint, in_folder, page, read_cursor
 from .search import Hit
 from .search_query import SearchError, fts_expression, parse, snippets, title_expression
 from .vault import Vault
@@ -15,8 +15,7 @@ from .vault import Vault
 def keep_entry(e: Entry, types: list[str], folders: list[str], tags: list[str]) -> bool:
     if types and e.type not in types:
         return False
-    if folders and not any(e.doc.path.startswith(f.strip("/") + "/") or e.doc.path.startswith(f)
-                           for f in folders):  # fmt: skip
+    if folders and not any(in_folder(e.doc.path, f) for f in folders):
         return False
     if tags:
         for t in tags:

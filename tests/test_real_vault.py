@@ -132,3 +132,62 @@ async def test_an_index_of_an_older_layout_is_rebuilt_and_keeps_recalls_tables(
     assert db.execute("SELECT x FROM vectors_keep").fetchall() == [(42,)]
     assert db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] != "1"
     db.close()
+
+
+FOLDERS: dict[str, str] = {
+    "sessions/a.md": "# A\n\nkafka consumer lag\n",
+    "sessions/deep/b.md": "# B\n\nkafka consumer groups\n",
+    "session-notes/c.md": "# C\n\nkafka consumer rebalancing\n",
+    "sess.md": "# Sess\n\nkafka consumer\n",
+    "other/Kafka.md": "# Streams\n\nKAFKA Consumer offsets\n",
+}
+
+
+async def test_folder_is_that_folder_and_its_subfolders_in_every_tool(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault(FOLDERS)
+    want = ["sessions/a.md", "sessions/deep/b.md"]
+    async with connect(root) as s:
+        for folder in ("sessions", "sessions/", "/sessions"):
+            got = await s.call("search_text", query="consumer", folder=folder)
+            assert sorted(h["path"] for h in got["hits"]) == want, folder
+            listed = await s.call("list_docs", folder=folder)
+            assert sorted(d["path"] for d in listed["docs"]) == want, folder
+        inline = await s.call("search_text", query="consumer path:sessions")
+        assert sorted(h["path"] for h in inline["hits"]) == want
+        for bare in ("sess", "session"):  # a name prefix is not a folder
+            assert (await s.call("search_text", query="consumer", folder=bare))["total"] == 0
+            assert (await s.call("search_text", query=f"consumer path:{bare}"))["total"] == 0
+            assert (await s.call("list_docs", folder=bare))["docs"] == []
+        tools = {t.name: t for t in (await s.client.list_tools()).tools}
+        for name in ("list_docs", "search_text", "recall"):
+            desc = tools[name].input_schema["properties"]["folder"]["description"]
+            assert "sub-folders" in desc and "prefix" not in desc, (name, desc)
+        q = tools["recall"].input_schema["properties"]["query"]["description"]
+        assert "case" in q.lower(), q
+
+
+def test_one_exclusion_rule_for_search_and_recall() -> None:
+    from server.search_query import excluded, parse
+
+    pq = parse("consumer -kafka")
+    assert excluded(pq, "KAFKA Consumer offsets")
+    assert excluded(pq, "ＫＡＦＫＡ consumer")  # full width folds too
+    assert not excluded(pq, "consumer offsets")
+    assert excluded(pq, "kafkaesque consumer")  # the prefix rule the index applies to words
+
+
+@pytest.mark.semantic
+async def test_recall_applies_the_same_folder_and_exclusion_rules(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault(FOLDERS)
+    async with connect(root) as s:
+        r = await s.call("recall", query="kafka consumer", folder="sessions", limit=10)
+        assert sorted(h["path"] for h in r["hits"]) == ["sessions/a.md", "sessions/deep/b.md"]
+        assert (await s.call("recall", query="kafka consumer", folder="sess"))["hits"] == []
+        r = await s.call("recall", query="kafka consumer path:sess")
+        assert r["hits"] == []
+        r = await s.call("recall", query="consumer offsets -kafka", limit=10)
+        assert r["hits"] == [], r  # every note says kafka, in some case
