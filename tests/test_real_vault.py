@@ -191,3 +191,28 @@ async def test_recall_applies_the_same_folder_and_exclusion_rules(
         assert r["hits"] == []
         r = await s.call("recall", query="consumer offsets -kafka", limit=10)
         assert r["hits"] == [], r  # every note says kafka, in some case
+
+
+TABLE_NOTE = (
+    "# Formats\n\n| Note | Picture |\n| --- | --- |\n"
+    "| [[Internal links\\|links]] | ![[diagram.png\\|100]] |\n"
+)
+
+
+async def test_table_links_with_escaped_pipes_count_everywhere(
+    connect: Any, make_vault: Any
+) -> None:
+    from app.file_actions import plan_remove
+
+    root = make_vault({**REAL, "en/Formats.md": TABLE_NOTE, "en/diagram.png": b"\x89PNG\r\n"})
+    plan = plan_remove(root, "en/Internal links.md")
+    assert [(src, line) for src, line, _ in plan.backlinks] == [("en/Formats.md", 5)]
+    plan = plan_remove(root, "en/diagram.png")
+    assert [written for _, _, written in plan.backlinks] == ["![[diagram.png\\|100]]"]
+    async with connect(root) as s:
+        made = await s.call(
+            "create_doc",
+            path="en/Pictures.md",
+            body="| a | b |\n| - | - |\n| ![[diagram.png\\|100]] | x |\n",
+        )
+        assert made["path"] == "en/Pictures.md"
