@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .docs import Doc, Heading
+from .textfold import fold
 
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
 OUTLINE_MAX = 120
@@ -19,7 +20,10 @@ class ReadError(ValueError):
 
 
 def _norm(s: str) -> str:
-    return " ".join(s.split()).casefold()
+    """A heading as a section name compares: NFKC and case folded like search (? is ？), spaces
+    collapsed, backticks dropped (a heading made of code, ### `daily:path`, is found by
+    'daily:path' too)."""
+    return " ".join(fold(s).replace("`", " ").split())
 
 
 def find_section(doc: Doc, section: str) -> Heading:

@@ -216,3 +216,36 @@ async def test_table_links_with_escaped_pipes_count_everywhere(
             body="| a | b |\n| - | - |\n| ![[diagram.png\\|100]] | x |\n",
         )
         assert made["path"] == "en/Pictures.md"
+
+
+CLI_NOTE = (
+    "# Obsidian CLI\n\nRun commands from a terminal.\n\n## General commands\n\n"
+    "### `daily`\n\nOpen today's daily note.\n\n"
+    "### `daily:path`\n\nPrint the daily note's path.\n\n"
+    "### `search` and `search:context`\n\nSearch the vault.\n\n"
+    "## 常见问题\n\n### 为什么要用命令行？\n\n因为快。\n"
+)
+
+
+async def test_headings_made_of_inline_code_are_sections(connect: Any, make_vault: Any) -> None:
+    root = make_vault({"en/Obsidian CLI.md": CLI_NOTE})
+    async with connect(root) as s:
+        r = await s.call("read_doc", path="en/Obsidian CLI.md", section="`daily:path`")
+        assert r["section"] == "Obsidian CLI/General commands/`daily:path`"
+        assert r["content"].startswith("### `daily:path`\n\nPrint")
+        assert "### `search`" not in r["content"]
+        heads = [o["heading"] for o in r["outline"]]
+        assert len(heads) == len(set(heads)), heads  # no repeated 'General commands/'
+        assert "Obsidian CLI/General commands/`search` and `search:context`" in heads
+        # the model may leave out the backticks
+        r = await s.call("read_doc", path="en/Obsidian CLI.md", section="daily:path")
+        assert r["content"].startswith("### `daily:path`")
+        # section names are NFKC-folded: ? finds ？
+        r = await s.call("read_doc", path="en/Obsidian CLI.md", section="为什么要用命令行?")
+        assert r["content"].startswith("### 为什么要用命令行？")
+        await s.call(
+            "append_section", path="en/Obsidian CLI.md", heading="`daily:path`", content="- new"
+        )
+        text = (root / "en/Obsidian CLI.md").read_text(encoding="utf-8")
+        assert text.count("`daily:path`") == 1, text
+        assert "Print the daily note's path.\n- new\n" in text, text
