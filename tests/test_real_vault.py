@@ -249,3 +249,14 @@ async def test_headings_made_of_inline_code_are_sections(connect: Any, make_vaul
         text = (root / "en/Obsidian CLI.md").read_text(encoding="utf-8")
         assert text.count("`daily:path`") == 1, text
         assert "Print the daily note's path.\n- new\n" in text, text
+
+
+async def test_tail_takes_entries_below_a_lone_title_heading(connect: Any, make_vault: Any) -> None:
+    weeks = "".join(f"## Week {i}\n\n- did {i}\n\n" for i in range(1, 6))
+    root = make_vault({"log.md": "# Training log\n\nIntro.\n\n" + weeks, "cli.md": CLI_NOTE})
+    async with connect(root) as s:
+        r = await s.call("read_doc", path="log.md", tail=2)
+        assert r["content"].startswith("## Week 4\n"), r["content"][:80]
+        assert "the last 2 of 5 entries" in r["next"]
+        r = await s.call("read_doc", path="cli.md", tail=1)  # H1, then 2 H2s: the H2s
+        assert r["content"].startswith("## 常见问题"), r["content"][:80]
