@@ -32,6 +32,13 @@ class Entry:
     date: dt.date | None  # the type's date field, else `date:`, else None
     day: dt.date  # for windows and months: the note's date, else the day it was modified
     tagkeys: frozenset[str]  # casefolded tags and their parents: 'area/sub' -> area, area/sub
+    # the last commit that touched the note, or its mtime when git has not seen it as it is
+    # (server/modified.py): a clone gives every file the same mtime
+    modified_ns: int = 0
+
+    @property
+    def modified(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.modified_ns / 1e9).astimezone()
 
 
 def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
@@ -42,7 +49,8 @@ def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def classify(doc: Doc, config: Config) -> Entry:
+def classify(doc: Doc, config: Config, modified_ns: int | None = None) -> Entry:
+    """The note with its type, date and modified time (`modified_ns`; its mtime when None)."""
     fm = doc.frontmatter
     type_name: str | None = None
     declared = fm.get("type")
@@ -59,8 +67,11 @@ def classify(doc: Doc, config: Config) -> Entry:
         d = as_date(fm.get(f))
         if d is not None:
             break
-    day = d or date.fromtimestamp(doc.mtime_ns / 1e9)
-    return Entry(doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags))
+    modified = doc.mtime_ns if modified_ns is None else modified_ns
+    day = d or date.fromtimestamp(modified / 1e9)
+    return Entry(
+        doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags), modified_ns=modified
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -93,7 +104,7 @@ def field_value(e: Entry, name: str) -> Any:
     if name == "folder":
         return e.doc.folder
     if name == "modified":
-        return e.doc.mtime.date()
+        return e.modified.date()
     if name == "date":
         return e.date
     if name == "tags":
@@ -261,7 +272,7 @@ def _entry_date(e: Entry, field: str | None) -> date | None:
     if field is None:
         return e.date
     if field == "modified":
-        return e.doc.mtime.date()
+        return e.modified.date()
     return as_date(e.doc.frontmatter.get(field))
 
 
@@ -278,7 +289,7 @@ def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
         if key == "date":
             return e.day
         if key == "modified":
-            return e.doc.mtime_ns
+            return e.modified_ns
         if key == "path":
             return e.doc.path
         v = field_value(e, key)
@@ -336,7 +347,7 @@ def summarize(e: Entry, fields: list[str] | None, value_chars: int = 300) -> dic
         "title": doc.title,
         "type": e.type,
         "date": e.date.isoformat() if e.date else None,
-        "modified": doc.mtime.isoformat(timespec="seconds"),
+        "modified": e.modified.isoformat(timespec="seconds"),
         "tags": list(doc.tags),
         "hash": doc.hash,
     }

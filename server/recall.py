@@ -95,7 +95,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
     for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
         e = entries[m.path]
         hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
-                     "modified": e.doc.mtime.isoformat(timespec="seconds"), "hash": e.doc.hash,
+                     "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
                      "score": round(m.score, 3), "section": m.heading, "snippet": m.excerpt})  # fmt: skip
     out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
     if not hits:

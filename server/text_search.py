@@ -41,7 +41,7 @@ def rank(hits: list[Hit], entries: dict[str, Entry], now: float) -> list[Entry]:
         if e is None:
             continue
         score = (h.body / best if best < 0 else 0.0) + (TITLE_WEIGHT if h.title else 0.0)
-        age_days = max(0.0, now - e.doc.mtime_ns / 1e9) / 86400
+        age_days = max(0.0, now - e.modified_ns / 1e9) / 86400
         score *= 1.0 + RECENCY * max(0.0, 1.0 - age_days / 365)
         scored.append((-score, h.path, e))
     scored.sort(key=lambda t: (t[0], t[1]))
@@ -78,7 +78,7 @@ def search_text(
     if expr is None:  # filters only: newest first
         ranked = sorted(
             (e for e in entries.values() if keep_entry(e, types, folders, want_tags)),
-            key=lambda e: -e.doc.mtime_ns,
+            key=lambda e: (-e.modified_ns, -e.doc.mtime_ns),
         )
         total = len(ranked)
     else:
@@ -99,7 +99,7 @@ def search_text(
             "folder": e.doc.folder,
             "title": e.doc.title,
             "type": e.type,
-            "modified": e.doc.mtime.isoformat(timespec="seconds"),
+            "modified": e.modified.isoformat(timespec="seconds"),
             "hash": e.doc.hash,
             "tags": list(e.doc.tags),
         }

@@ -3,6 +3,10 @@ tables with `\\|` links, headings made of inline code, a cloned vault's dates.""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -260,3 +264,53 @@ async def test_tail_takes_entries_below_a_lone_title_heading(connect: Any, make_
         assert "the last 2 of 5 entries" in r["next"]
         r = await s.call("read_doc", path="cli.md", tail=1)  # H1, then 2 H2s: the H2s
         assert r["content"].startswith("## 常见问题"), r["content"][:80]
+
+
+def _commit(root: Path, when: str, message: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", message], check=True, env=env)
+
+
+@pytest.fixture
+def cloned(make_vault: Any, tmp_path: Path) -> Path:
+    """A vault with a year of history, cloned: every file has the clone's mtime."""
+    origin = make_vault({"old.md": "# Old\n\n#alpha\n"}, git=False, name="origin")
+    subprocess.run(["git", "-C", str(origin), "init", "-q"], check=True)
+    _commit(origin, "2025-01-05T10:00:00+00:00", "old")
+    (origin / "mid.md").write_text("# Mid\n\n#alpha\n", encoding="utf-8")
+    _commit(origin, "2025-06-01T10:00:00+00:00", "mid")
+    (origin / "new.md").write_text("# New\n\n#beta\n", encoding="utf-8")
+    (origin / "sub").mkdir()
+    (origin / "sub/也是.md").write_text("# 也是\n", encoding="utf-8")
+    _commit(origin, "2025-11-20T10:00:00+00:00", "new")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True)
+    return clone
+
+
+async def test_a_cloned_vault_dates_notes_by_their_last_commit(connect: Any, cloned: Path) -> None:
+    async with connect(cloned) as s:
+        docs = (await s.call("list_docs", sort="-modified"))["docs"]
+        assert [(d["path"], d["modified"][:10]) for d in docs] == [
+            ("new.md", "2025-11-20"), ("sub/也是.md", "2025-11-20"),
+            ("mid.md", "2025-06-01"), ("old.md", "2025-01-05"),
+        ]  # fmt: skip
+        ctx = (await s.call("get_context"))["blocks"]
+        recent = next(b for b in ctx if b["title"] == "Recently changed")
+        assert [d["path"] for d in recent["docs"]][:3] == ["new.md", "sub/也是.md", "mid.md"]
+        tags = {t["tag"]: t for t in (await s.call("list_tags", days=30))["tags"]}
+        assert tags["alpha"]["in_window"] == 0 and tags["alpha"]["trend"] == "quiet"
+        old = await s.call("list_docs", date_field="modified", date_to="2025-03-01")
+        assert [d["path"] for d in old["docs"]] == ["old.md"]
+        hit = (await s.call("search_text", query="mid"))["hits"][0]
+        assert hit["modified"][:10] == "2025-06-01"
+
+        # the owner's uncommitted edit: its mtime; an AI commit: the commit's time
+        (cloned / "old.md").write_text("# Old\n\n#alpha\nedited\n", encoding="utf-8")
+        await s.call("append_section", path="mid.md", heading="Log", content="- today")
+        today = dt.date.today().isoformat()
+        docs = (await s.call("list_docs", sort="-modified"))["docs"]
+        assert {d["path"] for d in docs[:2]} == {"old.md", "mid.md"}
+        assert all(d["modified"][:10] == today for d in docs[:2])
+        assert docs[2]["modified"][:10] == "2025-11-20"
