@@ -19,7 +19,7 @@ from .gitrepo import git
 
 log = logging.getLogger("vaultwatch.modified")
 
-FULL_RECHECK = 2_000  # more notes than this to re-check: one full `git status` is cheaper
+FULL_RECHECK = 500  # more notes than this to re-check: one full `git status`
 
 
 class ModifiedTimes:
@@ -126,17 +126,18 @@ class ModifiedTimes:
         if recheck is not None and not recheck:
             return
         if recheck is not None and len(recheck) <= FULL_RECHECK:
-            spec = b"".join(p.encode() + b"\x00" for p in sorted(recheck))
-            found = self._status("--pathspec-from-file=-", "--pathspec-file-nul", input=spec)
+            found = self._status(sorted(recheck))
             if found is not None:
                 self._dirty = (self._dirty - recheck) | found
                 return
-        found = self._status()
+        found = self._status(None)
         self._dirty = found if found is not None else set()
 
-    def _status(self, *args: str, input: bytes | None = None) -> set[str] | None:
-        cmd = ("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", *args)
-        r = git(self.root, *cmd, input=input, check=False)
+    def _status(self, paths: list[str] | None) -> set[str] | None:
+        """Paths (of `paths`, or all) whose file or staged content differs from HEAD."""
+        cmd = ["--literal-pathspecs", "status", "--porcelain=v1", "-z"]
+        cmd += ["--untracked-files=all", "--no-renames", "--", *(paths or [])]
+        r = git(self.root, *cmd, check=False)
         if r.returncode != 0:
             log.warning("git status failed; notes are dated by mtime: %s", r.stderr[:200])
             return None

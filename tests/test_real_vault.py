@@ -314,3 +314,25 @@ async def test_a_cloned_vault_dates_notes_by_their_last_commit(connect: Any, clo
         assert {d["path"] for d in docs[:2]} == {"old.md", "mid.md"}
         assert all(d["modified"][:10] == today for d in docs[:2])
         assert docs[2]["modified"][:10] == "2025-11-20"
+
+
+async def test_dates_follow_edits_and_commits_without_a_new_log_pass(
+    connect: Any, cloned: Path
+) -> None:
+    """After the first pass, an edit on disk re-checks only that note and a commit on top of
+    HEAD reads only the new commit; both show in the next listing."""
+    async with connect(cloned) as s:
+        await s.call("list_docs")
+        modified = s.vault.modified
+        passes = modified.log_passes
+        (cloned / "new.md").write_text("# New\n\nedited\n", encoding="utf-8")
+        docs = (await s.call("list_docs", sort="-modified"))["docs"]
+        assert (
+            docs[0]["path"] == "new.md" and docs[0]["modified"][:10] == dt.date.today().isoformat()
+        )
+        _commit(cloned, "2025-12-01T10:00:00+00:00", "owner commits in a terminal")
+        docs = (await s.call("list_docs", sort="-modified"))["docs"]
+        assert (docs[0]["path"], docs[0]["modified"][:10]) == ("new.md", "2025-12-01")
+        assert modified.log_passes == passes
+        # the file is as committed again, git status says so: it takes the commit's time
+        assert "new.md" not in modified._dirty
