@@ -79,7 +79,12 @@ def parse(query: str) -> ParsedQuery:
             tokens = [(w, pre or len(w) >= 3)]
         pq.terms.append(Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens))
     if not pq.positive and not (pq.tags or pq.types or pq.paths):
-        raise SearchError("the query only excludes; add at least one word to look for")
+        if pq.terms:
+            raise SearchError("the query only excludes; add at least one word to look for")
+        raise SearchError(
+            "the query has no words to look for, only punctuation (which is not indexed); "
+            "give words, e.g. 'CRDT 离线同步'"
+        )
     return pq
 
 

@@ -336,3 +336,60 @@ async def test_dates_follow_edits_and_commits_without_a_new_log_pass(
         assert modified.log_passes == passes
         # the file is as committed again, git status says so: it takes the commit's time
         assert "new.md" not in modified._dirty
+
+
+def test_eval_on_a_missing_vault_says_so_without_a_traceback(tmp_path: Path) -> None:
+    import sys
+
+    queries = tmp_path / "q.yaml"
+    queries.write_text("- {q: x, expect: [a.md]}\n", encoding="utf-8")
+    for args in (
+        ["--vault", str(tmp_path / "nowhere"), "--queries", str(queries)],
+        ["--vault", str(tmp_path), "--queries", str(tmp_path / "missing.yaml")],
+    ):
+        r = subprocess.run([sys.executable, "-m", "server.cli", "eval", *args],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert r.returncode != 0
+        assert "Traceback" not in r.stderr, r.stderr
+        assert "nowhere" in r.stderr or "missing.yaml" in r.stderr, r.stderr
+
+
+async def test_a_query_of_punctuation_says_what_is_wrong(connect: Any, make_vault: Any) -> None:
+    root = make_vault({"a.md": "# A\n\nwords\n"})
+    async with connect(root) as s:
+        for q in ("?!", "— … ？", "-- //"):
+            msg = await s.error("search_text", query=q)
+            assert "only excludes" not in msg and "no words" in msg, (q, msg)
+        assert "only excludes" in await s.error("search_text", query="-words")
+
+
+CONFIG_YAML = """\
+types:
+  task:
+    folder: tasks
+    required: [done]
+    dates: [due]
+    values: {done: [true, false], status: [open, closed]}
+"""
+
+
+async def test_messages_show_values_as_yaml_and_identical_embeds_are_counted(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({
+        "vault.config.yaml": CONFIG_YAML,
+        "tasks/t.md": "---\ntype: task\ndone: false\nstatus: open\n---\n# T\n",
+        "img.png": b"\x89PNG\r\n",
+        "pics.md": "# Pics\n\n![[img.png]]\n\n![[img.png]]\n",
+    })  # fmt: skip
+    async with connect(root) as s:
+        msg = await s.error("update_frontmatter", path="tasks/t.md", set={"status": False})
+        assert "False" not in msg and "status: false is not allowed" in msg, msg
+        assert "use one of: open, closed" in msg, msg
+        msg = await s.error("update_frontmatter", path="tasks/t.md", set={"due": True})
+        assert "True" not in msg and "due: true is not a date" in msg, msg
+        h = (await s.call("read_doc", path="pics.md"))["hash"]
+        msg = await s.error(
+            "replace_doc", path="pics.md", hash=h, content="# Pics\n\n![[img.png]]\n"
+        )
+        assert "drops one of 2 embeds of img.png" in msg, msg
