@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytestmark = pytest.mark.anyio
@@ -189,7 +190,12 @@ async def test_recall_applies_the_same_folder_and_exclusion_rules(
     root = make_vault(FOLDERS)
     async with connect(root) as s:
         r = await s.call("recall", query="kafka consumer", folder="sessions", limit=10)
-        assert sorted(h["path"] for h in r["hits"]) == ["sessions/a.md", "sessions/deep/b.md"]
+        for _ in range(120):  # the first call starts embedding; a small vault is quick
+            if r["ready"]:
+                break
+            await anyio.sleep(0.5)
+            r = await s.call("recall", query="kafka consumer", folder="sessions", limit=10)
+        assert sorted(h["path"] for h in r["hits"]) == ["sessions/a.md", "sessions/deep/b.md"], r
         assert (await s.call("recall", query="kafka consumer", folder="sess"))["hits"] == []
         r = await s.call("recall", query="kafka consumer path:sess")
         assert r["hits"] == []
