@@ -9,13 +9,16 @@ moves forward only the new commits are read. Which files differ from HEAD comes 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import threading
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from .gitrepo import git
+from .gitrepo import git, state_dir
 
 log = logging.getLogger("vaultwatch.modified")
 
@@ -88,17 +91,53 @@ class ModifiedTimes:
         if new is None:
             self._commits = {}
             return None
+        fresh = old is None
+        if fresh:  # a new process: start from what another one saved, if any
+            old, self._commits = self._load()
         if old is not None:
             anc = git(self.root, "merge-base", "--is-ancestor", old, new, check=False)
             if anc.returncode == 0:
-                newer = self._log(f"{old}..{new}")
+                newer = self._log(f"{old}..{new}") if old != new else {}
                 if newer is not None:
                     self._commits = {**self._commits, **newer}
+                    if fresh and newer:
+                        self._save(new)
                     return set(newer)
         full = self._log(new)
         self.log_passes += 1
         self._commits = full or {}
+        if full is not None:
+            self._save(new)
         return None
+
+    # The last full pass, kept beside the index so each new process (the dashboard's insights,
+    # the shell commands) does not read the whole history again: one pass per HEAD, not per
+    # process. A cache only: unreadable or for another HEAD, it is ignored.
+
+    @property
+    def _cache(self) -> Path:
+        return state_dir(self.root) / "modified.json"
+
+    def _load(self) -> tuple[str | None, dict[str, int]]:
+        try:
+            data = json.loads(self._cache.read_text(encoding="utf-8"))
+            head, commits = data["head"], data["commits"]
+            return str(head), {str(k): int(v) for k, v in commits.items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return None, {}
+
+    def _save(self, head: str) -> None:
+        tmp = self._cache.with_name(f"modified.{os.getpid()}.tmp")
+        try:
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"head": head, "commits": self._commits}, f, ensure_ascii=False)
+            os.replace(tmp, self._cache)
+        except OSError as exc:
+            log.warning("could not keep commit times (%s); the next process reads git again", exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def _log(self, revs: str) -> dict[str, int] | None:
         args = ("log", "--format=%x01%ct", "--name-only", "-z", "--no-renames", revs, "--")

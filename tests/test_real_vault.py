@@ -399,3 +399,20 @@ async def test_messages_show_values_as_yaml_and_identical_embeds_are_counted(
             "replace_doc", path="pics.md", hash=h, content="# Pics\n\n![[img.png]]\n"
         )
         assert "drops one of 2 embeds of img.png" in msg, msg
+
+
+def test_a_new_process_reuses_the_saved_pass(cloned: Path) -> None:
+    from server.vault import Vault
+
+    first = Vault(cloned)
+    dates = {p: e.modified_ns for p, e in first.entries().items()}
+    assert first.modified.log_passes == 1
+    first.close()
+    (cloned / "mid.md").write_text("# Mid\n\n#alpha\nmore\n", encoding="utf-8")
+    _commit(cloned, "2025-12-24T10:00:00+00:00", "after the pass was saved")
+    second = Vault(cloned)
+    again = {p: e.modified_ns for p, e in second.entries().items()}
+    assert second.modified.log_passes == 0  # the saved pass, and only the commit since
+    assert again == {**dates, "mid.md": again["mid.md"]}
+    assert dt.datetime.fromtimestamp(again["mid.md"] / 1e9, dt.UTC).date() == dt.date(2025, 12, 24)
+    second.close()
