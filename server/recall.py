@@ -8,6 +8,7 @@ from typing import Any
 
 from .docs import decode
 from .query import QueryError
+from .search import note_words
 from .search_query import SearchError, excluded, parse
 from .semantic import SemanticIndex
 from .text_search import keep_entry
@@ -86,8 +87,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
                 text, _ = decode((vault.root / e.doc.disk).read_bytes())
             except OSError:
                 return False
-            # what search_text's index holds: title, file name, frontmatter values and body
-            if excluded(pq, f"{e.doc.title}\n{e.doc.stem}\n{text}"):
+            if excluded(pq, "\n".join(note_words(e.doc, text))):  # what search_text indexes
                 return False
         return True
 

@@ -226,10 +226,7 @@ class SearchIndex:
 
     def _put(self, db: sqlite3.Connection, doc: Doc, text: str) -> None:
         self._delete(db, doc.path)
-        title = index_text(f"{doc.title} {doc.stem}")
-        # Frontmatter values are text the owner wrote too (exit criteria, next actions).
-        fm_words = " ".join(_strings(doc.frontmatter))
-        body = index_text(f"{fm_words}\n{_body_without_title(doc, text)}")
+        title, body = (index_text(part) for part in note_words(doc, text))
         z = zlib.compress(f"{title}\x00{body}".encode(), 6)
         cur = db.execute(
             "INSERT INTO docs(path, mtime_ns, size, z) VALUES (?, ?, ?, ?)",
@@ -282,6 +279,14 @@ class SearchIndex:
         with self._lock:
             db = self._connect()
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def note_words(doc: Doc, text: str) -> tuple[str, str]:
+    """(title, body) of a note as search sees it, before folding: the title and file name; the
+    frontmatter values (text the owner wrote too: exit criteria, next actions) and the body.
+    recall's -word exclusion reads the same text, so both tools drop the same notes."""
+    fm_words = " ".join(_strings(doc.frontmatter))
+    return f"{doc.title} {doc.stem}", f"{fm_words}\n{_body_without_title(doc, text)}"
 
 
 def _body_without_title(doc: Doc, text: str) -> str:
