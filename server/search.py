@@ -252,9 +252,9 @@ class SearchIndex:
                 ).fetchall()
                 in_title: set[int] = set()
                 if title_expr is not None and rows:
-                    in_title = {r for (r,) in db.execute(
-                        "SELECT rowid FROM fts WHERE fts MATCH ?", (f"{{title}} : ({title_expr})",)
-                    )}  # fmt: skip
+                    title_match = f"{{title}} : ({title_expr})"
+                    found = db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (title_match,))
+                    in_title = {r for (r,) in found}
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc

@@ -124,13 +124,15 @@ def test_escaped_pipes_in_tables_are_alias_separators() -> None:
     ]
     idx = LinkIndex(FILES)
     assert [idx.resolve(lk, "index.md") for lk in links[:3]] == [
-        "people/Ada Lovelace.md", "img/diagram one.png", "people/Ada Lovelace.md",
-    ]  # fmt: skip
+        "people/Ada Lovelace.md",
+        "img/diagram one.png",
+        "people/Ada Lovelace.md",
+    ]
 
 
 def test_a_move_keeps_the_escaped_pipe_of_a_table_link() -> None:
-    out = move(TABLE, "index.md", {"people/Ada Lovelace.md": "archive/Ada King.md",
-                                   "img/diagram one.png": "img/d1.png"})  # fmt: skip
+    moves = {"people/Ada Lovelace.md": "archive/Ada King.md", "img/diagram one.png": "img/d1.png"}
+    out = move(TABLE, "index.md", moves)
     assert "| [[Ada King\\|the countess]] | ![[d1.png\\|100]] |" in out
     assert "| [[Ada King#Life\\|life]] | [[engine]] |" in out
 

@@ -299,9 +299,11 @@ async def test_a_cloned_vault_dates_notes_by_their_last_commit(connect: Any, clo
     async with connect(cloned) as s:
         docs = (await s.call("list_docs", sort="-modified"))["docs"]
         assert [(d["path"], d["modified"][:10]) for d in docs] == [
-            ("new.md", "2025-11-20"), ("sub/也是.md", "2025-11-20"),
-            ("mid.md", "2025-06-01"), ("old.md", "2025-01-05"),
-        ]  # fmt: skip
+            ("new.md", "2025-11-20"),
+            ("sub/也是.md", "2025-11-20"),
+            ("mid.md", "2025-06-01"),
+            ("old.md", "2025-01-05"),
+        ]
         ctx = (await s.call("get_context"))["blocks"]
         recent = next(b for b in ctx if b["title"] == "Recently changed")
         assert [d["path"] for d in recent["docs"]][:3] == ["new.md", "sub/也是.md", "mid.md"]
@@ -353,8 +355,8 @@ def test_eval_on_a_missing_vault_says_so_without_a_traceback(tmp_path: Path) -> 
         ["--vault", str(tmp_path / "nowhere"), "--queries", str(queries)],
         ["--vault", str(tmp_path), "--queries", str(tmp_path / "missing.yaml")],
     ):
-        r = subprocess.run([sys.executable, "-m", "server.cli", "eval", *args],
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        cmd = [sys.executable, "-m", "server.cli", "eval", *args]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0
         assert "Traceback" not in r.stderr, r.stderr
         assert "nowhere" in r.stderr or "missing.yaml" in r.stderr, r.stderr
@@ -382,12 +384,13 @@ types:
 async def test_messages_show_values_as_yaml_and_identical_embeds_are_counted(
     connect: Any, make_vault: Any
 ) -> None:
-    root = make_vault({
+    files: dict[str, str | bytes] = {
         "vault.config.yaml": CONFIG_YAML,
         "tasks/t.md": "---\ntype: task\ndone: false\nstatus: open\n---\n# T\n",
         "img.png": b"\x89PNG\r\n",
         "pics.md": "# Pics\n\n![[img.png]]\n\n![[img.png]]\n",
-    })  # fmt: skip
+    }
+    root = make_vault(files)
     async with connect(root) as s:
         msg = await s.error("update_frontmatter", path="tasks/t.md", set={"status": False})
         assert "False" not in msg and "status: false is not allowed" in msg, msg
