@@ -68,6 +68,8 @@ class ModifiedTimes:
         """HEAD's sha from the files git keeps (microseconds: this runs on every tool call),
         asking git itself only for layouts the files do not answer (worktrees, odd refs)."""
         gitdir = self.root / ".git"
+        if not os.path.lexists(gitdir):
+            return None  # not a repository (yet): every note is dated by its mtime
         try:
             head = (gitdir / "HEAD").read_text().strip()
             if not head.startswith("ref: "):
