@@ -396,8 +396,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             str,
             Field(
                 description='words to find, all must match (AND); "exact phrase"; -word drops '
-                "notes with that word anywhere (title, body or frontmatter); inline filters tag:x type:x path:folder/. Case and full/half width ignored; "
-                "Chinese words of any length work, e.g. 'CRDT 离线同步' or '架构'."
+                "notes with that word anywhere (title, body or frontmatter); inline filters "
+                "tag:x type:x path:folder/. Case and full/half width ignored; Chinese words of "
+                "any length work, e.g. 'CRDT 离线同步' or '架构'."
             ),
         ],
         type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
@@ -407,8 +408,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
     ) -> SearchResult:
         """Find notes by the words in their text and title, best first (relevance, a title
-        holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3 snippets with the matches
-        marked «like this», plus path and hash, so you can often answer without read_doc."""
+        holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3
+        snippets with the matches marked «like this», plus path and hash, so you can often
+        answer without read_doc."""
         res = run_search(vault, query, type=type, folder=folder, tags=tags, limit=limit,
                          cursor=cursor)  # fmt: skip
         return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
