@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input, Static
 from server.config import ConfigStore
 
 from .. import settings
-from ..actions import ActionError, RevertConflict, revert
+from ..actions import ActionError
 from ..diffview import render_lines
 from ..feed import Feed, Row
 from ..file_actions import (
@@ -37,6 +37,7 @@ from ..file_actions import (
     vault_files,
 )
 from ..history import commit_changes
+from ..revert import RevertConflict, revert
 from ..supervisor import ServerSupervisor, snippets
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header_fit import Segment, fit
