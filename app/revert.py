@@ -296,7 +296,10 @@ def _blockers(
         touched = _carry(needed, _hunks(pending))[1] or (not in_head and (root / f).exists())
         if touched and f not in uncommitted:
             uncommitted.append(f)
-    return [c for c in history if c.sha in found], uncommitted
+    # A blocker already reverted cancels out with its revert: neither is in the way any more.
+    undone = reverted_by(history)
+    cancelled = set(undone) | set(undone.values())
+    return [c for c in history if c.sha in found and c.sha not in cancelled], uncommitted
 
 
 def _mentioned_by(root: Path, target: Commit) -> str | None:

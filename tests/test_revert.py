@@ -31,8 +31,8 @@ from app.revert import (
     revert,
 )
 from server.gitrepo import operation_in_progress
-from server.journal import Journal
-from server.store import Store
+from server.journal import read_all
+from server.vault import Vault
 
 from .conftest import REPO, git
 
@@ -225,8 +225,13 @@ async def test_a_dashboard_killed_mid_revert_is_rolled_back_at_the_next_start(
     assert (root / ".git/vaultwatch/intent.json").exists()
     assert git(root, "status", "--porcelain").count(" M ") == 2  # half a revert on disk
     # the next start: the server the dashboard starts rolls the interrupted write back first
-    restored = Store(root, Journal(root / ".git/vaultwatch/events.jsonl")).recover()
-    assert sorted(restored) == ["n0.md", "n1.md"]
+    vault = Vault(root)
+    vault.store.recover()  # what server/cli.py does before it serves
+    vault.close()
+    (event,) = [
+        e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"
+    ]
+    assert sorted(event["paths"]) == ["n0.md", "n1.md"] and "interrupted revert" in event["message"]
     assert git(root, "rev-parse", "HEAD") == head and clean(root)
     assert all("- ai" in (root / f"n{i}.md").read_text() for i in range(3))
     revert(root, [res["commit"]])  # and the revert can simply be done again

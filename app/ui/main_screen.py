@@ -125,6 +125,8 @@ class MainScreen(Screen[None]):
             if self.dash.feed.rows is not self._shown:
                 self.refill()
             self.show_header()
+            with contextlib.suppress(ScreenStackError):
+                self.refresh_bindings()  # A (abort) shows only while git is mid-operation
 
     def show_header(self) -> None:
         self.query_one(StatusHeader).show(self.dash.header_facts())
