@@ -131,6 +131,10 @@ def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
     Raises NothingToRevert, or RevertConflict with the blockers; writes nothing."""
     if not shas:
         raise ActionError("nothing to revert")
+    try:  # the write path's own checks: a preview says at once what the revert would hit
+        _store(root).check_repo()
+    except StoreError as exc:
+        raise ActionError(exc.message) from None
     history = read_commits(root)
     targets = _targets(history, shas)
     undone = reverted_by(history)
@@ -318,14 +322,9 @@ def revert(root: Path, shas: list[str]) -> str:
     commit's sha. Raises NothingToRevert, RevertConflict or ActionError, and then nothing was
     written; the owner's pending edits to the files involved are committed first (as the
     owner), as before any write."""
-    journal = Journal(state_dir(root) / "events.jsonl", client="dashboard")
-    store = Store(root, journal)
+    store = _store(root)
     with write_lock(root):
-        try:
-            store.check_repo()
-        except StoreError as exc:
-            raise ActionError(exc.message) from None
-        plan = plan_revert(root, shas)  # again, under the lock: what is on disk now
+        plan = plan_revert(root, shas)  # again, under the lock: git's state and the files now
         writes = [FileWrite(f.path, f.path, f.before, f.after) for f in plan.files]
         try:
             sha = store.apply(writes, message=plan.message, author=human_identity(root),
@@ -339,6 +338,10 @@ def revert(root: Path, shas: list[str]) -> str:
             raise ActionError(str(getattr(exc, "message", exc))) from None
         _prune(root, {posixpath.dirname(f.path) for f in plan.files if f.after is None})
     return sha
+
+
+def _store(root: Path) -> Store:
+    return Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
 
 
 def _prune(root: Path, folders: set[str]) -> None:

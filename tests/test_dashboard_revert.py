@@ -165,6 +165,9 @@ async def test_a_git_operation_in_progress_shows_in_the_header_and_A_aborts_it(
         subprocess.run(["git", "-C", str(vault), *git_revert], capture_output=True)
         assert operation_in_progress(vault) is not None
         await until(pilot, lambda: "middle of a revert" in str(header.render()))
+        await pilot.press("r")  # a revert now is refused at once, and says why
+        await until(pilot, lambda: "middle of a revert" in said(app))
+        assert not isinstance(app.screen, ConfirmModal)
         await pilot.press("A")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.press("y")

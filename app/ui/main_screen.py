@@ -149,10 +149,15 @@ class MainScreen(Screen[None]):
     def refill(self) -> None:
         """Show the rows the filters let through; the cursor stays on the row it was on."""
         self._shown = self.dash.feed.rows
+        self.query_one("#timeline", Timeline).set_rows(self.visible_rows())
+        self._select_made()
+
+    def _select_made(self) -> None:
+        """Put the cursor on the commit an owner action just made, once its row is shown (the
+        owner's next key, r to undo it, acts on what they made)."""
         t = self.query_one("#timeline", Timeline)
-        t.set_rows(self.visible_rows())
         if self._select_next is not None and (at := t.index_of(self._select_next)) is not None:
-            self._select_next = None  # the owner's next key (r: undo it) acts on what they made
+            self._select_next = None
             t.move_to(at)
 
     # -- the detail pane --------------------------------------------------------------------------
@@ -274,6 +279,7 @@ class MainScreen(Screen[None]):
             assert out.sha is not None
             self.notify(out.message, timeout=4)
             self._select_next = f"c:{out.sha}"
+            self._select_made()  # the poll may have shown its row already
             self.post_message(VaultChanged(out.sha))
         else:
             self.notify(out.message, title=out.title, severity=out.severity, timeout=8)
