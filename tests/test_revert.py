@@ -254,3 +254,37 @@ async def test_a_git_operation_left_half_way_is_shown_and_aborted(
     assert operation_in_progress(vault) is None and clean(vault)
     async with connect(vault) as s:  # AI writes work again
         await s.call("append_section", path="w.md", heading="Log", content="- after")
+
+
+async def test_one_file_in_the_way_stops_the_whole_revert(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        args = [
+            {"path": "w.md", "heading": "Log", "content": "- ai line"},
+            {"path": "other.md", "heading": "Other", "content": "- ai too"},
+        ]
+        both = await s.call("batch", ops=[{"tool": "append_section", "args": a} for a in args])
+        later = await s.call("edit_text", path="other.md", old="- ai too", new="- ai too, v2")
+    before = {p: (vault / p).read_text() for p in ("w.md", "other.md")}
+    head = git(vault, "rev-parse", "HEAD")
+    with pytest.raises(RevertConflict) as info:
+        revert(vault, [both["commit"]])
+    assert info.value.paths == ["other.md"]
+    assert [c.sha for c in info.value.blockers] == [later["commit"]]
+    # w.md alone would have gone; nothing at all was written
+    assert {p: (vault / p).read_text() for p in before} == before
+    assert git(vault, "rev-parse", "HEAD") == head and clean(vault)
+
+
+async def test_a_blocker_already_reverted_is_not_in_the_way(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        target = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+        on_it = await s.call("edit_text", path="w.md", old="- ai line", new="- ai line, v2")
+        back = await s.call("edit_text", path="w.md", old="- ai line, v2", new="- ai line, v3")
+    undo = revert(vault, [back["commit"]])  # the newest edit is undone: v2 is back
+    with pytest.raises(RevertConflict) as info:
+        plan_revert(vault, [target["commit"]])
+    shas = [c.sha for c in info.value.blockers]
+    assert shas == [on_it["commit"]]  # neither the reverted edit nor its revert is listed
+    assert back["commit"] not in shas and undo not in shas
+    revert(vault, [target["commit"], *shas])
+    assert (vault / "w.md").read_text() == LOG and clean(vault)
