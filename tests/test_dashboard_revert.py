@@ -21,6 +21,7 @@ from server.gitrepo import operation_in_progress
 
 from .conftest import git
 from .test_dashboard import until
+from .test_file_dialogs import find, screen_is
 
 pytestmark = pytest.mark.anyio
 
@@ -174,3 +175,26 @@ async def test_a_git_operation_in_progress_shows_in_the_header_and_A_aborts_it(
         await until(pilot, lambda: "middle of" not in str(header.render()))
         assert "aborted a revert" in said(app)
     assert clean(vault)
+
+
+async def test_r_right_after_an_owner_action_undoes_it_and_r_again_redoes_it(
+    make_vault: Any,
+) -> None:
+    root = make_vault({"inbox/mock.md": "# Mock\n", "index.md": "- [[mock]]\n"})
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await find(pilot, "x", "inbox mock")
+        await screen_is(pilot, ConfirmModal)
+        await pilot.press("y")
+        # the commit the delete made is selected: r acts on it, no cursor moves needed
+        await until(pilot, lambda: getattr(timeline(app).current, "kind", "") == "remove")
+        await pilot.press("r")
+        await screen_is(pilot, ConfirmModal)
+        await pilot.press("y")
+        await until(pilot, lambda: (root / "inbox/mock.md").exists())
+        await until(pilot, lambda: getattr(timeline(app).current, "kind", "") == "revert")
+        await pilot.press("r")  # and the undo is undone the same way
+        await screen_is(pilot, ConfirmModal)
+        await pilot.press("y")
+        await until(pilot, lambda: not (root / "inbox/mock.md").exists())
+    assert clean(root) and not (root / "inbox").exists()
