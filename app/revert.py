@@ -41,7 +41,15 @@ from server.journal import Journal
 from server.store import FileWrite, Store, StoreError, WriteRace
 
 from .actions import ActionError
-from .history import REVERTS_TRAILER, Commit, FileChange, cat_blobs, read_commits, reverted_by
+from .history import (
+    REVERTS_TRAILER,
+    Commit,
+    FileChange,
+    cat_blobs,
+    is_ancestor,
+    read_commits,
+    reverted_by,
+)
 
 # What `r` offers: AI commits, and the owner's own dashboard actions (a revert, a move, a new
 # note, a delete are undone like any commit). The owner's hand edits are never offered; they are
@@ -135,8 +143,7 @@ def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
         _store(root).check_repo()
     except StoreError as exc:
         raise ActionError(exc.message) from None
-    history = read_commits(root)
-    targets = _targets(history, shas)
+    history, targets = _history(root, shas)
     undone = reverted_by(history)
     for t in targets:
         if t.sha in undone:
@@ -175,15 +182,25 @@ def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
     return RevertPlan(targets, files)
 
 
-def _targets(history: list[Commit], shas: list[str]) -> list[Commit]:
-    order = {c.sha: i for i, c in enumerate(history)}  # 0 = newest
-    found: dict[str, Commit] = {}
+def _history(root: Path, shas: list[str]) -> tuple[list[Commit], list[Commit]]:
+    """(the oldest target and every commit after it, newest first; the targets, newest
+    first). Only that part of the history is read: whatever reverted a target, and whatever
+    is in its way, came after it (a recent commit in a 10,000-commit vault: 2 s -> 0.1 s)."""
+    full: list[str] = []
     for s in shas:
-        c = next((c for c in history if s and c.sha.startswith(s)), None)
-        if c is None:
+        r = git(root, "rev-parse", "-q", "--verify", f"{s}^{{commit}}", check=False)
+        sha = r.stdout.decode().strip()
+        if r.returncode != 0 or not s or not is_ancestor(root, sha, "HEAD"):
             raise ActionError(f"{s} is not a commit on this branch")
-        found[c.sha] = c
-    return sorted(found.values(), key=lambda c: order[c.sha])
+        full.append(sha)
+    newer = {
+        sha: int(git(root, "rev-list", "--count", f"{sha}..HEAD").stdout.decode()) for sha in full
+    }
+    oldest = max(full, key=lambda sha: newer[sha])
+    history = read_commits(root, rev=f"{oldest}..HEAD") + read_commits(root, limit=1, rev=oldest)
+    order = {c.sha: i for i, c in enumerate(history)}  # 0 = newest
+    targets = [c for c in history if c.sha in set(full)]
+    return history, sorted(targets, key=lambda c: order[c.sha])
 
 
 def _read(root: Path, rel: str) -> bytes | None:

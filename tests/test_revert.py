@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app.actions import ActionError
 from app.file_actions import (
     apply_create,
     apply_move,
@@ -288,3 +289,15 @@ async def test_a_blocker_already_reverted_is_not_in_the_way(connect: Any, vault:
     assert back["commit"] not in shas and undo not in shas
     revert(vault, [target["commit"], *shas])
     assert (vault / "w.md").read_text() == LOG and clean(vault)
+
+
+async def test_what_is_not_a_commit_here_is_refused_by_name(vault: Path) -> None:
+    git(vault, "checkout", "-q", "-b", "side")
+    (vault / "w.md").write_text("# on a side branch\n")
+    git(vault, "commit", "-qam", "side")
+    side = git(vault, "rev-parse", "HEAD").strip()
+    git(vault, "checkout", "-q", "-")
+    for bad in (side, "0123456789abcdef", ""):
+        with pytest.raises(ActionError, match="not a commit on this branch"):
+            plan_revert(vault, [bad])
+    assert clean(vault)
