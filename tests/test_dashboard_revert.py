@@ -157,22 +157,25 @@ async def test_a_git_operation_in_progress_shows_in_the_header_and_A_aborts_it(
         first = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.call("edit_text", path="w.md", old="- ai line", new="- ai line, edited")
     app = Dashboard(vault, poll_seconds=0.1)
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         header = app.main.query_one("#header", Static)
         await until(pilot, lambda: bool(timeline(app).rows))
-        assert "middle of" not in str(header.render())
+        assert "git mid-" not in str(header.render())
         # the owner's own `git revert` in a terminal stops on a conflict
         git_revert = ["revert", "--no-edit", first["commit"]]
         subprocess.run(["git", "-C", str(vault), *git_revert], capture_output=True)
         assert operation_in_progress(vault) is not None
-        await until(pilot, lambda: "middle of a revert" in str(header.render()))
+        # whole, key included, even at 80 columns
+        await until(
+            pilot, lambda: "git mid-revert: AI writes refused · A aborts" in str(header.render())
+        )
         await pilot.press("r")  # a revert now is refused at once, and says why
         await until(pilot, lambda: "middle of a revert" in said(app))
         assert not isinstance(app.screen, ConfirmModal)
         await pilot.press("A")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.press("y")
-        await until(pilot, lambda: "middle of" not in str(header.render()))
+        await until(pilot, lambda: "git mid-" not in str(header.render()))
         assert "aborted a revert" in said(app)
     assert clean(vault)
 

@@ -149,7 +149,7 @@ def repo_state(op: tuple[str, str] | None) -> str | None:
     """What the header says while git is in the middle of something: AI writes are refused."""
     if op is None:
         return None
-    return f"⚠ git is in the middle of {op[1]}: AI writes refused · A aborts"
+    return f"⚠ git mid-{op[0]}: AI writes refused · A aborts"  # whole even at 80 columns
 
 
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
