@@ -244,10 +244,11 @@ class Store:
                 if tmp is not None and w.new is not None:
                     _write_temp(tmp, self.root / w.disk, w.new)
             made = [t for t in temps if t is not None]
-            stored = []
+            stored: list[str] = []
             if made:
-                stored = git(self.root, "hash-object", "-w", "--stdin-paths",
-                             input="\n".join(made).encode()).stdout.decode().split()  # fmt: skip
+                paths_in = "\n".join(made).encode()
+                out = git(self.root, "hash-object", "-w", "--stdin-paths", input=paths_in).stdout
+                stored = out.decode().split()
             if stored != [b for b in blobs if b is not None]:
                 raise GitError("git stored different bytes than were written")
             for w, tmp in zip(writes, temps, strict=True):
