@@ -67,8 +67,9 @@ async def test_a_reverted_commit_is_marked_r_says_so_and_the_revert_can_be_undon
         await select(pilot, app, ai)
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        body = app.screen.query_one("#dialog-body", LinesView).plain
-        assert "The revert will change:" in body and "- ai line" in body
+        body = app.screen.query_one("#dialog-body", LinesView)
+        await until(pilot, lambda: "The revert will change:" in body.plain)  # filled on mount
+        assert "- ai line" in body.plain
         await pilot.press("y")
         revert_sha = ""
 
