@@ -86,7 +86,9 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
 
     trimmed = _trim(blocks, texts, budget)
     result: dict[str, Any] = {"blocks": blocks, "trimmed": trimmed}
+    notice = vault.config_notice
     warnings = [f"config not applied: {p}" for p in vault.config_errors]
+    warnings += ([notice] if notice else []) + vault.private_glob_warnings()
     if warnings:
         result["warnings"] = warnings
     return result, paths

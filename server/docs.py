@@ -463,6 +463,10 @@ class DocIndex:
         self._want_key: Any = object()
         self._symlinks = False
         self._root_real = os.path.realpath(root)
+        # Where a symlinked note may point; the vault passes the path policy's rule to refresh.
+        self._target_ok: Callable[[str], bool] = lambda real: real.startswith(
+            self._root_real + os.sep
+        )
         self._docs: dict[str, Doc] | None = None  # rebuilt only when something changed
         # Which paths changed in each generation, so consumers can update just those.
         self._pending: set[str] = set()
@@ -513,9 +517,8 @@ class DocIndex:
                 lst = os.lstat(abs_path)
                 if lst.st_mode & 0o170000 == 0o120000:  # a symlink: its target must be inside
                     self._symlinks = True  # and its changes cannot be watched
-                    real = os.path.realpath(abs_path)
-                    if not real.startswith(self._root_real + os.sep):
-                        return None
+                    if not self._target_ok(os.path.realpath(abs_path)):
+                        return None  # outside, hidden (.git/...) or private: see target_ok
                     st = os.stat(abs_path)
                 else:
                     st = lst
@@ -550,11 +553,17 @@ class DocIndex:
         return bool(gone)
 
     def refresh(
-        self, want: Callable[[str, bool], bool] | None = None, want_key: Any = None
+        self,
+        want: Callable[[str, bool], bool] | None = None,
+        want_key: Any = None,
+        target_ok: Callable[[str], bool] | None = None,
     ) -> dict[str, Doc]:
-        """Bring the index up to date with the disk; returns path -> Doc."""
+        """Bring the index up to date with the disk; returns path -> Doc. `target_ok(real)`
+        says whether a symlink resolving to `real` may be a note (part of `want_key`)."""
         want = want or self.want
         with self._lock:
+            if target_ok is not None:
+                self._target_ok = target_ok
             stats = ScanStats()
             changed = False
             if self._use_watch and self._watcher is None:

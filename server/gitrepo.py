@@ -139,3 +139,15 @@ def ensure_repo(root: Path) -> bool:
             env=identity_env(name, email),
         )
         return True
+
+
+def ignored_paths(root: Path, paths: list[str]) -> list[str]:
+    """The paths git ignores here (.gitignore, .git/info/exclude, core.excludesFile) and does
+    not track: notes the owner keeps out of history, which no AI write may commit."""
+    if not paths:
+        return []
+    data = b"".join(p.encode() + b"\x00" for p in paths)
+    r = git(root, "check-ignore", "-z", "--stdin", check=False, input=data)
+    if r.returncode not in (0, 1):  # 1: none ignored; anything else: git could not tell
+        raise GitError(f"git check-ignore failed: {r.stderr.decode(errors='replace').strip()}")
+    return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]

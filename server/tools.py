@@ -103,6 +103,14 @@ class ToolKit:
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
 
+    def why(self, message: str) -> str:
+        """An error, plus why while the config does not load (a refusal may come from the
+        stand-in rules, and the owner has a file to fix)."""
+        notice = self.vault.config_notice
+        if not notice or notice in message:
+            return message
+        return f"{message.rstrip()}{'' if message.rstrip().endswith('.') else '.'} {notice}"
+
     def result(
         self,
         ctx: Context | None,
@@ -191,9 +199,12 @@ class ToolKit:
                     self.vault.journal.append(
                         "error", client=client_name(ctx), tool=tool, code=code, message=message
                     )
-                    raise ToolError(message) from exc
-                except ToolError:
-                    raise
+                    raise ToolError(self.why(message)) from exc
+                except ToolError as exc:
+                    explained = self.why(str(exc))
+                    if explained == str(exc):
+                        raise
+                    raise ToolError(explained) from exc
                 except Exception as exc:
                     traceback.print_exc(file=sys.stderr)
                     self.vault.journal.append(
