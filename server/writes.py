@@ -655,6 +655,8 @@ def _merge(errors: list[Rejected]) -> Rejected:
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
     """Written means searchable: the doc index and the search index, before the tool returns."""
     for w in writes:
+        if w.new is None:  # the server never deletes; only owner actions do
+            continue
         path = vault.root / w.disk
         st = path.stat()
         doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)
