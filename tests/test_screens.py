@@ -1,0 +1,121 @@
+"""Every screen readable, under Pilot on real vaults: what is on screen is read back as text
+(the compositor's own lines) at small and large terminal sizes, with Chinese names and long
+paths, so a cut name or a hidden button fails here."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.ui.dashboard import Dashboard
+from app.ui.insights import CostScreen, TagsScreen
+from server.gitrepo import state_dir
+from server.journal import estimate_tokens
+
+from .test_dashboard import until
+
+pytestmark = pytest.mark.anyio
+
+TODAY = date(2026, 12, 3)
+
+
+def screen_text(app: Any) -> str:
+    """The terminal as the owner sees it, one line per row."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join(strip.text for strip in strips)
+
+
+@pytest.fixture
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+def note(day: date, tags: list[str], title: str, body: str = "") -> str:
+    return f"---\ndate: {day.isoformat()}\ntags: [{', '.join(tags)}]\n---\n# {title}\n\n{body}"
+
+
+@pytest.fixture
+def tagged_vault(make_vault: Any, settings_home: Path) -> Path:
+    files = {
+        "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+        "tags.yaml": "- system-design\n- 面试\n- crdt\n- networking\n",
+        "study/离线同步与冲突解决.md": note(
+            TODAY, ["面试", "crdt"], "离线同步", "离线同步与冲突解决。" * 40
+        ),
+        "old/net.md": note(TODAY - timedelta(days=70), ["networking"], "Net"),
+    }
+    for n in range(3):
+        files[f"study/sd-{n}.md"] = note(TODAY - timedelta(days=n), ["system-design"], f"SD {n}")
+    return make_vault(files)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_tag_names_and_trend_words_are_whole_at_every_size(
+    tagged_vault: Path, size: tuple[int, int]
+) -> None:
+    app = Dashboard(tagged_vault, poll_seconds=0.1)
+    app.today = TODAY
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen))
+        await pilot.pause(0.1)
+        text = screen_text(app)
+    for word in ("system-design", "面试", "crdt", "networking", "rising", "quiet"):
+        assert word in text, f"{word!r} not on the tags screen at {size}:\n{text}"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_cost_names_whole_local_day_earlier_days_and_chinese_tokens(
+    connect: Any, tagged_vault: Path, size: tuple[int, int]
+) -> None:
+    async with connect(tagged_vault) as s:
+        await s.call("read_doc", path="study/离线同步与冲突解决.md")
+        await s.call("list_docs")
+    # a read from two days ago, journaled before events carried a token estimate
+    earlier = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    with (state_dir(tagged_vault) / "events.jsonl").open("a") as fh:
+        fh.write(
+            json.dumps(
+                {
+                    "v": 1,
+                    "ts": earlier,
+                    "pid": 1,
+                    "client": "old/1",
+                    "kind": "read",
+                    "tool": "search_text",
+                    "paths": [],
+                    "chars": 4000,
+                }
+            )
+            + "\n"
+        )
+    app = Dashboard(tagged_vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: len(app.feed.events) >= 3)
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, CostScreen))
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        cost = app.screen.cost
+    assert "read_doc" in text and "list_docs" in text, text
+    assert "Chinese" in text, text  # the screen says how it estimates
+    if size[1] >= 50:
+        assert "study/离线同步与冲突解决.md" in text, text
+        # the days before today are listed, with what they cost
+        assert f"{date.today() - timedelta(days=2):%a %m-%d}" in text and "4,000" in text, text
+    # today is the owner's local day; the old read is not in it
+    assert cost["day"] == datetime.now().astimezone().date()
+    assert "search_text" not in cost["tools"]
+    # a Chinese read costs about a token a character, not a quarter of one
+    assert cost["tool_tokens"]["read_doc"] > cost["tools"]["read_doc"] // 2
+
+
+def test_token_estimate_counts_chinese_and_latin_differently() -> None:
+    assert estimate_tokens("a" * 400) == 100
+    assert estimate_tokens("离" * 400) == 400
+    assert estimate_tokens("ab离线") == 1 + 2
