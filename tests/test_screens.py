@@ -5,14 +5,18 @@ paths, so a cut name or a hidden button fails here."""
 from __future__ import annotations
 
 import json
+import socket
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.supervisor import ServerSupervisor, connect_notes, remembered_port, snippets
 from app.ui.dashboard import Dashboard
 from app.ui.insights import CostScreen, TagsScreen
+from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
+from app.ui.timeline import Timeline
 from server.gitrepo import state_dir
 from server.journal import estimate_tokens
 
@@ -119,3 +123,103 @@ def test_token_estimate_counts_chinese_and_latin_differently() -> None:
     assert estimate_tokens("a" * 400) == 100
     assert estimate_tokens("离" * 400) == 400
     assert estimate_tokens("ab离线") == 1 + 2
+
+
+def name(n: int) -> str:
+    return f"notes/{n:02d}-离线同步-a-rather-long-note-name.md"
+
+
+@pytest.fixture
+def batch_vault(make_vault: Any, settings_home: Path) -> Path:
+    return make_vault({name(n): f"# N{n}\n\n- x\n" for n in range(12)})
+
+
+async def _batch(connect: Any, root: Path) -> str:
+    ops = [
+        {"tool": "append_section", "args": {"path": name(n), "heading": f"N{n}", "content": "- y"}}
+        for n in range(12)
+    ]
+    async with connect(root) as s:
+        res = await s.call("batch", ops=ops, message="tidy twelve notes")
+    return str(res["commit"])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_a_tall_revert_dialog_keeps_its_buttons_and_scrolls(
+    connect: Any, batch_vault: Path, size: tuple[int, int]
+) -> None:
+    sha = await _batch(connect, batch_vault)
+    app = Dashboard(batch_vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.index_of(f"c:{sha}") is not None)
+        t.move_to(t.index_of(f"c:{sha}"))  # type: ignore[arg-type]
+        await pilot.pause(0.1)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "Revert (y)" in text and "Cancel (n)" in text, text
+        assert "11-离线同步" not in text  # the last file is below the fold ...
+        await pilot.press("end")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "11-离线同步" in text, text  # ... and the keyboard brings it up
+        assert "Revert (y)" in text, text
+        await pilot.press("n")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_connect_and_help_fit_and_scroll(batch_vault: Path, size: tuple[int, int]) -> None:
+    app = Dashboard(batch_vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, ConnectModal))
+        await pilot.pause(0.1)
+        assert "esc closes" in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "Claude Desktop" in text and "esc closes" in text, text
+        await pilot.press("escape", "question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpModal))
+        await pilot.press("end")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "quit" in text and "closes" in text, text
+
+
+def test_connect_says_how_to_export_the_token_and_copy_under_tmux(make_vault: Any) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    out = snippets(root, "http://127.0.0.1:8765/mcp")
+    export = out["Export the token for the .mcp.json entry (shell)"]
+    assert export == f'export VAULTWATCH_TOKEN="$(cat {root}/.git/vaultwatch/token)"'
+    notes = " ".join(connect_notes(root, "http://127.0.0.1:8765/mcp"))
+    assert "8765 is kept for this vault" in notes and "tmux" in notes and "OSC 52" in notes
+    (root / "vault.config.yaml").write_text("http: {port: 8765}\n")
+    assert "set by http.port" in connect_notes(root, "http://127.0.0.1:8765/mcp")[0]
+
+
+@pytest.mark.slow
+def test_the_port_is_the_same_across_launches_unless_taken(make_vault: Any) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    first = ServerSupervisor(root)
+    try:
+        url = first.start()
+    finally:
+        first.stop()
+    again = ServerSupervisor(root)
+    try:
+        assert again.start() == url  # a `claude mcp add` line copied once keeps working
+    finally:
+        again.stop()
+    # another program took the port meanwhile: a new one, remembered from then on
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", first.port))
+        busy.listen()
+        third = ServerSupervisor(root)
+        try:
+            moved = third.start()
+        finally:
+            third.stop()
+    assert moved != url and remembered_port(root) == third.port

@@ -37,7 +37,7 @@ from ..file_actions import (
     vault_files,
 )
 from ..history import commit_changes
-from ..supervisor import ServerSupervisor, snippets
+from ..supervisor import ServerSupervisor, connect_notes, snippets
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header_fit import Segment, fit
 from .insights import CostScreen, TagsScreen
@@ -353,7 +353,7 @@ class Dashboard(App[None]):
             if self.supervisor and self.supervisor.url
             else "http://127.0.0.1:8765/mcp"
         )
-        self.push_screen(ConnectModal(snippets(self.root, url)))
+        self.push_screen(ConnectModal(snippets(self.root, url), connect_notes(self.root, url)))
 
     def action_help(self) -> None:
         self.push_screen(HelpModal(self.KEYS_HELP))
