@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input, Select
 
 from app.supervisor import ServerSupervisor, connect_notes, remembered_port, snippets
 from app.ui.dashboard import Dashboard
+from app.ui.file_dialogs import NewNoteForm
 from app.ui.insights import CostScreen, TagsScreen
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
 from app.ui.timeline import Timeline
@@ -223,3 +225,58 @@ def test_the_port_is_the_same_across_launches_unless_taken(make_vault: Any) -> N
         finally:
             third.stop()
     assert moved != url and remembered_port(root) == third.port
+
+
+NOTE_TYPES = """types:
+  application:
+    folder: applications
+    filename: "{company}-{role}.md"
+    required: [company, role, status, applied]
+    dates: [applied]
+    values: {status: [researching, applied, waiting]}
+"""
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
+    make_vault: Any, settings_home: Path, size: tuple[int, int]
+) -> None:
+    root = make_vault({"vault.config.yaml": NOTE_TYPES, "a.md": "# A\n"})
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewNoteForm))
+        await pilot.pause(0.1)
+        form = app.screen
+        # the first Tab after the type picker lands in the title: what is typed is kept
+        await pilot.press("tab", *"Staff role")
+        assert form.query_one("#f-title", Input).value == "Staff role"
+        # a date defaults to today; a field with allowed values is a picker of them
+        assert form.query_one("#f-applied", Input).value == date.today().isoformat()
+        status = form.query_one("#f-status", Select)
+        assert [str(o[0]) for o in status._options if o[1] != Select.NULL] == [
+            "researching",
+            "applied",
+            "waiting",
+        ]
+        # the path the note will get shows before anything is written
+        assert "creates applications/{company}-{role}.md" in screen_text(app)
+        form.query_one("#f-company", Input).value = "北京字节"
+        form.query_one("#f-role", Input).value = "backend"
+        status.value = "waiting"
+        form.query_one("#f-applied", Input).value = "2026-02-30"
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert isinstance(app.screen, NewNoteForm)
+        assert "not a date" in text, text  # on screen, not below the fold
+        form.query_one("#f-applied", Input).value = "2026-12-01"
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "creates applications/" in text and "-backend.md" in text, text
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: not isinstance(app.screen, NewNoteForm))
+    created = [p for p in (root / "applications").iterdir()]
+    assert len(created) == 1 and created[0].name.endswith("-backend.md")
+    assert "status: waiting" in created[0].read_text()
