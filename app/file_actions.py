@@ -241,7 +241,7 @@ def doc_type(root: Path, type_name: str) -> DocType:
     t = _types(root).get(type_name)
     if t is None:
         raise ActionError(f"unknown type {type_name!r}")
-    return t  # type: ignore[no-any-return]
+    return t
 
 
 def _types(root: Path) -> dict[str, Any]:

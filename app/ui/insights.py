@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,7 +44,7 @@ def fill(
     ]
     for i, heading in enumerate(headings):
         width = max([Content(heading).cell_length, *(r[i].cell_length for r in cells)])
-        table.add_column(Content(heading), width=min(most, width))
+        table.add_column(Text(heading), width=min(most, width))
     for n, row in enumerate(cells):
         table.add_row(*row, key=keys[n] if keys else None)
 
