@@ -44,8 +44,8 @@ class Row:
 
 
 def commit_row(c: Commit) -> Row:
-    if c.is_ai:
-        kind, who = "ai", f"{(c.client or '?').split('/')[0]} · {c.tool}"
+    if c.is_ai:  # the tool is in the summary (the subject starts with it): said once
+        kind, who = "ai", (c.client or "?").split("/")[0]
     else:
         kind, who = (c.action or "human"), c.author
     return Row(f"c:{c.sha}", c.time, kind, who, c.files, c.subject, commit=c)

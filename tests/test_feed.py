@@ -102,7 +102,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     fast_commits(repo, 3_000, start=1_765_000_000)
     app = Dashboard(repo, poll_seconds=0.05)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:  # side by side: a page is ~25 rows
         t = app.query_one("#timeline", Timeline)
         for _ in range(200):
             if app.feed.complete and t.row_count == 3_030:

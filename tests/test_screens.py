@@ -280,3 +280,35 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
     created = [p for p in (root / "applications").iterdir()]
     assert len(created) == 1 and created[0].name.endswith("-backend.md")
     assert "status: waiting" in created[0].read_text()
+
+
+def test_timeline_columns_never_narrower_on_a_wider_timeline() -> None:
+    from app.ui.timeline import widths
+
+    for total in range(30, 260):
+        assert all(a >= b for a, b in zip(widths(total), widths(total - 1), strict=True)), total
+        assert sum(widths(total)) + len(widths(total)) - 1 <= max(total, 50)
+
+
+@pytest.mark.parametrize("size", [(100, 30), (120, 36), (160, 40), (200, 50)])
+async def test_timeline_rows_tell_two_edits_apart(
+    connect: Any, make_vault: Any, settings_home: Path, size: tuple[int, int]
+) -> None:
+    a, b = "study/system-design/idempotency-keys.md", "study/system-design/离线同步与冲突解决.md"
+    root = make_vault({a: "# A\n\nold line\n", b: "# B\n\nold line\n"})
+    async with connect(root) as s:
+        await s.call("edit_text", path=a, old="old line", new="new line\nand one more")
+        await s.call("edit_text", path=b, old="old line", new="new line")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: sum(r.kind == "ai" for r in t.rows) == 2)
+        await until(pilot, lambda: "+2 −1" in screen_text(app), timeout=5)
+        lines = screen_text(app).splitlines()
+    rows = [line.split("│")[1] for line in lines if " ai " in line]  # the timeline pane only
+    assert len(rows) == 2, "\n".join(lines)
+    first, second = sorted(rows, key=lambda r: "idempotency" in r)
+    # the file name whole, the client, the +/- counts: the two rows read differently
+    assert "离线同步与冲突解决.md" in first and "+1 −1" in first, first
+    assert "idempotency-keys.md" in second and "+2 −1" in second, second
+    assert all(r.count("edit_text") == 1 and "mcp" in r for r in rows), rows

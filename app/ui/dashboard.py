@@ -59,8 +59,9 @@ class Dashboard(App[None]):
     )  # absolute: subclasses live elsewhere
     TITLE = "vaultwatch"
     AUTO_FOCUS = "#timeline"
-    # under 120 cells the timeline and the diff stack (lazygit does the same), side by side above
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # under 160 cells the timeline and the diff stack (lazygit does the same), side by side above,
+    # where the timeline (5/8) is as wide as a stacked one at 100 cells: widening never shows less
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
     BINDINGS = [
         Binding("j", "move(1)", "Down", show=False),
         Binding("k", "move(-1)", "Up", show=False),
