@@ -66,7 +66,7 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
     tool = e.get("tool") or ""
     paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
     if kind == "conflict":
-        summary = f"hash conflict: expected {e.get('expected')}, file is {e.get('actual')}"
+        summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
         summary = f"{e.get('code')}: {e.get('message', '')}"
     elif kind == "noop":

@@ -153,3 +153,25 @@ def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
                 removed + (int(parts[1]) if parts[1].isdigit() else 0),
             )
     return counts
+
+
+def file_versions(root: Path, path: str, limit: int = 30) -> list[tuple[Commit, str]]:
+    """The newest commits that changed `path`, newest first, each with the file's text after
+    it ("" where it deleted the file): what a conflict's detail compares."""
+    try:
+        out = _git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path)
+    except RuntimeError:
+        return []
+    commits = []
+    for rec in out.decode("utf-8", "replace").split(RECORD)[1:]:
+        parts = [p.strip() for p in rec.split(FIELD)]
+        if len(parts) < 8:
+            continue
+        sha, an, ae, at, subject, tool, client, action = parts[:8]
+        when = datetime.fromtimestamp(int(at), UTC)
+        commit = Commit(
+            sha, an, ae, when, subject, tool or None, client or None, action or None, (path,)
+        )
+        commits.append(commit)
+    texts = _cat(root, [f"{c.sha}:{path}" for c in commits])
+    return list(zip(commits, texts, strict=True))

@@ -17,11 +17,13 @@ from app.supervisor import ServerSupervisor, connect_notes, remembered_port, sni
 from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import NewNoteForm
 from app.ui.insights import CostScreen, TagsScreen
+from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
 from app.ui.timeline import Timeline
 from server.gitrepo import state_dir
-from server.journal import estimate_tokens
+from server.journal import Journal, estimate_tokens, read_all
 
+from .conftest import git
 from .test_dashboard import until
 
 pytestmark = pytest.mark.anyio
@@ -312,3 +314,61 @@ async def test_timeline_rows_tell_two_edits_apart(
     assert "离线同步与冲突解决.md" in first and "+1 −1" in first, first
     assert "idempotency-keys.md" in second and "+2 −1" in second, second
     assert all(r.count("edit_text") == 1 and "mcp" in r for r in rows), rows
+
+
+@pytest.fixture
+def strict_vault(make_vault: Any, settings_home: Path) -> Path:
+    return make_vault({
+        "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+        "tags.yaml": "- crdt\n",
+        "w.md": "# W\n\n## Log\n- one\n",
+    })  # fmt: skip
+
+
+async def _detail_of(app: Dashboard, pilot: Any, pick: Any) -> str:
+    t = app.query_one("#timeline", Timeline)
+    await until(pilot, lambda: any(pick(r) for r in t.rows))
+    row = next(r for r in t.rows if pick(r))
+    t.move_to(t.index_of(row.key))  # type: ignore[arg-type]
+    await until(pilot, lambda: app._selected == row.key)
+    await pilot.pause(0.1)
+    return app.query_one("#detail", LinesView).plain
+
+
+async def test_every_rejection_shows_what_the_ai_tried(connect: Any, strict_vault: Path) -> None:
+    async with connect(strict_vault) as s:
+        body = "# Idea\n\nmerge on read\n"
+        await s.error("create_doc", path="inbox/idea.md", body=body, tags=["made-up-tag"])
+        await s.error("update_frontmatter", path="w.md", add_tags=["totally-new-tag"])
+    events = read_all(state_dir(strict_vault) / "events.jsonl")
+    rejected = [e for e in events if e["kind"] == "rejected"]
+    assert len(rejected) == 2 and all(e["diff"] for e in rejected), rejected
+    app = Dashboard(strict_vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        create = await _detail_of(app, pilot, lambda r: "made-up" in r.summary)
+        tags = await _detail_of(app, pilot, lambda r: "totally" in r.summary)
+    assert "+merge on read" in create and '"made-up-tag"' in create, create
+    assert 'add_tags: ["totally-new-tag"]' in tags, tags
+
+
+async def test_conflict_noop_and_server_details_in_words(connect: Any, strict_vault: Path) -> None:
+    async with connect(strict_vault) as s:
+        read = await s.call("read_doc", path="w.md")
+        (strict_vault / "w.md").write_text("# W\n\n## Log\n- one\n- the owner's line\n")
+        git(strict_vault, "commit", "-qam", "my own note")
+        await s.error("replace_doc", path="w.md", content="# stale\n", hash=read["hash"])
+        await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])
+        await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])  # again: a no-op
+    Journal(state_dir(strict_vault) / "events.jsonl").append(
+        "server_started", transport="http", read_only=False, version="9.9"
+    )
+    app = Dashboard(strict_vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        conflict = await _detail_of(app, pilot, lambda r: r.kind == "conflict")
+        noop = await _detail_of(app, pilot, lambda r: r.kind == "noop")
+        server = await _detail_of(app, pilot, lambda r: r.kind == "server")
+    # the commit that came between the AI's read and its write, and its diff; no hashes
+    assert "changed since the AI's read by" in conflict and "my own note" in conflict, conflict
+    assert "+ - the owner's line" in conflict and read["hash"] not in conflict, conflict
+    assert "already says" in noop and "{" not in noop and "[" not in noop, noop
+    assert "started over http (read and write, version 9.9)" in server, server

@@ -38,12 +38,13 @@ from ..file_actions import (
 )
 from ..history import commit_changes
 from ..supervisor import ServerSupervisor, connect_notes, snippets
+from .details import commit_header, event_detail
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header_fit import Segment, fit
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal, HelpModal
-from .timeline import KIND_STYLE, Timeline
+from .timeline import Timeline
 
 POLL_SECONDS = 0.15  # journal stat + one rev-parse: cheap, and new rows show within 300 ms
 
@@ -287,7 +288,7 @@ class Dashboard(App[None]):
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self._q("#detail", LinesView).update(event_detail(row))
+            self._q("#detail", LinesView).update(event_detail(row, self.root))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
@@ -515,45 +516,3 @@ def revertable(row: Row) -> bool:
     """AI commits, and the owner's own file actions (a delete is undone like any commit)."""
     c = row.commit
     return c is not None and (c.is_ai or c.action in ("move", "create", "remove"))
-
-
-def commit_header(row: Row) -> list[Content]:
-    c = row.commit
-    assert c is not None
-    lines = [Content.styled(f"{c.short}  {c.subject}", "bold"),
-             Content(f"{c.author} <{c.email}>  {c.time.astimezone():%Y-%m-%d %H:%M:%S}")]  # fmt: skip
-    if c.tool:
-        lines.append(Content(f"tool {c.tool} · client {c.client}"))
-    if c.action:
-        lines.append(Content(f"action {c.action}"))
-    return lines
-
-
-def event_detail(row: Row) -> Content:
-    e = row.event or {}
-    kind = e.get("kind")
-    lines = [Content.styled(f"{kind}  {row.who}", "bold " + KIND_STYLE.get(row.kind, "")),
-             Content(f"{e.get('ts', '')} · pid {e.get('pid')}")]  # fmt: skip
-    if kind == "rejected":
-        lines += [Content.styled("reason", "bold"), Content(f"{e.get('code')}: {e.get('message', '')}"),
-                  Content.styled("hint given to the AI", "bold"), Content(str(e.get("hint", ""))),
-                  Content.styled("what it tried (not written)", "bold")]  # fmt: skip
-        for line in str(e.get("diff", "")).splitlines():
-            style = (
-                "$text-success"
-                if line.startswith("+")
-                else "$text-error"
-                if line.startswith("-")
-                else ""
-            )
-            lines.append(Content.styled(line, style) if style else Content(line))
-    elif kind == "conflict":
-        lines += [Content(f"path      {e.get('path')}"), Content(f"AI read   {e.get('expected')}"),
-                  Content(f"file now  {e.get('actual')}"),
-                  Content("The note changed after the AI read it; nothing was written and the AI "
-                          "was told to read it again.")]  # fmt: skip
-    else:
-        for k, v in e.items():
-            if k not in ("v",):
-                lines.append(Content(f"{k:>10}  {v}"))
-    return Content("\n").join(lines)
