@@ -85,8 +85,9 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         summary = (
             "config reloaded" if e.get("ok") else f"config error: {'; '.join(e.get('errors', []))}"
         )
-    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind,
-               f"{client} · {tool}" if tool else client, paths, summary, event=e)  # fmt: skip
+    if tool:  # the tool once, in the summary, as an AI commit's subject has it
+        summary = f"{tool}: {summary}"
+    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind, client, paths, summary, event=e)
 
 
 FIRST_COMMITS = 400  # read at start; the rest of the history follows in the background

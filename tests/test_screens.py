@@ -265,6 +265,8 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         assert "creates applications/{company}-{role}.md" in screen_text(app)
         form.query_one("#f-company", Input).value = "北京字节"
         form.query_one("#f-role", Input).value = "backend"
+        await pilot.pause(0.1)  # company and role are all the file name needs
+        assert "creates applications/北京字节-backend.md" in screen_text(app)
         status.value = "waiting"
         form.query_one("#f-applied", Input).value = "2026-02-30"
         await pilot.pause(0.1)
@@ -276,7 +278,7 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         form.query_one("#f-applied", Input).value = "2026-12-01"
         await pilot.pause(0.1)
         text = screen_text(app)
-        assert "creates applications/" in text and "-backend.md" in text, text
+        assert "creates applications/北京字节-backend.md" in text, text
         await pilot.press("ctrl+s")
         await until(pilot, lambda: not isinstance(app.screen, NewNoteForm))
     created = [p for p in (root / "applications").iterdir()]

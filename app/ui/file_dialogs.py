@@ -18,6 +18,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from server.config import ConfigError, load_config
+from server.writes import Rejected, note_path
+
 from ..file_actions import ActionError, NewNote, doc_type, plan_create
 
 MAX_SHOWN = 200
@@ -120,6 +123,21 @@ class DestinationPrompt(ModalScreen[str | None]):
             self.dismiss(value)
 
 
+def preview_path(root: Path, type_name: str, values: dict[str, str], title: str) -> str:
+    """The path a new note will get: filled in as soon as the fields its file name uses are
+    there (the server's own rule), the type's folder and pattern until then."""
+    fields = {k: v.strip() for k, v in values.items() if v.strip()}
+    try:
+        return note_path(load_config(root), type_name, {**fields, "title": title.strip()}, "")
+    except (Rejected, ConfigError):
+        pass
+    try:
+        t = doc_type(root, type_name)
+    except ActionError:
+        return "(pick a doc type)"
+    return f"{t.folder}/{t.filename or '{slug}.md'}".lstrip("/")
+
+
 class _Fields(VerticalScroll, can_focus=False):
     """The form's fields. Not focusable itself: the first Tab after the type picker must land in
     the title, not on this container (where typing went nowhere and shifted every value)."""
@@ -212,11 +230,7 @@ class NewNoteForm(ModalScreen[NewNote | None]):
             type_name, values, title = self._values()
         except NoMatches:  # the form is being rebuilt for another type; _build previews after
             return
-        try:
-            path = plan_create(self.root, type_name, values, title).path
-        except ActionError:
-            t = doc_type(self.root, self.built)
-            path = f"{t.folder}/{t.filename or '{slug}.md'}".lstrip("/")
+        path = preview_path(self.root, type_name, values, title)
         self.query_one("#form-path", Static).update(Content.styled(f"creates {path}", "bold"))
 
     @on(Input.Submitted)

@@ -197,6 +197,11 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
     }
 
 
+def paths_cell(paths: list[str]) -> str:
+    """The first path whole and how many more (get_context reads a dozen notes)."""
+    return paths[0] + (f" +{len(paths) - 1} more" if len(paths) > 1 else "") if paths else ""
+
+
 def clock(event: dict[str, Any]) -> str:
     at = local_time(event)
     return f"{at:%H:%M:%S}" if at is not None else ""
@@ -262,7 +267,7 @@ class CostScreen(Screen[None]):
                     str(e.get("client", "")),
                     n,
                     event_tokens(e),
-                    ", ".join(e.get("paths") or []),
+                    paths_cell(e.get("paths") or []),
                 ]
                 for n, e in c["biggest"]
             ],
