@@ -19,6 +19,8 @@ from textual.widgets import DataTable, Footer, Static
 from server.journal import TOKEN_RULE, estimate_tokens
 from server.vault import Vault
 
+from .timeline import note_cell
+
 BARS = "▁▂▃▄▅▆▇█"
 WEEKS = 12
 DAYS = 14  # earlier days on the cost screen
@@ -197,11 +199,6 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
     }
 
 
-def paths_cell(paths: list[str]) -> str:
-    """The first path whole and how many more (get_context reads a dozen notes)."""
-    return paths[0] + (f" +{len(paths) - 1} more" if len(paths) > 1 else "") if paths else ""
-
-
 def clock(event: dict[str, Any]) -> str:
     at = local_time(event)
     return f"{at:%H:%M:%S}" if at is not None else ""
@@ -259,15 +256,15 @@ class CostScreen(Screen[None]):
         )
         fill(
             self.query_one("#biggest", DataTable),
-            ["biggest results", "tool", "client", "chars", "≈ tokens", "paths"],
+            ["biggest", "tool", "chars", "≈ tokens", "notes", "client"],
             [
                 [
                     clock(e),
                     str(e.get("tool", "")),
-                    str(e.get("client", "")),
                     n,
                     event_tokens(e),
-                    paths_cell(e.get("paths") or []),
+                    note_cell(e.get("paths") or []),
+                    str(e.get("client", "")),
                 ]
                 for n, e in c["biggest"]
             ],

@@ -40,8 +40,8 @@ def widths(total: int) -> list[int]:
     the note's file name, who, and the summary share what is left, the file name first."""
     mark, time, kind, counts = 1, 11, 8, 9
     free = max(0, total - mark - time - kind - counts - 6)  # six separating spaces
-    note = min(30, max(0, free * 2 // 5))
-    who = min(16, max(0, (free - note) // 3))
+    note = min(40, max(0, free * 2 // 5))
+    who = min(20, max(0, (free - note) // 3))
     return [mark, time, kind, who, note, counts, max(1, free - note - who)]
 
 
