@@ -374,3 +374,18 @@ async def test_conflict_noop_and_server_details_in_words(connect: Any, strict_va
     assert "+ - the owner's line" in conflict and read["hash"] not in conflict, conflict
     assert "already says" in noop and "{" not in noop and "[" not in noop, noop
     assert "started over http (read and write, version 9.9)" in server, server
+
+
+async def test_a_snapshot_row_says_why_it_is_there(connect: Any, strict_vault: Path) -> None:
+    (strict_vault / "w.md").write_text("# W\n\n## Log\n- one\n- mine, not committed\n")
+    async with connect(strict_vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- the AI's")
+    app = Dashboard(strict_vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: any(r.kind == "snapshot" for r in t.rows))
+        row = next(r for r in t.rows if r.kind == "snapshot")
+        t.move_to(t.index_of(row.key))  # type: ignore[arg-type]
+        view = app.query_one("#detail", LinesView)
+        await until(pilot, lambda: "uncommitted edits" in view.plain)
+        assert "+ - mine, not committed" in view.plain
