@@ -91,7 +91,7 @@ def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
     )
     f = Feed(repo)
     f.poll()
-    assert f.rows[0].kind == "rejected" and f.rows[0].summary == "unknown_tag: no"
+    assert f.rows[0].kind == "rejected" and f.rows[0].summary == "create_doc: unknown_tag: no"
     assert len(f.events) == 2  # reads are kept for the cost screen, not shown as rows
     assert sum(1 for r in f.rows if r.event is not None) == 1
 
@@ -119,7 +119,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
         assert t.row_count == 3_034
         assert t.current == chosen and t.cursor == 6  # same row, four new ones above it
         assert t.scroll_y == 0  # at the top the new rows are in view
-        assert app._selected == chosen.key
+        assert app.main._selected == chosen.key
         await pilot.press("pagedown", "pagedown")
         assert t.cursor > 6 + 2 * 20 and t.scroll_y > 0
         seen: Any = t.current

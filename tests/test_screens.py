@@ -190,7 +190,7 @@ async def test_connect_and_help_fit_and_scroll(batch_vault: Path, size: tuple[in
         await pilot.press("end")
         await pilot.pause(0.1)
         text = screen_text(app)
-        assert "quit" in text and "closes" in text, text
+        assert "quit" in text.casefold() and "closes" in text, text
 
 
 def test_connect_says_how_to_export_the_token_and_copy_under_tmux(make_vault: Any) -> None:
@@ -332,7 +332,7 @@ async def _detail_of(app: Dashboard, pilot: Any, pick: Any) -> str:
     await until(pilot, lambda: any(pick(r) for r in t.rows))
     row = next(r for r in t.rows if pick(r))
     t.move_to(t.index_of(row.key))  # type: ignore[arg-type]
-    await until(pilot, lambda: app._selected == row.key)
+    await until(pilot, lambda: app.main._selected == row.key)
     await pilot.pause(0.1)
     return app.query_one("#detail", LinesView).plain
 
