@@ -320,11 +320,13 @@ async def test_timeline_rows_tell_two_edits_apart(
 
 @pytest.fixture
 def strict_vault(make_vault: Any, settings_home: Path) -> Path:
-    return make_vault({
-        "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
-        "tags.yaml": "- crdt\n",
-        "w.md": "# W\n\n## Log\n- one\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+            "tags.yaml": "- crdt\n",
+            "w.md": "# W\n\n## Log\n- one\n",
+        }
+    )
 
 
 async def _detail_of(app: Dashboard, pilot: Any, pick: Any) -> str:
