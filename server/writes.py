@@ -371,16 +371,27 @@ OPS: dict[str, Callable[..., Outcome]] = {
 def attempted(tool: str, args: dict[str, Any]) -> str:
     """What a refused operation asked for, for the journal (masked there like every field): a
     refusal before any text was made (an unknown tag, type or path) has no diff to show. Text
-    arguments show line by line as `+` lines, the rest as JSON."""
-    out = [f"{tool}:"]
+    shows as written, YAML-like, never JSON-escaped (a secret spelled with escapes would slip past
+    the masks); text with several lines shows as `+` lines."""
+    return "\n".join([f"{tool}:", *_arg_lines(args, "")]) + "\n"
+
+
+def _arg_lines(args: dict[str, Any], indent: str) -> list[str]:
+    out = []
     for key, value in args.items():
         if value is None:  # an argument left out
             continue
-        if isinstance(value, str) and "\n" in value:
-            out += [f"{key}:", *(f"+{line}" for line in value.splitlines())]
+        if isinstance(value, dict):
+            out += [f"{indent}{key}:", *_arg_lines(value, indent + "  ")]
+        elif isinstance(value, str) and "\n" in value:
+            out += [f"{indent}{key}:", *(f"+{line}" for line in value.splitlines())]
+        elif isinstance(value, str):
+            out.append(f"{indent}{key}: {value}")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out.append(f"{indent}{key}: [{', '.join(value)}]")
         else:
-            out.append(f"{key}: {json.dumps(value, ensure_ascii=False, default=str)}")
-    return "\n".join(out) + "\n"
+            out.append(f"{indent}{key}: {json.dumps(value, ensure_ascii=False, default=str)}")
+    return out
 
 
 def _diff(f: _File) -> str:

@@ -351,8 +351,8 @@ async def test_every_rejection_shows_what_the_ai_tried(connect: Any, strict_vaul
     async with app.run_test(size=(120, 36)) as pilot:
         create = await _detail_of(app, pilot, lambda r: "made-up" in r.summary)
         tags = await _detail_of(app, pilot, lambda r: "totally" in r.summary)
-    assert "+merge on read" in create and '"made-up-tag"' in create, create
-    assert 'add_tags: ["totally-new-tag"]' in tags, tags
+    assert "+merge on read" in create and "tags: [made-up-tag]" in create, create
+    assert "add_tags: [totally-new-tag]" in tags, tags
 
 
 async def test_conflict_noop_and_server_details_in_words(connect: Any, strict_vault: Path) -> None:
