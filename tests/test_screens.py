@@ -391,3 +391,28 @@ async def test_a_snapshot_row_says_why_it_is_there(connect: Any, strict_vault: P
         view = app.query_one("#detail", LinesView)
         await until(pilot, lambda: "uncommitted edits" in view.plain)
         assert "+ - mine, not committed" in view.plain
+
+
+async def test_side_by_side_is_laid_out_again_for_a_new_width(
+    connect: Any, make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"n.md": "# N\n\ntags: [system-design, 面试]\n" + "prose words " * 30 + "\n"})
+    async with connect(root) as s:
+        res = await s.call("edit_text", path="n.md", old="面试]", new="面试, crdt]")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.index_of(f"c:{res['commit']}") is not None)
+        t.move_to(t.index_of(f"c:{res['commit']}"))  # type: ignore[arg-type]
+        await pilot.press("s")
+        view = app.query_one("#detail", LinesView)
+        await until(pilot, lambda: "│" in view.plain)
+        before = [line.plain for line in view.lines]
+        await pilot.resize_terminal(100, 30)  # stacked: the diff pane gets wider
+        await until(pilot, lambda: [line.plain for line in view.lines] != before)
+        await pilot.pause(0.3)
+        rows = [line for line in view.lines if "│" in line.plain]
+        width = view.scrollable_content_region.width
+        assert rows and all(r.cell_length <= width for r in rows), (width, [r.plain for r in rows])
+        # and the wider pane is used: the old side by side was narrower
+        assert max(r.cell_length for r in rows) > max(len(b) for b in before if "│" in b)

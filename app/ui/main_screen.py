@@ -225,6 +225,10 @@ class MainScreen(Screen[None]):
         self.split = not self.split
         self.show_detail()
 
+    def on_resize(self, _: events.Resize) -> None:
+        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
+            self.call_after_refresh(self.show_detail)
+
     def action_context(self, delta: int) -> None:
         self.context_lines = max(0, min(50, self.context_lines + delta))
         self.show_detail()
