@@ -15,7 +15,7 @@ from server.docs import content_hash
 from ..diffview import render_unified
 from ..feed import Row
 from ..history import FileChange, file_versions
-from .timeline import KIND_STYLE
+from .timeline import KIND_STYLE, REVERTED_MARK
 
 BOLD = "bold"
 
@@ -55,6 +55,13 @@ def commit_header(row: Row) -> list[Content]:
         )
     elif c.action:
         lines.append(Content(f"action {c.action}"))
+    if c.reverts:
+        lines.append(Content(f"reverts {', '.join(s[:8] for s in c.reverts)}"))
+    if row.reverted_by:
+        lines.append(
+            Content.styled(f"{REVERTED_MARK} by {row.reverted_by[:8]}", "bold $text-warning")
+            + Content(f" (r on {row.reverted_by[:8]} brings this change back)")
+        )
     return lines
 
 

@@ -31,18 +31,19 @@ KIND_STYLE = {
     "revert": "bold $text-accent", "snapshot": "$text-secondary", "human": "$text-secondary",
     "move": "bold $text-accent", "create": "bold $text-accent", "remove": "bold $text-accent",
 }  # fmt: skip
-HEADINGS = ("", "time", "kind", "who", "note", "±", "summary")
+HEADINGS = ("time", "kind", "who", "note", "±", "summary")
+REVERTED_MARK = "↺ reverted"
 
 
 def widths(total: int) -> list[int]:
     """Column widths for a timeline `total` cells wide, each one never narrower on a wider
-    timeline: a mark (a glyph such as "reverted"), time, kind and the +/- counts fixed; then
-    the note's file name, who, and the summary share what is left, the file name first."""
-    mark, time, kind, counts = 1, 11, 8, 9
-    free = max(0, total - mark - time - kind - counts - 6)  # six separating spaces
+    timeline: time, kind and the +/- counts fixed; then the note's file name, who, and the
+    summary (where a reverted row's mark goes first) share what is left, the file name first."""
+    time, kind, counts = 11, 8, 9
+    free = max(0, total - time - kind - counts - 5)  # five separating spaces
     note = min(40, max(0, free * 2 // 5))
     who = min(20, max(0, (free - note) // 3))
-    return [mark, time, kind, who, note, counts, max(1, free - note - who)]
+    return [time, kind, who, note, counts, max(1, free - note - who)]
 
 
 def when(t: datetime, now: datetime) -> str:
@@ -78,14 +79,16 @@ def counts_cell(counts: tuple[int, int] | None) -> Content:
 
 def cells(row: Row, now: datetime, counts: tuple[int, int] | None = None) -> list[Content]:
     kind = Content.styled(row.kind, KIND_STYLE.get(row.kind, ""))
+    summary = Content(summary_of(row))
+    if row.reverted_by:  # undone already: the mark says so before anything else on the line
+        summary = Content.styled(f"{REVERTED_MARK} ", "bold $text-warning") + summary
     return [
-        Content(""),  # the mark column: room for a glyph on the row (e.g. already reverted)
         Content(when(row.time, now)),
         kind,
         Content(row.who),
         note_cell(row.paths),
         counts_cell(counts),
-        Content(summary_of(row)),
+        summary,
     ]
 
 
