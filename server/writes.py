@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import itertools
 import re
 import typing
 import unicodedata
@@ -42,14 +43,33 @@ MAX_NOTE_BYTES = 2 * 1024 * 1024
 DIFF_IN_RESULT = 1_500
 
 
+_LATER = itertools.count()
+
+
 class Rejected(Exception):
-    """A write refused by a rule. Nothing was written."""
+    """A write refused by a rule. Nothing was written.
+
+    Part of the message can be left for later (`defer`): text that takes a while to build, such
+    as edit_text's closest line, is filled in by `finish` once the vault's write lock is
+    released, so no other writer waits for it. `apply` finishes every Rejected it raises."""
 
     def __init__(
         self, code: str, message: str, hint: str, paths: list[str], diff: str = ""
     ) -> None:
         super().__init__(message)
         self.code, self.message, self.hint, self.paths, self.diff = code, message, hint, paths, diff
+        self.later: dict[str, Callable[[], str]] = {}
+
+    def defer(self, build: Callable[[], str]) -> str:
+        """A placeholder to put in the message; `finish` replaces it with `build()`."""
+        mark = f"\x00later{next(_LATER)}\x00"
+        self.later[mark] = build
+        return mark
+
+    def finish(self) -> None:
+        for mark, build in self.later.items():
+            self.message = self.message.replace(mark, build())
+        self.later = {}
 
 
 class Conflict(Exception):
@@ -203,7 +223,10 @@ def op_edit(
     try:
         f.text = edit_text(f.text, old, new, count)
     except EditError as exc:
-        raise Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel]) from exc
+        rej = Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel])
+        if exc.later is not None:
+            rej.message += rej.defer(exc.later)
+        raise rej from exc
     return Outcome(f.rel, subject=f"edit_text: {f.rel}")
 
 
@@ -477,14 +500,18 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
     pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
-    with store.locked():
-        store.check_repo()
-        for attempt in range(1, REPLANS + 1):
-            try:
-                return _apply_once(vault, store, tool, client, ops, message)
-            except Conflict as exc:
-                if pinned or attempt == REPLANS or not isinstance(exc.__cause__, WriteRace):
-                    raise
+    try:
+        with store.locked():
+            store.check_repo()
+            for attempt in range(1, REPLANS + 1):
+                try:
+                    return _apply_once(vault, store, tool, client, ops, message)
+                except Conflict as exc:
+                    if pinned or attempt == REPLANS or not isinstance(exc.__cause__, WriteRace):
+                        raise
+    except Rejected as exc:
+        exc.finish()  # the lock is released: other writers no longer wait for the hints
+        raise
     raise AssertionError("unreachable")
 
 
@@ -555,13 +582,16 @@ def _hashes(plan: Plan) -> dict[str, str]:
 def _merge(errors: list[Rejected]) -> Rejected:
     if len(errors) == 1:
         return errors[0]
-    return Rejected(
+    merged = Rejected(
         errors[0].code,
         f"{len(errors)} problems, nothing was written: " + " | ".join(e.message for e in errors),
         " | ".join(dict.fromkeys(e.hint for e in errors)),
         [p for e in errors for p in e.paths],
         cap_diff("".join(e.diff for e in errors)),
     )
+    for e in errors:
+        merged.later.update(e.later)
+    return merged
 
 
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
