@@ -70,7 +70,8 @@ def parse(query: str) -> ParsedQuery:
     if not query or not query.strip():
         raise SearchError("query is empty: give words to look for, e.g. 'CRDT 离线同步'")
     if len(query) > MAX_QUERY_CHARS:  # checked first: splitting a huge query is slow itself
-        _too_long(f"{len(query):,} characters ({len(query.split()):,} words)")
+        words = len(query.split())
+        _too_long(f"{len(query):,} characters ({words:,} word{'s' if words != 1 else ''})")
     pq = ParsedQuery()
     raw_parts = _split(query.replace("\u201c", '"').replace("\u201d", '"'))
     if len(raw_parts) > MAX_TERMS:
