@@ -144,6 +144,7 @@ class Vault:
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
                 if self._semantic is not None:
+                    self._semantic.stop(wait=5.0)  # the old model's indexer, if it still runs
                     self._semantic.close()
                 embedder = make_embedder(sc.model)
                 store: SqliteVectors | QdrantVectors
@@ -200,6 +201,8 @@ class Vault:
         def run() -> None:
             try:
                 sem.reconcile(docs, self.note_meta)
+                if sem.stopping:
+                    return  # stopped part-way: not ready, and nothing to report
                 sem.ready = True
                 self._semantic_progress(sem.indexed, sem.total)
             except Exception as exc:  # the notes are fine; recall says what broke
@@ -219,11 +222,17 @@ class Vault:
             {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
         )
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> bool:
+        """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
+        False when the indexer is still running: its store is then left open for it, and the
+        process must leave with os._exit (see cli.stop)."""
+        sem = self._semantic
+        stopped = sem is None or sem.stop(wait)
         self.index.close()
         self.search.close()
-        if self._semantic is not None:
-            self._semantic.close()
+        if sem is not None and stopped:
+            sem.close()
+        return stopped
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:

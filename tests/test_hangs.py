@@ -1,20 +1,33 @@
-"""Nothing holds the vault for long: a failing edit_text's hint, a query of thousands of terms."""
+"""Nothing holds the vault for long (a failing edit_text's hint, a query of thousands of terms),
+and the server always stops cleanly, even while recall is embedding the vault."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from server import edits
 from server.edits import EditError, closest_line, edit_text
-from server.gitrepo import state_dir
+from server.gitrepo import ensure_repo, state_dir
+from server.journal import read_all
 
-from .conftest import git
+from .conftest import EXAMPLE, git
 
 pytestmark = pytest.mark.anyio
 
@@ -146,3 +159,156 @@ async def test_a_query_of_thousands_of_terms_is_refused_with_the_limit(
         ok = await s.call("search_text", query="offline " + " ".join(["sync"] * 63))
         assert [h["path"] for h in ok["hits"]] == ["notes/a.md"]
         await s.call("search_text", query='"' + "离线同步" * 200 + '"')
+
+
+# ------------------------------------------------------------------------------------------------
+# The server stops cleanly while recall's background indexing runs
+
+
+SERVER = str(Path(sys.executable).parent / "vaultwatch-server")
+# Runs the server and records how it ended: the SDK client only closes the pipes (and signals
+# the group after its grace period), it never says how the server exited. Core dumps are turned
+# on, as on many developer machines, so an abort leaves its core in the vault (the server's
+# working directory) unless the server turns them off itself.
+RECORDER = r"""
+import os, resource, signal, subprocess, sys
+signal.signal(signal.SIGTERM, lambda *a: None)  # the client's SIGTERM is the server's to handle
+resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+out = sys.argv[1]
+p = subprocess.Popen(sys.argv[2:], stderr=subprocess.PIPE)
+with open(out + ".pid", "w") as f:
+    f.write(str(p.pid))
+err = p.stderr.read()
+rc = p.wait()
+with open(out + ".tmp", "w") as f:
+    f.write(f"{rc}\n" + err.decode(errors="replace"))
+os.replace(out + ".tmp", out)
+"""
+
+
+def child_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "VAULTWATCH_"))}
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    return env
+
+
+def core_limit(pid: int) -> str:
+    line = next(
+        ln for ln in Path(f"/proc/{pid}/limits").read_text().splitlines()
+        if ln.startswith("Max core file size")
+    )  # fmt: skip
+    return " ".join(line.split()[4:6])
+
+
+def interrupted(root: Path) -> bool:
+    """Whether the server stopped before recall had embedded the whole vault."""
+    events = read_all(root / ".git/vaultwatch/events.jsonl")
+    assert [e["kind"] for e in events][-1] == "server_stopped"
+    return not any(e["kind"] == "semantic_progress" and e["indexed"] == e["total"] for e in events)
+
+
+@pytest.fixture
+def fresh_vaults(tmp_path: Path) -> Callable[[int], Path]:
+    """Copies of one example vault, none indexed yet: each server starts embedding from zero."""
+    base = tmp_path / "base"
+    shutil.copytree(EXAMPLE, base)
+    ensure_repo(base)
+
+    def make(i: int) -> Path:
+        root = tmp_path / f"v{i}"
+        shutil.copytree(base, root, symlinks=True)
+        return root
+
+    return make
+
+
+@pytest.mark.semantic
+@pytest.mark.slow
+async def test_a_client_that_disconnects_at_once_sees_a_clean_exit(
+    tmp_path: Path, fresh_vaults: Callable[[int], Path]
+) -> None:
+    """Connect over stdio, search, disconnect at once, 20 times: recall's indexer is still
+    embedding each time. Before, the interpreter's shutdown killed it inside native code:
+    `terminate called without an active exception`, SIGABRT (exit 134), and with core dumps on,
+    a core file holding the bearer token in the vault."""
+    runs, lanes = 20, 4
+
+    async def one(i: int) -> tuple[int, str, bool]:
+        root = fresh_vaults(i)
+        rec = tmp_path / f"exit{i}"
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", RECORDER, str(rec), SERVER, "--vault", str(root)],
+            cwd=str(root),
+            env=child_env(),
+        )
+        async with Client(params) as c:  # type: ignore[arg-type]
+            r = await c.call_tool("search_text", {"query": "CRDT"})
+            assert not r.is_error
+            pid = int(Path(f"{rec}.pid").read_text())
+            assert core_limit(pid) == "0 0"  # no core file, whatever the shell allowed
+        with anyio.fail_after(30):
+            while not rec.exists():
+                await anyio.sleep(0.05)
+        status, _, err = rec.read_text().partition("\n")
+        assert not [p.name for p in root.iterdir() if p.name.startswith("core")], err
+        return int(status), err, interrupted(root)
+
+    results: list[tuple[int, str, bool]] = []
+
+    async def lane(first: int) -> None:
+        for i in range(first, runs, lanes):
+            results.append(await one(i))
+
+    async with anyio.create_task_group() as tg:
+        for k in range(lanes):
+            tg.start_soon(lane, k)
+    assert len(results) == runs
+    for status, err, _ in results:
+        assert "terminate called" not in err and status == 0, (status, err[-800:])
+    # the point of the test: the servers stopped while the vault was still being embedded
+    assert sum(cut for _, _, cut in results) >= runs // 2
+
+
+@pytest.mark.semantic
+@pytest.mark.slow
+async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
+    fresh_vaults: Callable[[int], Path],
+) -> None:
+    """The dashboard stops its server with SIGTERM to the group, often while it is indexing."""
+    root = fresh_vaults(0)
+
+    def cores_on() -> None:
+        resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    proc = subprocess.Popen(
+        [SERVER, "--vault", str(root), "--http", "127.0.0.1:0", "--exit-with-parent"],
+        cwd=root, env=child_env(), stderr=subprocess.PIPE, text=True,
+        start_new_session=True, preexec_fn=cores_on,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        url = ""
+        with anyio.fail_after(60):
+            while not url:
+                line = await anyio.to_thread.run_sync(proc.stderr.readline)
+                assert line, "the server exited before serving"
+                url = m.group(1) if (m := re.search(r"at (http://\S+/mcp)", line)) else ""
+        token = (root / ".git/vaultwatch/token").read_text().strip()
+        auth = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=auth, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as c,  # type: ignore[arg-type]
+        ):
+            assert not (await c.call_tool("search_text", {"query": "CRDT"})).is_error
+        assert core_limit(proc.pid) == "0 0"
+        os.killpg(proc.pid, signal.SIGTERM)
+        status = await anyio.to_thread.run_sync(lambda: proc.wait(30))
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    err = proc.stderr.read()
+    assert "terminate called" not in err and status == 0, (status, err[-800:])
+    assert not [p.name for p in root.iterdir() if p.name.startswith("core")]
+    assert interrupted(root)
