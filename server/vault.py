@@ -11,11 +11,12 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigProblem, ConfigStore
+from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import state_dir
 from .journal import Journal
@@ -26,6 +27,7 @@ from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
 
 log = logging.getLogger("vaultwatch.vault")
+SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
 
 
 class VaultError(Exception):
@@ -54,6 +56,8 @@ class Vault:
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        # (config key, what broke, when to try again): recall could not be set up
+        self._semantic_broken: tuple[Any, str, float] | None = None
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -135,32 +139,62 @@ class Vault:
     # -- meaning (recall) ------------------------------------------------------------------------
 
     def semantic(self) -> SemanticIndex | None:
-        """The embedding index the config asks for (None: recall is off). A different model or
-        backend configured means a different index, never mixed vectors."""
+        """The embedding index the config asks for. None when recall is off, or when it cannot
+        be set up (`semantic_unavailable` says why): recall is one tool, and every tool call
+        comes through here first, so its problems must never become theirs. A different model
+        or backend configured means a different index, never mixed vectors."""
         sc = self.config.semantic
         if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
             return None
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
+                broken = self._semantic_broken
+                if broken is not None and broken[0] == key and time.monotonic() < broken[2]:
+                    return None  # not retried on every call (a Qdrant server down would slow all)
                 if self._semantic is not None:
                     self._semantic.stop(wait=5.0)  # the old model's indexer, if it still runs
                     self._semantic.close()
-                embedder = make_embedder(sc.model)
-                store: SqliteVectors | QdrantVectors
-                if sc.backend == "qdrant":
-                    store = qdrant = QdrantVectors(
-                        sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                        embedder.name, embedder.dim, url=sc.url,
-                        path=str(self.state / sc.path) if sc.path else None,
-                        api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-                    )  # fmt: skip
-                    self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
-                else:
-                    store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-                self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
-                self._semantic_key = key
+                    self._semantic = None
+                try:
+                    self._semantic = self._open_semantic(sc)
+                except Exception as exc:
+                    why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                    self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
+                    log.warning("recall is unavailable: %s", why)
+                    return None
+                self._semantic_key, self._semantic_broken = key, None
             return self._semantic
+
+    def semantic_unavailable(self) -> str:
+        """Why semantic() gave None, for recall's answer."""
+        broken = self._semantic_broken
+        sc = self.config.semantic
+        if sc.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off" and broken is not None:
+            return (
+                f"recall is unavailable: its index could not be opened ({broken[1]}); use "
+                "search_text, and tell the owner"
+            )
+        return (
+            "recall is off in this vault (semantic.enabled: false in the config); use search_text"
+        )
+
+    def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
+        embedder = make_embedder(sc.model)
+        store: SqliteVectors | QdrantVectors
+        if sc.backend == "qdrant":
+            store = qdrant = QdrantVectors(
+                sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
+                embedder.name,
+                embedder.dim,
+                url=sc.url,
+                path=str(self.state / sc.path) if sc.path else None,
+                api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
+            )
+            self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
+        else:
+            store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
+        return SemanticIndex(embedder, store, self.root, self._semantic_progress)
 
     def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
@@ -218,9 +252,12 @@ class Vault:
         if sem is None:
             return
         entries = self.entries()
-        sem.reconcile(
-            {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
-        )
+        try:
+            sem.reconcile(
+                {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
+            )
+        except Exception:  # the write is committed; the next reconcile embeds these notes
+            log.exception("embedding the written notes failed")
 
     def close(self, wait: float = 5.0) -> bool:
         """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
