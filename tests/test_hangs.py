@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import re
 import resource
 import shutil
@@ -22,10 +23,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from server import edits
+from server import edits, writes
+from server.docs import content_hash
 from server.edits import EditError, closest_line, edit_text
 from server.gitrepo import ensure_repo, state_dir
 from server.journal import read_all
+from server.vault import Vault
+from server.writes import apply, result_for
 
 from .conftest import EXAMPLE, git
 
@@ -312,3 +316,61 @@ async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
     assert "terminate called" not in err and status == 0, (status, err[-800:])
     assert not [p.name for p in root.iterdir() if p.name.startswith("core")]
     assert interrupted(root)
+
+
+def test_the_diff_of_a_large_rewrite_is_bounded(make_vault: Any) -> None:
+    """A write's diff (in its result, and in the journal when rejected) is made under the write
+    lock. difflib on a note where every other line changed is quadratic: 8,000 lines took 18 s,
+    40,000 lines (1 MB) several minutes. The diff shown is cut to a few KB anyway."""
+    old = "".join(f"- item {i} of a long list\n" for i in range(40_000))
+    new = "".join(f"- item {i} of a long list{' x' if i % 2 else ''}\n" for i in range(40_000))
+    root = make_vault({"notes/list.md": old})
+    vault = Vault(root)
+    results: list[Any] = []
+
+    def run() -> None:
+        args = {"path": "notes/list.md", "content": new, "hash": content_hash(old.encode())}
+        results.append(apply(vault, vault.store, "replace_doc", "test", [("replace_doc", args)]))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the write's diff did not come back within 60 s"
+    assert (root / "notes/list.md").read_text() == new and results[0].commit
+    diff = result_for(results[0])["diff"]
+    assert diff.startswith("--- a/notes/list.md\n+++ b/notes/list.md\n@@ -1,40000 +1,40000 @@\n")
+    assert "-- item 1 of a long list\n+- item 1 of a long list x\n" in diff
+
+
+def apply_unified(old: list[str], diff: str) -> list[str]:
+    """Apply a unified diff to `old`, checking every context and removed line."""
+    out: list[str] = []
+    pos = 0
+    for line in diff.splitlines(True)[2:]:
+        if m := re.match(r"@@ -(\d+)(?:,(\d+))? ", line):
+            start = int(m.group(1)) - (1 if m.group(2) != "0" else 0)
+            out += old[pos:start]
+            pos = start
+            continue
+        tag, body = line[0], line[1:]
+        if tag in " -":
+            assert old[pos] == body
+            pos += 1
+        if tag in " +":
+            out.append(body)
+    return out + old[pos:]
+
+
+@pytest.mark.parametrize("align", [1_000, 3, 0])
+def test_the_bounded_diff_turns_old_into_new(align: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether difflib aligns the changed stretch or lines are paired by position."""
+    monkeypatch.setattr(writes, "DIFF_ALIGN_LINES", align)
+    rng = random.Random(align)
+    for _ in range(500):
+        old = [rng.choice(["a\n", "b\n", "c\n", "- [ ] x\n", "\n"]) for _ in range(30)]
+        new = list(old)
+        for _ in range(rng.randrange(6)):
+            k = rng.randrange(len(new) + 1)
+            new[k : k + rng.randrange(2)] = rng.choice([[], ["x\n"], ["a\n", "y\n"]])
+        diff = writes.unified_diff(old, new, "n.md")
+        assert apply_unified(old, diff) == new and (diff == "") == (old == new)
