@@ -58,6 +58,30 @@ def identity_env(name: str, email: str) -> dict[str, str]:
     }
 
 
+# A trailer value is one line of printable text: git ends the trailer block at a blank line
+# and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
+# could hide `Vaultwatch-Tool` (the dashboard would take the AI commit for the owner's) or
+# forge `Vaultwatch-Action`. The name comes from the peer, so it is made safe where trailers
+# are written, and capped so one peer cannot bloat every commit.
+TRAILER_VALUE_MAX = 120
+
+
+def trailer_value(value: str) -> str:
+    """`value` as one printable line of at most TRAILER_VALUE_MAX chars ("unknown" if empty)."""
+    text = "".join(ch if ch.isprintable() else " " for ch in value[: TRAILER_VALUE_MAX * 4])
+    text = " ".join(text.split())
+    if len(text) > TRAILER_VALUE_MAX:
+        text = text[: TRAILER_VALUE_MAX - 1] + "…"
+    return text or "unknown"
+
+
+def commit_message(subject: str, trailers: dict[str, str]) -> str:
+    """`subject`, a blank line, then one `Key: value` line per trailer, each value made safe."""
+    head = " ".join(subject.split()) or "(no subject)"
+    lines = "".join(f"{key}: {trailer_value(value)}\n" for key, value in trailers.items())
+    return f"{head}\n\n{lines}"
+
+
 def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 

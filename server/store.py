@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
-from .gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
+from .gitrepo import (
+    GitError,
+    commit_message,
+    git,
+    human_identity,
+    identity_env,
+    state_dir,
+    write_lock,
+)
 from .journal import Journal
 
 log = logging.getLogger("vaultwatch.store")
@@ -249,7 +257,9 @@ class Store:
                     late = _read_fd(fd)
                     raise WriteRace(w.rel, w.old, late, restore=late)
             author = config.ai_author
-            message = f"{subject}\n\nVaultwatch-Tool: {tool}\nVaultwatch-Client: {client}\n"
+            message = commit_message(
+                subject, {"Vaultwatch-Tool": tool, "Vaultwatch-Client": client}
+            )
             sha = self._commit_blobs([(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
                                      message, author.name, author.email)  # fmt: skip
         except (OSError, GitError, WriteRace) as exc:

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from . import __version__
 from .context import build_context
+from .gitrepo import trailer_value
 from .query import (
     Filters,
     QueryError,
@@ -90,7 +91,9 @@ def client_name(ctx: Context | None) -> str:
     info = getattr(params, "client_info", None)
     if info is None:
         return "unknown"
-    return f"{info.name}/{info.version}" if getattr(info, "version", None) else info.name
+    name = f"{info.name}/{info.version}" if getattr(info, "version", None) else info.name
+    # the peer's text: one printable line, as the commit trailer will carry it
+    return trailer_value(name)
 
 
 def compact(data: dict[str, Any]) -> str:
