@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -86,6 +87,54 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+# What we keep in the state folder (the journal with its attempted diffs, the search index with
+# every note's text, the token, the intent) is the owner's alone: the folder is 0700 and each
+# file in it 0600, whatever the umask.
+STATE_DIR_MODE = 0o700
+STATE_FILE_MODE = 0o600
+
+
+def make_state_dir(path: Path) -> Path:
+    """Create the state folder (`path`) as STATE_DIR_MODE if it is missing."""
+    try:
+        path.mkdir(mode=STATE_DIR_MODE)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=STATE_DIR_MODE)
+    return path
+
+
+def state_file(path: Path) -> Path:
+    """Make sure the state file `path` exists with STATE_FILE_MODE before another program
+    creates it with its own default (SQLite gives its -wal and -shm files the database's mode,
+    git writes an index with the umask's)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, STATE_FILE_MODE)
+        return path
+    make_state_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
+    return path
+
+
+def secure_state(root: Path) -> None:
+    """The state folder at STATE_DIR_MODE and everything in it at STATE_FILE_MODE (folders at
+    STATE_DIR_MODE): run at every start, so vaults made by earlier versions are fixed too."""
+    top = make_state_dir(state_dir(root))
+    for dirpath, dirnames, filenames in os.walk(top):
+        with contextlib.suppress(OSError):
+            os.chmod(dirpath, STATE_DIR_MODE)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                if not os.path.islink(p):
+                    os.chmod(p, STATE_FILE_MODE)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+
+
 # The lock's fd is passed to every git child started while it is held: a server killed
 # mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
 # is done too, or the next server's recovery would undo files the child is about to commit.
@@ -96,9 +145,8 @@ _HELD = threading.local()
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
-    d = state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    d = make_state_dir(state_dir(root))
+    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _HELD.fds = (*getattr(_HELD, "fds", ()), fd)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .docs import Doc, decode
+from .gitrepo import state_file
 from .textfold import index_text
 
 log = logging.getLogger("vaultwatch.search")
@@ -71,6 +72,7 @@ class SearchIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for attempt in (1, 2):
             try:
+                state_file(self.path)  # 0600, and so its -wal and -shm files
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 db.execute("PRAGMA busy_timeout = 10000")
                 db.execute("PRAGMA journal_mode = WAL")

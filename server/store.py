@@ -34,6 +34,7 @@ from .gitrepo import (
     human_identity,
     identity_env,
     state_dir,
+    state_file,
     write_lock,
 )
 from .journal import Journal
@@ -308,6 +309,7 @@ class Store:
             info = ("\n".join(lines) + "\n").encode()
             git(self.root, "update-index", "--index-info", env=env, input=info)
             tree = git(self.root, "write-tree", env=env).stdout.decode().strip()
+            state_file(index)  # git wrote it with the umask's mode
         except GitError:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(index)

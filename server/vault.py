@@ -17,7 +17,7 @@ from typing import Any
 
 from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
-from .gitrepo import state_dir
+from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .paths import PathPolicy, PathRefused, VaultPath
 from .query import Entry, classify
@@ -41,6 +41,8 @@ class Vault:
         if not self.root.is_dir():
             raise VaultError("vault_missing", f"vault folder {self.root} does not exist")
         self.state = state_dir(self.root)
+        if (self.root / ".git").is_dir():
+            secure_state(self.root)  # 0700 / 0600, also for a vault made by an older version
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
