@@ -20,6 +20,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
+from .budget import cap_message, json_len, shrink
 from .context import build_context
 from .gitrepo import trailer_value
 from .query import (
@@ -96,6 +97,10 @@ def client_name(ctx: Context | None) -> str:
     return trailer_value(name)
 
 
+# "Error executing tool update_frontmatter: " is what the SDK puts before an error's text
+ERROR_PREFIX_ROOM = 80
+
+
 def compact(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -122,6 +127,12 @@ class ToolKit:
         """
         data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
+        limit = self.vault.config.limits.result_chars
+        if len(text) > limit:
+            # The tools page to fit; this is the last guard, for what no page could split (a
+            # huge title, tags or field of a single note): cut the biggest values, never ids.
+            data = shrink(data, limit)
+            text = compact(data)
         self.vault.journal.append(
             kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text), **event
         )
@@ -177,6 +188,11 @@ class ToolKit:
             return self.result(ctx, tool, data, res.paths, kind="noop")
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 
+    def error_text(self, message: str) -> str:
+        """An error as the model gets it: within the result budget (the SDK adds the tool's
+        name in front), its start and end kept (what happened, what to do next)."""
+        return cap_message(message, self.vault.config.limits.result_chars - ERROR_PREFIX_ROOM)
+
     def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Map domain errors to ToolError (journaled); never let a traceback reach the model."""
 
@@ -194,9 +210,9 @@ class ToolKit:
                     self.vault.journal.append(
                         "error", client=client_name(ctx), tool=tool, code=code, message=message
                     )
-                    raise ToolError(message) from exc
-                except ToolError:
-                    raise
+                    raise ToolError(self.error_text(message)) from exc
+                except ToolError as exc:
+                    raise ToolError(self.error_text(str(exc))) from exc
                 except Exception as exc:
                     traceback.print_exc(file=sys.stderr)
                     self.vault.journal.append(
@@ -357,15 +373,8 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         returns the hash of the whole file. When anything is left out, the result has the
         note's outline and `next` says exactly how to get the rest."""
         entry, res = vault.read(path)
-        sl = read_slice(
-            res.doc,
-            res.text,
-            section=section,
-            tail=tail,
-            offset=offset,
-            budget=vault.config.limits.result_chars - 800,
-        )
-        out = {
+        limit = vault.config.limits.result_chars
+        about = {
             "path": entry.doc.path,
             "title": entry.doc.title,
             "type": entry.type,
@@ -373,8 +382,12 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             "chars": len(res.text),
             "tags": list(entry.doc.tags),
             "problems": list(entry.doc.problems) or None,
-            **sl,
         }
+        # thousands of tags or a huge title take at most a quarter: they are in the text too
+        about = shrink(about, limit // 4)
+        room = limit - json_len(about) - 20
+        sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
+        out = {**about, **sl}
         return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
 
     @tool(mcp, title="Search note text", annotations=READ)

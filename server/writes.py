@@ -389,10 +389,13 @@ def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) ->
     if not found:
         return None
     where = f"the name {f.rel!r}" if named and not (raw or decoded) else f"the change to {f.rel}"
-    return Rejected("secret", f"{where} contains what looks like a {' and a '.join(found)}; "
-                    "secrets never go into notes",
-                    "leave the secret out (say where it is kept instead)", [f.rel],
-                    _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]))  # fmt: skip
+    return Rejected(
+        "secret",
+        f"{where} contains what looks like a {' and a '.join(found)}; secrets never go into notes",
+        "leave the secret out (say where it is kept instead)",
+        [f.rel],
+        _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]),
+    )
 
 
 def _masked_diff(f: _File, values: list[str]) -> str:
@@ -404,8 +407,8 @@ def _masked_diff(f: _File, values: list[str]) -> str:
     diff = mask_secrets(_diff(f))  # every pattern (a private key's whole block)
     # a value split over lines (`password:` then the value on the next) is split by the
     # diff's line prefixes too: mask each of its words
-    for word in sorted({w for v in values for w in v.split() if len(w) >= 4}, key=len,
-                       reverse=True):  # fmt: skip
+    words = {w for v in values for w in v.split() if len(w) >= 4}
+    for word in sorted(words, key=len, reverse=True):
         diff = diff.replace(word, "[secret masked]")
     return cap_diff(diff)
 
@@ -420,9 +423,13 @@ def _message_secret(plan: Plan, subject: str) -> Rejected | None:
     found = new_secrets("\n".join(known), subject)
     if not found:
         return None
-    return Rejected("secret", f"the commit message contains what looks like a "
-                    f"{' and a '.join(found)}; secrets never go into git",
-                    "leave the secret out of message", sorted(plan.touched))  # fmt: skip
+    return Rejected(
+        "secret",
+        f"the commit message contains what looks like a {' and a '.join(found)}; "
+        "secrets never go into git",
+        "leave the secret out of message",
+        sorted(plan.touched),
+    )
 
 
 def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected]]:

@@ -20,25 +20,33 @@ pytestmark = pytest.mark.anyio
 
 # (what the AI sends, the part of it that is the secret)
 SECRETS = [
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU\n"
-     "-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU"),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU",
+    ),
     ("aws key AKIAQ3EGRHZ7VXKMB2LD", "AKIAQ3EGRHZ7VXKMB2LD"),
-    ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB"),
+    (
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+    ),
     ("db postgres://admin:s3cretpass@db.example.com/prod", "s3cretpass"),
     ("password: hunter2hunter2", "hunter2hunter2"),
     ("API_KEY = 'abcd1234efgh5678'", "abcd1234efgh5678"),
-]  # fmt: skip
+]
 
 AWS = "AKIAQ3EGRHZ7VXKMB2LD"
 
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
-    return make_vault({
-        "CLAUDE.md": "# Rules\n",
-        "w.md": "# Week\n\n## Log\n- Mon: one\n",
-        "owner.md": "---\ntitle: Owner\n---\n# Owner\n\nwifi password: ownersecret99\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "CLAUDE.md": "# Rules\n",
+            "w.md": "# Week\n\n## Log\n- Mon: one\n",
+            "owner.md": "---\ntitle: Owner\n---\n# Owner\n\nwifi password: ownersecret99\n",
+        }
+    )
 
 
 def journal_bytes(root: Path) -> bytes:
@@ -63,8 +71,9 @@ async def test_every_journal_field_is_masked(connect: Any, vault: Path) -> None:
     """An error that quotes a line of the owner's (edit_text's closest-line hint) or the
     model's own arguments is stored masked too."""
     async with connect(vault) as s:
-        msg = await s.error("edit_text", path="owner.md", old="wifi password: ownersecret98",
-                            new="x")  # fmt: skip
+        msg = await s.error(
+            "edit_text", path="owner.md", old="wifi password: ownersecret98", new="x"
+        )
         assert "not found" in msg
         await s.error("read_doc", path="w.md", section="password: hunter2hunter2")
     raw = journal_bytes(vault)
@@ -75,10 +84,17 @@ async def test_every_journal_field_is_masked(connect: Any, vault: Path) -> None:
 async def test_a_batch_message_with_a_secret_is_refused(connect: Any, vault: Path) -> None:
     before = git_log(vault, "--format=%H")
     async with connect(vault) as s:
-        msg = await s.error("batch", message=f"notes, key {AWS}", ops=[
-            {"tool": "append_section", "args": {"path": "w.md", "heading": "Log", "content": "- a"}},
-            {"tool": "create_doc", "args": {"path": "n.md", "body": "# N\n"}},
-        ])  # fmt: skip
+        msg = await s.error(
+            "batch",
+            message=f"notes, key {AWS}",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "w.md", "heading": "Log", "content": "- a"},
+                },
+                {"tool": "create_doc", "args": {"path": "n.md", "body": "# N\n"}},
+            ],
+        )
     assert "rejected (secret)" in msg and "message" in msg and AWS not in msg
     assert git_log(vault, "--format=%H") == before and not (vault / "n.md").exists()
     assert AWS.encode() not in journal_bytes(vault)
@@ -117,8 +133,9 @@ async def test_yaml_escapes_do_not_hide_a_secret(connect: Any, vault: Path, fron
     before = git_log(vault, "--format=%H")
     async with connect(vault) as s:
         read = await s.call("read_doc", path="w.md")
-        msg = await s.error("replace_doc", path="w.md", content=f"---\n{front}\n---\n# Week\n",
-                            hash=read["hash"])  # fmt: skip
+        msg = await s.error(
+            "replace_doc", path="w.md", content=f"---\n{front}\n---\n# Week\n", hash=read["hash"]
+        )
     assert "rejected (secret)" in msg
     assert git_log(vault, "--format=%H") == before
     raw = journal_bytes(vault)
@@ -153,8 +170,11 @@ async def test_the_state_folder_is_the_owners_alone(connect: Any, vault: Path) -
         os.umask(old)
     modes = _modes(vault)
     assert {"events.jsonl", "write.lock", "index.sqlite", "commit.index"} <= set(modes)
-    bad = {k: oct(m) for k, m in modes.items()
-           if m != (0o700 if (vault / ".git/vaultwatch" / k).is_dir() else 0o600)}  # fmt: skip
+    bad = {
+        k: oct(m)
+        for k, m in modes.items()
+        if m != (0o700 if (vault / ".git/vaultwatch" / k).is_dir() else 0o600)
+    }
     assert bad == {}
 
 

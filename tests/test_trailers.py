@@ -32,10 +32,14 @@ HOSTILE_NAMES = [
 async def test_client_name_cannot_hide_or_forge_trailers(make_vault: Any, name: str) -> None:
     root: Path = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
     vault = Vault(root)
-    async with Client(build_server(vault), raise_exceptions=True,
-                      client_info=Implementation(name=name, version="9\n\nVaultwatch-Tool: x")) as c:  # fmt: skip
-        r = await c.call_tool("append_section", {"path": "w.md", "heading": "Log",
-                                                 "content": "- two"})  # fmt: skip
+    async with Client(
+        build_server(vault),
+        raise_exceptions=True,
+        client_info=Implementation(name=name, version="9\n\nVaultwatch-Tool: x"),
+    ) as c:
+        r = await c.call_tool(
+            "append_section", {"path": "w.md", "heading": "Log", "content": "- two"}
+        )
         assert not r.is_error
     newest = read_commits(root, limit=1)[0]
     # the dashboard sees an AI commit, made by this tool, with nothing forged beside it
@@ -46,6 +50,9 @@ async def test_client_name_cannot_hide_or_forge_trailers(make_vault: Any, name: 
     trailers = body.rstrip("\n").split("\n\n")[-1].splitlines()
     assert [t.split(":", 1)[0] for t in trailers] == ["Vaultwatch-Tool", "Vaultwatch-Client"]
     # the journal names the same client as the commit, so the dashboard can match them
-    commits = [e for e in read_all(root / ".git/vaultwatch/events.jsonl")
-               if e["kind"] == "commit" and e.get("sha") == newest.sha]  # fmt: skip
+    commits = [
+        e
+        for e in read_all(root / ".git/vaultwatch/events.jsonl")
+        if e["kind"] == "commit" and e.get("sha") == newest.sha
+    ]
     assert [e["client"] for e in commits] == [newest.client]
