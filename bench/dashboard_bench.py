@@ -119,8 +119,8 @@ async def run(iters: int = 9) -> dict[str, Any]:
             row = next(
                 r for r in app.feed.rows if r.commit and r.commit.subject == "replace_doc: big.md"
             )
-            app.text_filter = "big.md"  # as the owner would type it after /
-            app.refill()
+            app.main.text_filter = "big.md"  # as the owner would type it after /
+            app.main.refill()
             await pilot.pause(0.1)
             t = time.perf_counter()
             table.move_to(table.index_of(row.key) or 0)

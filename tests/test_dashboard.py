@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from app.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
@@ -185,3 +185,27 @@ async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: 
         '"theme": "vaultwatch-light"'
         in (settings_home / "vaultwatch" / "settings.json").read_text()
     )
+
+
+async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_home: Path) -> None:
+    """On Tags the main screen's keys do nothing to the hidden timeline (x, r, j, a)."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line 2")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: kinds(app)[:2] == ["ai", "ai"])
+        t = app.query_one("#timeline", Timeline)
+        t.move_to(0)
+        await pilot.pause(0.1)
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen))
+        await pilot.press("x", "r", "j", "j", "a", "m")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, TagsScreen) and len(app.screen_stack) == 2
+        assert t.cursor == 0 and app.main.group is None
+        footer = app.screen.query_one(Footer)
+        shown = {
+            b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
+        }
+        assert footer is not None and "Revert" not in shown and "Delete" not in shown

@@ -119,7 +119,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
         assert t.row_count == 3_034
         assert t.current == chosen and t.cursor == 6  # same row, four new ones above it
         assert t.scroll_y == 0  # at the top the new rows are in view
-        assert app._selected == chosen.key
+        assert app.main._selected == chosen.key
         await pilot.press("pagedown", "pagedown")
         assert t.cursor > 6 + 2 * 20 and t.scroll_y > 0
         seen: Any = t.current

@@ -1,0 +1,182 @@
+"""The one-line status header: the vault, the server's state, the clients seen, recall's
+progress and the config in force. What must not be missed has one form and stays whole; the
+rest shortens as the terminal narrows (`header_fit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from textual import events
+from textual.content import Content
+from textual.widgets import Static
+
+from .header_fit import Segment, fit
+
+
+@dataclass
+class ServerState:
+    """What the header says about the server child (None in tests that run without one)."""
+
+    phase: str  # "starting", "up", "down", "failed"
+    url: str | None = None
+    restarts: int = 0
+    why: str = ""  # the last restart's cause, or why it failed to start
+
+
+@dataclass
+class HeaderFacts:
+    root: Path
+    server: ServerState | None = None
+    events: Sequence[dict[str, Any]] = ()
+    config_source: str | None = None  # the config file in force, None: defaults
+    config_time: str = ""
+    config_errors: list[str] = field(default_factory=list)
+    repo_state: str | None = None  # a git operation in progress the owner must finish or abort
+
+
+def short_path(path: Path, most: int = 32) -> str:
+    """The vault's folder as the header can afford it: ~ for home, then only its last parts."""
+    text = str(path)
+    home = str(Path.home())
+    if text.startswith(home + "/"):
+        text = "~" + text[len(home) :]
+    if len(text) <= most:
+        return text
+    parts = Path(text).parts
+    return "…/" + "/".join(parts[-2:]) if len(parts) > 2 else text
+
+
+def _server(s: ServerState) -> list[Segment]:
+    ok = "$text-success"
+    if s.phase == "starting":
+        return [Segment([Content.styled("◌ starting server…", "$text-warning")])]
+    if s.phase == "failed":
+        return [Segment([Content.styled(f"○ server failed: {s.why}", "bold $text-error")])]
+    if s.phase == "down":
+        segs = [Segment([Content.styled("○ server down", "bold $text-error")])]
+    else:
+        # the URL is what clients connect to: it stays, even after a restart
+        url = f"● serving {s.url or ''}"
+        segs = [Segment([Content.styled(url, ok), Content.styled("● serving", ok)], shed=4)]
+    if s.restarts:
+        why = f", last: {s.why}" if s.why else ""
+        segs.append(
+            Segment(
+                [
+                    Content.styled(f" (restarted {s.restarts}×{why})", "$text-warning"),
+                    Content.styled(f" (restarted {s.restarts}×)", "$text-warning"),
+                ]
+            )
+        )
+    return segs
+
+
+def segments(f: HeaderFacts) -> list[Segment]:
+    segs = [Segment([Content.styled(" vaultwatch ", "bold reverse")])]
+    name = f.root.name or str(f.root)
+    segs.append(Segment([Content(f" {short_path(f.root)} "), Content(f" {name} ")], shed=2))
+    if f.server is not None:
+        segs += _server(f.server)
+    if f.repo_state:
+        segs.append(Segment([Content.styled(f"  {f.repo_state}", "bold $text-error")]))
+    recent = sorted(
+        {
+            str(e.get("client", "")).split("/")[0]
+            for e in f.events[-500:]
+            if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
+            and e.get("client") not in (None, "human", "unknown")
+        }
+    )
+    segs.append(
+        Segment(
+            [
+                Content(f"  clients: {', '.join(recent) or 'none yet'}"),
+                Content(f"  clients: {len(recent)}"),
+                Content(""),
+            ],
+            shed=3,
+        )
+    )
+    progress = next(
+        (e for e in reversed(f.events[-2000:]) if e.get("kind") == "semantic_progress"), None
+    )
+    if progress is not None:
+        done, total = int(progress.get("indexed", 0)), int(progress.get("total", 0))
+        if done >= total:
+            segs.append(
+                Segment(
+                    [Content(f"  recall: ready ({total:,} notes)"), Content("  recall: ready")],
+                    shed=1,
+                )
+            )
+        else:
+            segs.append(
+                Segment([Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning")])
+            )
+    if f.config_errors:
+        segs.append(
+            Segment([Content.styled(f"  config error: {f.config_errors[0]}", "bold $text-error")])
+        )
+    elif f.config_source:
+        segs.append(
+            Segment(
+                [
+                    Content(f"  config {f.config_source} loaded {f.config_time}"),
+                    Content(f"  config {f.config_source}"),
+                    Content(""),
+                ]
+            )
+        )
+    else:
+        segs.append(
+            Segment(
+                [
+                    Content("  config: defaults (no vault.config.yaml)"),
+                    Content("  config: defaults"),
+                    Content(""),
+                ]
+            )
+        )
+    return segs
+
+
+def config_time(root: Path, name: str, events: Sequence[dict[str, Any]]) -> str:
+    """When the server took the config in force: its last (re)load in the journal, else the
+    file's own time."""
+    for e in reversed(events):
+        if e.get("kind") == "server_started" or (
+            e.get("kind") == "config_reloaded" and e.get("ok")
+        ):
+            try:
+                ts = datetime.fromisoformat(str(e["ts"]).replace("Z", "+00:00"))
+                return ts.astimezone().strftime("%H:%M:%S")
+            except (KeyError, ValueError):
+                break
+    mtime = (root / name).stat().st_mtime
+    return datetime.fromtimestamp(mtime).astimezone().strftime("%m-%d %H:%M")
+
+
+class StatusHeader(Static):
+    """Shows `HeaderFacts`, fitted to its own width whenever either changes."""
+
+    DEFAULT_CSS = "StatusHeader { height: 1; background: $panel; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.facts: HeaderFacts | None = None
+
+    def show(self, facts: HeaderFacts) -> None:
+        self.facts = facts
+        self._fit(self.size.width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        if self.facts is not None:
+            # before the first layout the width is 0: everything, in full
+            self.update(fit(segments(self.facts), width or 1000))
