@@ -97,10 +97,6 @@ def client_name(ctx: Context | None) -> str:
     return trailer_value(name)
 
 
-# "Error executing tool update_frontmatter: " is what the SDK puts before an error's text
-ERROR_PREFIX_ROOM = 80
-
-
 def compact(data: dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -188,11 +184,6 @@ class ToolKit:
             return self.result(ctx, tool, data, res.paths, kind="noop")
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 
-    def error_text(self, message: str) -> str:
-        """An error as the model gets it: within the result budget (the SDK adds the tool's
-        name in front), its start and end kept (what happened, what to do next)."""
-        return cap_message(message, self.vault.config.limits.result_chars - ERROR_PREFIX_ROOM)
-
     def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Map domain errors to ToolError (journaled); never let a traceback reach the model."""
 
@@ -210,9 +201,9 @@ class ToolKit:
                     self.vault.journal.append(
                         "error", client=client_name(ctx), tool=tool, code=code, message=message
                     )
-                    raise ToolError(self.error_text(message)) from exc
-                except ToolError as exc:
-                    raise ToolError(self.error_text(str(exc))) from exc
+                    raise ToolError(message) from exc
+                except ToolError:
+                    raise
                 except Exception as exc:
                     traceback.print_exc(file=sys.stderr)
                     self.vault.journal.append(
@@ -599,8 +590,32 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     _ = (create_doc, append_section, edit_text, update_frontmatter, replace_doc, batch)
 
 
+class VaultServer(MCPServer):
+    """The MCP server of one vault: every tool error the model receives fits the result
+    budget, whoever raised it (our tools, or the SDK for an unknown tool or arguments that
+    fail validation, which can list 100,000 bad items or echo a megabyte argument)."""
+
+    def __init__(self, vault: Vault, **kwargs: Any) -> None:
+        super().__init__("vaultwatch", **kwargs)
+        self.vault = vault
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            text = str(exc)
+            limit = self.vault.config.limits.result_chars
+            if len(text) <= limit:
+                raise
+            # cut in the middle: the start says what happened, the end what to do next
+            short = type(exc)(cap_message(text, limit))
+            raise short from exc.__cause__  # the SDK logs a validation error by field names
+
+
 def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:
-    mcp = MCPServer("vaultwatch", instructions=INSTRUCTIONS, version=__version__)
+    mcp = VaultServer(vault, instructions=INSTRUCTIONS, version=__version__)
     kit = ToolKit(vault)
     register_read_tools(mcp, kit)
     if not read_only:

@@ -164,6 +164,9 @@ async def test_errors_stay_within_the_budget_and_still_say_what_to_do(
                 "Nothing was written",
             ),
             ("read_doc", {"path": "notes/n001.md", "section": "S" * 300_000}, "no heading"),
+            # the SDK's own errors: arguments that fail validation item by item, an unknown tool
+            ("list_docs", {"tags_all": [1] * 20_000}, "validation error"),
+            ("nope" * 50_000, {}, "Unknown tool"),
         ]
         for tool, args, says in cases:
             err, text = await call(s, tool, **args)
