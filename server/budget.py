@@ -17,6 +17,9 @@ CUT = "…"
 # Ids and paging instructions are cut only if nothing else is left to cut: without them the
 # model cannot act on the result or get the rest.
 KEEP = frozenset({"path", "hash", "commit", "next", "next_cursor", "range", "chars", "total"})
+# A page's items and a read's content are cut inside first (an item's tags, a field), not as a
+# whole: dropping an item or the end of the content would make the cursor skip it.
+WHOLE = frozenset({"docs", "hits", "groups", "blocks", "content"})
 _MAX_STEPS = 400
 
 
@@ -68,47 +71,75 @@ def cap_message(message: str, limit: int) -> str:
     return message[:head] + gap + message[len(message) - tail :]
 
 
-def shrink(value: Any, room: int, keep: frozenset[str] = KEEP) -> Any:
+def shrink(value: Any, room: int) -> Any:
     """A copy of `value` whose compact JSON takes at most `room` chars, if cutting can get it
-    there: the biggest string or list of plain values first (strings keep their start, lists
-    their first items), then lists of records, then what is under a `keep` key."""
+    there. The biggest string, list or mapping is cut first (strings keep their start, lists
+    their first items, mappings their first keys); ids and paging (KEEP) and whole pages
+    (WHOLE) only when nothing else is left."""
     if json_len(value) <= room:
         return value
-    value = json.loads(json.dumps(value, ensure_ascii=False, default=str))  # a private copy
-    for stage in ("leaf", "records", "any"):
+    # a private copy, held in a list so that the value itself can be cut like any other
+    holder = [json.loads(json.dumps(value, ensure_ascii=False, default=str))]
+    for careful in (True, False):
         for _ in range(_MAX_STEPS):
-            over = json_len(value) - room
+            over = json_len(holder[0]) - room
             if over <= 0:
-                return value
-            found = _biggest(value, stage, keep)
+                return holder[0]
+            found = _biggest(holder, careful)
             if found is None:
                 break
             parent, key, item, size = found
+            # a container whose biggest part alone holds the excess: cut that part instead
+            # (the text of a block rather than the block, a huge title rather than the item)
+            while isinstance(item, list | dict):
+                inner = _biggest_child(item, careful)
+                if inner is None or inner[2] - _min_size(inner[1]) < over:
+                    break
+                parent, (key, item, size) = item, inner
             parent[key] = _cut(item, max(size - over, 0))
-    return value
+    return holder[0]
 
 
-def _candidates(
-    value: Any, stage: str, keep: frozenset[str], kept: bool = False
-) -> Iterator[tuple[Any, Any, Any]]:
-    """(parent, key, value) of each string or list that `stage` may cut."""
+def _candidates(value: Any, careful: bool) -> Iterator[tuple[Any, Any, Any]]:
+    """(parent, key, value) of each string, list or mapping below `value` that may be cut."""
     children = value.items() if isinstance(value, dict) else enumerate(value)
     for key, item in children:
-        protected = kept or (isinstance(key, str) and key in keep)
-        if isinstance(item, str | list):
-            records = isinstance(item, list) and any(isinstance(x, dict | list) for x in item)
-            allowed = stage == "any" or (
-                not protected and (records if stage == "records" else not records)
-            )
-            if allowed:
-                yield value, key, item
-        if isinstance(item, dict | list):
-            yield from _candidates(item, stage, keep, protected)
+        named = key if isinstance(key, str) else ""
+        if careful and named in KEEP:
+            continue
+        if isinstance(item, str | list | dict) and not (careful and _whole(named, item)):
+            yield value, key, item
+        if isinstance(item, list | dict):
+            yield from _candidates(item, careful)
 
 
-def _biggest(value: Any, stage: str, keep: frozenset[str]) -> tuple[Any, Any, Any, int] | None:
+def _biggest_child(item: Any, careful: bool) -> tuple[Any, Any, int] | None:
+    """(key, value, size) of the biggest part of a container that may be cut."""
+    best: tuple[Any, Any, int] | None = None
+    children = item.items() if isinstance(item, dict) else enumerate(item)
+    for key, child in children:
+        named = key if isinstance(key, str) else ""
+        if not isinstance(child, str | list | dict):
+            continue
+        if careful and (named in KEEP or _whole(named, child)):
+            continue
+        size = json_len(child)
+        if best is None or size > best[2]:
+            best = (key, child, size)
+    return best
+
+
+def _whole(key: str, item: Any) -> bool:
+    """Kept whole while anything else can be cut: a page (WHOLE), and a record (a mapping
+    with an id or a page in it), whose keys would otherwise go from the end, ids included."""
+    if key in WHOLE:
+        return True
+    return isinstance(item, dict) and any(k in KEEP or k in WHOLE for k in item)
+
+
+def _biggest(value: Any, careful: bool) -> tuple[Any, Any, Any, int] | None:
     best: tuple[Any, Any, Any, int] | None = None
-    for parent, key, item in _candidates(value, stage, keep):
+    for parent, key, item in _candidates(value, careful):
         size = json_len(item)
         if size > (best[3] if best else _min_size(item)):
             best = (parent, key, item, size)
@@ -122,8 +153,16 @@ def _min_size(item: Any) -> int:
 def _cut(item: Any, room: int) -> Any:
     if isinstance(item, str):
         return fit_text(item, max(room, json_len(CUT)))
-    kept: list[Any] = []
     used = 2
+    if isinstance(item, dict):
+        out: dict[str, Any] = {}
+        for k, v in item.items():
+            used += json_len(k) + 1 + json_len(v) + (1 if out else 0)
+            if used > room:
+                break
+            out[k] = v
+        return out
+    kept: list[Any] = []
     for x in item:
         used += json_len(x) + (1 if kept else 0)
         if used > room:

@@ -124,10 +124,11 @@ def read_slice(
     sel_start, sel_end = (head.start, head.end) if head else (0, len(text))
     what = f"section {head.path!r}" if head else "the note"
 
-    # `budget` is for everything below: the outline gets at most a third, the footer (which
-    # names the section twice) its share, the content the rest, all measured as JSON
+    # `budget` is for everything below: the outline gets at most a third, the footer (the
+    # section's name comes up to four times: its field, the note, the next call, the whole
+    # section) its share, the content the rest, all measured as JSON
     out_rows = outline(doc, text, budget // 3)
-    footer = FOOTER_ROOM + (2 * json_len(head.path) if head else 0)
+    footer = FOOTER_ROOM + (4 * json_len(head.path) if head else 0)
     room = max(budget - json_len(out_rows) - footer, MIN_CONTENT_ROOM)
 
     start, note = sel_start, None

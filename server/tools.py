@@ -332,13 +332,15 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             unused = [t for t in unused if t.casefold().startswith(p)]
         fp = fingerprint("t", days, prefix)
         off = read_cursor(cursor, fp)
-        budget = cfg.limits.result_chars - 500 - len(json.dumps(unused, ensure_ascii=False))
-        kept, nxt = page(rows[off : off + limit], off, max(budget, 2_000), fp, len(rows))
+        # unused vocabulary takes at most a quarter of the budget, the page of rows the rest
+        unused = shrink(unused[:500], cfg.limits.result_chars // 4)
+        budget = cfg.limits.result_chars - 300 - json_len(unused)
+        kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
         res = {
             "days": days,
             "total": len(rows),
             "tags": kept,
-            "unused_vocabulary": unused[:500],
+            "unused_vocabulary": unused,
             "next_cursor": nxt,
         }
         return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
