@@ -94,17 +94,17 @@ STATE_DIR_MODE = 0o700
 STATE_FILE_MODE = 0o600
 
 
-def make_state_dir(path: Path) -> Path:
-    """Create the state folder (`path`) as STATE_DIR_MODE if it is missing."""
-    try:
-        path.mkdir(mode=STATE_DIR_MODE)
-    except FileExistsError:
-        pass
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=STATE_DIR_MODE)
-    return path
+def make_state_dir(d: Path) -> Path:
+    """The state folder `d` (<vault>/.git/vaultwatch), made if missing, but never the vault
+    folder itself: a vault moved or deleted while a server runs must stay gone, not come back
+    as an empty stub that a restarted server would serve (git resolving it to whatever
+    repository is above)."""
+    if not d.is_dir():
+        vault = d.parent.parent
+        if not vault.is_dir():
+            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+        d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    return d
 
 
 def state_file(path: Path) -> Path:
@@ -135,6 +135,27 @@ def secure_state(root: Path) -> None:
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
 
+# What git leaves in .git while an operation waits for the owner, and how to abort each. One
+# list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.
+IN_PROGRESS = (
+    ("MERGE_HEAD", "merge", "a merge"),
+    ("rebase-merge", "rebase", "a rebase"),
+    ("rebase-apply", "rebase", "a rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick", "a cherry-pick"),
+    ("REVERT_HEAD", "revert", "a revert"),
+)
+
+
+def operation_in_progress(root: Path) -> tuple[str, str] | None:
+    """(git command, "a merge") of the operation the vault's git is in the middle of, or None.
+    A few stat calls: cheap enough for every poll."""
+    g = root / ".git"
+    for marker, command, what in IN_PROGRESS:
+        if (g / marker).exists():
+            return command, what
+    return None
+
+
 # The lock's fd is passed to every git child started while it is held: a server killed
 # mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
 # is done too, or the next server's recovery would undo files the child is about to commit.
@@ -163,7 +184,7 @@ def ensure_repo(root: Path) -> bool:
     is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
     Returns True when this call made the import commit.
     """
-    if not (root / ".git").exists():
+    if not (root / ".git" / "HEAD").exists():  # a bare `.git/vaultwatch` is not a repository
         try:
             git(root, "init", "-q")
         except GitError:
@@ -190,3 +211,15 @@ def ensure_repo(root: Path) -> bool:
             env=identity_env(name, email),
         )
         return True
+
+
+def ignored_paths(root: Path, paths: list[str]) -> list[str]:
+    """The paths git ignores here (.gitignore, .git/info/exclude, core.excludesFile) and does
+    not track: notes the owner keeps out of history, which no AI write may commit."""
+    if not paths:
+        return []
+    data = b"".join(p.encode() + b"\x00" for p in paths)
+    r = git(root, "check-ignore", "-z", "--stdin", check=False, input=data)
+    if r.returncode not in (0, 1):  # 1: none ignored; anything else: git could not tell
+        raise GitError(f"git check-ignore failed: {r.stderr.decode(errors='replace').strip()}")
+    return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]

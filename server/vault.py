@@ -10,7 +10,9 @@ import difflib
 import logging
 import os
 import re
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,13 +21,16 @@ from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import secure_state, state_dir
 from .journal import Journal
-from .paths import PathPolicy, PathRefused, VaultPath
+from .modified import ModifiedTimes
+from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .query import Entry, classify
 from .search import SearchIndex
 from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
 
 log = logging.getLogger("vaultwatch.vault")
+
+SEMANTIC_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
 class VaultError(Exception):
@@ -40,22 +45,44 @@ class Vault:
         self.root = Path(root).absolute()
         if not self.root.is_dir():
             raise VaultError("vault_missing", f"vault folder {self.root} does not exist")
+        st = self.root.stat()
+        self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
         if (self.root / ".git").is_dir():
             secure_state(self.root)  # 0700 / 0600, also for a vault made by an older version
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
-        self._entries_key: tuple[int, int] | None = None
+        self._glob_warnings: tuple[Config, list[str]] | None = None
+        self._entries_key: tuple[int, int, int] | None = None
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
         self.index = DocIndex(self.root)
+        self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        self._semantic_failed_at = 0.0
+
+    def check_present(self) -> None:
+        """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
+        the server started: serving an empty folder, or recreating the old path as a stub,
+        would pass the vault off as empty. One stat per call."""
+        try:
+            st = self.root.stat()
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise VaultError(
+                "vault_gone",
+                f"the vault folder {self.root} is gone (moved or deleted) since this server "
+                "started; nothing was read or changed. Tell the owner to restart vaultwatch on "
+                "the vault where it is now.",
+            )
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -76,13 +103,51 @@ class Vault:
         )
 
     @property
+    def config_notice(self) -> str | None:
+        """What every tool error says while the config does not load (None when it does)."""
+        _ = self.config  # re-reads the config if it changed on disk
+        return self.configs.notice
+
+    @property
     def policy(self) -> PathPolicy:
         cfg = self.config
-        key = (cfg.private, cfg.extensions)
+        closed = self.configs.notice if cfg.standing_in == "closed" else None
+        key = (cfg.private, cfg.extensions, closed)
         if self._policy is None or key != self._policy_key:
-            self._policy = PathPolicy(self.root, cfg.private, cfg.extensions)
+            self._policy = PathPolicy(self.root, cfg.private, cfg.extensions, closed=closed)
             self._policy_key = key
         return self._policy
+
+    def private_glob_warnings(self) -> list[str]:
+        """Private globs that match nothing in the vault: most likely a misspelt folder, which
+        would leave the folder meant visible. Walks the tree only until every glob has matched
+        (cached per config)."""
+        cfg = self.config
+        if self._glob_warnings is not None and self._glob_warnings[0] is cfg:
+            return self._glob_warnings[1]
+        waiting = set(cfg.private)
+        stack = [""]
+        while stack and waiting:
+            rel_dir = stack.pop()
+            try:
+                with os.scandir(self.root / rel_dir) as it:
+                    for entry in it:
+                        if entry.name.startswith("."):
+                            continue
+                        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                        waiting -= {g for g in waiting if matches_any(rel, (g,))}
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(rel)
+            except OSError:
+                continue
+        out = [
+            f"private glob {g!r} matches nothing in the vault; check its spelling in "
+            f"{cfg.source or 'vault.config.yaml'} (a folder is written 'folder/' or 'folder/**')"
+            for g in cfg.private
+            if g in waiting
+        ]
+        self._glob_warnings = (cfg, out)
+        return out
 
     def _want(self) -> Callable[[str, bool], bool]:
         pol = self.policy
@@ -99,10 +164,19 @@ class Vault:
         """Every visible note with its type and date under the current config (warm: cheap)."""
         cfg = self.config
         pol = self.policy
-        docs = self.index.refresh(self._want(), want_key=(pol.private, pol.extensions))
+        docs = self.index.refresh(
+            self._want(), want_key=self._policy_key, target_ok=pol.target_allowed
+        )
         gen = self.index.generation
+        version, commits, dirty = self.modified.current(gen, self.index.changes_since)
+
+        def modified(doc: Doc) -> int:
+            if doc.path in dirty:
+                return doc.mtime_ns
+            return commits.get(doc.path, doc.mtime_ns)
+
         with self._lock:
-            if self._entries_key == (gen, id(cfg)):
+            if self._entries_key == (gen, id(cfg), version):
                 return self._entries
             changed = (
                 self.index.changes_since(self._entries_key[0])
@@ -110,7 +184,7 @@ class Vault:
                 else None
             )
             if changed is None:  # first call, a new config, or too far behind: classify all
-                fresh = {path: classify(doc, cfg) for path, doc in docs.items()}
+                fresh = {path: classify(doc, cfg, modified(doc)) for path, doc in docs.items()}
             else:
                 fresh = dict(self._entries)
                 for path in changed:
@@ -118,8 +192,12 @@ class Vault:
                     if doc is None:
                         fresh.pop(path, None)
                     else:
-                        fresh[path] = classify(doc, cfg)
-            self._entries, self._entries_key = fresh, (gen, id(cfg))
+                        fresh[path] = classify(doc, cfg, modified(doc))
+                if self._entries_key and version != self._entries_key[2]:  # a commit: re-date
+                    for path, e in fresh.items():
+                        if e.modified_ns != modified(e.doc):
+                            fresh[path] = classify(e.doc, cfg, modified(e.doc))
+            self._entries, self._entries_key = fresh, (gen, id(cfg), version)
             return self._entries
 
     def searchable_entries(self) -> dict[str, Entry]:
@@ -145,23 +223,35 @@ class Vault:
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
-                if self._semantic is not None:
-                    self._semantic.close()
-                embedder = make_embedder(sc.model)
-                store: SqliteVectors | QdrantVectors
-                if sc.backend == "qdrant":
-                    store = qdrant = QdrantVectors(
-                        sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                        embedder.name, embedder.dim, url=sc.url,
-                        path=str(self.state / sc.path) if sc.path else None,
-                        api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-                    )  # fmt: skip
-                    self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
-                else:
-                    store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-                self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
-                self._semantic_key = key
+                try:
+                    self._open_semantic(key)
+                except (sqlite3.Error, OSError) as exc:  # tried again on the next call
+                    raise VaultError(
+                        "semantic_unavailable",
+                        f"the meaning index cannot be opened ({type(exc).__name__}: {exc}); use "
+                        "search_text meanwhile, and tell the owner (is the disk full?)",
+                    ) from exc
             return self._semantic
+
+    def _open_semantic(self, key: tuple[Any, ...]) -> None:
+        sc = self.config.semantic
+        if self._semantic is not None:
+            self._semantic.close()
+            self._semantic = None
+        embedder = make_embedder(sc.model)
+        store: SqliteVectors | QdrantVectors
+        if sc.backend == "qdrant":
+            store = qdrant = QdrantVectors(
+                sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
+                embedder.name, embedder.dim, url=sc.url,
+                path=str(self.state / sc.path) if sc.path else None,
+                api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
+            )  # fmt: skip
+            self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
+        else:
+            store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
+        self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
+        self._semantic_key = key
 
     def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
@@ -192,9 +282,17 @@ class Vault:
     def start_semantic(self) -> None:
         """Embed the vault in the background (called on the first tool call, so never before
         the MCP handshake: clients give a server 30-60 s to start)."""
-        sem = self.semantic()
-        if sem is None or sem.ready or sem.error is not None or sem.indexing:
+        try:
+            sem = self.semantic()
+        except VaultError:
+            return  # recall itself says why; every other tool works on
+        if sem is None or sem.ready or sem.indexing:
             return
+        if sem.error is not None:
+            # A failure (a full disk, a busy index) is not for ever: try again, a while after.
+            if time.monotonic() - self._semantic_failed_at < SEMANTIC_RETRY_S:
+                return
+            sem.error = None
 
         docs = {p: e.doc for p, e in self.entries().items()}
         sem.total = len(docs)  # so a recall right now can say "0 of N", not "0 of 0"
@@ -205,6 +303,7 @@ class Vault:
                 sem.ready = True
                 self._semantic_progress(sem.indexed, sem.total)
             except Exception as exc:  # the notes are fine; recall says what broke
+                self._semantic_failed_at = time.monotonic()
                 sem.error = f"{type(exc).__name__}: {exc}"
                 log.exception("semantic indexing failed")
 
@@ -251,12 +350,24 @@ class Vault:
             res = read_note(self.root, vp.rel, vp.disk.relative_to(self.root).as_posix())
         except OSError as exc:
             raise VaultError("unreadable", f"cannot read {vp.rel!r}: {exc.strerror}") from exc
-        return classify(res.doc, self.config), res
+        # dated like every listing when the note is as the last listing saw it (no refresh here:
+        # a read must not walk the vault); otherwise it changed since, so its mtime is right
+        known = self._entries.get(vp.rel)
+        when = known.modified_ns if known and known.doc.hash == res.doc.hash else None
+        return classify(res.doc, self.config, when), res
 
     def read_rules(self) -> tuple[str, str | None]:
         """(path, text) of the rules file, or text None if there is none."""
         rel = self.config.rules
+        pol = self.policy
+        path = self.root / rel
+        real = os.path.realpath(path)
+        if pol.closed is not None or (
+            # a link (the file or a folder on its way) must point where a note could
+            real != os.path.join(pol.real_root, rel) and not pol.target_allowed(real)
+        ):
+            return rel, None
         try:
-            return rel, (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            return rel, path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return rel, None

@@ -11,24 +11,29 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import json
+import logging
 import re
 import typing
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 import pydantic
+import yaml
 
-from .config import Config
+from .config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from .dates import as_date
 from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
+from .gitrepo import ignored_paths
 from .journal import cap_diff
-from .paths import matches_any
+from .paths import fold, is_protected
 from .redact import mask_secrets, secrets_in
-from .store import FileWrite, Store, StoreError, WriteRace
+from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .validate import (
     attachment_targets,
     closest_tags,
@@ -40,6 +45,8 @@ from .validate import (
     problems,
 )
 from .vault import Vault, VaultError
+
+log = logging.getLogger("vaultwatch.writes")
 
 MAX_NOTE_BYTES = 2 * 1024 * 1024
 DIFF_IN_RESULT = 1_500
@@ -56,15 +63,19 @@ class Rejected(Exception):
 
 
 class Conflict(Exception):
-    def __init__(self, path: str, expected: str, actual: str) -> None:
+    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
         super().__init__(path)
-        self.path, self.expected, self.actual = path, expected, actual
+        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
 
     @property
     def message(self) -> str:
+        what = (
+            f"{self.reason}"
+            if self.reason
+            else f"changed since you read it (your hash {self.expected}, current hash {self.actual})"
+        )
         return (
-            f"conflict: {self.path} changed since you read it (your hash {self.expected}, "
-            f"current hash {self.actual}). Nothing was written. Call read_doc to see the current "
+            f"conflict: {self.path} {what}. Nothing was written. Call read_doc to see the current "
             "text, then make your change again on top of it."
         )
 
@@ -75,6 +86,7 @@ class _File:
     disk: str
     original: bytes | None  # on disk when the write began
     text: str | None  # current planned text (None: does not exist)
+    stamp: Stamp | None = None  # of the file `original` was read from
 
 
 @dataclass
@@ -108,8 +120,22 @@ class Plan:
         try:
             vp = self.vault.resolve(raw, must_exist=False)
         except VaultError as exc:
-            raise Rejected(exc.code, exc.message, "use a path inside the vault, as list_docs shows",
-                           [str(raw)]) from exc  # fmt: skip
+            hint = (
+                "wait until the owner has fixed the config"
+                if exc.code == "config_broken"
+                else "use a path inside the vault, as list_docs shows"
+            )
+            raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
+        if vp.link is not None:
+            # os.replace would put a plain file where the link was (the target never gets the
+            # change) and the snapshot would credit the owner with the type change.
+            raise Rejected(
+                "symlink",
+                f"{vp.rel} goes through a symlink (to {vp.link}); the assistant does not write "
+                "through links",
+                f"write to {vp.link} instead",
+                [vp.rel],
+            )
         ops = self.touched.setdefault(vp.rel, [])
         if self.op not in ops:
             ops.append(self.op)
@@ -117,7 +143,7 @@ class Plan:
             f = self.files[vp.rel]
         else:
             disk = vp.disk.relative_to(self.vault.root).as_posix()
-            data = vp.disk.read_bytes() if vp.disk.is_file() else None
+            data, stamp = read_stable(vp.disk, vp.rel) if vp.disk.is_file() else (None, None)
             text, bad = decode(data) if data is not None else (None, None)
             if data is not None and (bad or b"\x00" in data):
                 raise Rejected(
@@ -136,12 +162,12 @@ class Plan:
                 )
             if data is None:
                 self._check_twins(vp.rel)
-            f = self.files[vp.rel] = _File(vp.rel, disk, data, text)
+            f = self.files[vp.rel] = _File(vp.rel, disk, data, text, stamp)
         if self._protected(f.rel):
+            kind = "rules" if fold(f.rel) == fold(self.config.rules) else "config"
             raise Rejected(
                 "protected",
-                f"{f.rel} is the owner's ({'rules' if f.rel == self.config.rules else 'config'} "
-                "file); the assistant cannot change it",
+                f"{f.rel} is the owner's ({kind} file); the assistant cannot change it",
                 "ask the owner to make this change",
                 [f.rel],
             )
@@ -164,7 +190,7 @@ class Plan:
                 )
 
     def _protected(self, rel: str) -> bool:
-        return rel in self.config.protected_paths() or matches_any(rel, self.config.protected)
+        return is_protected(rel, self.config.protected_paths(), self.config.protected)
 
     def check_hash(self, f: _File, hash: str | None) -> None:
         if hash is None:
@@ -244,11 +270,7 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     new_doc = parse_doc(f.rel, new_text.encode("utf-8"))
     before, after = attachment_targets(old_doc.links), attachment_targets(new_doc.links)
     if before != after:
-        lost = sorted(set(before) - set(after))
-        added = sorted(set(after) - set(before))
-        parts = ([f"drops {', '.join(lost)}"] if lost else []) + (
-            [f"adds {', '.join(added)}"] if added else []
-        )
+        parts = _embed_changes(Counter(before), Counter(after))
         raise Rejected(
             "attachments_changed",
             f"replace_doc may not change the note's images or attachments: it {'; '.join(parts)}",
@@ -260,13 +282,37 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     return Outcome(f.rel, subject=f"replace_doc: {f.rel}")
 
 
+def _embed_changes(before: Counter[str], after: Counter[str]) -> list[str]:
+    """What a replace did to the attachments, counted: dropping one of two identical embeds
+    is a change too, and says so."""
+    out = []
+    for target in sorted(before | after):
+        was, now = before[target], after[target]
+        if now == 0:
+            out.append(f"drops {target}")
+        elif was == 0:
+            out.append(f"adds {target}")
+        elif now < was:
+            out.append(
+                f"drops {'one' if was - now == 1 else was - now} of {was} embeds of {target}"
+            )
+        elif now > was:
+            out.append(f"embeds {target} {now} times instead of {was}")
+    return out
+
+
 def _prepare_tags(p: Plan, tags: list[str]) -> None:
     """Vocabulary mode refuses unknown tags; create mode adds them to the vocabulary file."""
     cfg = p.config
+    for raw in tags:
+        why = tag_problem(normalize_tag(raw)) if normalize_tag(raw) else None
+        if why:
+            hint = "use a short word such as 'system-design' or 'crdt/sync'"
+            raise Rejected("bad_tag", f"tag {raw[:80]!r} {why}", hint, [])
     if not cfg.vocabulary and not cfg.tags.vocabulary:
         return
     for raw in tags:
-        t = raw.strip().lstrip("#")
+        t = normalize_tag(raw)
         if not t or t.casefold() in cfg.vocabulary:
             continue
         if cfg.tags.unknown == "reject":
@@ -370,6 +416,32 @@ OPS: dict[str, Callable[..., Outcome]] = {
 # checks and commit
 
 
+def attempted(tool: str, args: dict[str, Any]) -> str:
+    """What a refused operation asked for, for the journal (masked there like every field): a
+    refusal before any text was made (an unknown tag, type or path) has no diff to show. Text
+    shows as written, YAML-like, never JSON-escaped (a secret spelled with escapes would slip past
+    the masks); text with several lines shows as `+` lines."""
+    return "\n".join([f"{tool}:", *_arg_lines(args, "")]) + "\n"
+
+
+def _arg_lines(args: dict[str, Any], indent: str) -> list[str]:
+    out = []
+    for key, value in args.items():
+        if value is None:  # an argument left out
+            continue
+        if isinstance(value, dict):
+            out += [f"{indent}{key}:", *_arg_lines(value, indent + "  ")]
+        elif isinstance(value, str) and "\n" in value:
+            out += [f"{indent}{key}:", *(f"+{line}" for line in value.splitlines())]
+        elif isinstance(value, str):
+            out.append(f"{indent}{key}: {value}")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out.append(f"{indent}{key}: [{', '.join(value)}]")
+        else:
+            out.append(f"{indent}{key}: {json.dumps(value, ensure_ascii=False, default=str)}")
+    return out
+
+
 def _diff(f: _File) -> str:
     old = (decode(f.original)[0] if f.original is not None else "").splitlines(keepends=True)
     new = (f.text or "").splitlines(keepends=True)
@@ -470,21 +542,56 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
             continue
         if kept:
             warnings[f.rel] = [f"already there: {k}" for k in kept]
-        writes.append(FileWrite(f.rel, f.disk, f.original, new))
+        writes.append(FileWrite(f.rel, f.disk, f.original, new, f.stamp))
     return writes, warnings, errors
 
 
 def vocab_write(p: Plan) -> FileWrite | None:
+    """The new tags appended to the owner's vocabulary file, each written by the YAML emitter
+    in the file's own form (list items, mapping keys, or items of an indented `tags:` list).
+    The result is parsed again: a vocabulary that would not load, or would not name exactly
+    the old tags plus the new ones, is a rejection (the next server would start without it)."""
     if not p.vocab_add or not p.config.tags.vocabulary:
         return None
     rel = p.config.tags.vocabulary
     path = p.vault.root / rel
     old = path.read_bytes() if path.exists() else None
     text = decode(old)[0] if old is not None else ""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None  # already broken: the re-parse below refuses
+    as_mapping = isinstance(data, dict) and set(data) != {"tags"}
+    # `tags:` over an indented block list takes items at the indentation of its last one
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    item = re.match(r"( +)- ", last) if isinstance(data, dict) and not as_mapping else None
+    indent = item.group(1) if item else ""
     if text and not text.endswith("\n"):
         text += "\n"
-    text += "".join(f"- {t}\n" for t in p.vocab_add.values())
+    for t in p.vocab_add.values():
+        if as_mapping:  # `tag:` (a key with no description), quoted by the emitter if need be
+            text += _dump_yaml({t: None}).removesuffix(" null\n") + "\n"
+        else:
+            text += indent + _dump_yaml([t])
+    want = {**p.config.vocabulary, **{t.casefold(): t for t in p.vocab_add.values()}}
+    try:
+        got = parse_vocabulary(text, rel)
+        why = "" if set(got) == set(want) else "the file's form does not take a plain addition"
+    except ConfigError as exc:
+        why = str(exc)
+    if why:
+        tags = ", ".join(repr(t) for t in p.vocab_add.values())
+        raise Rejected(
+            "vocabulary_unwritable",
+            f"adding {tags} to {rel} would break it ({why})",
+            f"use tags the vocabulary has (list_tags), or ask the owner to add them to {rel}",
+            [rel],
+        )
     return FileWrite(rel, rel, old, text.encode("utf-8"))
+
+
+def _dump_yaml(value: Any) -> str:
+    return yaml.safe_dump(value, allow_unicode=True, default_flow_style=False, width=10_000)
 
 
 @dataclass
@@ -495,9 +602,11 @@ class WriteResult:
     warnings: dict[str, list[str]]
     hashes: dict[str, str]
     diff: str
+    # problems after the commit landed (an index that could not be updated): the write stands
+    after_commit: list[str] = field(default_factory=list)
 
 
-REPLANS = 3
+REPLANS = 5
 
 
 @functools.cache
@@ -537,12 +646,18 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
     pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
     with store.locked():
         store.check_repo()
+        store.recover_locked()  # a writer that died mid-write (another server) is undone first
         for attempt in range(1, REPLANS + 1):
             try:
                 return _apply_once(vault, store, tool, client, ops, message)
-            except Conflict as exc:
-                if pinned or attempt == REPLANS or not isinstance(exc.__cause__, WriteRace):
-                    raise
+            except WriteRace as race:
+                if pinned or attempt == REPLANS:
+                    raise Conflict(
+                        race.rel,
+                        content_hash(race.expected) if race.expected is not None else "(no file)",
+                        content_hash(race.actual) if race.actual is not None else "(deleted)",
+                        race.reason,
+                    ) from race
     raise AssertionError("unreachable")
 
 
@@ -562,6 +677,7 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
         except Rejected as exc:
             if not exc.paths:  # a rule about the arguments (a tag, a type): name the note anyway
                 exc.paths = [p for p, nums in plan.touched.items() if plan.op in nums]
+            exc.diff = exc.diff or cap_diff(attempted(name, args))
             if len(ops) > 1:
                 exc.message = f"operation {i + 1} ({name}): {exc.message}"
             errors.append(exc)
@@ -572,11 +688,16 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
             label = "operation" + ("s " if len(nums) > 1 else " ") + ", ".join(map(str, nums))
             r.message = f"{label}: {r.message}"
+    for r in rejected:  # the owner sees what the AI tried for every refusal, not only some
+        r.diff = r.diff or cap_diff(
+            "".join(_diff(plan.files[p]) for p in r.paths if p in plan.files)
+        )
     if errors or rejected:
         raise _merge(errors + rejected)
     vw = vocab_write(plan)
     if vw is not None:
         writes.append(vw)
+    _refuse_ignored(vault, writes)
     if not writes:
         return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
                            _hashes(plan), "")  # fmt: skip
@@ -592,17 +713,46 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
     leaked = _message_secret(plan, subject)
     if leaked is not None:
         raise leaked
+    sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
+    # The commit exists: from here on nothing may turn this into a failure (a retry would
+    # write twice). The indexes are caches that catch up by themselves.
+    res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
+
+    def diff() -> None:
+        res.diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
+
+    after_commit(res, "diff", diff)
+    after_commit(res, "the search index", lambda: _reindex(vault, writes))
+    return res
+
+
+def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> None:
+    """Run one piece of upkeep after a commit landed, best effort: a failure is logged and
+    reported in the result (`after_commit`), never raised, since the write itself stands."""
     try:
-        sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
-    except WriteRace as race:
-        raise Conflict(
-            race.rel,
-            content_hash(race.expected) if race.expected is not None else "(no file)",
-            content_hash(race.actual) if race.actual is not None else "(deleted)",
-        ) from race
-    diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
-    _reindex(vault, writes)
-    return WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), diff)
+        step()
+    except Exception as exc:
+        log.warning("after commit %s: updating %s failed", res.commit, what, exc_info=True)
+        res.after_commit.append(
+            f"the write is committed ({res.commit}), but updating {what} failed "
+            f"({type(exc).__name__}: {str(exc)[:200]}); it catches up by itself. Do not repeat "
+            "the write."
+        )
+
+
+def _refuse_ignored(vault: Vault, writes: list[FileWrite]) -> None:
+    """A note git ignores is one the owner keeps out of history: committing it (as the AI's
+    change, or as an owner snapshot before it) would put it there."""
+    ignored = ignored_paths(vault.root, [w.disk for w in writes])
+    if ignored:
+        rels = [w.rel for w in writes if w.disk in ignored]
+        raise Rejected(
+            "git_ignored",
+            f"{', '.join(rels)} is listed in .gitignore: the owner keeps it out of git, and the "
+            "assistant does not write such notes",
+            "leave it to the owner, or write to a note that is in git",
+            rels,
+        )
 
 
 def _hashes(plan: Plan) -> dict[str, str]:
@@ -628,6 +778,8 @@ def _merge(errors: list[Rejected]) -> Rejected:
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
     """Written means searchable: the doc index and the search index, before the tool returns."""
     for w in writes:
+        if w.new is None:  # the server never deletes; only owner actions do
+            continue
         path = vault.root / w.disk
         st = path.stat()
         doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)
@@ -652,6 +804,8 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
         out["note"] = "the note already had exactly this content; nothing was committed"
     if res.warnings.get(o.path):
         out["warnings"] = res.warnings[o.path]
+    if res.after_commit:
+        out["after_commit"] = res.after_commit
     if res.diff:
         out["diff"] = res.diff if len(res.diff) <= limit else res.diff[:limit] + "\n… (diff cut)"
     return out
