@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .docs import Doc, decode, parse_doc
-from .gitrepo import make_state_dir
+from .gitrepo import make_state_dir, state_file
 
 log = logging.getLogger("vaultwatch.semantic")
 
@@ -275,6 +275,7 @@ class SqliteVectors:
         self.dim = dim
         self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}_u{UNITS_VERSION}"
         make_state_dir(path.parent)
+        state_file(path)  # 0600, and so its -wal and -shm files
         self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(

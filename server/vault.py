@@ -18,7 +18,7 @@ from typing import Any
 
 from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
-from .gitrepo import state_dir
+from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
@@ -47,6 +47,8 @@ class Vault:
         st = self.root.stat()
         self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
+        if (self.root / ".git").is_dir():
+            secure_state(self.root)  # 0700 / 0600, also for a vault made by an older version
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None

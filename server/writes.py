@@ -33,12 +33,15 @@ from .edits import EditError, append_section, edit_text, render_value, update_fr
 from .gitrepo import ignored_paths
 from .journal import cap_diff
 from .paths import fold, is_protected
+from .redact import mask_secrets, secrets_in
 from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .validate import (
     attachment_targets,
     closest_tags,
+    decoded_values,
     missing_attachments,
     new_problems,
+    new_secret_hits,
     new_secrets,
     problems,
 )
@@ -547,6 +550,62 @@ def unified_diff(old: list[str], new: list[str], rel: str, n: int = 2) -> str:
     return "".join(out)
 
 
+def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) -> Rejected | None:
+    """A write may not add a secret to what git will hold: the text, the file's name (a new
+    file), or the frontmatter as YAML decodes it (an escape such as "\\x41KIA…" hides a key
+    from a look at the raw text, not from anyone who reads the note)."""
+    assert f.text is not None
+    raw = new_secret_hits(old_text, f.text)
+    named = new_secret_hits("", f.rel) if f.original is None else []
+    old_values = old_text + "\n" + (decoded_values(old_doc) if old_doc is not None else "")
+    decoded = new_secret_hits(old_values, decoded_values(new_doc))
+    found = sorted({name for name, _ in [*raw, *named, *decoded]})
+    if not found:
+        return None
+    where = f"the name {f.rel!r}" if named and not (raw or decoded) else f"the change to {f.rel}"
+    return Rejected(
+        "secret",
+        f"{where} contains what looks like a {' and a '.join(found)}; secrets never go into notes",
+        "leave the secret out (say where it is kept instead)",
+        [f.rel],
+        _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]),
+    )
+
+
+def _masked_diff(f: _File, values: list[str]) -> str:
+    """The attempted diff for the journal, without the secrets that refused it. A value the
+    diff does not spell literally (a YAML escape) cannot be masked in it: then it is withheld."""
+    assert f.text is not None
+    if any(v not in f.text and v not in f.rel for v in values):
+        return "(diff withheld: it spells a secret in an escaped form)\n"
+    diff = mask_secrets(_diff(f))  # every pattern (a private key's whole block)
+    # a value split over lines (`password:` then the value on the next) is split by the
+    # diff's line prefixes too: mask each of its words
+    words = {w for v in values for w in v.split() if len(w) >= 4}
+    for word in sorted(words, key=len, reverse=True):
+        diff = diff.replace(word, "[secret masked]")
+    return cap_diff(diff)
+
+
+def _message_secret(plan: Plan, subject: str) -> Rejected | None:
+    """The commit message goes into git too: refuse a secret in it (a batch's message, a
+    heading), unless it is the owner's already (an existing note's name or text)."""
+    if not secrets_in(subject):
+        return None
+    known = [f.rel for f in plan.files.values() if f.original is not None]
+    known += [decode(f.original)[0] for f in plan.files.values() if f.original is not None]
+    found = new_secrets("\n".join(known), subject)
+    if not found:
+        return None
+    return Rejected(
+        "secret",
+        f"the commit message contains what looks like a {' and a '.join(found)}; "
+        "secrets never go into git",
+        "leave the secret out of message",
+        sorted(plan.touched),
+    )
+
+
 def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected]]:
     """(writes, warnings per path, rejections) for every file the plan changed."""
     writes: list[FileWrite] = []
@@ -569,15 +628,14 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
                                    "markers (<<<<<<< / >>>>>>>)", "write the resolved text only",
                                    [f.rel]))  # fmt: skip
             continue
-        secrets = new_secrets(old_text, f.text)
-        if secrets:
-            errors.append(Rejected("secret", f"the change to {f.rel} contains what looks like a "
-                                   f"{' and a '.join(secrets)}; secrets never go into notes",
-                                   "leave the secret out (say where it is kept instead)", [f.rel],
-                                   cap_diff(_diff(f))))  # fmt: skip
+        old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
+        new_doc = parse_doc(f.rel, new)
+        rejected = _secret_check(f, old_text, old_doc, new_doc)
+        if rejected is not None:
+            errors.append(rejected)
             continue
-        before = problems(parse_doc(f.rel, f.original), p.config) if f.original is not None else []
-        after = problems(parse_doc(f.rel, new), p.config)
+        before = problems(old_doc, p.config) if old_doc is not None else []
+        after = problems(new_doc, p.config)
         added, kept = new_problems(before, after)
         if added:
             first = added[0]
@@ -760,6 +818,9 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             if message and message.strip()
             else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
         )
+    leaked = _message_secret(plan, subject)
+    if leaked is not None:
+        raise leaked
     sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
