@@ -203,7 +203,7 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_hom
         await pilot.press("x", "r", "j", "j", "a", "m")
         await pilot.pause(0.2)
         assert isinstance(app.screen, TagsScreen) and len(app.screen_stack) == 2
-        assert t.cursor == 0 and app.main.group is None
+        assert t.cursor == 0 and not app.main.filters.groups
         footer = app.screen.query_one(Footer)
         shown = {
             b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
