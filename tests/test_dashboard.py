@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,17 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 from textual.widgets import Footer, Static
+from textual.widgets._footer import FooterKey
 
 from app.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
+from app.ui.file_dialogs import DestinationPrompt, FileFinder
 from app.ui.insights import TagsScreen
-from app.ui.modals import ConfirmModal
-from app.ui.timeline import Timeline
+from app.ui.main_screen import DiffPane, MainScreen
+from app.ui.modals import ConfirmModal, HelpModal
+from app.ui.timeline import Timeline, when
+from server.gitrepo import state_dir
+from server.journal import Journal
 
 from .conftest import git
 
@@ -209,3 +215,297 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_hom
             b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
         }
         assert footer is not None and "Revert" not in shown and "Delete" not in shown
+
+
+def footer(app: Dashboard) -> list[FooterKey]:
+    return list(app.screen.query_one(Footer).query(FooterKey))
+
+
+def footer_fits(app: Dashboard, width: int) -> bool:
+    """Every key of the footer whole on screen and clear of the palette key on the right."""
+    keys = footer(app)
+    palette = [k for k in keys if k.action == "app.command_palette"]
+    right = palette[0].region.x if palette else width
+    return all(k.region.right <= right for k in keys if k not in palette)
+
+
+async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "ai" in kinds(app))
+        await pilot.pause(0.2)
+        said = [k.description for k in footer(app)]
+        assert {"Diff", "Filter", "AI", "Human", "Errors", "Revert", "Keys", "Quit"} <= set(said)
+        assert footer_fits(app, 80), said
+        await pilot.press("enter")  # the diff's keys while it has focus
+        await until(pilot, lambda: isinstance(app.focused, DiffPane))
+        await pilot.pause(0.1)
+        said = [k.description for k in footer(app)]
+        assert {"Hunk", "File", "Find", "Back", "Keys", "Quit"} <= set(said) and "AI" not in said
+        assert footer_fits(app, 80), said
+        await pilot.press("escape", "c")  # a dialog shows its own keys, not the main screen's
+        await until(pilot, lambda: type(app.screen).__name__ == "ConnectModal")
+        await pilot.pause(0.1)
+        said = [k.description for k in footer(app)]
+        assert "Copy 1" in said and "Revert" not in said and "Filter" not in said
+
+
+async def test_help_lists_the_focused_panes_keys_from_their_bindings(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: "ai" in kinds(app))
+        await pilot.pause(0.2)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpModal))
+        listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
+        own = {
+            b.tooltip or b.description for b in MainScreen.BINDINGS if b.action != "config_errors"
+        }
+        assert own <= set(listed), own - set(listed)
+        assert listed["revert the selected AI commit (or your move, create or delete)"] == "r"
+        assert "↓ / j" in {k for k in listed.values()} or "j / ↓" in set(listed.values())
+        await pilot.press("escape", "enter", "question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpModal))
+        listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
+        assert listed["next hunk"] == "]" and listed["next line with the / text"] == "n"
+        assert not any("rows on/off" in w for w in listed)  # the timeline's filters: not here
+        await pilot.press("escape", "escape", "g", "question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpModal))
+        listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
+        assert not any("revert" in w for w in listed)
+
+
+def notes_with_hunks(make_vault: Any) -> Path:
+    """Two notes of 60 lines; one human commit changes lines 5 and 50 of each."""
+    body = "".join(f"line {i}\n" for i in range(60))
+    root = make_vault({"a.md": body, "b.md": body})
+    for name in ("a.md", "b.md"):
+        text = (root / name).read_text().replace("line 5\n", "line five\n")
+        (root / name).write_text(text.replace("line 50\n", "line fifty\n"))
+    git(root, "commit", "-qam", "edit both")
+    return root
+
+
+async def test_enter_focuses_the_diff_where_keys_move_by_line_hunk_and_file(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = notes_with_hunks(make_vault)
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: len(kinds(app)) == 2)
+        t = app.query_one("#timeline", Timeline)
+        pane = app.query_one("#detail", DiffPane)
+        await until(pilot, lambda: "a.md" in pane.plain)
+        cursor = t.cursor
+        await pilot.press("enter")
+        assert app.focused is pane
+
+        def top() -> str:
+            return pane.lines[pane._top_line()].plain
+
+        await pilot.press("j", "j")
+        assert pane.scroll_y == 2 and t.cursor == cursor  # the diff moved, not the timeline
+        await pilot.press("right_square_bracket")
+        assert top().startswith("@@ -3,")  # the first hunk (line 5, with 3 lines of context)
+        await pilot.press("right_square_bracket")
+        assert top().startswith("@@ -48,")
+        await pilot.press("right_curly_bracket")
+        assert "b.md" in top()
+        await pilot.press("left_curly_bracket")
+        assert "a.md" in top()
+        before = pane.scroll_y
+        await pilot.press("ctrl+d")
+        assert pane.scroll_y > before
+        await pilot.press("escape")
+        assert app.focused is t and t.cursor == cursor
+
+
+async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        hit = await s.call("append_section", path="w.md", heading="Log", content="- zebra crossing")
+        for i in range(3):
+            await s.call("append_section", path="w.md", heading="Log", content=f"- later {i}")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: kinds(app)[:4] == ["ai"] * 4)
+        t = app.query_one("#timeline", Timeline)
+        t.move_to(t.row_count - 1)  # far down: the match must come into view and be selected
+        await pilot.press("slash", *"zebra")  # no enter: it filters while typing
+        await until(pilot, lambda: [r.key for r in t.rows] == [f"c:{hit['commit']}"])
+        assert t.cursor == 0 and t.scroll_y == 0
+        assert "/zebra" in str(t.border_title)
+        await pilot.press("q")  # "zebraq": nothing has it
+        await until(pilot, lambda: t.row_count == 0)
+        assert "no matches" in str(t.border_title)
+        assert "No rows match" in app.query_one("#detail", DiffPane).plain
+        await pilot.press("escape")
+        await until(pilot, lambda: t.row_count >= 5)
+        assert t.border_title is None and not app.main.filters.active
+
+
+async def test_filters_combine_and_stay_in_sight(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+        await s.error("create_doc", path="n.md", body="# N\n", tags=["nope"])  # rejected
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: {"ai", "rejected", "import"} <= set(kinds(app)))
+        await pilot.press("a", "e")
+        assert set(kinds(app)) == {"ai", "rejected"}
+        t = app.query_one("#timeline", Timeline)
+        await pilot.pause(3)  # longer than any toast
+        assert "AI + Errors" in str(t.border_title)
+        await pilot.press("escape")
+        assert "import" in kinds(app) and t.border_title is None
+
+
+async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    journal = Journal(state_dir(vault) / "events.jsonl")
+    journal.append("server_started", transport="http")
+    journal.append("server_stopped", transport="http", reason="signal")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: "server" in kinds(app))
+        t = app.query_one("#timeline", Timeline)
+        assert t.current is not None and t.current.key == f"c:{res['commit']}"
+        servers = [r for r in t.rows if r.kind == "server"]
+        assert len(servers) == 1 and "started" in servers[0].summary
+        assert "stopped" in servers[0].summary and "signal" in servers[0].summary
+
+
+async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_file(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"inbox/idea.md": "# Idea\n", "index.md": "- [i](inbox/idea.md)\n"})
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(kinds(app)))
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder))
+        await pilot.press(*"inbox idea", "enter")
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        await pilot.press("ctrl+u", *"ideas/idea.md", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.current is not None and t.current.kind == "move")
+        assert t.current is not None and t.current.paths[0] == "ideas/idea.md"
+
+
+async def test_the_palette_offers_the_screens_commands(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(kinds(app)))
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        wanted = ["Tag trends", "Context cost today", "AI rows on/off (a, h and e combine)"]
+        for title in [*wanted, "Connect a client (copy a snippet)", "Theme"]:
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        await pilot.press(*"tag trends")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen))
+
+
+async def test_resizing_keeps_the_selected_row_on_screen(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"a.md": "0\n"})
+    for i in range(60):
+        (root / "a.md").write_text(f"{i + 1}\n")
+        git(root, "commit", "-qam", f"edit {i}")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await until(pilot, lambda: len(kinds(app)) == 61)
+        t = app.query_one("#timeline", Timeline)
+        t.move_to(40)
+        await pilot.pause(0.1)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.3)
+        shown = t.scrollable_content_region.height - 1  # below the column headings
+        assert t.scroll_y <= t.cursor < t.scroll_y + shown
+
+
+async def test_a_config_error_shows_whole_or_names_its_key(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"vault.config.yaml": "tags:\n  unknown: rejekt\n", "a.md": "# A\n"})
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        header = app.query_one("#header", Static)
+        await until(pilot, lambda: "config error" in str(header.render()))
+        assert "config error (! shows it)" in str(header.render())
+        await pilot.press("exclamation_mark")
+        await pilot.pause(0.1)
+        said = [n.message for n in app._notifications]
+        assert any("rejekt" in m or "unknown" in m for m in said), said
+        await pilot.resize_terminal(200, 24)
+        await until(pilot, lambda: "tags.unknown" in str(header.render()))
+
+
+def test_the_time_column_shows_the_date_for_any_other_day() -> None:
+    local = datetime.now().astimezone()
+    midnight = local.replace(hour=0, minute=5, second=0, microsecond=0)
+    late = local.replace(hour=23, minute=55, second=0, microsecond=0)
+    assert when(midnight, late) == "00:05:00"  # same day, almost 24 h apart
+    yesterday = midnight - timedelta(minutes=10)  # 23:55 the day before, 10 minutes earlier
+    assert when(yesterday, midnight) == yesterday.strftime("%m-%d %H:%M")
+
+
+async def test_a_theme_switch_repaints_the_open_diff(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    app = Dashboard(vault, poll_seconds=0.1, theme="vaultwatch-dark")
+    async with app.run_test(size=(120, 36)) as pilot:
+        pane = app.query_one("#detail", DiffPane)
+        await until(pilot, lambda: "+ - ai line" in pane.plain)
+        await pilot.pause(0.2)
+        row = next(i for i, line in enumerate(pane.lines) if line.plain.startswith("+ - ai"))
+
+        def added() -> Any:
+            return list(pane.render_line(row))
+
+        dark = [seg.style for seg in added()]
+        app.theme = "vaultwatch-light"
+        await pilot.pause(0.5)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+        assert [seg.style for seg in added()] != dark
+
+
+def test_server_sessions_fold_to_one_row_per_process() -> None:
+    from app.feed import event_row
+    from app.view_rows import fold_sessions
+
+    events = [
+        {"kind": "server_started", "pid": 1, "ts": "2026-01-15T10:00:00Z", "transport": "http"},
+        {"kind": "conflict", "pid": 9, "ts": "2026-01-15T10:01:00Z", "path": "a.md"},
+        {"kind": "server_stopped", "pid": 1, "ts": "2026-01-15T10:02:00Z", "reason": "exit"},
+        {"kind": "server_started", "pid": 2, "ts": "2026-01-15T10:03:00Z", "transport": "stdio"},
+    ]
+    rows = [r for n, e in enumerate(events) if (r := event_row(e, n)) is not None][::-1]
+    folded = fold_sessions(rows)
+    assert [r.kind for r in folded] == ["server", "server", "conflict"]
+    assert "pid 2 (stdio): started" in folded[0].summary and "stopped" not in folded[0].summary
+    assert "pid 1 (http): started" in folded[1].summary and "stopped" in folded[1].summary

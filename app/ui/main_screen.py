@@ -88,8 +88,9 @@ class DiffPane(LinesView):
             show=False,
             tooltip="previous file",
         ),
-        Binding("n", "find(1)", "Next match", tooltip="next line with the / text"),
-        Binding("N", "find(-1)", "Prev match", show=False, tooltip="previous line with the / text"),
+        Binding("n", "find(1)", "Find", tooltip="next line with the / text"),
+        Binding("N", "find(-1)", "Find back", show=False, tooltip="previous line with the / text"),
+        Binding("escape", "screen.back", "Back", tooltip="back to the timeline"),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -141,6 +142,9 @@ class DiffPane(LinesView):
             self._go(line)
 
 
+TIMELINE_ACTIONS = {"open", "move", "half", "only"}
+
+
 class MainScreen(Screen[None]):
     AUTO_FOCUS = "#timeline"
     BINDINGS = [
@@ -172,7 +176,7 @@ class MainScreen(Screen[None]):
             "Revert",
             tooltip="revert the selected AI commit (or your move, create or delete)",
         ),
-        Binding("s", "split", "Split", tooltip="unified / side-by-side diff"),
+        Binding("s", "split", "Split", show=False, tooltip="unified / side-by-side diff"),
         Binding("plus,equals_sign", "context(1)", "More context", show=False),
         Binding("minus", "context(-1)", "Less context", show=False),
         Binding(
@@ -186,13 +190,14 @@ class MainScreen(Screen[None]):
         Binding(
             "x", "delete_file", "Delete", show=False, tooltip="delete a file (git rm; revertable)"
         ),
-        Binding("g", "tags", "Tags", tooltip="tag trends"),
+        Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
             "config_errors",
             "Config error",
+            show=False,  # the header names this key when the error does not fit
             tooltip="the config's problems in full",
         ),
     ]
@@ -346,7 +351,11 @@ class MainScreen(Screen[None]):
                 if line.plain.startswith("@@"):
                     marks["hunk"].append(len(lines))
                 lines.append(line)
-        self.app.call_from_thread(pane.show, lines, marks)
+        self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
+
+    def _diff_loaded(self, key: str, lines: list[Content], marks: dict[str, list[int]]) -> None:
+        if key == self._selected:  # not a diff read for a row since left (or filtered away)
+            self.query_one(DiffPane).show(lines, marks)
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -447,7 +456,8 @@ class MainScreen(Screen[None]):
             return True if row is not None and flows.revertable(row.commit) else None
         if action == "config_errors":
             return bool(self.dash.configs.errors)
-        return True
+        # while the diff has focus, its own keys (in the footer and the help) replace these
+        return not (action in TIMELINE_ACTIONS and isinstance(self.focused, DiffPane))
 
     # -- the owner's actions ----------------------------------------------------------------------
 
