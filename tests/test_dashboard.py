@@ -104,18 +104,22 @@ async def test_ai_writes_rejections_and_conflicts_show_up_live(
 
 @pytest.mark.slow
 async def test_the_server_child_is_restarted_when_it_dies(vault: Path, settings_home: Path) -> None:
-    sup = ServerSupervisor(vault)
-    sup.start()
+    sup = ServerSupervisor(vault)  # not started: the app starts it after its first paint
     app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
+
+    def header() -> str:
+        return str(app.query_one("#header", Static).render())
+
     try:
         async with app.run_test(size=(120, 30)) as pilot:
+            assert "starting server…" in header()  # drawn before the server is up
+            await until(pilot, lambda: "● serving http://" in header())
             await until(pilot, lambda: bool(app.feed.rows))
             assert sup.proc is not None
             os.kill(sup.proc.pid, signal.SIGKILL)
             await until(pilot, lambda: sup.restarts == 1 and sup.alive)
-            await until(
-                pilot, lambda: "restarted 1×" in str(app.query_one("#header", Static).render())
-            )
+            await until(pilot, lambda: "restarted 1×, last: killed by SIGKILL" in header())
+            assert f"● serving {sup.url}" in header()  # the URL clients use stays in sight
     finally:
         sup.stop()
 

@@ -69,7 +69,8 @@ def _server(s: ServerState) -> list[Segment]:
                 [
                     Content.styled(f" (restarted {s.restarts}×{why})", "$text-warning"),
                     Content.styled(f" (restarted {s.restarts}×)", "$text-warning"),
-                ]
+                ],
+                shed=5,  # why it restarted gives way only after the URL
             )
         )
     return segs
