@@ -16,13 +16,15 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 from textual.widgets._footer import FooterKey
 
+from app.owner_flows import move_preview
 from app.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import DestinationPrompt, FileFinder
 from app.ui.insights import TagsScreen
+from app.ui.lines import LinesView
 from app.ui.main_screen import DiffPane, MainScreen
 from app.ui.modals import ConfirmModal, HelpModal
 from app.ui.timeline import Timeline, when
@@ -513,3 +515,34 @@ def test_server_sessions_fold_to_one_row_per_process() -> None:
     assert [r.kind for r in folded] == ["server", "server", "conflict"]
     assert "pid 2 (stdio): started" in folded[0].summary and "stopped" not in folded[0].summary
     assert "pid 1 (http): started" in folded[1].summary and "stopped" in folded[1].summary
+
+
+async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_setup_files(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({
+        "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
+        "tags.yaml": "- crdt\n",
+        "CLAUDE.md": "# Rules\n",
+        "notes/a.md": "# A\n",
+    })  # fmt: skip
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(kinds(app)))
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder))
+        await pilot.press("ctrl+u", "enter")  # an empty query picks nothing
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, FileFinder)
+        await pilot.press(*"claude", "enter")
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        await pilot.press("backspace")  # edits the end of the path, not all of it
+        assert app.screen.query_one("#dest", Input).value == "CLAUDE.m"
+        await pilot.press("ctrl+u", *"docs/CLAUDE.md", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        body = app.screen.query_one("#dialog-body", LinesView).plain
+        assert "⚠ CLAUDE.md is the rules file" in body
+    _, preview = move_preview(root, "tags.yaml", "config/tags.yaml")
+    assert any("tags.yaml is the tag vocabulary" in line.text for line in preview.lines)
+    _, preview = move_preview(root, "notes/a.md", "notes/b.md")
+    assert not any("⚠" in line.text for line in preview.lines)
