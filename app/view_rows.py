@@ -21,16 +21,20 @@ class Filters:
     groups: frozenset[str] = frozenset()  # any of a, h, e: rows of any chosen group
     text: str = ""
     diff_hits: frozenset[str] = frozenset()  # commits whose change adds or removes `text`
+    notes: frozenset[str] = frozenset()  # rows touching any of these (a tag's notes)
+    notes_label: str = ""  # what chose them: "#crdt"
 
     @property
     def active(self) -> bool:
-        return bool(self.groups or self.text)
+        return bool(self.groups or self.text or self.notes_label)
 
     def describe(self) -> str:
         """The filters in force, in the words of the keys that set them: "AI + Errors · /crdt"."""
         parts = []
         if self.groups:
             parts.append(" + ".join(GROUPS[g] for g in GROUPS if g in self.groups))
+        if self.notes_label:
+            parts.append(self.notes_label)
         if self.text:
             parts.append(f"/{self.text}")
         return " · ".join(parts)
@@ -51,6 +55,8 @@ def visible(rows: Sequence[Row], filters: Filters) -> list[Row]:
     out: Iterable[Row] = fold_sessions(rows)
     if filters.groups:
         out = [r for r in out if r.group in filters.groups]
+    if filters.notes_label:
+        out = [r for r in out if any(p in filters.notes for p in r.paths)]
     if filters.text:
         out = [r for r in out if matches(r, filters.text, filters.diff_hits)]
     return list(out)

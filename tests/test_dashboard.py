@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from textual.widgets import Footer, Input, Static
+from textual.widgets import DataTable, Footer, Input, Static
 from textual.widgets._footer import FooterKey
 
 from app.owner_flows import move_preview
@@ -546,3 +546,34 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
     assert any("tags.yaml is the tag vocabulary" in line.text for line in preview.lines)
     _, preview = move_preview(root, "notes/a.md", "notes/b.md")
     assert not any("⚠" in line.text for line in preview.lines)
+
+
+async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
+    connect: Any, make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({
+        "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
+        "tags.yaml": "- crdt\n- caching\n",
+        "w.md": "---\ntags: [crdt]\n---\n# W\n",
+        "x.md": "# X\n",
+    })  # fmt: skip
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(kinds(app)))
+        await pilot.press("g")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen))
+        tags = app.screen
+        assert [r["tag"] for r in tags.rows] == ["crdt"]  # type: ignore[attr-defined]
+        async with connect(root) as s:
+            res = await s.call("update_frontmatter", path="x.md", add_tags=["caching"])
+        await until(pilot, lambda: {r["tag"] for r in tags.rows} == {"crdt", "caching"})  # type: ignore[attr-defined]
+        table = tags.query_one("#tags", DataTable)
+        await until(pilot, lambda: table.row_count == 2)
+        table.move_cursor(row=[r["tag"] for r in tags.rows].index("caching"))  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        t = app.query_one("#timeline", Timeline)
+        assert t.current is not None and t.current.key == f"c:{res['commit']}"
+        assert all("x.md" in r.paths for r in t.rows) and "#caching" in str(t.border_title)
+        await pilot.press("escape")
+        assert not app.main.filters.active

@@ -27,6 +27,7 @@ from .. import settings
 from ..feed import Feed, Row
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
+from .insights import TagsScreen
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal
 
@@ -66,6 +67,7 @@ class Dashboard(App[None]):
         )
         self.server_failure = ""
         self.restart_why = ""
+        self._newest_commit: str | None = None
         self._polling = threading.Lock()
 
     def get_default_screen(self) -> Screen[Any]:
@@ -156,6 +158,11 @@ class Dashboard(App[None]):
     def on_feed_changed(self, _: FeedChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
             self.main.feed_changed()
+        newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
+        if newest != self._newest_commit:  # notes changed: an open tags screen follows
+            self._newest_commit = newest
+            if isinstance(self.screen, TagsScreen):
+                self.screen.reload()
 
     def on_vault_changed(self, _: VaultChanged) -> None:
         self.poll()

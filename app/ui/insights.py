@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -70,12 +71,15 @@ def tag_trends(
     return rows, {spelled[k]: sorted(v) for k, v in notes.items()}
 
 
-class TagsScreen(Screen[None]):
+class TagsScreen(Screen[tuple[str, list[str]] | None]):
+    """Enter on a tag closes it with (the tag, its notes): the timeline then shows those."""
+
     BINDINGS = [Binding("escape,q,g", "app.pop_screen", "Back")]
 
     def __init__(self, root: Path, today: date | None = None) -> None:
         super().__init__()
         self.root = root
+        self.today = today
         self.rows, self.notes = tag_trends(root, today)
 
     def compose(self) -> ComposeResult:
@@ -101,8 +105,33 @@ class TagsScreen(Screen[None]):
         tag = str(event.row_key.value)
         paths = self.notes.get(tag, [])
         self.query_one("#tag-notes", Static).update(
-            Content.styled(f"#{tag} · {len(paths)} notes\n", "bold") + Content("\n".join(paths))
+            Content.styled(f"#{tag} · {len(paths)} notes\n", "bold")
+            + Content.styled("enter shows them in the timeline\n", "$text-muted")
+            + Content("\n".join(paths))
         )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        tag = str(event.row_key.value)
+        self.dismiss((tag, self.notes.get(tag, [])))
+
+    def reload(self) -> None:
+        """The vault changed while this is open: the same table from the notes as they are now."""
+        self._reload()
+
+    @work(thread=True, exclusive=True, group="tags")
+    def _reload(self) -> None:
+        rows, notes = tag_trends(self.root, self.today)
+        self.app.call_from_thread(self._refill, rows, notes)
+
+    def _refill(self, rows: list[dict[str, Any]], notes: dict[str, list[str]]) -> None:
+        if (rows, notes) == (self.rows, self.notes):
+            return
+        table = self.query_one("#tags", DataTable)
+        at = table.cursor_row
+        self.rows, self.notes = rows, notes
+        table.clear(columns=True)
+        self.on_mount()  # fills the table from self.rows, as when the screen opened
+        table.move_cursor(row=min(at, max(0, table.row_count - 1)))
 
 
 def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[str, Any]:

@@ -375,7 +375,7 @@ class MainScreen(Screen[None]):
             self.refill(to_top=True)
         elif not t.has_focus:
             t.focus()
-        elif self.filters.groups:
+        elif self.filters.active:
             self.filters = Filters()
             self.refill(to_top=True)
 
@@ -435,7 +435,16 @@ class MainScreen(Screen[None]):
         self.show_detail()
 
     def action_tags(self) -> None:
-        self.dash.push_screen(TagsScreen(self.dash.root, today=self.dash.today))
+        self.dash.push_screen(TagsScreen(self.dash.root, today=self.dash.today), self.show_notes)
+
+    def show_notes(self, picked: tuple[str, list[str]] | None) -> None:
+        """Only the rows that touch these notes (enter on a tag); esc clears it."""
+        if picked is not None:
+            tag, notes = picked
+            self.filters = dataclasses.replace(
+                self.filters, notes=frozenset(notes), notes_label=f"#{tag}"
+            )
+            self.refill(to_top=True)
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))
