@@ -350,6 +350,12 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         await until(pilot, lambda: [r.key for r in t.rows] == [f"c:{hit['commit']}"])
         assert t.cursor == 0 and t.scroll_y == 0
         assert "/zebra" in str(t.border_title)
+        pane = app.query_one("#detail", DiffPane)
+        await until(pilot, lambda: "zebra crossing" in pane.plain)
+        await pilot.press("enter", "enter", "n")  # apply, focus the diff, find the text in it
+        assert app.focused is pane
+        assert pane.found is not None and "zebra crossing" in pane.lines[pane.found].plain
+        await pilot.press("slash")  # back in the box, the text kept
         await pilot.press("q")  # "zebraq": nothing has it
         await until(pilot, lambda: t.row_count == 0)
         assert "no matches" in str(t.border_title)

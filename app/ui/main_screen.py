@@ -97,9 +97,12 @@ class DiffPane(LinesView):
         super().__init__(id=id)
         self.marks: dict[str, list[int]] = {"hunk": [], "file": []}
         self.search = ""
+        self.found: int | None = None
+        self._unmarked = Content("")
 
     def show(self, lines: list[Content], marks: dict[str, list[int]] | None = None) -> None:
         self.marks = marks or {"hunk": [], "file": []}
+        self.found = None  # the line n/N last found, shown reversed
         self.update(lines)
 
     def _top_line(self) -> int:
@@ -114,8 +117,9 @@ class DiffPane(LinesView):
         step = max(1, self.scrollable_content_region.height // 2)
         self.scroll_to(y=self.scroll_y + direction * step, animate=False, immediate=True)
 
-    def _next(self, lines: list[int], direction: int) -> int | None:
-        top = self._top_line()
+    def _next(self, lines: list[int], direction: int, at: int | None = None) -> int | None:
+        """The first of `lines` after (before) line `at`, by default the top line shown."""
+        top = self._top_line() if at is None else at
         after = [i for i in lines if (i > top if direction > 0 else i < top)]
         return (min(after) if direction > 0 else max(after)) if after else None
 
@@ -132,14 +136,22 @@ class DiffPane(LinesView):
             self.notify("nothing to find: / sets the text", severity="warning", timeout=3)
             return
         hits = [i for i, line in enumerate(self.lines) if text in line.plain.casefold()]
-        line = self._next(hits, direction)
+        line = self._next(hits, direction, self.found)
         if line is None and hits:  # past the last one: from the other end, as lazygit does
             line = hits[0] if direction > 0 else hits[-1]
             self.notify("search wrapped", timeout=2)
         if line is None:
             self.notify(f"no {self.search!r} in this diff", timeout=3)
-        else:
-            self._go(line)
+            return
+        lines = list(self.lines)
+        if self.found is not None:
+            lines[self.found] = self._unmarked
+        self._unmarked = lines[line]
+        lines[line] = lines[line].stylize("reverse")
+        marks = self.marks
+        self.show(lines, marks)  # from the top: then to the line found
+        self.found = line
+        self._go(line)
 
 
 TIMELINE_ACTIONS = {"open", "move", "half", "only"}
