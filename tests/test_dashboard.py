@@ -21,7 +21,7 @@ from textual.widgets._footer import FooterKey
 
 from app.owner_flows import move_preview
 from app.supervisor import ServerSupervisor
-from app.ui.dashboard import Dashboard
+from app.ui.dashboard import Dashboard, exit_words, stopped_reason
 from app.ui.file_dialogs import DestinationPrompt, FileFinder
 from app.ui.insights import TagsScreen
 from app.ui.lines import LinesView
@@ -583,3 +583,12 @@ async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
         assert all("x.md" in r.paths for r in t.rows) and "#caching" in str(t.border_title)
         await pilot.press("escape")
         assert not app.main.filters.active
+
+
+def test_a_restart_says_why_the_server_stopped() -> None:
+    events = [{"kind": "server_stopped", "pid": 41, "reason": "signal"}]
+    assert exit_words(-9) == "killed by SIGKILL"
+    # SIGTERM is caught: the server journals why and exits 0
+    assert exit_words(0, stopped_reason(events, 41)) == "stopped by a signal"
+    assert exit_words(0, stopped_reason(events, 42)) == "exit 0"
+    assert exit_words(3) == "exit 3"
