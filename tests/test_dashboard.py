@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
+from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.widgets._footer import FooterKey
 
@@ -243,21 +244,22 @@ async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: "ai" in kinds(app))
-        await pilot.pause(0.2)
-        said = [k.description for k in footer(app)]
-        assert {"Diff", "Filter", "AI", "Human", "Errors", "Revert", "Keys", "Quit"} <= set(said)
-        assert footer_fits(app, 80), said
+
+        def shows(wanted: set[str]) -> Callable[[], bool]:
+            return lambda: wanted <= {k.description for k in footer(app)} and footer_fits(app, 80)
+
+        await until(
+            pilot, shows({"Diff", "Filter", "AI", "Human", "Errors", "Revert", "Keys", "Quit"})
+        )
         await pilot.press("enter")  # the diff's keys while it has focus
         await until(pilot, lambda: isinstance(app.focused, DiffPane))
-        await pilot.pause(0.1)
-        said = [k.description for k in footer(app)]
-        assert {"Hunk", "File", "Find", "Back", "Keys", "Quit"} <= set(said) and "AI" not in said
-        assert footer_fits(app, 80), said
+        await until(pilot, shows({"Hunk", "File", "Find", "Back", "Keys", "Quit"}))
+        assert "AI" not in [k.description for k in footer(app)]
         await pilot.press("escape", "c")  # a dialog shows its own keys, not the main screen's
         await until(pilot, lambda: type(app.screen).__name__ == "ConnectModal")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: "Copy 1" in [k.description for k in footer(app)])
         said = [k.description for k in footer(app)]
-        assert "Copy 1" in said and "Revert" not in said and "Filter" not in said
+        assert "Revert" not in said and "Filter" not in said
 
 
 async def test_help_lists_the_focused_panes_keys_from_their_bindings(
@@ -431,9 +433,10 @@ async def test_the_palette_offers_the_screens_commands(
         for title in [*wanted, "Connect a client (copy a snippet)", "Theme"]:
             assert title in titles
         await pilot.press("ctrl+p")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.press(*"tag trends")
-        await pilot.pause(0.5)
+        options = app.screen.query_one(CommandList)
+        await until(pilot, lambda: options.option_count > 0 and options.highlighted is not None)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
 
@@ -452,9 +455,13 @@ async def test_resizing_keeps_the_selected_row_on_screen(
         t.move_to(40)
         await pilot.pause(0.1)
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
-        shown = t.scrollable_content_region.height - 1  # below the column headings
-        assert t.scroll_y <= t.cursor < t.scroll_y + shown
+
+        def in_view() -> bool:
+            shown = t.scrollable_content_region.height - 1  # below the column headings
+            return shown < 30 and t.scroll_y <= t.cursor < t.scroll_y + shown
+
+        await until(pilot, in_view)
+        assert t.cursor == 40
 
 
 async def test_a_config_error_shows_whole_or_names_its_key(
@@ -467,9 +474,7 @@ async def test_a_config_error_shows_whole_or_names_its_key(
         await until(pilot, lambda: "config error" in str(header.render()))
         assert "config error (! shows it)" in str(header.render())
         await pilot.press("exclamation_mark")
-        await pilot.pause(0.1)
-        said = [n.message for n in app._notifications]
-        assert any("rejekt" in m or "unknown" in m for m in said), said
+        await until(pilot, lambda: any("tags.unknown" in n.message for n in app._notifications))
         await pilot.resize_terminal(200, 24)
         await until(pilot, lambda: "tags.unknown" in str(header.render()))
 
@@ -500,10 +505,7 @@ async def test_a_theme_switch_repaints_the_open_diff(
 
         dark = [seg.style for seg in added()]
         app.theme = "vaultwatch-light"
-        await pilot.pause(0.5)
-        await app.workers.wait_for_complete()
-        await pilot.pause(0.2)
-        assert [seg.style for seg in added()] != dark
+        await until(pilot, lambda: [seg.style for seg in added()] != dark)
 
 
 def test_server_sessions_fold_to_one_row_per_process() -> None:
