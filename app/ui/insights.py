@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, defaultdict
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -121,7 +122,8 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
     @work(thread=True, exclusive=True, group="tags")
     def _reload(self) -> None:
         rows, notes = tag_trends(self.root, self.today)
-        self.app.call_from_thread(self._refill, rows, notes)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._refill, rows, notes)
 
     def _refill(self, rows: list[dict[str, Any]], notes: dict[str, list[str]]) -> None:
         if (rows, notes) == (self.rows, self.notes):

@@ -353,8 +353,10 @@ class MainScreen(Screen[None]):
     def load_diff(self, row: Row, split: bool, context: int) -> None:
         assert row.commit is not None
         changes = commit_changes(self.dash.root, row.commit.sha)
-        pane = self.query_one(DiffPane)
-        width = pane.scrollable_content_region.width or 100
+        try:
+            width = self.query_one(DiffPane).scrollable_content_region.width or 100
+        except NoMatches:
+            return  # the app is closing
         lines = [*commit_header(row), Content("")]
         marks: dict[str, list[int]] = {"hunk": [], "file": []}
         for change in changes:
@@ -363,11 +365,13 @@ class MainScreen(Screen[None]):
                 if line.plain.startswith("@@"):
                     marks["hunk"].append(len(lines))
                 lines.append(line)
-        self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
 
     def _diff_loaded(self, key: str, lines: list[Content], marks: dict[str, list[int]]) -> None:
         if key == self._selected:  # not a diff read for a row since left (or filtered away)
-            self.query_one(DiffPane).show(lines, marks)
+            with contextlib.suppress(NoMatches):  # the app is closing
+                self.query_one(DiffPane).show(lines, marks)
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -417,7 +421,8 @@ class MainScreen(Screen[None]):
         if not text or text != self.filters.text:
             return
         hits = commits_mentioning(self.dash.root, text)
-        self.app.call_from_thread(self._diff_hits, text, hits)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._diff_hits, text, hits)
 
     def _diff_hits(self, text: str, hits: frozenset[str]) -> None:
         if text == self.filters.text and hits != self.filters.diff_hits:
