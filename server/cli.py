@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"vaultwatch-server: {exc.message}") from None
     for problem in vault.config_errors:
         log.warning("config not applied: %s", problem)
+    for warning in [vault.config_notice, *vault.private_glob_warnings()]:
+        if warning:
+            log.warning("%s", warning)
     restored = vault.store.recover()  # an earlier server died mid-write: put the files back
     if restored:
         log.warning("rolled back an interrupted write: %s", ", ".join(restored))

@@ -7,7 +7,11 @@ server down.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import os
+import tempfile
 import threading
 import unicodedata
 from collections.abc import Callable
@@ -17,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+log = logging.getLogger("vaultwatch.config")
 
 CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
 CONTEXT_KINDS = ("rules", "latest", "where", "recent", "tags")
@@ -34,9 +40,10 @@ class ConfigProblem:
 
 
 class ConfigError(Exception):
-    def __init__(self, problems: list[ConfigProblem]) -> None:
+    def __init__(self, problems: list[ConfigProblem], vocabulary: str | None = None) -> None:
         super().__init__("; ".join(str(p) for p in problems))
         self.problems = problems
+        self.vocabulary = vocabulary  # the vocabulary file the config names, if it got that far
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,10 @@ class Config:
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
     source: str | None = None
     loaded_at: str = ""
+    # Not "": this is not the vault's config but what stands in while it does not load:
+    # "last_good" (the private and protected rules kept from the last config that loaded) or
+    # "closed" (none kept: every path is refused).
+    standing_in: str = ""
 
     def protected_paths(self) -> tuple[str, ...]:
         """Files only the owner may write: rules, config, vocabulary, plus any configured."""
@@ -396,7 +407,10 @@ def _parse_context_item(
 
 
 def _load_yaml(path: Path, display: str) -> tuple[Any, _Located]:
-    text = path.read_text(encoding="utf-8")
+    return _parse_yaml(path.read_text(encoding="utf-8"), display)
+
+
+def _parse_yaml(text: str, display: str) -> tuple[Any, _Located]:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.load(text, Loader=yaml.SafeLoader)
@@ -414,7 +428,12 @@ def _load_yaml(path: Path, display: str) -> tuple[Any, _Located]:
 
 def load_vocabulary(path: Path, display: str) -> dict[str, str]:
     """A tag vocabulary: a YAML list of tags, a mapping tag -> description, or {tags: ...}."""
-    data, loc = _load_yaml(path, display)
+    return parse_vocabulary(path.read_text(encoding="utf-8"), display)
+
+
+def parse_vocabulary(text: str, display: str) -> dict[str, str]:
+    """The vocabulary in `text` (casefolded tag -> as written), or ConfigError."""
+    data, loc = _parse_yaml(text, display)
     if isinstance(data, dict) and set(data) == {"tags"}:
         data = data["tags"]
     if isinstance(data, dict):
@@ -430,6 +449,30 @@ def load_vocabulary(path: Path, display: str) -> dict[str, str]:
 
 def normalize_tag(tag: str) -> str:
     return unicodedata.normalize("NFC", str(tag).strip().lstrip("#").strip())
+
+
+TAG_MAX_CHARS = 64
+# A tag is a word (Obsidian's #tag): characters that mean something to YAML or to a tag list
+# (flow brackets, anchors, aliases, quotes, comments, "key: value") have no place in one.
+_TAG_FORBIDDEN = set("[]{},:#&*!|>'\"%@`\\")
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why `tag` (as normalize_tag gives it) cannot be a tag, or None. The AI's tags end up in
+    the owner's vocabulary file; one that breaks its YAML would make the next server start
+    without the config."""
+    if not tag:
+        return "is empty"
+    if len(tag) > TAG_MAX_CHARS:
+        return f"is longer than {TAG_MAX_CHARS} characters"
+    if any(unicodedata.category(c)[0] in "CZ" and c not in " \u200d" for c in tag):
+        return "contains a control, format or line-break character"  # (a ZWJ in emoji is fine)
+    bad = sorted({c for c in tag if c in _TAG_FORBIDDEN})
+    if bad:
+        return f"contains {' '.join(bad)}, which YAML and tag lists give a meaning"
+    if tag[0] in "-?" or tag != tag.strip():
+        return "starts with '-', '?' or a space"
+    return None
 
 
 def find_config_file(root: Path) -> Path | None:
@@ -465,13 +508,15 @@ def load_config(root: Path) -> Config:
                         loc.line("tags", "vocabulary"),
                         f"tags.vocabulary names {cfg.tags.vocabulary!r}, which does not exist",
                     )
-                ]
+                ],
+                vocabulary=cfg.tags.vocabulary,
             )
-        cfg = Config(
-            **{**fields, "vocabulary": load_vocabulary(vpath, cfg.tags.vocabulary)},
-            source=path.name,
-            loaded_at=loaded_at,
-        )
+        try:
+            vocabulary = load_vocabulary(vpath, cfg.tags.vocabulary)
+        except ConfigError as exc:
+            exc.vocabulary = cfg.tags.vocabulary  # so the store watches the file to be fixed
+            raise
+        cfg = Config(**{**fields, "vocabulary": vocabulary}, source=path.name, loaded_at=loaded_at)
     return cfg
 
 
@@ -488,11 +533,103 @@ def _signature(root: Path, vocabulary: str | None) -> tuple[Any, ...]:
     return tuple(sig)
 
 
+LAST_GOOD = "last_good_rules.json"
+
+
+def _last_good_path(root: Path) -> Path:
+    return root / ".git" / "vaultwatch" / LAST_GOOD
+
+
+def _rules_of(cfg: Config) -> dict[str, Any]:
+    """What of a config must outlive a broken one: what is private and what is the owner's."""
+    return {
+        "private": list(cfg.private),
+        "protected": list(cfg.protected_paths()),
+        "rules": cfg.rules,
+        "vocabulary": cfg.tags.vocabulary,
+        "source": cfg.source,
+    }
+
+
+def _read_last_good(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(_last_good_path(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and all(
+        isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])
+        for k in ("private", "protected")
+    )
+    return data if ok else None
+
+
+def _write_last_good(root: Path, rules: dict[str, Any]) -> None:
+    """Kept in .git/vaultwatch/ (never a note, never committed), written atomically, 0600."""
+    path = _last_good_path(root)
+    if not path.parent.parent.is_dir():
+        return  # not a git repo (yet): nowhere private to keep it
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{LAST_GOOD}.", suffix=".vaultwatch-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(rules, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _stand_in(root: Path, loaded_at: str) -> Config:
+    """The config while the vault's own does not load: never wider than the last good one."""
+    kept = _read_last_good(root)
+    if kept is None:
+        return Config(standing_in="closed", loaded_at=loaded_at)
+    rules = kept.get("rules")
+    return Config(
+        rules=rules if isinstance(rules, str) and rules else "CLAUDE.md",
+        private=tuple(kept["private"]),
+        protected=tuple(kept["protected"]),
+        standing_in="last_good",
+        loaded_at=loaded_at,
+    )
+
+
+def config_notice(cfg: Config, errors: list[ConfigProblem]) -> str | None:
+    """One sentence for every tool error and for stderr while the config does not load: what
+    is wrong, what is in force meanwhile, and how to fix it."""
+    if not errors:
+        return None
+    first = str(errors[0])
+    first = first if len(first) <= 300 else first[:300] + "…"
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    if cfg.standing_in == "closed":
+        meanwhile = "no earlier config is known, so every note is refused until it loads"
+    elif cfg.standing_in == "last_good":
+        meanwhile = (
+            "the last good private and protected rules (kept in .git/vaultwatch/"
+            f"{LAST_GOOD}) stay in force; types, tags and context are off"
+        )
+    else:
+        meanwhile = "the last good config stays in force"
+    return (
+        f"The vault config does not load: {first}{more}; {meanwhile}. The owner fixes this "
+        f"by correcting {errors[0].file} (it applies on the next call, no restart needed)."
+    )
+
+
 class ConfigStore:
     """The current config of one vault, re-read when its file or vocabulary changes.
 
     `current()` costs a few stat calls, so tools call it on every request; that is what makes a
     change on disk take effect without a restart.
+
+    Fail closed: a config that does not load never widens what the AI may see or write. Inside
+    one process the last good config stays in force; across processes the private and protected
+    rules of the last good config are kept in .git/vaultwatch/ and stand in for it, and with
+    none kept every path is refused (`Config.standing_in`).
     """
 
     def __init__(
@@ -504,31 +641,85 @@ class ConfigStore:
         self.on_reload = on_reload
         self._lock = threading.Lock()
         self.errors: list[ConfigProblem] = []
+        self._good: Config | None = None
         self._config = Config()
+        self._vocabulary: str | None = None  # the vocabulary file to watch
+        self._kept: dict[str, Any] | None = None  # the rules last written to .git/vaultwatch
         self._sig: tuple[Any, ...] | None = None
         self.current()
 
+    @property
+    def notice(self) -> str | None:
+        return config_notice(self._config, self.errors)
+
     def current(self) -> Config:
         with self._lock:
-            sig = _signature(self.root, self._config.tags.vocabulary)
+            sig = _signature(self.root, self._vocabulary)
             if sig == self._sig:
                 return self._config
             first = self._sig is None
             self._sig = sig
             try:
                 cfg = load_config(self.root)
+                self._refuse_vanished(cfg)
             except (ConfigError, OSError, UnicodeDecodeError) as exc:
                 self.errors = (
                     exc.problems
                     if isinstance(exc, ConfigError)
                     else [ConfigProblem(CONFIG_NAMES[0], None, f"cannot read: {exc}")]
                 )
+                vocabulary = exc.vocabulary if isinstance(exc, ConfigError) else None
+                if vocabulary and vocabulary != self._vocabulary:
+                    self._vocabulary = vocabulary
+                    self._sig = _signature(self.root, vocabulary)
+                if self._good is None:
+                    self._config = _stand_in(
+                        self.root, datetime.now().astimezone().isoformat(timespec="seconds")
+                    )
                 if self.on_reload and not first:
                     self.on_reload(None, self.errors)
                 return self._config
-            self._config, self.errors = cfg, []
+            self._good = self._config = cfg
+            self.errors = []
+            self._remember(cfg)
             # The vocabulary file may have been named only by the new config.
+            self._vocabulary = cfg.tags.vocabulary
             self._sig = _signature(self.root, cfg.tags.vocabulary)
             if self.on_reload and not first:
                 self.on_reload(cfg, [])
             return cfg
+
+    def _refuse_vanished(self, cfg: Config) -> None:
+        """No config file, where one was in force: moved, deleted or lost in a checkout. The
+        defaults would have no private folders, so it counts as a config that does not load."""
+        if cfg.source is not None:
+            return
+        if self._kept is None:
+            self._kept = _read_last_good(self.root)
+        was = (self._good.source if self._good else None) or (self._kept or {}).get("source")
+        if isinstance(was, str) and was:
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        was,
+                        None,
+                        "is missing; restore it (an empty file "
+                        "means the built-in defaults, with no private folders)",
+                    )
+                ]
+            )
+
+    def _remember(self, cfg: Config) -> None:
+        """Keep this config's private and protected rules for the next process (written only
+        when they change, so a reload costs nothing more)."""
+        rules = _rules_of(cfg)
+        if self._kept is None:
+            self._kept = _read_last_good(self.root)
+        if rules == self._kept:
+            return
+        try:
+            _write_last_good(self.root, rules)
+        except OSError as exc:  # the config itself is fine; only the next start is less safe
+            log.warning("cannot keep the config's private rules in .git/vaultwatch: %s", exc)
+            return
+        self._kept = rules

@@ -64,13 +64,14 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
             paths += [e.doc.path for e in found[: item.count]]
         elif item.kind == "recent":
             pool = [e for e in entries if item.type is None or e.type == item.type]
-            pool.sort(key=lambda e: e.doc.mtime_ns, reverse=True)
+            # notes of one commit: the one written last on disk first
+            pool.sort(key=lambda e: (e.modified_ns, e.doc.mtime_ns), reverse=True)
             block["docs"] = [
                 {
                     "path": e.doc.path,
                     "title": e.doc.title,
                     "type": e.type,
-                    "modified": e.doc.mtime.isoformat(timespec="seconds"),
+                    "modified": e.modified.isoformat(timespec="seconds"),
                 }
                 for e in pool[: item.count]
             ]
@@ -86,7 +87,9 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
 
     trimmed = _trim(blocks, texts, budget)
     result: dict[str, Any] = {"blocks": blocks, "trimmed": trimmed}
+    notice = vault.config_notice
     warnings = [f"config not applied: {p}" for p in vault.config_errors]
+    warnings += ([notice] if notice else []) + vault.private_glob_warnings()
     if warnings:
         result["warnings"] = warnings
     return result, paths
@@ -94,7 +97,7 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
 
 def _latest(entries: list[Entry], item: ContextItem, cfg: Any) -> list[Entry]:
     pool = [e for e in entries if e.type == item.type]
-    pool.sort(key=lambda e: (e.day, e.doc.mtime_ns), reverse=True)
+    pool.sort(key=lambda e: (e.day, e.modified_ns, e.doc.mtime_ns), reverse=True)
     return pool[: item.count]
 
 
@@ -119,7 +122,7 @@ def _trim(
         return []
     trimmed: list[str] = []
     # oldest first; the newest note is cut last and keeps its end
-    for doc_item, e in sorted(texts, key=lambda t: (t[1].day, t[1].doc.mtime_ns)):
+    for doc_item, e in sorted(texts, key=lambda t: (t[1].day, t[1].modified_ns)):
         if over <= 0:
             break
         content = doc_item["content"]

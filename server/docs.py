@@ -308,6 +308,13 @@ def _heading_starts(masked: str, start: int) -> list[int]:
     return out
 
 
+def _heading_text(text: str, pos: int) -> str:
+    """A heading's text from the note itself. The masked text only says where headings are:
+    its code is blanked, and a heading made of inline code (### `daily:path`) would be empty."""
+    m = HEADING.match(text, pos)
+    return m.group(2).strip() if m is not None else ""
+
+
 def parse_headings(text: str, masked: str, body_start: int) -> tuple[Heading, ...]:
     found: list[tuple[int, str, int, int]] = []
     for pos in _heading_starts(masked, body_start):
@@ -316,7 +323,7 @@ def parse_headings(text: str, masked: str, body_start: int) -> tuple[Heading, ..
             continue
         nl = text.find("\n", m.end())
         body = len(text) if nl < 0 else nl + 1
-        found.append((len(m.group(1)), text[m.start(2) : m.end(2)].strip(), m.start(), body))
+        found.append((len(m.group(1)), _heading_text(text, pos), m.start(), body))
     if not found:
         return ()
     # Byte offsets, computed incrementally so a 1 MB note with many headings stays linear.
@@ -364,11 +371,11 @@ def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _first_h1(masked: str, body_start: int) -> str | None:
+def _first_h1(text: str, masked: str, body_start: int) -> str | None:
     for pos in _heading_starts(masked, body_start):
         m = HEADING.match(masked, pos)
         if m is not None and len(m.group(1)) == 1:
-            return m.group(2).strip()
+            return _heading_text(text, pos)
     return None
 
 
@@ -396,7 +403,7 @@ def parse_doc(
         links = tuple(parse_links(text, masked)) if "[" in text else ()
         h1 = next((h.text for h in headings if h.level == 1), None)
     else:
-        headings, links, h1 = (), (), _first_h1(masked, body_start)
+        headings, links, h1 = (), (), _first_h1(text, masked, body_start)
     fm_title = fm.get("title")
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     title = (
@@ -463,6 +470,10 @@ class DocIndex:
         self._want_key: Any = object()
         self._symlinks = False
         self._root_real = os.path.realpath(root)
+        # Where a symlinked note may point; the vault passes the path policy's rule to refresh.
+        self._target_ok: Callable[[str], bool] = lambda real: real.startswith(
+            self._root_real + os.sep
+        )
         self._docs: dict[str, Doc] | None = None  # rebuilt only when something changed
         # Which paths changed in each generation, so consumers can update just those.
         self._pending: set[str] = set()
@@ -513,9 +524,8 @@ class DocIndex:
                 lst = os.lstat(abs_path)
                 if lst.st_mode & 0o170000 == 0o120000:  # a symlink: its target must be inside
                     self._symlinks = True  # and its changes cannot be watched
-                    real = os.path.realpath(abs_path)
-                    if not real.startswith(self._root_real + os.sep):
-                        return None
+                    if not self._target_ok(os.path.realpath(abs_path)):
+                        return None  # outside, hidden (.git/...) or private: see target_ok
                     st = os.stat(abs_path)
                 else:
                     st = lst
@@ -550,11 +560,17 @@ class DocIndex:
         return bool(gone)
 
     def refresh(
-        self, want: Callable[[str, bool], bool] | None = None, want_key: Any = None
+        self,
+        want: Callable[[str, bool], bool] | None = None,
+        want_key: Any = None,
+        target_ok: Callable[[str], bool] | None = None,
     ) -> dict[str, Doc]:
-        """Bring the index up to date with the disk; returns path -> Doc."""
+        """Bring the index up to date with the disk; returns path -> Doc. `target_ok(real)`
+        says whether a symlink resolving to `real` may be a note (part of `want_key`)."""
         want = want or self.want
         with self._lock:
+            if target_ok is not None:
+                self._target_ok = target_ok
             stats = ScanStats()
             changed = False
             if self._use_watch and self._watcher is None:

@@ -62,6 +62,27 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+# What git leaves in .git while an operation waits for the owner, and how to abort each. One
+# list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.
+IN_PROGRESS = (
+    ("MERGE_HEAD", "merge", "a merge"),
+    ("rebase-merge", "rebase", "a rebase"),
+    ("rebase-apply", "rebase", "a rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick", "a cherry-pick"),
+    ("REVERT_HEAD", "revert", "a revert"),
+)
+
+
+def operation_in_progress(root: Path) -> tuple[str, str] | None:
+    """(git command, "a merge") of the operation the vault's git is in the middle of, or None.
+    A few stat calls: cheap enough for every poll."""
+    g = root / ".git"
+    for marker, command, what in IN_PROGRESS:
+        if (g / marker).exists():
+            return command, what
+    return None
+
+
 # The lock's fd is passed to every git child started while it is held: a server killed
 # mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
 # is done too, or the next server's recovery would undo files the child is about to commit.
@@ -118,3 +139,15 @@ def ensure_repo(root: Path) -> bool:
             env=identity_env(name, email),
         )
         return True
+
+
+def ignored_paths(root: Path, paths: list[str]) -> list[str]:
+    """The paths git ignores here (.gitignore, .git/info/exclude, core.excludesFile) and does
+    not track: notes the owner keeps out of history, which no AI write may commit."""
+    if not paths:
+        return []
+    data = b"".join(p.encode() + b"\x00" for p in paths)
+    r = git(root, "check-ignore", "-z", "--stdin", check=False, input=data)
+    if r.returncode not in (0, 1):  # 1: none ignored; anything else: git could not tell
+        raise GitError(f"git check-ignore failed: {r.stderr.decode(errors='replace').strip()}")
+    return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]

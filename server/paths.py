@@ -28,26 +28,38 @@ class PathRefused(Exception):
 class VaultPath:
     rel: str  # NFC, posix, relative to the root: what the model sees
     disk: Path  # the file on disk (its name may be NFD, as macOS writes it)
+    link: str | None = None  # the real path (NFC) when `rel` goes through a symlink
 
     def exists(self) -> bool:
         return self.disk.exists()
 
 
+def fold(text: str) -> str:
+    """A name as every path rule compares it: NFC and case-folded, so `claude.md`, `CLAUDE.md`
+    and an NFD `Café` on a case-insensitive disk (macOS, Windows) are the names they open."""
+    return (text if text.isascii() else unicodedata.normalize("NFC", text)).casefold()
+
+
 @lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Gitignore-flavoured glob: `**` spans folders, `*` and `?` stay inside one name.
+    """Gitignore-flavoured glob, matched against `fold(path)`: `**` spans folders, `*` and `?`
+    stay inside one name.
 
-    A trailing `/**` also matches the folder itself, so a private folder is pruned whole.
+    As in .gitignore: a pattern with no `/` except a trailing one names a file or folder at any
+    depth (`private/`, `diary.md`); a leading or inner `/` anchors it at the root (`/private`,
+    `work/hr/`). A path matches when it or any of its parent folders does, so `private/*` covers
+    `private/sub/x.md` for the walker and for a path from the model alike.
     """
-    pat = unicodedata.normalize("NFC", pattern.strip().lstrip("/"))
+    raw = pattern.strip()
+    anchored = "/" in raw.rstrip("/")
+    pat = fold(raw).strip("/")
     out, i = [], 0
     while i < len(pat):
         if pat.startswith("**/", i):
             out.append("(?:.*/)?")
             i += 3
         elif pat.startswith("/**", i) and i + 3 == len(pat):
-            out.append("(?:/.*)?")
-            i += 3
+            i += 3  # `dir/**` is the folder itself and everything in it: the parent rule below
         elif pat.startswith("**", i):
             out.append(".*")
             i += 2
@@ -61,13 +73,21 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(pat[i]))
             i += 1
     body = "".join(out)
-    if "/" not in pat:  # a bare name matches at any depth, like .gitignore
-        body = "(?:.*/)?" + body + "(?:/.*)?"
-    return re.compile(body + r"\Z", re.IGNORECASE)
+    if not anchored:  # a bare name matches at any depth, like .gitignore
+        body = "(?:.*/)?" + body
+    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL)
 
 
 def matches_any(rel: str, globs: tuple[str, ...]) -> bool:
-    return any(_glob_regex(g).match(rel) for g in globs)
+    folded = fold(rel)
+    return any(_glob_regex(g).match(folded) for g in globs)
+
+
+def is_protected(rel: str, names: tuple[str, ...], globs: tuple[str, ...]) -> bool:
+    """The owner's files: exact names (rules, config, vocabulary) or `protected:` globs, both
+    compared case-folded and in NFC."""
+    folded = fold(rel)
+    return any(fold(n) == folded for n in names) or matches_any(rel, globs)
 
 
 def normalize_rel(raw: str) -> str:
@@ -112,31 +132,57 @@ def normalize_rel(raw: str) -> str:
 
 
 class PathPolicy:
-    """Resolves paths for one vault under the current private globs and note extensions."""
+    """Resolves paths for one vault under the current private globs and note extensions.
 
-    def __init__(self, root: Path, private: tuple[str, ...], extensions: tuple[str, ...]) -> None:
+    `closed` (a sentence saying why) makes every path private: the config does not load and no
+    last good rules are known, so nothing may be seen or written until it does.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        private: tuple[str, ...],
+        extensions: tuple[str, ...],
+        closed: str | None = None,
+    ) -> None:
         self.root = root
         self.real_root = Path(os.path.realpath(root))
+        self._real_prefix = str(self.real_root).rstrip(os.sep) + os.sep
         self.private = private
         self.extensions = tuple(e.lower() for e in extensions)
+        self.closed = closed
         # One alternation for all globs: the walk asks this for every file on every call.
         self._private_rx = (
-            re.compile("|".join(f"(?:{_glob_regex(g).pattern})" for g in private), re.IGNORECASE)
+            re.compile("|".join(f"(?:{_glob_regex(g).pattern})" for g in private), re.DOTALL)
             if private
             else None
         )
 
     def is_private(self, rel: str) -> bool:
-        return self._private_rx is not None and self._private_rx.match(rel) is not None
+        if self.closed is not None:
+            return True
+        return self._private_rx is not None and self._private_rx.match(fold(rel)) is not None
 
     def is_note_name(self, rel: str) -> bool:
         return rel.lower().endswith(self.extensions)
+
+    def target_allowed(self, real: str) -> bool:
+        """The one rule for where a symlink may point (`real` is its fully resolved absolute
+        path): inside the vault, in no dot-folder (.git holds the token and remote
+        credentials) and in no private folder. The walker and `resolve` both ask this."""
+        if not real.startswith(self._real_prefix):
+            return False
+        target = real[len(self._real_prefix) :].replace(os.sep, "/")
+        target = target if target.isascii() else unicodedata.normalize("NFC", target)
+        return not any(p.startswith(".") for p in target.split("/")) and not self.is_private(target)
 
     def resolve(
         self, raw: str, *, note: bool = True, disk_names: dict[str, str] | None = None
     ) -> VaultPath:
         """Check `raw` against every rule. `disk_names` maps NFC paths to on-disk spellings."""
         rel = normalize_rel(raw)
+        if self.closed is not None:
+            raise PathRefused("config_broken", self.closed)
         if self.is_private(rel):
             raise PathRefused(
                 "path_private",
@@ -160,15 +206,16 @@ class PathPolicy:
                 f"{rel!r} resolves outside the vault through a symlink; it cannot be used",
             )
         real_rel = real.relative_to(self.real_root).as_posix() if real != self.real_root else ""
+        real_rel, link = unicodedata.normalize("NFC", real_rel), None
         if real_rel != unicodedata.normalize("NFC", disk.relative_to(self.root).as_posix()):
             # A symlink inside the vault: its target must obey the same rules.
-            target = unicodedata.normalize("NFC", real_rel)
-            if any(p.startswith(".") for p in target.split("/")) or self.is_private(target):
+            if not self.target_allowed(str(real)):
                 raise PathRefused(
                     "path_symlink_escape",
                     f"{rel!r} is a symlink to a hidden or private location; it cannot be used",
                 )
-        return VaultPath(rel=rel, disk=disk)
+            link = real_rel
+        return VaultPath(rel=rel, disk=disk, link=link)
 
 
 def _refuse_unicode_twins(root: Path, rel: str) -> None:

@@ -19,7 +19,8 @@ from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import state_dir
 from .journal import Journal
-from .paths import PathPolicy, PathRefused, VaultPath
+from .modified import ModifiedTimes
+from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .query import Entry, classify
 from .search import SearchIndex
 from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
@@ -44,11 +45,13 @@ class Vault:
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
-        self._entries_key: tuple[int, int] | None = None
+        self._glob_warnings: tuple[Config, list[str]] | None = None
+        self._entries_key: tuple[int, int, int] | None = None
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
         self.index = DocIndex(self.root)
+        self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
         self._semantic: SemanticIndex | None = None
@@ -74,13 +77,51 @@ class Vault:
         )
 
     @property
+    def config_notice(self) -> str | None:
+        """What every tool error says while the config does not load (None when it does)."""
+        _ = self.config  # re-reads the config if it changed on disk
+        return self.configs.notice
+
+    @property
     def policy(self) -> PathPolicy:
         cfg = self.config
-        key = (cfg.private, cfg.extensions)
+        closed = self.configs.notice if cfg.standing_in == "closed" else None
+        key = (cfg.private, cfg.extensions, closed)
         if self._policy is None or key != self._policy_key:
-            self._policy = PathPolicy(self.root, cfg.private, cfg.extensions)
+            self._policy = PathPolicy(self.root, cfg.private, cfg.extensions, closed=closed)
             self._policy_key = key
         return self._policy
+
+    def private_glob_warnings(self) -> list[str]:
+        """Private globs that match nothing in the vault: most likely a misspelt folder, which
+        would leave the folder meant visible. Walks the tree only until every glob has matched
+        (cached per config)."""
+        cfg = self.config
+        if self._glob_warnings is not None and self._glob_warnings[0] is cfg:
+            return self._glob_warnings[1]
+        waiting = set(cfg.private)
+        stack = [""]
+        while stack and waiting:
+            rel_dir = stack.pop()
+            try:
+                with os.scandir(self.root / rel_dir) as it:
+                    for entry in it:
+                        if entry.name.startswith("."):
+                            continue
+                        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                        waiting -= {g for g in waiting if matches_any(rel, (g,))}
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(rel)
+            except OSError:
+                continue
+        out = [
+            f"private glob {g!r} matches nothing in the vault; check its spelling in "
+            f"{cfg.source or 'vault.config.yaml'} (a folder is written 'folder/' or 'folder/**')"
+            for g in cfg.private
+            if g in waiting
+        ]
+        self._glob_warnings = (cfg, out)
+        return out
 
     def _want(self) -> Callable[[str, bool], bool]:
         pol = self.policy
@@ -97,10 +138,19 @@ class Vault:
         """Every visible note with its type and date under the current config (warm: cheap)."""
         cfg = self.config
         pol = self.policy
-        docs = self.index.refresh(self._want(), want_key=(pol.private, pol.extensions))
+        docs = self.index.refresh(
+            self._want(), want_key=self._policy_key, target_ok=pol.target_allowed
+        )
         gen = self.index.generation
+        version, commits, dirty = self.modified.current(gen, self.index.changes_since)
+
+        def modified(doc: Doc) -> int:
+            if doc.path in dirty:
+                return doc.mtime_ns
+            return commits.get(doc.path, doc.mtime_ns)
+
         with self._lock:
-            if self._entries_key == (gen, id(cfg)):
+            if self._entries_key == (gen, id(cfg), version):
                 return self._entries
             changed = (
                 self.index.changes_since(self._entries_key[0])
@@ -108,7 +158,7 @@ class Vault:
                 else None
             )
             if changed is None:  # first call, a new config, or too far behind: classify all
-                fresh = {path: classify(doc, cfg) for path, doc in docs.items()}
+                fresh = {path: classify(doc, cfg, modified(doc)) for path, doc in docs.items()}
             else:
                 fresh = dict(self._entries)
                 for path in changed:
@@ -116,8 +166,12 @@ class Vault:
                     if doc is None:
                         fresh.pop(path, None)
                     else:
-                        fresh[path] = classify(doc, cfg)
-            self._entries, self._entries_key = fresh, (gen, id(cfg))
+                        fresh[path] = classify(doc, cfg, modified(doc))
+                if self._entries_key and version != self._entries_key[2]:  # a commit: re-date
+                    for path, e in fresh.items():
+                        if e.modified_ns != modified(e.doc):
+                            fresh[path] = classify(e.doc, cfg, modified(e.doc))
+            self._entries, self._entries_key = fresh, (gen, id(cfg), version)
             return self._entries
 
     def searchable_entries(self) -> dict[str, Entry]:
@@ -249,12 +303,24 @@ class Vault:
             res = read_note(self.root, vp.rel, vp.disk.relative_to(self.root).as_posix())
         except OSError as exc:
             raise VaultError("unreadable", f"cannot read {vp.rel!r}: {exc.strerror}") from exc
-        return classify(res.doc, self.config), res
+        # dated like every listing when the note is as the last listing saw it (no refresh here:
+        # a read must not walk the vault); otherwise it changed since, so its mtime is right
+        known = self._entries.get(vp.rel)
+        when = known.modified_ns if known and known.doc.hash == res.doc.hash else None
+        return classify(res.doc, self.config, when), res
 
     def read_rules(self) -> tuple[str, str | None]:
         """(path, text) of the rules file, or text None if there is none."""
         rel = self.config.rules
+        pol = self.policy
+        path = self.root / rel
+        real = os.path.realpath(path)
+        if pol.closed is not None or (
+            # a link (the file or a folder on its way) must point where a note could
+            real != os.path.join(pol.real_root, rel) and not pol.target_allowed(real)
+        ):
+            return rel, None
         try:
-            return rel, (self.root / rel).read_text(encoding="utf-8", errors="replace")
+            return rel, path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return rel, None

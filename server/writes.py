@@ -14,19 +14,22 @@ import inspect
 import re
 import typing
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 import pydantic
+import yaml
 
-from .config import Config
+from .config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from .dates import as_date
 from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
+from .gitrepo import ignored_paths
 from .journal import cap_diff
-from .paths import matches_any
+from .paths import fold, is_protected
 from .store import FileWrite, Store, StoreError, WriteRace
 from .validate import (
     attachment_targets,
@@ -105,8 +108,22 @@ class Plan:
         try:
             vp = self.vault.resolve(raw, must_exist=False)
         except VaultError as exc:
-            raise Rejected(exc.code, exc.message, "use a path inside the vault, as list_docs shows",
-                           [str(raw)]) from exc  # fmt: skip
+            hint = (
+                "wait until the owner has fixed the config"
+                if exc.code == "config_broken"
+                else "use a path inside the vault, as list_docs shows"
+            )
+            raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
+        if vp.link is not None:
+            # os.replace would put a plain file where the link was (the target never gets the
+            # change) and the snapshot would credit the owner with the type change.
+            raise Rejected(
+                "symlink",
+                f"{vp.rel} goes through a symlink (to {vp.link}); the assistant does not write "
+                "through links",
+                f"write to {vp.link} instead",
+                [vp.rel],
+            )
         ops = self.touched.setdefault(vp.rel, [])
         if self.op not in ops:
             ops.append(self.op)
@@ -135,10 +152,10 @@ class Plan:
                 self._check_twins(vp.rel)
             f = self.files[vp.rel] = _File(vp.rel, disk, data, text)
         if self._protected(f.rel):
+            kind = "rules" if fold(f.rel) == fold(self.config.rules) else "config"
             raise Rejected(
                 "protected",
-                f"{f.rel} is the owner's ({'rules' if f.rel == self.config.rules else 'config'} "
-                "file); the assistant cannot change it",
+                f"{f.rel} is the owner's ({kind} file); the assistant cannot change it",
                 "ask the owner to make this change",
                 [f.rel],
             )
@@ -161,7 +178,7 @@ class Plan:
                 )
 
     def _protected(self, rel: str) -> bool:
-        return rel in self.config.protected_paths() or matches_any(rel, self.config.protected)
+        return is_protected(rel, self.config.protected_paths(), self.config.protected)
 
     def check_hash(self, f: _File, hash: str | None) -> None:
         if hash is None:
@@ -241,11 +258,7 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     new_doc = parse_doc(f.rel, new_text.encode("utf-8"))
     before, after = attachment_targets(old_doc.links), attachment_targets(new_doc.links)
     if before != after:
-        lost = sorted(set(before) - set(after))
-        added = sorted(set(after) - set(before))
-        parts = ([f"drops {', '.join(lost)}"] if lost else []) + (
-            [f"adds {', '.join(added)}"] if added else []
-        )
+        parts = _embed_changes(Counter(before), Counter(after))
         raise Rejected(
             "attachments_changed",
             f"replace_doc may not change the note's images or attachments: it {'; '.join(parts)}",
@@ -257,13 +270,37 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     return Outcome(f.rel, subject=f"replace_doc: {f.rel}")
 
 
+def _embed_changes(before: Counter[str], after: Counter[str]) -> list[str]:
+    """What a replace did to the attachments, counted: dropping one of two identical embeds
+    is a change too, and says so."""
+    out = []
+    for target in sorted(before | after):
+        was, now = before[target], after[target]
+        if now == 0:
+            out.append(f"drops {target}")
+        elif was == 0:
+            out.append(f"adds {target}")
+        elif now < was:
+            out.append(
+                f"drops {'one' if was - now == 1 else was - now} of {was} embeds of {target}"
+            )
+        elif now > was:
+            out.append(f"embeds {target} {now} times instead of {was}")
+    return out
+
+
 def _prepare_tags(p: Plan, tags: list[str]) -> None:
     """Vocabulary mode refuses unknown tags; create mode adds them to the vocabulary file."""
     cfg = p.config
+    for raw in tags:
+        why = tag_problem(normalize_tag(raw)) if normalize_tag(raw) else None
+        if why:
+            hint = "use a short word such as 'system-design' or 'crdt/sync'"
+            raise Rejected("bad_tag", f"tag {raw[:80]!r} {why}", hint, [])
     if not cfg.vocabulary and not cfg.tags.vocabulary:
         return
     for raw in tags:
-        t = raw.strip().lstrip("#")
+        t = normalize_tag(raw)
         if not t or t.casefold() in cfg.vocabulary:
             continue
         if cfg.tags.unknown == "reject":
@@ -417,16 +454,51 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
 
 
 def vocab_write(p: Plan) -> FileWrite | None:
+    """The new tags appended to the owner's vocabulary file, each written by the YAML emitter
+    in the file's own form (list items, mapping keys, or items of an indented `tags:` list).
+    The result is parsed again: a vocabulary that would not load, or would not name exactly
+    the old tags plus the new ones, is a rejection (the next server would start without it)."""
     if not p.vocab_add or not p.config.tags.vocabulary:
         return None
     rel = p.config.tags.vocabulary
     path = p.vault.root / rel
     old = path.read_bytes() if path.exists() else None
     text = decode(old)[0] if old is not None else ""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        data = None  # already broken: the re-parse below refuses
+    as_mapping = isinstance(data, dict) and set(data) != {"tags"}
+    # `tags:` over an indented block list takes items at the indentation of its last one
+    last = text.rstrip().rsplit("\n", 1)[-1]
+    item = re.match(r"( +)- ", last) if isinstance(data, dict) and not as_mapping else None
+    indent = item.group(1) if item else ""
     if text and not text.endswith("\n"):
         text += "\n"
-    text += "".join(f"- {t}\n" for t in p.vocab_add.values())
+    for t in p.vocab_add.values():
+        if as_mapping:  # `tag:` (a key with no description), quoted by the emitter if need be
+            text += _dump_yaml({t: None}).removesuffix(" null\n") + "\n"
+        else:
+            text += indent + _dump_yaml([t])
+    want = {**p.config.vocabulary, **{t.casefold(): t for t in p.vocab_add.values()}}
+    try:
+        got = parse_vocabulary(text, rel)
+        why = "" if set(got) == set(want) else "the file's form does not take a plain addition"
+    except ConfigError as exc:
+        why = str(exc)
+    if why:
+        tags = ", ".join(repr(t) for t in p.vocab_add.values())
+        raise Rejected(
+            "vocabulary_unwritable",
+            f"adding {tags} to {rel} would break it ({why})",
+            f"use tags the vocabulary has (list_tags), or ask the owner to add them to {rel}",
+            [rel],
+        )
     return FileWrite(rel, rel, old, text.encode("utf-8"))
+
+
+def _dump_yaml(value: Any) -> str:
+    return yaml.safe_dump(value, allow_unicode=True, default_flow_style=False, width=10_000)
 
 
 @dataclass
@@ -519,6 +591,7 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
     vw = vocab_write(plan)
     if vw is not None:
         writes.append(vw)
+    _refuse_ignored(vault, writes)
     if not writes:
         return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
                            _hashes(plan), "")  # fmt: skip
@@ -544,6 +617,21 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
     return WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), diff)
 
 
+def _refuse_ignored(vault: Vault, writes: list[FileWrite]) -> None:
+    """A note git ignores is one the owner keeps out of history: committing it (as the AI's
+    change, or as an owner snapshot before it) would put it there."""
+    ignored = ignored_paths(vault.root, [w.disk for w in writes])
+    if ignored:
+        rels = [w.rel for w in writes if w.disk in ignored]
+        raise Rejected(
+            "git_ignored",
+            f"{', '.join(rels)} is listed in .gitignore: the owner keeps it out of git, and the "
+            "assistant does not write such notes",
+            "leave it to the owner, or write to a note that is in git",
+            rels,
+        )
+
+
 def _hashes(plan: Plan) -> dict[str, str]:
     return {
         f.rel: content_hash(f.text.encode("utf-8"))
@@ -567,6 +655,8 @@ def _merge(errors: list[Rejected]) -> Rejected:
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
     """Written means searchable: the doc index and the search index, before the tool returns."""
     for w in writes:
+        if w.new is None:  # the server never deletes; only owner actions do
+            continue
         path = vault.root / w.disk
         st = path.stat()
         doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)

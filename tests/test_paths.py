@@ -109,6 +109,18 @@ def test_symlink_loop_does_not_hang(policy: PathPolicy) -> None:
         ("journal/2026/x.md", ("journal/*/x.md",), True),
         ("diary.md", ("diary.md",), True),
         ("sub/diary.md", ("diary.md",), True),
+        # as in .gitignore: a trailing / is that folder at any depth, an inner / anchors, and a
+        # path is covered when any parent folder matches
+        ("private/a.md", ("private/",), True),
+        ("notes/private/a.md", ("private/",), True),
+        ("private/sub/b.md", ("private/*",), True),
+        ("work/hr/y.md", ("work/hr/",), True),
+        ("other/work/hr/y.md", ("work/hr/",), False),
+        ("sub/private/a.md", ("/private/",), False),
+        ("privateer/a.md", ("private/",), False),
+        # compared case-folded and in NFC
+        ("STRASSE/a.md", ("straße/**",), True),
+        ("cafe\u0301/b.md", ("café/**",), True),
     ],
 )
 def test_private_globs(rel: str, globs: tuple[str, ...], hit: bool) -> None:

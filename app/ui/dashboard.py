@@ -22,6 +22,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
 from server.config import ConfigStore
+from server.gitrepo import operation_in_progress
 
 from .. import settings
 from ..feed import Feed, Row
@@ -69,6 +70,7 @@ class Dashboard(App[None]):
         self.restart_why = ""
         self._newest_commit: str | None = None
         self._polling = threading.Lock()
+        self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
 
     def get_default_screen(self) -> Screen[Any]:
         return MainScreen()
@@ -130,7 +132,9 @@ class Dashboard(App[None]):
             with contextlib.suppress(RuntimeError):  # the app is closing
                 said = f"the vault server stopped ({self.restart_why}) and was restarted"
                 self.call_from_thread(self.notify, said, severity="warning", timeout=8)
-        if changed or restarted:
+        op = operation_in_progress(self.root)  # a few stat calls
+        changed_op, self._git_op = op != self._git_op, op
+        if changed or restarted or changed_op:
             self.post_message(FeedChanged())
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
@@ -185,6 +189,7 @@ class Dashboard(App[None]):
             cfg.source,
             config_time(self.root, cfg.source, events) if cfg.source else "",
             [str(p) for p in self.configs.errors],
+            repo_state(self._git_op),
         )
 
     # -- keys every screen shares -----------------------------------------------------------------
@@ -246,6 +251,13 @@ def active_keys(
             continue  # a pane that never scrolls sideways
         found.setdefault(what, ([], b, node))[0].append(app.get_key_display(b))
     return list(found.values())
+
+
+def repo_state(op: tuple[str, str] | None) -> str | None:
+    """What the header says while git is in the middle of something: AI writes are refused."""
+    if op is None:
+        return None
+    return f"⚠ git mid-{op[0]}: AI writes refused · A aborts"  # whole even at 80 columns
 
 
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
