@@ -126,8 +126,8 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
             self.app.call_from_thread(self._refill, rows, notes)
 
     def _refill(self, rows: list[dict[str, Any]], notes: dict[str, list[str]]) -> None:
-        if (rows, notes) == (self.rows, self.notes):
-            return
+        if (rows, notes) == (self.rows, self.notes) or not self.is_attached:
+            return  # nothing new, or the screen has closed meanwhile
         table = self.query_one("#tags", DataTable)
         at = table.cursor_row
         self.rows, self.notes = rows, notes

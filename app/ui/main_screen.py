@@ -264,8 +264,9 @@ class MainScreen(Screen[None]):
 
     def on_resize(self) -> None:
         # the selected row stays on screen whatever the new size
-        t = self.query_one("#timeline", Timeline)
-        self.call_after_refresh(lambda: t.move_to(t.cursor))
+        with contextlib.suppress(NoMatches):  # the app is closing
+            t = self.query_one("#timeline", Timeline)
+            self.call_after_refresh(lambda: t.move_to(t.cursor))
 
     # -- the feed ---------------------------------------------------------------------------------
 
