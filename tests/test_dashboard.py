@@ -254,7 +254,7 @@ async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
         assert "AI" not in [k.description for k in footer(app)]
         await pilot.press("escape", "c")  # a dialog shows its own keys, not the main screen's
         await until(pilot, lambda: type(app.screen).__name__ == "ConnectModal")
-        await until(pilot, lambda: "Copy 1" in [k.description for k in footer(app)])
+        await until(pilot, lambda: "Close" in [k.description for k in footer(app)])
         said = [k.description for k in footer(app)]
         assert "Revert" not in said and "Filter" not in said
 
