@@ -1,6 +1,8 @@
 """SVG snapshots of the dashboard (pytest-textual-snapshot): the timeline with a diff, the
-revert confirmation, the side-by-side diff and the tags screen. Everything on screen is pinned:
-commit dates, journal times, the vault's path, the terminal size, "today"."""
+revert confirmation, the side-by-side diff and the tags screen, at 80x24, 120x36 and 200x50,
+on a vault with a Chinese note at a long path. Everything on screen is pinned: commit dates,
+journal times, the vault's path, the terminal size, "today". Each baseline was looked at as an
+image before it was committed: a baseline is a promise that the screen is right."""
 
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from server.gitrepo import ensure_repo
 
 ROOT = Path("/tmp/vaultwatch-snapshot/vault")
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
-SIZE = (120, 32)
+SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
+LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 
 
 @pytest.fixture
@@ -43,6 +46,10 @@ def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     (ROOT / "study/cache.md").write_text(
         "---\ndate: 2026-01-05\ntags: [caching]\n---\n# Cache invalidation\n\nTTL expiry and the thundering herd.\n"
     )
+    (ROOT / LONG).parent.mkdir(parents=True)
+    (ROOT / LONG).write_text(
+        "---\ntags: [同步]\n---\n# 离线同步与冲突解决\n\n## 日志\n- 读了 CRDT 的论文\n"
+    )
     step = iter(range(60))
 
     def tick() -> None:
@@ -62,6 +69,15 @@ def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
             tick()
             await c.call_tool("edit_text", {"path": "study/cache.md", "old": "TTL expiry and the thundering herd.",
                                             "new": "TTL expiry, write-through, and the thundering herd."})  # fmt: skip
+            tick()
+            await c.call_tool(
+                "append_section",
+                {
+                    "path": LONG,
+                    "heading": "日志",
+                    "content": "- 周二：模拟面试，先画整体架构图，再讨论向量时钟与最后写入者胜出的取舍",
+                },
+            )
             tick()
             await c.call_tool(
                 "create_doc", {"path": "inbox/idea.md", "body": "# Idea\n", "tags": ["made-up"]}
@@ -95,9 +111,28 @@ def make_app(root: Path) -> Dashboard:
     return app
 
 
+async def settle(pilot: Any) -> None:
+    """Until nothing moves: every worker done (diffs, line counts, tags) and the screen redrawn."""
+    for _ in range(3):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause(0.2)
+
+
+async def settle_on_screen(pilot: Any) -> None:
+    """After a key that opens a screen or dialog: its flow waits for an answer in a worker, so
+    wait for the screen to be on top and drawn, not for the workers."""
+    first = pilot.app.screen
+    for _ in range(100):
+        if pilot.app.screen is not first:
+            break
+        await pilot.pause(0.05)
+    for _ in range(3):
+        await pilot.pause(0.2)
+
+
 async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     app: Dashboard = pilot.app
-    for _ in range(100):
+    for _ in range(200):
         if app.feed.rows:
             break
         await pilot.pause(0.05)
@@ -106,43 +141,51 @@ async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     )
     t = app.query_one("#timeline", Timeline)
     t.move_to(t.index_of(row.key))
-    await pilot.pause(0.3)
-    await app.workers.wait_for_complete()
-    await pilot.pause(0.1)
+    await settle(pilot)
 
 
-def test_timeline_and_diff(pinned_vault: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", list(SIZES))
+def test_timeline_and_diff(pinned_vault: Path, snap_compare: Any, size: str) -> None:
+    """The Chinese note at a long path: its name, who, the +/- counts and the diff's wide
+    characters, at each size (stacked below 160 columns, side by side above)."""
+
     async def run_before(pilot: Any) -> None:
-        await select_ai_commit(pilot, "edit_text")
+        await select_ai_commit(pilot, f"append_section: {LONG}")
 
-    assert snap_compare(make_app(pinned_vault), terminal_size=SIZE, run_before=run_before)
+    app = make_app(pinned_vault)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
-def test_side_by_side_diff(pinned_vault: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", ["120x36", "200x50"])
+def test_side_by_side_diff(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
         await select_ai_commit(pilot, "edit_text")
         await pilot.press("s")
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause(0.2)
+        await settle(pilot)
 
-    assert snap_compare(make_app(pinned_vault), terminal_size=SIZE, run_before=run_before)
+    app = make_app(pinned_vault)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
-def test_revert_confirmation(pinned_vault: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", ["80x24", "120x36"])
+def test_revert_confirmation(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
         # (the append_section's line has the owner's unsaved line right after it: reverting it
         # opens the blockers dialog instead)
         await select_ai_commit(pilot, "edit_text")
         await pilot.press("r")
-        await pilot.pause(0.5)
+        await settle_on_screen(pilot)
 
-    assert snap_compare(make_app(pinned_vault), terminal_size=SIZE, run_before=run_before)
+    app = make_app(pinned_vault)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
 
-def test_tags_screen(pinned_vault: Path, snap_compare: Any) -> None:
+@pytest.mark.parametrize("size", list(SIZES))
+def test_tags_screen(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
-        await select_ai_commit(pilot, "append_section")
+        await select_ai_commit(pilot, "edit_text")
         await pilot.press("g")
-        await pilot.pause(0.3)
+        await settle_on_screen(pilot)
 
-    assert snap_compare(make_app(pinned_vault), terminal_size=SIZE, run_before=run_before)
+    app = make_app(pinned_vault)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
