@@ -17,14 +17,15 @@ from typing import Any
 
 from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
+from .entry import Entry, classify
 from .gitrepo import state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
-from .query import Entry, classify
 from .search import SearchIndex
 from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
+from .watch import TreeWatcher
 
 log = logging.getLogger("vaultwatch.vault")
 
@@ -50,7 +51,7 @@ class Vault:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
-        self.index = DocIndex(self.root)
+        self.index = DocIndex(self.root, watcher=TreeWatcher.create)
         self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
@@ -286,10 +287,10 @@ class Vault:
         except PathRefused as exc:
             raise VaultError(exc.code, exc.message) from exc
         if must_exist and not vp.disk.is_file():
-            raise VaultError("not_found", self._not_found(vp.rel))
+            raise VaultError("not_found", self.not_found_message(vp.rel))
         return vp
 
-    def _not_found(self, rel: str) -> str:
+    def not_found_message(self, rel: str) -> str:
         paths = list(self.entries())
         close = difflib.get_close_matches(rel, paths, n=3, cutoff=0.5)
         name = rel.rsplit("/", 1)[-1].casefold()
