@@ -87,7 +87,9 @@ def _clean_env(home: Path) -> dict[str, str]:
 
 def test_wheel_ships_the_demo_vault_and_the_themes(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    vault_files = {p.relative_to(EXAMPLE).as_posix() for p in EXAMPLE.rglob("*") if p.is_file()}
+    # every file git tracks there, dot-files included (a stray local .git/ is not the vault's)
+    tracked = _run("git", "ls-files", "-z", "--", ".", cwd=EXAMPLE)
+    vault_files = {f for f in tracked.split("\0") if f}
     assert vault_files, "example_vault/ is empty"
     assert {f"server/example_vault/{f}" for f in vault_files} <= names
     themes = {p.name for p in (REPO / "themes").glob("*.json")}
