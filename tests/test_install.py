@@ -107,6 +107,9 @@ def test_installed_help(venv: Path, home: Path) -> None:
     assert "usage: vaultwatch" in out and "--demo" in out
     out = _run(venv / "bin" / "vaultwatch-server", "--help", cwd=home, env=_clean_env(home))
     assert "usage: vaultwatch-server" in out
+    where = "import app, server; print(app.__file__); print(server.__file__)"
+    out = _run(venv / "bin" / "python", "-c", where, cwd=home, env=_clean_env(home))
+    assert all(Path(f).is_relative_to(venv) for f in out.split()), out  # not this checkout
 
 
 @pytest.fixture
