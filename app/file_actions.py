@@ -24,11 +24,11 @@ from server.config import Config, DocType, load_config
 from server.dates import as_date
 from server.docs import decode, parse_doc
 from server.edits import render_value
+from server.entry import classify
 from server.gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
 from server.journal import Journal
 from server.links import LinkIndex, rewrite_links
 from server.paths import PathRefused, normalize_rel
-from server.query import classify
 from server.store import NO_SIGN, Store, StoreError, atomic_write
 from server.validate import new_problems, problems
 from server.writes import Rejected, note_path

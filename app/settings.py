@@ -9,7 +9,9 @@ from typing import Any
 
 from textual.theme import Theme
 
-THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
+from server.bundled import bundled_dir
+
+THEMES_DIR = bundled_dir("app", "themes")
 
 
 def settings_path() -> Path:

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .bundled import bundled_dir
 from .gitrepo import ensure_repo, state_dir
 from .http_guard import guard
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch")
-EXAMPLE_VAULT = Path(__file__).resolve().parent.parent / "example_vault"
+EXAMPLE_VAULT = bundled_dir("server", "example_vault")
 
 
 def read_or_create_token(path: Path) -> str:
@@ -70,7 +71,8 @@ def parse_bind(text: str) -> tuple[str, int]:
 def make_demo_vault() -> Path:
     if not EXAMPLE_VAULT.is_dir():
         raise SystemExit(
-            "vaultwatch-server: --demo needs example_vault/ from the vaultwatch source tree"
+            f"vaultwatch-server: --demo needs the example vault, missing at {EXAMPLE_VAULT}; "
+            "reinstall vaultwatch"
         )
     dest = Path(tempfile.mkdtemp(prefix="vaultwatch-demo-")) / "vault"
     shutil.copytree(EXAMPLE_VAULT, dest)

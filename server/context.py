@@ -11,7 +11,8 @@ from typing import Any
 
 from .config import ContextItem
 from .docs import decode
-from .query import Entry, Filters, select, sort_entries, summarize, tag_stats
+from .entry import Entry
+from .query import Filters, select, sort_entries, summarize, tag_stats
 from .vault import Vault
 
 RULES_SHARE = 0.4  # the rules file may take at most this share of the budget

@@ -17,17 +17,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from .links import Link, code_spans, mask_code, parse_links
-from .watch import TreeWatcher
+
+if TYPE_CHECKING:  # the owner (the vault) hands in the watcher; only its type is named here
+    from .watch import TreeWatcher
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
 
-class _Loader(_Base):
+class FrontmatterLoader(_Base):
     """Safe loader that keeps dates as the strings the owner wrote.
 
     A date like 2026-13-45 would otherwise crash the whole parse; as text it is reported by
@@ -35,7 +37,7 @@ class _Loader(_Base):
     """
 
 
-_Loader.yaml_implicit_resolvers = {
+FrontmatterLoader.yaml_implicit_resolvers = {
     ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
     for ch, resolvers in _Base.yaml_implicit_resolvers.items()
 }
@@ -151,7 +153,7 @@ class _Decline(Exception):
 def _resolve_plain(v: str) -> Any:
     global _SCALARS
     if _SCALARS is None:
-        _SCALARS = _Loader("")  # an instance only for its resolver and constructors
+        _SCALARS = FrontmatterLoader("")  # an instance only for its resolver and constructors
     tag = _SCALARS.resolve(yaml.ScalarNode, v, (True, False))
     construct = _SCALARS.yaml_constructors.get(tag)
     if construct is None:
@@ -214,7 +216,7 @@ def parse_frontmatter(fm: str | None) -> tuple[dict[str, Any], str | None]:
     if fast is not None:
         return fast, None
     try:
-        data = yaml.load(fm, Loader=_Loader)
+        data = yaml.load(fm, Loader=FrontmatterLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
@@ -455,17 +457,20 @@ class DocIndex:
 
     `want(rel, is_dir)` prunes dot-folders, private globs and non-note files; the vault passes
     it in (with a key that changes when it does), so this module knows nothing of config.
+    `watcher` starts the change watcher (the vault passes `watch.TreeWatcher.create`; it may
+    return None where inotify is missing); without one every refresh walks. The owner chooses,
+    so parsing notes never pulls in the inotify machinery.
     """
 
     def __init__(self, root: Path, want: Callable[[str, bool], bool] | None = None, *,
-                 watch: bool = True) -> None:  # fmt: skip
+                 watcher: Callable[[], TreeWatcher | None] | None = None) -> None:  # fmt: skip
         self.root = root
         self.want = want or (lambda rel, is_dir: True)
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self.last = ScanStats()
         self.generation = 0  # bumps whenever the set of docs or any doc changes
-        self._use_watch = watch
+        self._make_watcher = watcher
         self._watcher: TreeWatcher | None = None
         self._want_key: Any = object()
         self._symlinks = False
@@ -573,9 +578,10 @@ class DocIndex:
                 self._target_ok = target_ok
             stats = ScanStats()
             changed = False
-            if self._use_watch and self._watcher is None:
-                self._watcher = TreeWatcher.create()
-                self._use_watch = self._watcher is not None
+            if self._make_watcher is not None and self._watcher is None:
+                self._watcher = self._make_watcher()
+                if self._watcher is None:  # no inotify here: walk from now on
+                    self._make_watcher = None
             w = self._watcher
             changes = w.drain() if w is not None else None
             full = (

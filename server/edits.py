@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from .docs import Doc, frontmatter_tags, parse_doc, split_frontmatter
-from .docs import _Loader as FrontmatterLoader
+from .docs import Doc, FrontmatterLoader, frontmatter_tags, parse_doc, split_frontmatter
+from .reading import ReadError, find_section
 
 
 class EditError(ValueError):
@@ -46,8 +46,6 @@ HEADING_SPEC = re.compile(r"^(#{1,6})\s+(.*)$")
 def append_section(text: str, doc: Doc, heading: str, content: str) -> str:
     """Append `content` at the end of section `heading` (before the next heading of the same or
     a higher level); add the heading at the end of the note when it is missing."""
-    from .reading import ReadError, find_section
-
     nl = newline_of(text)
     spec = heading.strip()
     m = HEADING_SPEC.match(spec)

@@ -1,13 +1,12 @@
 """list_docs filters, sorting, paging and group_by; list_tags counts and trends.
 
-Pure functions over already-parsed notes: no I/O, no MCP. An `Entry` is a note together with the
-two things the config decides about it: its type and its date.
+Pure functions over already-parsed notes (`entry.Entry`, classified by `entry.classify`): no
+I/O, no MCP.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import hashlib
 import json
 import unicodedata
@@ -19,60 +18,12 @@ from typing import Any
 from .budget import json_len, shrink
 from .config import Config
 from .dates import DateError, as_date, looks_like_date, parse_when
-from .docs import Doc, to_json
+from .docs import to_json
+from .entry import Entry
 
 
 class QueryError(ValueError):
     """Arguments the model can fix; the message says how."""
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    doc: Doc
-    type: str | None
-    date: dt.date | None  # the type's date field, else `date:`, else None
-    day: dt.date  # for windows and months: the note's date, else the day it was modified
-    tagkeys: frozenset[str]  # casefolded tags and their parents: 'area/sub' -> area, area/sub
-    # the last commit that touched the note, or its mtime when git has not seen it as it is
-    # (server/modified.py): a clone gives every file the same mtime
-    modified_ns: int = 0
-
-    @property
-    def modified(self) -> dt.datetime:
-        return dt.datetime.fromtimestamp(self.modified_ns / 1e9).astimezone()
-
-
-def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
-    keys: set[str] = set()
-    for t in tags:
-        parts = t.casefold().split("/")
-        keys.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-    return frozenset(keys)
-
-
-def classify(doc: Doc, config: Config, modified_ns: int | None = None) -> Entry:
-    """The note with its type, date and modified time (`modified_ns`; its mtime when None)."""
-    fm = doc.frontmatter
-    type_name: str | None = None
-    declared = fm.get("type")
-    if isinstance(declared, str) and declared in config.types:
-        type_name = declared
-    else:
-        best = -1
-        for t in config.types.values():
-            if (doc.path.startswith(t.folder + "/")) and len(t.folder) > best:
-                type_name, best = t.name, len(t.folder)
-    d: date | None = None
-    fields = config.types[type_name].dates if type_name else ()
-    for f in (*fields, "date"):
-        d = as_date(fm.get(f))
-        if d is not None:
-            break
-    modified = doc.mtime_ns if modified_ns is None else modified_ns
-    day = d or date.fromtimestamp(modified / 1e9)
-    return Entry(
-        doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags), modified_ns=modified
-    )
 
 
 # ------------------------------------------------------------------------------------------------

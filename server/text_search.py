@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 from .docs import decode
-from .query import Entry, QueryError, fingerprint, in_folder, page, read_cursor
+from .entry import Entry
+from .query import QueryError, fingerprint, in_folder, page, read_cursor
 from .search import Hit
 from .search_query import SearchError, fts_expression, parse, snippets, title_expression
 from .vault import Vault

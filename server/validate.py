@@ -17,8 +17,8 @@ from typing import Any
 from .config import Config, DocType
 from .dates import as_date
 from .docs import Doc, to_json
+from .entry import classify
 from .links import Link
-from .query import classify
 from .redact import secrets_in
 
 

@@ -18,14 +18,15 @@ from typing import Any
 
 from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
+from .entry import Entry, classify
 from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
-from .query import Entry, classify
 from .search import SearchIndex
 from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
+from .watch import TreeWatcher
 
 log = logging.getLogger("vaultwatch.vault")
 SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
@@ -57,7 +58,7 @@ class Vault:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
-        self.index = DocIndex(self.root)
+        self.index = DocIndex(self.root, watcher=TreeWatcher.create)
         self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
@@ -371,10 +372,10 @@ class Vault:
         except PathRefused as exc:
             raise VaultError(exc.code, exc.message) from exc
         if must_exist and not vp.disk.is_file():
-            raise VaultError("not_found", self._not_found(vp.rel))
+            raise VaultError("not_found", self.not_found_message(vp.rel))
         return vp
 
-    def _not_found(self, rel: str) -> str:
+    def not_found_message(self, rel: str) -> str:
         paths = list(self.entries())
         close = difflib.get_close_matches(rel, paths, n=3, cutoff=0.5)
         name = rel.rsplit("/", 1)[-1].casefold()

@@ -192,7 +192,7 @@ class Plan:
                 [f.rel],
             )
         if must_exist and f.text is None:
-            raise Rejected("not_found", self.vault._not_found(f.rel), "create it with create_doc",
+            raise Rejected("not_found", self.vault.not_found_message(f.rel), "create it with create_doc",
                            [f.rel])  # fmt: skip
         return f
 

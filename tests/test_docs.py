@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from server.docs import DocIndex, parse_doc
+from server.watch import TreeWatcher
 
 NOTE = """---
 title: Sync notes
@@ -124,7 +125,9 @@ def test_index_reparses_only_changed_files(tmp_path: Path) -> None:
     (tmp_path / ".obsidian").mkdir()
     (tmp_path / ".obsidian" / "x.md").write_text("hidden")
     (tmp_path / "img.png").write_bytes(b"\x89PNG")
-    idx = DocIndex(tmp_path, lambda rel, is_dir: is_dir or rel.endswith(".md"))
+    idx = DocIndex(
+        tmp_path, lambda rel, is_dir: is_dir or rel.endswith(".md"), watcher=TreeWatcher.create
+    )
     docs = idx.refresh()
     assert len(docs) == 20 and idx.last.parsed == 20
     idx.refresh()
@@ -153,7 +156,8 @@ def test_index_follows_changes_behind_its_back(tmp_path: Path, watch: bool) -> N
     (root / "a").mkdir(parents=True)
     (root / "a" / "one.md").write_text("# One\n")
     (root / "a" / "two.md").write_text("# Two\n")
-    idx = DocIndex(root, lambda rel, is_dir: is_dir or rel.endswith(".md"), watch=watch)
+    make_watcher = TreeWatcher.create if watch else None
+    idx = DocIndex(root, lambda rel, is_dir: is_dir or rel.endswith(".md"), watcher=make_watcher)
     assert set(idx.refresh()) == {"a/one.md", "a/two.md"}
 
     (root / "a" / "one.md").write_text("# One edited\n")  # edit in place
@@ -194,7 +198,7 @@ def test_watched_index_matches_a_full_walk(tmp_path: Path) -> None:
     rng = random.Random(3)
     root = tmp_path / "v"
     root.mkdir()
-    watched = DocIndex(root, lambda rel, is_dir: True, watch=True)
+    watched = DocIndex(root, lambda rel, is_dir: True, watcher=TreeWatcher.create)
     for step in range(300):
         d = root / f"d{rng.randint(0, 4)}"
         d.mkdir(exist_ok=True)
@@ -210,7 +214,7 @@ def test_watched_index_matches_a_full_walk(tmp_path: Path) -> None:
             shutil.rmtree(d)
         if step % 7 == 0:
             got = {p: doc.hash for p, doc in watched.refresh().items()}
-            want = {p: doc.hash for p, doc in DocIndex(root, watch=False).refresh().items()}
+            want = {p: doc.hash for p, doc in DocIndex(root).refresh().items()}
             assert got == want, step
     watched.close()
 
@@ -282,11 +286,11 @@ def test_fast_frontmatter_equals_full_yaml(value: str) -> None:
     """The fast path either declines or gives exactly what the full YAML parse gives."""
     import yaml
 
-    from server.docs import _Loader, fast_frontmatter
+    from server.docs import FrontmatterLoader, fast_frontmatter
 
     fm = f"# a comment\nkey: {value}\nother: plain\n"
     try:
-        full = yaml.load(fm, Loader=_Loader)
+        full = yaml.load(fm, Loader=FrontmatterLoader)
     except yaml.YAMLError:
         full = "ERROR"
     fast = fast_frontmatter(fm)
@@ -321,12 +325,12 @@ _value = st.one_of(_scalar, st.lists(_scalar, max_size=4).map(lambda xs: "[" + "
 def test_fast_frontmatter_property(entries: dict[str, str]) -> None:
     import yaml
 
-    from server.docs import _Loader, fast_frontmatter
+    from server.docs import FrontmatterLoader, fast_frontmatter
 
     fm = "".join(f"{k}: {v}\n" for k, v in entries.items())
     fast = fast_frontmatter(fm)
     if fast is None:
         return
-    full = yaml.load(fm, Loader=_Loader) or {}
+    full = yaml.load(fm, Loader=FrontmatterLoader) or {}
     assert fast == full
     assert [type(v) for v in fast.values()] == [type(v) for v in full.values()]

@@ -1,0 +1,22 @@
+"""Data folders that ship inside the installed package: the demo vault and the dashboard themes.
+
+The source tree keeps them at the top (`example_vault/`, `themes/`, the layout DESIGN.md names);
+the wheel maps them into the package (`server/example_vault`, `app/themes`: see pyproject's
+`force-include`), so `uv tool install`, `pipx` and `pip` carry them along. One lookup serves both."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+SOURCE_TREE = Path(__file__).resolve().parent.parent
+
+
+def bundled_dir(package: str, name: str) -> Path:
+    """The folder `name` shipped inside `package` when installed from the wheel, else the
+    top-level folder of the same name in the source tree (`uv run`, editable installs)."""
+    inside = files(package) / name
+    # Installed wheels are plain folders on disk, so the resource is a real path we can copy.
+    if isinstance(inside, Path) and inside.is_dir():
+        return inside
+    return SOURCE_TREE / name

@@ -1,0 +1,36 @@
+"""The layering DESIGN.md describes is a test, not a hope: import-linter's contracts (in
+pyproject.toml) over the static import graph, and a run-time check that the server starts
+without loading the dashboard or Textual (a deferred import the static graph cannot see)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import REPO
+
+
+def test_import_contracts_hold() -> None:
+    lint = Path(sys.executable).with_name("lint-imports")
+    r = subprocess.run(
+        [str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Contracts: 3 kept, 0 broken." in r.stdout, r.stdout  # every contract was checked
+
+
+def test_the_server_loads_without_textual_or_the_dashboard() -> None:
+    code = (
+        "import sys\n"
+        "import server.cli, server.tools, server.writes, server.vault\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'app'))\n"
+        "print(loaded)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout
