@@ -19,6 +19,7 @@ from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import state_dir
 from .journal import Journal
+from .parsecache import ParseCache
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .query import Entry, classify
 from .search import SearchIndex
@@ -49,7 +50,7 @@ class Vault:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
-        self.index = DocIndex(self.root)
+        self.index = DocIndex(self.root, cache=ParseCache(self.state / "parsed.sqlite"))
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
         self._semantic: SemanticIndex | None = None
