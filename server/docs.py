@@ -654,8 +654,10 @@ class DocIndex:
         dirty, self._dirty = self._dirty, set()
         put = [
             # a note the server wrote was parsed in full: store what a walk would have parsed
-            Cached((e.mtime_ns, e.size, e.ino, e.ctime_ns),
-                   replace(e.doc, headings=(), links=(), full=False) if e.doc.full else e.doc)
+            Cached(
+                (e.mtime_ns, e.size, e.ino, e.ctime_ns),
+                replace(e.doc, headings=(), links=(), full=False) if e.doc.full else e.doc,
+            )
             for p in dirty
             if (e := self._entries.get(p)) is not None
         ]

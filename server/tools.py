@@ -190,8 +190,6 @@ class ToolKit:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 ctx = kwargs.get("ctx")
                 try:
-                    # the first tool call comes after the handshake: only then start embedding
-                    self.vault.start_semantic()
                     return fn(*args, **kwargs)
                 except (VaultError, QueryError, ReadError) as exc:
                     message = getattr(exc, "message", None) or str(exc)
@@ -218,6 +216,10 @@ class ToolKit:
                         f"{tool} failed inside the server ({type(exc).__name__}); nothing was "
                         "changed. Tell the owner: the details are in the vaultwatch journal."
                     ) from exc
+                finally:
+                    # Embedding starts with the first tool call (after the handshake) but never
+                    # delays its answer; recall itself starts it too.
+                    self.vault.start_semantic_soon()
 
             return wrapper
 

@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
@@ -23,8 +23,10 @@ from .parsecache import ParseCache
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .query import Entry, classify
 from .search import SearchIndex
-from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
+
+if TYPE_CHECKING:  # numpy and the embedder load only when recall is first used
+    from .semantic import SemanticIndex
 
 log = logging.getLogger("vaultwatch.vault")
 
@@ -56,6 +58,7 @@ class Vault:
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        self._semantic_starter: threading.Thread | None = None
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -180,11 +183,13 @@ class Vault:
         """The embedding index the config asks for (None: recall is off). A different model or
         backend configured means a different index, never mixed vectors."""
         sc = self.config.semantic
-        if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
+        if not self.semantic_wanted():
             return None
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
+                from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
+
                 if self._semantic is not None:
                     self._semantic.close()
                 embedder = make_embedder(sc.model)
@@ -203,9 +208,11 @@ class Vault:
                 self._semantic_key = key
             return self._semantic
 
-    def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
+    def _copy_local_vectors(self, store: Any, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
         nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
+        from .semantic import SqliteVectors
+
         if store.load():
             return
         local = SqliteVectors(self.state / "index.sqlite", model, dim)
@@ -228,6 +235,31 @@ class Vault:
         e = self.entries().get(doc.path)
         return {"title": doc.title, "type": e.type if e else None, "tags": list(doc.tags),
                 "date": e.day.isoformat() if e and e.day else None}  # fmt: skip
+
+    def semantic_wanted(self) -> bool:
+        return self.config.semantic.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off"
+
+    def start_semantic_soon(self) -> None:
+        """start_semantic, called after each tool call; the first time (numpy and the embedder
+        still to import, ~0.5 s) it runs in a thread, so no call waits for recall's set-up."""
+        if not self.semantic_wanted():
+            return
+        if self._semantic is not None:
+            self._start_semantic_logged()  # cheap once built: returns when already indexing
+            return
+        with self._semantic_lock:
+            if self._semantic_starter is not None and self._semantic_starter.is_alive():
+                return
+            self._semantic_starter = threading.Thread(
+                target=self._start_semantic_logged, name="semantic-start", daemon=True
+            )
+            self._semantic_starter.start()
+
+    def _start_semantic_logged(self) -> None:
+        try:
+            self.start_semantic()
+        except Exception:  # recall reports its own state; no other tool fails for it
+            log.exception("semantic indexing could not start")
 
     def start_semantic(self) -> None:
         """Embed the vault in the background (called on the first tool call, so never before
