@@ -64,13 +64,14 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
             paths += [e.doc.path for e in found[: item.count]]
         elif item.kind == "recent":
             pool = [e for e in entries if item.type is None or e.type == item.type]
-            pool.sort(key=lambda e: e.doc.mtime_ns, reverse=True)
+            # notes of one commit: the one written last on disk first
+            pool.sort(key=lambda e: (e.modified_ns, e.doc.mtime_ns), reverse=True)
             block["docs"] = [
                 {
                     "path": e.doc.path,
                     "title": e.doc.title,
                     "type": e.type,
-                    "modified": e.doc.mtime.isoformat(timespec="seconds"),
+                    "modified": e.modified.isoformat(timespec="seconds"),
                 }
                 for e in pool[: item.count]
             ]
@@ -96,7 +97,7 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
 
 def _latest(entries: list[Entry], item: ContextItem, cfg: Any) -> list[Entry]:
     pool = [e for e in entries if e.type == item.type]
-    pool.sort(key=lambda e: (e.day, e.doc.mtime_ns), reverse=True)
+    pool.sort(key=lambda e: (e.day, e.modified_ns, e.doc.mtime_ns), reverse=True)
     return pool[: item.count]
 
 
@@ -121,7 +122,7 @@ def _trim(
         return []
     trimmed: list[str] = []
     # oldest first; the newest note is cut last and keeps its end
-    for doc_item, e in sorted(texts, key=lambda t: (t[1].day, t[1].doc.mtime_ns)):
+    for doc_item, e in sorted(texts, key=lambda t: (t[1].day, t[1].modified_ns)):
         if over <= 0:
             break
         content = doc_item["content"]

@@ -311,6 +311,13 @@ def _heading_starts(masked: str, start: int) -> list[int]:
     return out
 
 
+def _heading_text(text: str, pos: int) -> str:
+    """A heading's text from the note itself. The masked text only says where headings are:
+    its code is blanked, and a heading made of inline code (### `daily:path`) would be empty."""
+    m = HEADING.match(text, pos)
+    return m.group(2).strip() if m is not None else ""
+
+
 def parse_headings(text: str, masked: str, body_start: int) -> tuple[Heading, ...]:
     found: list[tuple[int, str, int, int]] = []
     for pos in _heading_starts(masked, body_start):
@@ -319,7 +326,7 @@ def parse_headings(text: str, masked: str, body_start: int) -> tuple[Heading, ..
             continue
         nl = text.find("\n", m.end())
         body = len(text) if nl < 0 else nl + 1
-        found.append((len(m.group(1)), text[m.start(2) : m.end(2)].strip(), m.start(), body))
+        found.append((len(m.group(1)), _heading_text(text, pos), m.start(), body))
     if not found:
         return ()
     # Byte offsets, computed incrementally so a 1 MB note with many headings stays linear.
@@ -367,11 +374,11 @@ def _dedupe_tags(tags: list[str]) -> tuple[str, ...]:
     return tuple(seen.values())
 
 
-def _first_h1(masked: str, body_start: int) -> str | None:
+def _first_h1(text: str, masked: str, body_start: int) -> str | None:
     for pos in _heading_starts(masked, body_start):
         m = HEADING.match(masked, pos)
         if m is not None and len(m.group(1)) == 1:
-            return m.group(2).strip()
+            return _heading_text(text, pos)
     return None
 
 
@@ -399,7 +406,7 @@ def parse_doc(
         links = tuple(parse_links(text, masked)) if "[" in text else ()
         h1 = next((h.text for h in headings if h.level == 1), None)
     else:
-        headings, links, h1 = (), (), _first_h1(masked, body_start)
+        headings, links, h1 = (), (), _first_h1(text, masked, body_start)
     fm_title = fm.get("title")
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     title = (

@@ -15,7 +15,7 @@ import yaml
 from .query import QueryError
 from .semantic import SemanticIndex, SqliteVectors, make_embedder
 from .text_search import search_text
-from .vault import Vault
+from .vault import Vault, VaultError
 
 K = 5
 
@@ -114,8 +114,15 @@ def main(argv: list[str]) -> None:
     )
     ap.add_argument("--model", help="embedding model to try (default: the configured one)")
     args = ap.parse_args(argv)
-    vault = Vault(Path(args.vault).expanduser().absolute())
-    questions = load_questions(Path(args.queries))
+    try:
+        questions = load_questions(Path(args.queries))
+        vault = Vault(Path(args.vault).expanduser().absolute())
+    except OSError as exc:
+        ap.error(f"cannot read {args.queries}: {exc.strerror}")
+    except yaml.YAMLError as exc:
+        ap.error(f"{args.queries} is not YAML: {exc}")
+    except VaultError as exc:
+        ap.error(exc.message)
     r = evaluate(vault, questions, args.model)
     n_cross = sum(1 for q in questions if q.cross)
     print(

@@ -6,6 +6,7 @@ anything around it.
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 from collections.abc import Iterable
@@ -21,7 +22,11 @@ MDLINK = re.compile(
 )
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+BACKTICKS = re.compile(r"`+")
+BLANK_LINE = re.compile(r"\n[ \t]*(?=\r?\n)")
+# Inside a table Obsidian writes the alias bar escaped, [[Note\|alias]], so the row keeps its
+# cells: the backslash belongs to the separator, never to the target or heading.
+ALIAS_BAR = re.compile(r"\\?\|")
 
 
 @dataclass(frozen=True)
@@ -58,17 +63,47 @@ def code_spans(text: str) -> list[tuple[int, int]]:
         pos += len(line)
     if fence is not None:
         spans.append((fence_start, len(text)))
-    # inline code outside fences
-    blocks = list(spans)
-    for m in INLINE_CODE.finditer(text):
-        if not _inside(m.start(), blocks):
-            spans.append((m.start(), m.end()))
+    if "`" in text:
+        spans += _inline_code(text, spans)
     spans.sort()
     return spans
 
 
-def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
-    return any(a <= pos < b for a, b in spans)
+def _inline_code(text: str, blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Code spans as CommonMark has them: a run of backticks closes only on a later run of the
+    same length, within its paragraph (never across a blank line); a run with no closer is
+    plain text and the next run is tried as an opener. Runs inside fenced blocks are skipped."""
+    runs: list[tuple[int, int]] = []
+    k = 0
+    for m in BACKTICKS.finditer(text):
+        while k < len(blocks) and blocks[k][1] <= m.start():
+            k += 1
+        if k < len(blocks) and blocks[k][0] <= m.start():
+            continue  # inside a fence
+        runs.append((m.start(), m.end()))
+    blanks = [m.start() for m in BLANK_LINE.finditer(text)]
+    out: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        b = bisect.bisect_left(blanks, end)
+        para_end = blanks[b] if b < len(blanks) else len(text)
+        width = end - start
+        j = i + 1
+        while j < len(runs) and runs[j][0] < para_end and runs[j][1] - runs[j][0] != width:
+            j += 1
+        if j < len(runs) and runs[j][0] < para_end:
+            out.append((start, runs[j][1]))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def _split_alias(inner: str) -> tuple[str, str]:
+    """'Note#Heading|alias' or 'Note#Heading\\|alias' -> ('Note#Heading', 'alias')."""
+    m = ALIAS_BAR.search(inner)
+    return (inner, "") if m is None else (inner[: m.start()], inner[m.end() :])
 
 
 def mask_code(text: str, spans: list[tuple[int, int]] | None = None) -> str:
@@ -93,7 +128,7 @@ def parse_links(text: str, masked: str | None = None) -> list[Link]:
     links: list[Link] = []
     for m in WIKILINK.finditer(masked):
         inner = text[m.start(1) : m.end(1)]
-        target, _, alias = inner.partition("|")
+        target, alias = _split_alias(inner)
         target, _, heading = target.partition("#")
         embed = m.start() > 0 and text[m.start() - 1] == "!"
         links.append(
@@ -213,7 +248,7 @@ def _wiki_text(link: Link, target: str, full: bool, original: str) -> str:
     if not full:
         shown = shown.rsplit("/", 1)[-1]
     inner = original[original.index("[[") + 2 : original.rindex("]]")]
-    rest = inner[len(inner.partition("|")[0].partition("#")[0]) :]  # "#Heading|alias" as written
+    rest = inner[len(_split_alias(inner)[0].partition("#")[0]) :]  # "#Heading\\|alias" as written
     return ("!" if link.embed else "") + "[[" + shown + rest + "]]"
 
 

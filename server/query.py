@@ -10,6 +10,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -31,6 +32,13 @@ class Entry:
     date: dt.date | None  # the type's date field, else `date:`, else None
     day: dt.date  # for windows and months: the note's date, else the day it was modified
     tagkeys: frozenset[str]  # casefolded tags and their parents: 'area/sub' -> area, area/sub
+    # the last commit that touched the note, or its mtime when git has not seen it as it is
+    # (server/modified.py): a clone gives every file the same mtime
+    modified_ns: int = 0
+
+    @property
+    def modified(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.modified_ns / 1e9).astimezone()
 
 
 def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
@@ -41,7 +49,8 @@ def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
     return frozenset(keys)
 
 
-def classify(doc: Doc, config: Config) -> Entry:
+def classify(doc: Doc, config: Config, modified_ns: int | None = None) -> Entry:
+    """The note with its type, date and modified time (`modified_ns`; its mtime when None)."""
     fm = doc.frontmatter
     type_name: str | None = None
     declared = fm.get("type")
@@ -58,8 +67,11 @@ def classify(doc: Doc, config: Config) -> Entry:
         d = as_date(fm.get(f))
         if d is not None:
             break
-    day = d or date.fromtimestamp(doc.mtime_ns / 1e9)
-    return Entry(doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags))
+    modified = doc.mtime_ns if modified_ns is None else modified_ns
+    day = d or date.fromtimestamp(modified / 1e9)
+    return Entry(
+        doc=doc, type=type_name, date=d, day=day, tagkeys=_tag_keys(doc.tags), modified_ns=modified
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -92,7 +104,7 @@ def field_value(e: Entry, name: str) -> Any:
     if name == "folder":
         return e.doc.folder
     if name == "modified":
-        return e.doc.mtime.date()
+        return e.modified.date()
     if name == "date":
         return e.date
     if name == "tags":
@@ -179,6 +191,19 @@ def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
     return conds
 
 
+def folder_key(folder: str) -> str:
+    """A folder as the model writes it ('sessions', 'sessions/', '/sessions') -> 'sessions'."""
+    return unicodedata.normalize("NFC", folder.strip().strip("/"))
+
+
+def in_folder(path: str, folder: str) -> bool:
+    """The one folder rule of list_docs, search_text and recall: a note is in a folder when it
+    is in that folder or one of its sub-folders. Never a bare name prefix: 'sess' is not
+    'sessions/'. An empty folder is the whole vault."""
+    key = folder_key(folder)
+    return not key or path.startswith(key + "/")
+
+
 def _tag_key(wanted: str) -> str:
     return wanted.casefold().lstrip("#").rstrip("/")
 
@@ -205,7 +230,6 @@ class Filters:
 def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     f.check(config)
     conds = compile_where(f.where)
-    folder = f.folder.strip("/") if f.folder else None
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
     # A wanted tag matches itself and its children: 'area' finds 'area/sub' (tagkeys has parents).
@@ -217,7 +241,7 @@ def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     for e in entries:
         if f.type is not None and e.type != f.type:
             continue
-        if folder and not e.doc.path.startswith(folder + "/"):
+        if f.folder and not in_folder(e.doc.path, f.folder):
             continue
         if tag_all and not tag_all <= e.tagkeys:
             continue
@@ -248,7 +272,7 @@ def _entry_date(e: Entry, field: str | None) -> date | None:
     if field is None:
         return e.date
     if field == "modified":
-        return e.doc.mtime.date()
+        return e.modified.date()
     return as_date(e.doc.frontmatter.get(field))
 
 
@@ -265,7 +289,7 @@ def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
         if key == "date":
             return e.day
         if key == "modified":
-            return e.doc.mtime_ns
+            return e.modified_ns
         if key == "path":
             return e.doc.path
         v = field_value(e, key)
@@ -323,7 +347,7 @@ def summarize(e: Entry, fields: list[str] | None, value_chars: int = 300) -> dic
         "title": doc.title,
         "type": e.type,
         "date": e.date.isoformat() if e.date else None,
-        "modified": doc.mtime.isoformat(timespec="seconds"),
+        "modified": e.modified.isoformat(timespec="seconds"),
         "tags": list(doc.tags),
         "hash": doc.hash,
     }

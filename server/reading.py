@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .docs import Doc, Heading
+from .textfold import fold
 
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
 OUTLINE_MAX = 120
@@ -19,7 +20,10 @@ class ReadError(ValueError):
 
 
 def _norm(s: str) -> str:
-    return " ".join(s.split()).casefold()
+    """A heading as a section name compares: NFKC and case folded like search (? is ？), spaces
+    collapsed, backticks dropped (a heading made of code, ### `daily:path`, is found by
+    'daily:path' too)."""
+    return " ".join(fold(s).replace("`", " ").split())
 
 
 def find_section(doc: Doc, section: str) -> Heading:
@@ -63,12 +67,14 @@ def outline(doc: Doc, text: str) -> list[dict[str, Any]]:
 
 
 def entries(doc: Doc, text: str, start: int, end: int, section: Heading | None) -> list[int]:
-    """Start offsets of the entries in text[start:end]: child sections, else list items,
+    """Start offsets of the entries in text[start:end]: child sections at the first level that
+    has several (a note whose only H1 is its title has its entries below it), else list items,
     else paragraphs."""
     inner = [h for h in doc.headings if start <= h.start < end and h is not section]
-    if inner:
-        top = min(h.level for h in inner)
-        return [h.start for h in inner if h.level == top]
+    for level in sorted({h.level for h in inner}):
+        at = [h.start for h in inner if h.level == level]
+        if len(at) > 1:
+            return at
     body_from = section.body_start if section else max(start, doc.body_start)
     chunk = text[body_from:end]
     items = list(LIST_ITEM.finditer(chunk))

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from .docs import decode
 from .query import QueryError
-from .search_query import SearchError, parse, term_regex
+from .search import note_words
+from .search_query import SearchError, excluded, parse
 from .text_search import keep_entry
 from .vault import Vault
 
@@ -48,7 +49,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
             )
     folders = [f for f in [folder, *(pq.paths if pq else [])] if f]
     tags = list(pq.tags) if pq else []
-    negated = [term_regex(t) for t in (pq.terms if pq else []) if t.negated]
+    negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()
     _wait_ready(sem)
@@ -83,12 +84,12 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
         e = entries.get(p)
         if e is None or not keep_entry(e, types, folders, tags):
             return False
-        if negated:
+        if negates and pq is not None:
             try:
-                body, _ = decode((vault.root / e.doc.disk).read_bytes())
+                text, _ = decode((vault.root / e.doc.disk).read_bytes())
             except OSError:
                 return False
-            if any(rx.search(body) for rx in negated):
+            if excluded(pq, "\n".join(note_words(e.doc, text))):  # what search_text indexes
                 return False
         return True
 
@@ -96,7 +97,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
     for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
         e = entries[m.path]
         hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
-                     "modified": e.doc.mtime.isoformat(timespec="seconds"), "hash": e.doc.hash,
+                     "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
                      "score": round(m.score, 3), "section": m.heading, "snippet": m.excerpt})  # fmt: skip
     out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
     if not hits:

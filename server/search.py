@@ -16,19 +16,18 @@ import logging
 import os
 import sqlite3
 import threading
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .docs import Doc, decode
+from .docs import HEADING, Doc, decode
 from .textfold import index_text
 
 log = logging.getLogger("vaultwatch.search")
 
-SCHEMA = 1
-TITLE_WEIGHT = 10.0
-RECENCY = 0.1  # a note changed today scores up to 10% better: a tie-break, not a ranking
+# 2: the body leaves out the H1 that is the note's title (the title column has it), so a
+# short note is not counted twice for a word that is only in its title.
+SCHEMA = 2
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS docs(
@@ -37,6 +36,12 @@ CREATE TABLE IF NOT EXISTS docs(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, body, content='', tokenize='unicode61 remove_diacritics 2');
 INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA}');
+"""
+# An index laid out by another version: only its own tables go (recall's vectors share the
+# file and stay), and the next sync indexes every note again.
+RESET = f"""
+DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
+INSERT OR REPLACE INTO meta VALUES ('schema', '{SCHEMA}');
 """
 
 
@@ -47,7 +52,8 @@ class IndexBroken(Exception):
 @dataclass
 class Hit:
     path: str
-    score: float  # bm25: lower is better
+    body: float  # bm25 of the body (and frontmatter values) alone: lower is better, 0 = no hit
+    title: bool  # every word looked for is in the title (or the file name)
 
 
 class SearchIndex:
@@ -77,6 +83,9 @@ class SearchIndex:
                 db.execute("PRAGMA synchronous = NORMAL")
                 db.executescript(DDL)
                 row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                if row is not None and row[0] != str(SCHEMA):
+                    db.executescript(RESET + DDL)
+                    row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
                 if row is None or row[0] != str(SCHEMA):
                     raise sqlite3.DatabaseError(f"index schema {row} is not {SCHEMA}")
                 db.execute("SELECT count(*) FROM docs").fetchone()
@@ -217,10 +226,7 @@ class SearchIndex:
 
     def _put(self, db: sqlite3.Connection, doc: Doc, text: str) -> None:
         self._delete(db, doc.path)
-        title = index_text(f"{doc.title} {doc.stem}")
-        # Frontmatter values are text the owner wrote too (exit criteria, next actions).
-        fm_words = " ".join(_strings(doc.frontmatter))
-        body = index_text(f"{fm_words}\n{text[doc.body_start :]}")
+        title, body = (index_text(part) for part in note_words(doc, text))
         z = zlib.compress(f"{title}\x00{body}".encode(), 6)
         cur = db.execute(
             "INSERT INTO docs(path, mtime_ns, size, z) VALUES (?, ?, ?, ?)",
@@ -234,30 +240,21 @@ class SearchIndex:
 
     # -- asking ---------------------------------------------------------------------------------
 
-    def query(
-        self,
-        expr: str,
-        *,
-        title_only: bool = False,
-        limit: int | None = None,
-        now: float | None = None,
-    ) -> list[Hit]:
-        """Notes matching an FTS5 expression, best first: bm25 (title weighted 10x) with a
-        small boost for recently changed notes. `limit` stops early (SQLite sorts in C)."""
+    def query(self, expr: str, title_expr: str | None = None) -> list[Hit]:
+        """Every note matching an FTS5 expression, with its body score (bm25 over the body
+        alone; title words count through `title_expr`, see Hit) and whether the title matches
+        `title_expr`. Ranking is the caller's: it knows the notes' dates and filters."""
         with self._lock:
             db = self._connect()
-            match = f"{{title}} : ({expr})" if title_only else expr
-            sql = (
-                f"SELECT fts.rowid, bm25(fts, {TITLE_WEIGHT}, 1.0) * (1.0 + {RECENCY} * "
-                "max(0.0, 1.0 - ((? - docs.mtime_ns / 1e9) / 86400.0) / 365.0)) AS s "
-                "FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ? ORDER BY s"
-            )
-            args: list[object] = [now or time.time(), match]
-            if limit is not None:
-                sql += " LIMIT ?"
-                args.append(limit)
             try:
-                rows = db.execute(sql, args).fetchall()
+                rows = db.execute(
+                    "SELECT rowid, bm25(fts, 0.0, 1.0) FROM fts WHERE fts MATCH ?", (expr,)
+                ).fetchall()
+                in_title: set[int] = set()
+                if title_expr is not None and rows:
+                    title_match = f"{{title}} : ({title_expr})"
+                    found = db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (title_match,))
+                    in_title = {r for (r,) in found}
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc
@@ -265,14 +262,7 @@ class SearchIndex:
             except sqlite3.DatabaseError as exc:
                 raise IndexBroken(str(exc)) from exc
             ids = self._ids
-            return [Hit(ids[r], s) for r, s in rows if r in ids]
-
-    def count(self, expr: str) -> int:
-        with self._lock:
-            db = self._connect()
-            return int(
-                db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (expr,)).fetchone()[0]
-            )
+            return [Hit(ids[r], s, r in in_title) for r, s in rows if r in ids]
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -289,6 +279,25 @@ class SearchIndex:
         with self._lock:
             db = self._connect()
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def note_words(doc: Doc, text: str) -> tuple[str, str]:
+    """(title, body) of a note as search sees it, before folding: the title and file name; the
+    frontmatter values (text the owner wrote too: exit criteria, next actions) and the body.
+    recall's -word exclusion reads the same text, so both tools drop the same notes."""
+    fm_words = " ".join(_strings(doc.frontmatter))
+    return f"{doc.title} {doc.stem}", f"{fm_words}\n{_body_without_title(doc, text)}"
+
+
+def _body_without_title(doc: Doc, text: str) -> str:
+    """The body, without the H1 line the title came from: the title column holds it already."""
+    body = text[doc.body_start :]
+    if doc.h1 is None or doc.h1 != doc.title:
+        return body
+    for m in HEADING.finditer(body):
+        if len(m.group(1)) == 1 and m.group(2).strip() == doc.h1:
+            return body[: m.start()] + body[m.end() :]
+    return body
 
 
 def _strings(value: object) -> list[str]:

@@ -79,7 +79,12 @@ def parse(query: str) -> ParsedQuery:
             tokens = [(w, pre or len(w) >= 3)]
         pq.terms.append(Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens))
     if not pq.positive and not (pq.tags or pq.types or pq.paths):
-        raise SearchError("the query only excludes; add at least one word to look for")
+        if pq.terms:
+            raise SearchError("the query only excludes; add at least one word to look for")
+        raise SearchError(
+            "the query has no words to look for, only punctuation (which is not indexed); "
+            "give words, e.g. 'CRDT 离线同步'"
+        )
     return pq
 
 
@@ -102,6 +107,13 @@ def fts_expression(pq: ParsedQuery) -> str | None:
     return expr
 
 
+def title_expression(pq: ParsedQuery) -> str | None:
+    """The words looked for, without exclusions: a note whose title holds them all ranks higher
+    (an exclusion applies to the whole note, in fts_expression, never to the title alone)."""
+    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    return " AND ".join(pos) if pos else None
+
+
 def term_regex(term: Term) -> re.Pattern[str]:
     """Where a term occurs in folded text (for snippets and title checks)."""
     folded = fold(term.text)
@@ -117,6 +129,17 @@ def term_regex(term: Term) -> re.Pattern[str]:
     if term.tokens and term.tokens[-1][1] and not CJK.fullmatch(term.tokens[-1][0]):
         pieces[-1] += r"\w*"  # the prefix match the index made
     return re.compile(r"[\W_]*".join(pieces))
+
+
+def excluded(pq: ParsedQuery, text: str) -> bool:
+    """The one `-word` rule where the index cannot apply it (recall): the note is dropped when a
+    negated term occurs anywhere in `text`, folded as the index folds it (NFKC, case), a plain
+    word matching its longer forms as the index's prefix match does."""
+    negated = [term_regex(t) for t in pq.terms if t.negated]
+    if not negated:
+        return False
+    folded = fold(text)
+    return any(rx.search(folded) for rx in negated)
 
 
 def matches_title(pq: ParsedQuery, title: str) -> bool:

@@ -2,25 +2,50 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .docs import decode
-from .query import Entry, QueryError, fingerprint, page, read_cursor
-from .search_query import SearchError, fts_expression, parse, snippets
+from .query import Entry, QueryError, fingerprint, in_folder, page, read_cursor
+from .search import Hit
+from .search_query import SearchError, fts_expression, parse, snippets, title_expression
 from .vault import Vault
 
 
 def keep_entry(e: Entry, types: list[str], folders: list[str], tags: list[str]) -> bool:
     if types and e.type not in types:
         return False
-    if folders and not any(e.doc.path.startswith(f.strip("/") + "/") or e.doc.path.startswith(f)
-                           for f in folders):  # fmt: skip
+    if folders and not any(in_folder(e.doc.path, f) for f in folders):
         return False
     if tags:
         for t in tags:
             if t.casefold().lstrip("#").rstrip("/") not in e.tagkeys:
                 return False
     return True
+
+
+TITLE_WEIGHT = 0.6  # a title holding every word: worth 60% of the best body match of the query
+RECENCY = 0.1  # a note changed today scores up to 10% better: a tie-break, not a ranking
+
+
+def rank(hits: list[Hit], entries: dict[str, Entry], now: float) -> list[Entry]:
+    """Matching notes, best first. The body's bm25 is scaled by the query's best body score
+    (1.0 = the best match in the vault), a title holding every word adds TITLE_WEIGHT: a strong
+    weight, not a tier, so the note all about a word outranks short notes that only carry it in
+    their title. The scale is taken over every hit, before filters, so a filtered list keeps the
+    unfiltered order."""
+    best = min((h.body for h in hits), default=0.0)  # bm25 is negative: lower is better
+    scored: list[tuple[float, str, Entry]] = []
+    for h in hits:
+        e = entries.get(h.path)
+        if e is None:
+            continue
+        score = (h.body / best if best < 0 else 0.0) + (TITLE_WEIGHT if h.title else 0.0)
+        age_days = max(0.0, now - e.modified_ns / 1e9) / 86400
+        score *= 1.0 + RECENCY * max(0.0, 1.0 - age_days / 365)
+        scored.append((-score, h.path, e))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    return [e for _, _, e in scored]
 
 
 def search_text(
@@ -50,31 +75,22 @@ def search_text(
     expr = fts_expression(pq)
     fp = fingerprint("s", query, type, folder, tags)
     off = read_cursor(cursor, fp)
-    filtered = bool(types or folders or want_tags)
     if expr is None:  # filters only: newest first
         ranked = sorted(
             (e for e in entries.values() if keep_entry(e, types, folders, want_tags)),
-            key=lambda e: -e.doc.mtime_ns,
+            key=lambda e: (-e.modified_ns, -e.doc.mtime_ns),
         )
         total = len(ranked)
     else:
         try:
-            in_title = vault.search.query(expr, title_only=True)
-            # Unfiltered, only the top of the ranking is needed; filtered, every match is.
-            body = vault.search.query(expr, limit=None if filtered else off + limit + len(in_title))
-            total = len(body) if filtered else vault.search.count(expr)
+            found = vault.search.query(expr, title_expression(pq))
         except ValueError as exc:
             raise QueryError(
                 f'{exc}. Simplify the query: plain words, "phrases", -exclusions'
             ) from exc
-        title_paths = {h.path for h in in_title}
-        ordered = [*in_title, *(h for h in body if h.path not in title_paths)]
-        ranked = [
-            e for h in ordered
-            if (e := entries.get(h.path)) is not None and keep_entry(e, types, folders, want_tags)
-        ]  # fmt: skip
-        if filtered:
-            total = len(ranked)
+        ranked = rank(found, entries, time.time())
+        ranked = [e for e in ranked if keep_entry(e, types, folders, want_tags)]
+        total = len(ranked)
 
     items = []
     for e in ranked[off : off + limit]:
@@ -83,7 +99,7 @@ def search_text(
             "folder": e.doc.folder,
             "title": e.doc.title,
             "type": e.type,
-            "modified": e.doc.mtime.isoformat(timespec="seconds"),
+            "modified": e.modified.isoformat(timespec="seconds"),
             "hash": e.doc.hash,
             "tags": list(e.doc.tags),
         }

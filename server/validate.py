@@ -7,14 +7,16 @@ write (with a hint that says how to fix it); a problem that was already there is
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .config import Config, DocType
 from .dates import as_date
-from .docs import Doc
+from .docs import Doc, to_json
 from .links import Link
 from .query import classify
 
@@ -73,15 +75,15 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
         for f in t.dates:
             v = fm.get(f)
             if v not in (None, "") and as_date(v) is None:
-                out.append(Problem("bad_date", f, f"{f}: {v!r} is not a date",
+                out.append(Problem("bad_date", f, f"{f}: {shown(v)} is not a date",
                                    f"write {f} as YYYY-MM-DD"))  # fmt: skip
         for f, allowed in t.values.items():
             v = fm.get(f)
             vals = v if isinstance(v, list) else [v]
             for x in vals:
                 if x not in (None, "") and str(x) not in {str(a) for a in allowed}:
-                    out.append(Problem("bad_value", f"{f}={x}", f"{f}: {x!r} is not allowed",
-                                       f"use one of: {', '.join(map(str, allowed))}"))  # fmt: skip
+                    out.append(Problem("bad_value", f"{f}={x}", f"{f}: {shown(x)} is not allowed",
+                                       f"use one of: {', '.join(shown(a, quote=False) for a in allowed)}"))  # fmt: skip
         if t.filename:
             name = doc.path.rsplit("/", 1)[-1]
             if not filename_regex(t.filename).match(name):
@@ -94,6 +96,14 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
                 out.append(Problem("unknown_tag", tag.casefold(), f"tag {tag!r} is not in the vocabulary",
                                    closest_tags(tag, config)))  # fmt: skip
     return out
+
+
+def shown(value: Any, quote: bool = True) -> str:
+    """A frontmatter value as the owner writes it in YAML (false, null, 2026-10-02), never as
+    Python prints it (False, None, datetime.date(...)); text quoted unless `quote` is off."""
+    if isinstance(value, str):
+        return repr(value) if quote else value
+    return json.dumps(to_json(value), ensure_ascii=False, default=str)
 
 
 def closest_tags(tag: str, config: Config) -> str:

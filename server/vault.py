@@ -19,6 +19,7 @@ from .config import Config, ConfigProblem, ConfigStore
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .gitrepo import state_dir
 from .journal import Journal
+from .modified import ModifiedTimes
 from .parsecache import ParseCache
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .query import Entry, classify
@@ -48,11 +49,12 @@ class Vault:
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
         self._glob_warnings: tuple[Config, list[str]] | None = None
-        self._entries_key: tuple[int, int] | None = None
+        self._entries_key: tuple[int, int, int] | None = None
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
         self.index = DocIndex(self.root, cache=ParseCache(self.state / "parsed.sqlite"))
+        self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
         self._semantic: SemanticIndex | None = None
@@ -144,8 +146,15 @@ class Vault:
             self._want(), want_key=self._policy_key, target_ok=pol.target_allowed
         )
         gen = self.index.generation
+        version, commits, dirty = self.modified.current(gen, self.index.changes_since)
+
+        def modified(doc: Doc) -> int:
+            if doc.path in dirty:
+                return doc.mtime_ns
+            return commits.get(doc.path, doc.mtime_ns)
+
         with self._lock:
-            if self._entries_key == (gen, id(cfg)):
+            if self._entries_key == (gen, id(cfg), version):
                 return self._entries
             changed = (
                 self.index.changes_since(self._entries_key[0])
@@ -153,7 +162,7 @@ class Vault:
                 else None
             )
             if changed is None:  # first call, a new config, or too far behind: classify all
-                fresh = {path: classify(doc, cfg) for path, doc in docs.items()}
+                fresh = {path: classify(doc, cfg, modified(doc)) for path, doc in docs.items()}
             else:
                 fresh = dict(self._entries)
                 for path in changed:
@@ -161,8 +170,12 @@ class Vault:
                     if doc is None:
                         fresh.pop(path, None)
                     else:
-                        fresh[path] = classify(doc, cfg)
-            self._entries, self._entries_key = fresh, (gen, id(cfg))
+                        fresh[path] = classify(doc, cfg, modified(doc))
+                if self._entries_key and version != self._entries_key[2]:  # a commit: re-date
+                    for path, e in fresh.items():
+                        if e.modified_ns != modified(e.doc):
+                            fresh[path] = classify(e.doc, cfg, modified(e.doc))
+            self._entries, self._entries_key = fresh, (gen, id(cfg), version)
             return self._entries
 
     def searchable_entries(self) -> dict[str, Entry]:
@@ -323,7 +336,11 @@ class Vault:
             res = read_note(self.root, vp.rel, vp.disk.relative_to(self.root).as_posix())
         except OSError as exc:
             raise VaultError("unreadable", f"cannot read {vp.rel!r}: {exc.strerror}") from exc
-        return classify(res.doc, self.config), res
+        # dated like every listing when the note is as the last listing saw it (no refresh here:
+        # a read must not walk the vault); otherwise it changed since, so its mtime is right
+        known = self._entries.get(vp.rel)
+        when = known.modified_ns if known and known.doc.hash == res.doc.hash else None
+        return classify(res.doc, self.config, when), res
 
     def read_rules(self) -> tuple[str, str | None]:
         """(path, text) of the rules file, or text None if there is none."""

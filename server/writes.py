@@ -14,6 +14,7 @@ import inspect
 import re
 import typing
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -257,11 +258,7 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     new_doc = parse_doc(f.rel, new_text.encode("utf-8"))
     before, after = attachment_targets(old_doc.links), attachment_targets(new_doc.links)
     if before != after:
-        lost = sorted(set(before) - set(after))
-        added = sorted(set(after) - set(before))
-        parts = ([f"drops {', '.join(lost)}"] if lost else []) + (
-            [f"adds {', '.join(added)}"] if added else []
-        )
+        parts = _embed_changes(Counter(before), Counter(after))
         raise Rejected(
             "attachments_changed",
             f"replace_doc may not change the note's images or attachments: it {'; '.join(parts)}",
@@ -271,6 +268,25 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
         )
     f.text = new_text
     return Outcome(f.rel, subject=f"replace_doc: {f.rel}")
+
+
+def _embed_changes(before: Counter[str], after: Counter[str]) -> list[str]:
+    """What a replace did to the attachments, counted: dropping one of two identical embeds
+    is a change too, and says so."""
+    out = []
+    for target in sorted(before | after):
+        was, now = before[target], after[target]
+        if now == 0:
+            out.append(f"drops {target}")
+        elif was == 0:
+            out.append(f"adds {target}")
+        elif now < was:
+            out.append(
+                f"drops {'one' if was - now == 1 else was - now} of {was} embeds of {target}"
+            )
+        elif now > was:
+            out.append(f"embeds {target} {now} times instead of {was}")
+    return out
 
 
 def _prepare_tags(p: Plan, tags: list[str]) -> None:
@@ -639,6 +655,8 @@ def _merge(errors: list[Rejected]) -> Rejected:
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
     """Written means searchable: the doc index and the search index, before the tool returns."""
     for w in writes:
+        if w.new is None:  # the server never deletes; only owner actions do
+            continue
         path = vault.root / w.disk
         st = path.stat()
         doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)

@@ -103,3 +103,60 @@ def test_backlinks() -> None:
              "projects/engine.md": "nothing"}  # fmt: skip
     got = [(src, link.target) for src, link in idx.backlinks("people/Ada Lovelace.md", texts)]
     assert got == [("inbox/idea.md", "../people/Ada Lovelace.md"), ("index.md", "Ada Lovelace")]
+
+
+# Obsidian's documented form inside tables: the pipe is escaped so the table keeps its cells.
+TABLE = (
+    "| Link | Image |\n| --- | --- |\n"
+    "| [[Ada Lovelace\\|the countess]] | ![[diagram one.png\\|100]] |\n"
+    "| [[Ada Lovelace#Life\\|life]] | [[engine]] |\n"
+)
+
+
+def test_escaped_pipes_in_tables_are_alias_separators() -> None:
+    links = parse_links(TABLE)
+    got = [(lk.target, lk.heading, lk.alias, lk.embed) for lk in links]
+    assert got == [
+        ("Ada Lovelace", None, "the countess", False),
+        ("diagram one.png", None, "100", True),
+        ("Ada Lovelace", "Life", "life", False),
+        ("engine", None, None, False),
+    ]
+    idx = LinkIndex(FILES)
+    assert [idx.resolve(lk, "index.md") for lk in links[:3]] == [
+        "people/Ada Lovelace.md",
+        "img/diagram one.png",
+        "people/Ada Lovelace.md",
+    ]
+
+
+def test_a_move_keeps_the_escaped_pipe_of_a_table_link() -> None:
+    moves = {"people/Ada Lovelace.md": "archive/Ada King.md", "img/diagram one.png": "img/d1.png"}
+    out = move(TABLE, "index.md", moves)
+    assert "| [[Ada King\\|the countess]] | ![[d1.png\\|100]] |" in out
+    assert "| [[Ada King#Life\\|life]] | [[engine]] |" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "linked"),
+    [
+        # a run closes only on a run of the same length
+        ("``a ` [[Ada Lovelace]] ``` [[engine]] `` b", []),
+        ("`` x ``` y `` [[Ada Lovelace]]", ["Ada Lovelace"]),
+        # an unmatched run is literal text: the links after it are links
+        ("x ``` not closed [[Ada Lovelace]]", ["Ada Lovelace"]),
+        # never across a blank line
+        ("`open\n\n[[Ada Lovelace]] and `x`", ["Ada Lovelace"]),
+        ("`one line\nnext` [[engine]]", ["engine"]),
+        # the help vault's table: `` ``` `` is one span, the links after it are links
+        (
+            "| `==Text==` | [[Ada Lovelace\\|Highlights]] |\n"
+            "| `` ``` `` | [[engine#Code blocks\\|Code blocks]] |\n"
+            "| `- [ ]` | [[三体#Task lists\\|Incomplete task]] |\n"
+            "| `> [!note]` | [[index]] |\n",
+            ["Ada Lovelace", "engine", "三体", "index"],
+        ),
+    ],
+)
+def test_code_spans_as_commonmark_has_them(text: str, linked: list[str]) -> None:
+    assert [lk.target for lk in parse_links(text)] == linked

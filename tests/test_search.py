@@ -70,9 +70,11 @@ async def test_snippets_mark_terms_and_results_have_metadata(
 
 
 async def test_title_match_ranks_above_body_match(connect: Any, make_vault: Any) -> None:
+    # The title is a strong weight, not a tier (test_real_vault has the body that wins).
     root = make_vault({
         "a.md": "# Notes\n" + "raft consensus raft consensus raft leader election\n" * 5,
-        "b.md": "# Raft\nshort note\n",
+        "b.md": "# Raft\nraft in short: a leader and a log\n",
+        "c.md": "# Other\nnothing here\n",
     })  # fmt: skip
     async with connect(root) as s:
         assert (await hits(s, "raft"))[0] == "b.md"

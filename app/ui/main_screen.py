@@ -18,6 +18,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from server.gitrepo import operation_in_progress
+
 from .. import owner_flows as flows
 from ..actions import ActionError
 from ..diffview import render_lines
@@ -38,7 +40,8 @@ from .header import StatusHeader
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
-from .timeline import KIND_STYLE, Timeline
+from .revert_dialog import BlockersModal
+from .timeline import KIND_STYLE, REVERTED_MARK, Timeline
 
 if TYPE_CHECKING:
     from .dashboard import Dashboard
@@ -78,6 +81,12 @@ class MainScreen(Screen[None]):
         Binding("g", "tags", "Tags"),
         Binding("dollar_sign", "cost", "Cost"),
         Binding("c", "connect", "Connect"),
+        Binding(
+            "A",
+            "abort_git",
+            "Abort git op",
+            tooltip="abort the merge, revert or rebase git is in the middle of",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -88,6 +97,7 @@ class MainScreen(Screen[None]):
         self.context_lines = 3
         self._selected: str | None = None
         self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
+        self._select_next: str | None = None  # the row of a commit an owner action just made
 
     @property
     def dash(self) -> Dashboard:
@@ -115,6 +125,8 @@ class MainScreen(Screen[None]):
             if self.dash.feed.rows is not self._shown:
                 self.refill()
             self.show_header()
+            with contextlib.suppress(ScreenStackError):
+                self.refresh_bindings()  # A (abort) shows only while git is mid-operation
 
     def show_header(self) -> None:
         self.query_one(StatusHeader).show(self.dash.header_facts())
@@ -138,6 +150,15 @@ class MainScreen(Screen[None]):
         """Show the rows the filters let through; the cursor stays on the row it was on."""
         self._shown = self.dash.feed.rows
         self.query_one("#timeline", Timeline).set_rows(self.visible_rows())
+        self._select_made()
+
+    def _select_made(self) -> None:
+        """Put the cursor on the commit an owner action just made, once its row is shown (the
+        owner's next key, r to undo it, acts on what they made)."""
+        t = self.query_one("#timeline", Timeline)
+        if self._select_next is not None and (at := t.index_of(self._select_next)) is not None:
+            self._select_next = None
+            t.move_to(at)
 
     # -- the detail pane --------------------------------------------------------------------------
 
@@ -240,10 +261,9 @@ class MainScreen(Screen[None]):
         self.dash.push_screen(ConnectModal(snippets(self.dash.root, url)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "revert":
-            row = self._row(self._selected)
-            return True if row is not None and flows.revertable(row.commit) else None
-        return True
+        if action == "abort_git":  # shown only while git is in the middle of something
+            return operation_in_progress(self.dash.root) is not None
+        return True  # r on any row: when it cannot revert, it says why
 
     # -- the owner's actions ----------------------------------------------------------------------
 
@@ -258,6 +278,8 @@ class MainScreen(Screen[None]):
         if out.ok:
             assert out.sha is not None
             self.notify(out.message, timeout=4)
+            self._select_next = f"c:{out.sha}"
+            self._select_made()  # the poll may have shown its row already
             self.post_message(VaultChanged(out.sha))
         else:
             self.notify(out.message, title=out.title, severity=out.severity, timeout=8)
@@ -265,22 +287,35 @@ class MainScreen(Screen[None]):
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:
         row = self._row(self._selected)
-        if row is None or row.commit is None or not flows.revertable(row.commit):
-            self.notify(
-                "select an AI commit (or a move, create or delete) to revert", severity="warning"
-            )
+        c = row.commit if row is not None else None
+        if c is None or not flows.revertable(c):
+            self.notify(flows.why_not_revertable(c), title="cannot revert", severity="warning")
             return
         root = self.dash.root
-        preview = await asyncio.to_thread(flows.revert_preview, root, row.commit)
-        if not await self._confirm(preview):
+        try:
+            preview = await asyncio.to_thread(flows.revert_preview, root, c)
+        except ActionError as exc:  # already reverted, nothing to undo, git busy
+            self.notify(str(exc), title="nothing reverted", severity="warning", timeout=8)
             return
-        out = await asyncio.to_thread(flows.revert_commits, root, [row.commit.sha])
-        while out.then is not None:  # later commits in the way: the owner may revert them too
-            ask, shas = out.then
-            if not await self._confirm(ask):
+        if isinstance(preview, flows.Blocked):
+            shas = await self.dash.push_screen_wait(BlockersModal(preview))
+            if not shas:
                 return
-            out = await asyncio.to_thread(flows.revert_commits, root, shas)
-        self._done(out)
+        elif await self._confirm(preview):
+            shas = [c.sha]
+        else:
+            return
+        self._done(await asyncio.to_thread(flows.revert_commits, root, shas))
+
+    @work(exclusive=True, group="revert")
+    async def action_abort_git(self) -> None:
+        busy = operation_in_progress(self.dash.root)
+        if busy is None:
+            self.notify("git is not in the middle of anything", timeout=4)
+            return
+        if await self._confirm(flows.abort_preview(busy[1], busy[0])):
+            self._done(await asyncio.to_thread(flows.abort_git, self.dash.root))
+            self.post_message(VaultChanged(""))
 
     def _selected_file(self) -> str:
         row = self._row(self._selected)
@@ -357,6 +392,13 @@ def commit_header(row: Row) -> list[Content]:
         lines.append(Content(f"tool {c.tool} · client {c.client}"))
     if c.action:
         lines.append(Content(f"action {c.action}"))
+    if c.reverts:
+        lines.append(Content(f"reverts {', '.join(s[:8] for s in c.reverts)}"))
+    if row.reverted_by:
+        lines.append(
+            Content.styled(f"{REVERTED_MARK} by {row.reverted_by[:8]}", "bold $text-warning")
+            + Content(f" (r on {row.reverted_by[:8]} brings this change back)")
+        )
     return lines
 
 

@@ -29,6 +29,7 @@ KIND_STYLE = {
     "move": "bold $text-accent", "create": "bold $text-accent", "remove": "bold $text-accent",
 }  # fmt: skip
 HEADINGS = ("time", "kind", "who", "paths", "summary")
+REVERTED_MARK = "↺ reverted"
 
 
 def widths(total: int) -> list[int]:
@@ -46,8 +47,11 @@ def when(t: datetime, now: datetime) -> str:
 
 def cells(row: Row, now: datetime) -> list[Content]:
     paths = ", ".join(row.paths[:2]) + (f" +{len(row.paths) - 2}" if len(row.paths) > 2 else "")
+    summary = Content(row.summary.replace("\n", " "))
+    if row.reverted_by:  # undone already: the mark says so before anything else on the line
+        summary = Content.styled(f"{REVERTED_MARK} ", "bold $text-warning") + summary
     return [Content(when(row.time, now)), Content.styled(row.kind, KIND_STYLE.get(row.kind, "")),
-            Content(row.who), Content(paths), Content(row.summary.replace("\n", " "))]  # fmt: skip
+            Content(row.who), Content(paths), summary]  # fmt: skip
 
 
 class Timeline(ScrollView, can_focus=True):
