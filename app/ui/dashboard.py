@@ -77,6 +77,22 @@ class Dashboard(App[None]):
         self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
         self.poll()
         self.set_interval(self.poll_seconds, self.poll)
+        if self.supervisor is not None and self.supervisor.phase == "idle":
+            self.start_server()  # after the first paint: the header says "starting" meanwhile
+
+    @work(thread=True, group="server", exit_on_error=False)
+    def start_server(self) -> None:
+        """Start the server child without holding up the first screen (its imports alone take
+        a second or more); a failure is shown in the header and a notice, not a blank exit."""
+        assert self.supervisor is not None
+        try:
+            self.supervisor.start()
+        except RuntimeError as exc:
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.call_from_thread(
+                    self.notify, str(exc), title="vault server", severity="error", timeout=30
+                )
+        self.post_message(FeedChanged())  # the header shows the new state
 
     def watch_theme(self, theme: str) -> None:
         """Remembered per user: the next start uses the theme chosen last (palette or --theme)."""
@@ -126,7 +142,11 @@ class Dashboard(App[None]):
         sup = self.supervisor
         server = None
         if sup is not None:
-            server = ServerState("up" if sup.alive else "down", sup.url, sup.restarts)
+            if sup.phase in ("idle", "starting", "failed"):
+                phase = "starting" if sup.phase == "idle" else sup.phase
+                server = ServerState(phase, sup.url, sup.restarts, sup.why)
+            else:
+                server = ServerState("up" if sup.alive else "down", sup.url, sup.restarts)
         cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
         events = self.feed.events
         return HeaderFacts(
