@@ -84,6 +84,16 @@ class StdioServer:
             self.proc.wait()
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far: the work itself, which on a
+    shared, loaded machine says more than wall time (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def one_start(vault: Path, src: Path, first: str) -> dict[str, float]:
     """Spawn, initialize, then `first` as the very first tool call, then the others (warm-ish)."""
     s = StdioServer(vault, src)
@@ -98,6 +108,7 @@ def one_start(vault: Path, src: Path, first: str) -> dict[str, float]:
             },
         )
         out["initialize"] = time.perf_counter() - s.t0
+        out["initialize_cpu"] = cpu_s(s.proc.pid)
         s.notify("notifications/initialized")
         order = [c for c in CALLS if c[0] == first] + [c for c in CALLS if c[0] != first]
         for name, args in order:
@@ -106,6 +117,8 @@ def one_start(vault: Path, src: Path, first: str) -> dict[str, float]:
             if "error" in r or r["result"].get("isError"):
                 raise RuntimeError(f"{name} failed: {str(r)[:300]}")
             out[name if name == first else f"then_{name}"] = time.perf_counter() - t
+            if name == first:
+                out[f"{first}_cpu"] = cpu_s(s.proc.pid) - out["initialize_cpu"]
     finally:
         s.close()
     return out
@@ -121,6 +134,7 @@ def run(vault: Path, src: Path, runs: int = 3) -> dict[str, float]:
     """Medians over `runs` fresh processes per figure."""
     res: dict[str, float] = {}
     inits: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
     one_start(vault, src, "list_docs")  # make the caches current
     for cache in ("warm", "cold"):
         for first, _ in CALLS:
@@ -132,10 +146,16 @@ def run(vault: Path, src: Path, runs: int = 3) -> dict[str, float]:
             inits.setdefault(cache, []).extend(x["initialize"] for x in samples)
             res[f"{cache}_initialize_s"] = statistics.median(inits[cache])
             res[f"{cache}_first_{first}_s"] = statistics.median(x[first] for x in samples)
+            cpus.setdefault(cache, []).extend(x["initialize_cpu"] for x in samples)
+            res[f"{cache}_initialize_cpu_s"] = statistics.median(cpus[cache])
+            res[f"{cache}_first_{first}_cpu_s"] = statistics.median(
+                x[f"{first}_cpu"] for x in samples
+            )
             print(
                 f"  {cache} cache: spawn to initialize {statistics.median(x['initialize'] for x in samples) * 1e3:6.0f} ms;"
                 f" first {first:<12} {res[f'{cache}_first_{first}_s'] * 1e3:6.0f} ms"
-                f" (median of {runs})",
+                f" (median of {runs}; CPU {statistics.median(x['initialize_cpu'] for x in samples) * 1e3:.0f}"
+                f" + {res[f'{cache}_first_{first}_cpu_s'] * 1e3:.0f} ms)",
                 flush=True,
             )
     one_start(vault, src, "list_docs")  # leave the caches current for whoever runs next
