@@ -45,8 +45,8 @@ class Row:
 
 
 def commit_row(c: Commit) -> Row:
-    if c.is_ai:
-        kind, who = "ai", f"{(c.client or '?').split('/')[0]} · {c.tool}"
+    if c.is_ai:  # the tool is in the summary (the subject starts with it): said once
+        kind, who = "ai", (c.client or "?").split("/")[0]
     else:
         kind, who = (c.action or "human"), c.author
     return Row(f"c:{c.sha}", c.time, kind, who, c.files, c.subject, commit=c)
@@ -67,7 +67,7 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
     tool = e.get("tool") or ""
     paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
     if kind == "conflict":
-        summary = f"hash conflict: expected {e.get('expected')}, file is {e.get('actual')}"
+        summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
         summary = f"{e.get('code')}: {e.get('message', '')}"
     elif kind == "noop":
@@ -86,8 +86,9 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         summary = (
             "config reloaded" if e.get("ok") else f"config error: {'; '.join(e.get('errors', []))}"
         )
-    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind,
-               f"{client} · {tool}" if tool else client, paths, summary, event=e)  # fmt: skip
+    if tool:  # the tool once, in the summary, as an AI commit's subject has it
+        summary = f"{tool}: {summary}"
+    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind, client, paths, summary, event=e)
 
 
 FIRST_COMMITS = 400  # read at start; the rest of the history follows in the background

@@ -165,3 +165,47 @@ def reverted_by(commits: Iterable[Commit]) -> dict[str, str]:
         if by is not None:
             out[sha] = by
     return out
+
+
+def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
+    """Lines added and removed by each commit (binary files count 0), through one
+    `git diff-tree --stdin`: the timeline asks only for the rows it draws."""
+    if not shas:
+        return {}
+    args = ["diff-tree", "--stdin", "-r", "--numstat", "--root", "--no-renames"]
+    out = _git(root, *args, input=("\n".join(shas) + "\n").encode()).decode("utf-8", "replace")
+    counts: dict[str, tuple[int, int]] = {sha: (0, 0) for sha in shas}
+    current = None
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 1 and line in counts:
+            current = line
+        elif current is not None and len(parts) >= 3:
+            added, removed = counts[current]
+            counts[current] = (
+                added + (int(parts[0]) if parts[0].isdigit() else 0),
+                removed + (int(parts[1]) if parts[1].isdigit() else 0),
+            )
+    return counts
+
+
+def file_versions(root: Path, path: str, limit: int = 30) -> list[tuple[Commit, str]]:
+    """The newest commits that changed `path`, newest first, each with the file's text after
+    it ("" where it deleted the file): what a conflict's detail compares."""
+    try:
+        out = _git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path)
+    except RuntimeError:
+        return []
+    commits = []
+    for rec in out.decode("utf-8", "replace").split(RECORD)[1:]:
+        parts = [p.strip() for p in rec.split(FIELD)]
+        if len(parts) < 8:
+            continue
+        sha, an, ae, at, subject, tool, client, action = parts[:8]
+        when = datetime.fromtimestamp(int(at), UTC)
+        commit = Commit(
+            sha, an, ae, when, subject, tool or None, client or None, action or None, (path,)
+        )
+        commits.append(commit)
+    texts = _cat(root, [f"{c.sha}:{path}" for c in commits])
+    return list(zip(commits, texts, strict=True))

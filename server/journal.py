@@ -9,12 +9,18 @@ it can follow the file.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from .gitrepo import make_state_dir
+
+log = logging.getLogger("vaultwatch.journal")
 
 SCHEMA_VERSION = 1
 
@@ -23,8 +29,8 @@ SCHEMA_VERSION = 1
 KINDS: dict[str, tuple[str, ...]] = {
     "server_started": ("transport", "read_only", "version"),
     "server_stopped": ("reason",),
-    "read": ("tool", "paths", "chars"),
-    "commit": ("tool", "paths", "sha", "chars"),
+    "read": ("tool", "paths", "chars", "tokens"),
+    "commit": ("tool", "paths", "sha", "chars", "tokens"),
     "noop": ("tool", "paths"),
     "conflict": ("tool", "path", "expected", "actual"),
     "rejected": ("tool", "paths", "code", "message", "hint", "diff"),
@@ -35,6 +41,23 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 
 MAX_DIFF_BYTES = 8 * 1024
+
+
+# Chinese, Japanese and Korean script: about one token a character, where Latin text takes about
+# four characters a token; counting both alike put a Chinese result at a quarter of its cost.
+_WIDE = re.compile(
+    "[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f"
+    "\uff00-\uff60\uffe0-\uffe6\U00020000-\U0003fffd]"
+)
+TOKEN_RULE = (
+    "estimate: a Chinese, Japanese or Korean character ≈ 1 token, other text 4 chars ≈ 1 token"
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens a model reads for `text`, roughly (see TOKEN_RULE): no tokenizer is loaded."""
+    latin = len(_WIDE.sub("", text))
+    return (len(text) - latin) + (latin + 3) // 4
 
 
 def now_iso() -> str:
@@ -70,12 +93,17 @@ class Journal:
         }
         event.update(fields)
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            make_state_dir(self.path.parent)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # The journal records the work; it is not the work. A broken one (a directory in
+            # its place, a full disk) never turns a tool's outcome, or a commit, into a failure.
+            log.warning("journal not written (%s): %s event lost", exc, kind)
         return event
 
 

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from . import __version__
 from .context import build_context
+from .journal import estimate_tokens
 from .query import (
     Filters,
     QueryError,
@@ -46,9 +47,10 @@ from .results import (
     SearchResult,
     WriteOut,
 )
+from .search import IndexUnavailable
 from .text_search import search_text as run_search
 from .vault import Vault, VaultError
-from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, apply, result_for
+from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, after_commit, apply, result_for
 
 log = logging.getLogger("vaultwatch.tools")
 
@@ -131,7 +133,13 @@ class ToolKit:
         data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
         self.vault.journal.append(
-            kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text), **event
+            kind,
+            client=client_name(ctx),
+            tool=tool,
+            paths=paths,
+            chars=len(text),
+            tokens=estimate_tokens(text),
+            **event,
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data
@@ -176,13 +184,18 @@ class ToolKit:
             }  # fmt: skip
         else:
             data = result_for(res)
-        if res.commit is not None:
-            self.vault.semantic_after_write(res.paths)
-            created = [o.path for o in res.outcomes if o.created]
-            if created and tool in ("create_doc", "batch"):
-                data["similar"] = similar_notes(self.vault, created) or None
         if res.commit is None:
             return self.result(ctx, tool, data, res.paths, kind="noop")
+        # The commit exists: whatever fails from here is reported beside it, never instead.
+        after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
+        created = [o.path for o in res.outcomes if o.created]
+        if created and tool in ("create_doc", "batch"):
+
+            def similar() -> None:
+                data["similar"] = similar_notes(self.vault, created) or None
+
+            after_commit(res, "similar notes", similar)
+        data["after_commit"] = res.after_commit or None
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 
     def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -193,8 +206,14 @@ class ToolKit:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 ctx = kwargs.get("ctx")
                 try:
-                    return fn(*args, **kwargs)
-                except (VaultError, QueryError, ReadError) as exc:
+                    self.vault.check_present()
+                    try:
+                        return fn(*args, **kwargs)
+                    finally:
+                        # Embedding starts with the first tool call (after the handshake) but
+                        # never delays its answer; recall itself starts it too.
+                        self.vault.start_semantic_soon()
+                except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
                     message = getattr(exc, "message", None) or str(exc)
                     code = getattr(exc, "code", "bad_arguments")
                     self.vault.journal.append(
@@ -219,10 +238,6 @@ class ToolKit:
                         f"{tool} failed inside the server ({type(exc).__name__}); nothing was "
                         "changed. Tell the owner: the details are in the vaultwatch journal."
                     ) from exc
-                finally:
-                    # Embedding starts with the first tool call (after the handshake) but never
-                    # delays its answer; recall itself starts it too.
-                    self.vault.start_semantic_soon()
 
             return wrapper
 

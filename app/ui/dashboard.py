@@ -39,8 +39,9 @@ class Dashboard(App[None]):
         Path(__file__).with_name("dashboard.tcss")
     )  # absolute: subclasses live elsewhere
     TITLE = "vaultwatch"
-    # under 120 cells the timeline and the diff stack (lazygit does the same), side by side above
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # under 160 cells the timeline and the diff stack (lazygit does the same), side by side above,
+    # where the timeline (5/8) is as wide as a stacked one at 100 cells: widening never shows less
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="the keys of this screen"),
         Binding("q", "quit", "Quit"),

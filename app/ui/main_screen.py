@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from textual import events, on, work
 from textual.app import ComposeResult, ScreenStackError
@@ -34,14 +34,15 @@ from ..file_actions import (
     vault_files,
 )
 from ..history import commit_changes
-from ..supervisor import snippets
+from ..supervisor import connect_notes, snippets
+from .details import commit_header, event_detail
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header import StatusHeader
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
 from .revert_dialog import BlockersModal
-from .timeline import KIND_STYLE, REVERTED_MARK, Timeline
+from .timeline import Timeline
 
 if TYPE_CHECKING:
     from .dashboard import Dashboard
@@ -191,7 +192,7 @@ class MainScreen(Screen[None]):
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self.query_one("#detail", LinesView).update(event_detail(row))
+            self.query_one("#detail", LinesView).update(event_detail(row, self.dash.root))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
@@ -245,6 +246,10 @@ class MainScreen(Screen[None]):
         self.split = not self.split
         self.show_detail()
 
+    def on_resize(self, _: events.Resize) -> None:
+        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
+            self.call_after_refresh(self.show_detail)
+
     def action_context(self, delta: int) -> None:
         self.context_lines = max(0, min(50, self.context_lines + delta))
         self.show_detail()
@@ -258,7 +263,9 @@ class MainScreen(Screen[None]):
     def action_connect(self) -> None:
         sup = self.dash.supervisor
         url = sup.url if sup and sup.url else "http://127.0.0.1:8765/mcp"
-        self.dash.push_screen(ConnectModal(snippets(self.dash.root, url)))
+        self.dash.push_screen(
+            ConnectModal(snippets(self.dash.root, url), connect_notes(self.dash.root, url))
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "abort_git":  # shown only while git is in the middle of something
@@ -379,65 +386,3 @@ class MainScreen(Screen[None]):
         if await self._confirm(preview):
             done = f"deleted {path}"
             self._done(await asyncio.to_thread(flows.apply_plan, root, apply_remove, plan, done))
-
-
-def commit_header(row: Row) -> list[Content]:
-    c = row.commit
-    assert c is not None
-    lines = [
-        Content.styled(f"{c.short}  {c.subject}", "bold"),
-        Content(f"{c.author} <{c.email}>  {c.time.astimezone():%Y-%m-%d %H:%M:%S}"),
-    ]
-    if c.tool:
-        lines.append(Content(f"tool {c.tool} · client {c.client}"))
-    if c.action:
-        lines.append(Content(f"action {c.action}"))
-    if c.reverts:
-        lines.append(Content(f"reverts {', '.join(s[:8] for s in c.reverts)}"))
-    if row.reverted_by:
-        lines.append(
-            Content.styled(f"{REVERTED_MARK} by {row.reverted_by[:8]}", "bold $text-warning")
-            + Content(f" (r on {row.reverted_by[:8]} brings this change back)")
-        )
-    return lines
-
-
-def event_detail(row: Row) -> Content:
-    e: dict[str, Any] = row.event or {}
-    kind = e.get("kind")
-    lines = [
-        Content.styled(f"{kind}  {row.who}", "bold " + KIND_STYLE.get(row.kind, "")),
-        Content(f"{e.get('ts', '')} · pid {e.get('pid')}"),
-    ]
-    if kind == "rejected":
-        lines += [
-            Content.styled("reason", "bold"),
-            Content(f"{e.get('code')}: {e.get('message', '')}"),
-            Content.styled("hint given to the AI", "bold"),
-            Content(str(e.get("hint", ""))),
-            Content.styled("what it tried (not written)", "bold"),
-        ]
-        for line in str(e.get("diff", "")).splitlines():
-            style = (
-                "$text-success"
-                if line.startswith("+")
-                else "$text-error"
-                if line.startswith("-")
-                else ""
-            )
-            lines.append(Content.styled(line, style) if style else Content(line))
-    elif kind == "conflict":
-        lines += [
-            Content(f"path      {e.get('path')}"),
-            Content(f"AI read   {e.get('expected')}"),
-            Content(f"file now  {e.get('actual')}"),
-            Content(
-                "The note changed after the AI read it; nothing was written and the AI "
-                "was told to read it again."
-            ),
-        ]
-    else:
-        for k, v in e.items():
-            if k not in ("v",):
-                lines.append(Content(f"{k:>10}  {v}"))
-    return Content("\n").join(lines)
