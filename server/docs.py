@@ -668,7 +668,8 @@ class DocIndex:
             for p in dirty
             if (e := self._entries.get(p)) is not None
         ]
-        self._cache.save(put, [p for p in dirty if p not in self._entries])
+        if not self._cache.save(put, [p for p in dirty if p not in self._entries]):
+            self._dirty |= dirty  # not written now (a full disk, a long lock): next time
 
     LOG_GENERATIONS = 256
 

@@ -154,6 +154,12 @@ class ParseCache:
             try:
                 self._db = self._open_file()
                 return self._db
+            except sqlite3.OperationalError as exc:  # full disk, locked too long: not broken
+                log.warning("parse cache %s not opened now (%s)", self.path, exc)
+                return None
+            except OSError as exc:  # cannot even create the file (a full disk, read-only)
+                log.warning("parse cache %s not opened now (%s)", self.path, exc)
+                return None
             except sqlite3.Error as exc:
                 log.warning("parse cache %s unusable (%s); rebuilding it", self.path, exc)
                 if attempt == 2:
@@ -184,6 +190,9 @@ class ParseCache:
                         "SELECT path, disk, mtime_ns, size, ino, ctime_ns, data FROM notes"
                     ).fetchall()
                     return _decode_all(rows)
+                except sqlite3.OperationalError as exc:  # locked, I/O: not known to be broken
+                    log.warning("parse cache %s not read now (%s)", self.path, exc)
+                    return {}
                 except (sqlite3.Error, ValueError, TypeError) as exc:
                     log.warning("parse cache %s unreadable (%s); rebuilding it", self.path, exc)
                     self._discard()
@@ -191,10 +200,11 @@ class ParseCache:
                         self.disabled = True
             return {}
 
-    def save(self, put: list[Cached], gone: list[str]) -> None:
-        """Write changed notes and drop removed ones in one transaction; failures only log."""
+    def save(self, put: list[Cached], gone: list[str]) -> bool:
+        """Write changed notes and drop removed ones in one transaction. False when that could
+        not be done now (the caller keeps them for the next save); failures only log."""
         if not put and not gone:
-            return
+            return True
         rows: list[tuple[Any, ...]] = []
         for key, doc in put:
             data = _encode(doc)
@@ -205,7 +215,7 @@ class ParseCache:
         with self._lock:
             db = self._connect()
             if db is None:
-                return
+                return self.disabled  # a disabled cache takes nothing; otherwise try later
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
@@ -213,11 +223,19 @@ class ParseCache:
                     db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?)", rows)
                     db.execute("COMMIT")
                 except BaseException:
-                    db.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
                     raise
+            except sqlite3.OperationalError as exc:
+                # A full disk or another process holding the lock too long: the file is fine
+                # (and may be all the room there is); its stale rows never match a stat.
+                log.warning("parse cache %s not written now (%s)", self.path, exc)
+                return False
             except sqlite3.Error as exc:
                 log.warning("parse cache %s not written (%s); rebuilding it", self.path, exc)
                 self._discard()
+                return False
+            return True
 
     def close(self) -> None:
         with self._lock:
