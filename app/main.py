@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
             port = load_config(root).http_port or 0
         except ConfigError:
             port = 0
-    # Started by the app once its first screen is up (see Dashboard.start_server).
+    # the app starts the server after its first paint and says "starting server…" meanwhile
     sup = ServerSupervisor(root, port=port)
     cls = _demo_app() if args.demo else Dashboard
     app = cls(root, supervisor=sup, theme=args.theme)
@@ -67,11 +67,10 @@ def _demo_app() -> type:
 
         @work(exclusive=True, group="demo")
         async def drive(self) -> None:
-            assert self.supervisor is not None
-            while self.supervisor.phase in ("idle", "starting"):
-                await asyncio.sleep(0.05)  # the app starts the server after its first paint
-            if not self.supervisor.url:
-                return  # the header and a notice say why the server did not start
+            while self.server_phase == "starting":
+                await asyncio.sleep(0.1)
+            if self.supervisor is None or not self.supervisor.url:
+                return  # the header says why the server did not start
             await run_script(self.supervisor.url, self.supervisor.token,
                              say=lambda t: self.notify(t, title="assistant", timeout=3))  # fmt: skip
 

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from .docs import Doc
+from .gitrepo import state_file
 
 log = logging.getLogger("vaultwatch.parsecache")
 
@@ -126,9 +127,9 @@ class ParseCache:
         self.disabled = False  # set after the file failed even when new: the index just parses
 
     def _open_file(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # 0600 before SQLite sees it: its -wal and -shm files take the database file's mode.
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        # 0600 before SQLite sees it (its -wal and -shm files take the database file's mode);
+        # never recreates a vault folder that is gone
+        state_file(self.path)
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout = 5000")
