@@ -54,7 +54,12 @@ class ServerSupervisor:
     restarts: int = 0
     last_exit: int | None = None
     stderr_tail: list[str] = field(default_factory=list)
+    # "idle" until start(); "starting" while it waits for the URL; then "up" or "failed" (why
+    # says what the server printed): the dashboard paints first and shows this meanwhile.
+    phase: str = "idle"
+    why: str = ""
     _checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopped: bool = field(default=False, repr=False)
 
     @property
     def token_file(self) -> Path:
@@ -65,6 +70,16 @@ class ServerSupervisor:
         return self.token_file.read_text(encoding="utf-8").strip()
 
     def start(self, timeout: float = 60) -> str:
+        self.phase = "starting"
+        try:
+            url = self._start_on_a_port(timeout)
+        except RuntimeError as exc:
+            self.phase, self.why = "failed", str(exc)
+            raise
+        self.phase = "up"
+        return url
+
+    def _start_on_a_port(self, timeout: float) -> str:
         if self.port:
             return self._start(timeout)
         self.port = remembered_port(self.root)
@@ -78,11 +93,17 @@ class ServerSupervisor:
         return url
 
     def _start(self, timeout: float) -> str:
+        if self._stopped:  # the dashboard quit while this start was on its way
+            raise RuntimeError("vaultwatch-server was stopped before it started")
         cmd = [self.python, "-m", "server.cli", "--vault", str(self.root), "--http",
                f"127.0.0.1:{self.port}", "--exit-with-parent"]  # fmt: skip
         # its own process group, so stopping it also stops anything it started
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        p = self.proc
+        if self._stopped:  # stop() ran between the check above and Popen: this child too
+            self._kill()
+            raise RuntimeError("vaultwatch-server was stopped before it started")
         found = threading.Event()
 
         def follow(p: subprocess.Popen[str]) -> None:
@@ -95,12 +116,14 @@ class ServerSupervisor:
                     self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
                     found.set()
 
-        threading.Thread(target=follow, args=(self.proc,), daemon=True).start()
+        threading.Thread(target=follow, args=(p,), daemon=True).start()
         deadline = time.monotonic() + timeout
         while not found.wait(0.05):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
+            if self.proc is not p:  # stopped meanwhile (the dashboard quit)
+                raise RuntimeError("vaultwatch-server was stopped before it started")
+            if p.poll() is not None or time.monotonic() > deadline:
                 tail = "\n".join(self.stderr_tail[-5:])
-                self.stop()
+                self._kill()
                 raise RuntimeError(f"vaultwatch-server did not start: {tail}")
         assert self.url is not None
         return self.url
@@ -120,6 +143,11 @@ class ServerSupervisor:
             return True
 
     def stop(self, timeout: float = 10) -> None:
+        """Stop the child for good: a start still on its way gives up (the dashboard quit)."""
+        self._stopped = True
+        self._kill(timeout)
+
+    def _kill(self, timeout: float = 10) -> None:
         p, self.proc = self.proc, None
         if p is None or p.poll() is not None:
             return

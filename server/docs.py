@@ -14,7 +14,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -25,6 +25,9 @@ from .links import Link, code_spans, mask_code, parse_links
 
 if TYPE_CHECKING:  # the owner (the vault) hands in the watcher; only its type is named here
     from .watch import TreeWatcher
+
+if TYPE_CHECKING:
+    from .parsecache import Cached, ParseCache
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
 
@@ -438,6 +441,7 @@ class _Entry:
     size: int
     ino: int
     doc: Doc
+    ctime_ns: int = 0  # kept for the persisted cache's stricter key
 
 
 @dataclass
@@ -445,6 +449,7 @@ class ScanStats:
     files: int = 0
     parsed: int = 0
     removed: int = 0
+    cached: int = 0  # taken from the persisted parse cache instead of parsed
 
 
 class DocIndex:
@@ -463,8 +468,13 @@ class DocIndex:
     """
 
     def __init__(self, root: Path, want: Callable[[str, bool], bool] | None = None, *,
-                 watcher: Callable[[], TreeWatcher | None] | None = None) -> None:  # fmt: skip
+                 watcher: Callable[[], TreeWatcher | None] | None = None,
+                 cache: ParseCache | None = None) -> None:  # fmt: skip
         self.root = root
+        # Parsed notes persisted by earlier processes: read once, at the first walk.
+        self._cache = cache
+        self._seed: dict[str, Cached] | None = None
+        self._dirty: set[str] = set()  # paths whose persisted row is out of date
         self.want = want or (lambda rel, is_dir: True)
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
@@ -542,14 +552,25 @@ class DocIndex:
         old = self._entries.get(rel)
         if old and (old.mtime_ns, old.size, old.ino) == (st.st_mtime_ns, st.st_size, st.st_ino):
             return False
+        seeded = self._seed.pop(rel, None) if self._seed else None
+        if (
+            seeded is not None
+            and seeded.doc.disk == disk_rel
+            and seeded.key == (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        ):
+            self._entries[rel] = _Entry(*seeded.key[:3], seeded.doc, st.st_ctime_ns)
+            self._pending.add(rel)
+            stats.cached += 1
+            return True
         try:
             with open(os.path.join(self.root, disk_rel), "rb") as fh:
                 data = fh.read()
         except OSError:
             return False
         doc = parse_doc(rel, data, disk=disk_rel, mtime_ns=st.st_mtime_ns, full=False)
-        self._entries[rel] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
+        self._entries[rel] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc, st.st_ctime_ns)
         self._pending.add(rel)
+        self._dirty.add(rel)
         stats.parsed += 1
         return True
 
@@ -561,6 +582,7 @@ class DocIndex:
         for p in gone:
             del self._entries[p]
         self._pending.update(gone)
+        self._dirty.update(gone)
         stats.removed += len(gone)
         return bool(gone)
 
@@ -589,6 +611,8 @@ class DocIndex:
                 or self._symlinks or want_key != self._want_key
             )  # fmt: skip
             if full:
+                if self._cache is not None and self._seed is None:
+                    self._seed = self._cache.load()  # once per process, before the first walk
                 if w is not None:
                     w.broken = False  # watches already placed stay; the walk adds the rest
                 self._symlinks = False
@@ -599,6 +623,9 @@ class DocIndex:
                     seen.add(rel)
                     changed |= self._update(rel, disk_rel, st, stats)
                 changed |= self._drop_under("", seen, stats)
+                if self._seed:  # rows for notes gone, renamed or now private: delete them
+                    self._dirty.update(p for p in self._seed if p not in self._entries)
+                    self._seed = {}
             else:
                 assert changes is not None
                 for gone in changes.gone_dirs:
@@ -619,16 +646,37 @@ class DocIndex:
                     if fst is None:
                         if self._entries.pop(rel, None) is not None:
                             self._pending.add(rel)
+                            self._dirty.add(rel)
                             stats.removed += 1
                             changed = True
                     else:
                         changed |= self._update(rel, disk_rel, fst, stats)
             if changed:
                 self._bump()
+            self._flush()
             if self._docs is None:
                 self._docs = {k: e.doc for k, e in self._entries.items()}
             self.last = stats
             return self._docs
+
+    def _flush(self) -> None:
+        """Persist what changed since the last flush (held lock: one flush at a time)."""
+        if self._cache is None or not self._dirty:
+            return
+        from .parsecache import Cached
+
+        dirty, self._dirty = self._dirty, set()
+        put = [
+            # a note the server wrote was parsed in full: store what a walk would have parsed
+            Cached(
+                (e.mtime_ns, e.size, e.ino, e.ctime_ns),
+                replace(e.doc, headings=(), links=(), full=False) if e.doc.full else e.doc,
+            )
+            for p in dirty
+            if (e := self._entries.get(p)) is not None
+        ]
+        if not self._cache.save(put, [p for p in dirty if p not in self._entries]):
+            self._dirty |= dirty  # not written now (a full disk, a long lock): next time
 
     LOG_GENERATIONS = 256
 
@@ -663,14 +711,18 @@ class DocIndex:
     def put(self, doc: Doc, st: os.stat_result) -> None:
         """Record a doc the server itself just wrote, so the next refresh need not re-read it."""
         with self._lock:
-            self._entries[doc.path] = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc)
+            entry = _Entry(st.st_mtime_ns, st.st_size, st.st_ino, doc, st.st_ctime_ns)
+            self._entries[doc.path] = entry
             self._pending.add(doc.path)
+            self._dirty.add(doc.path)  # written to the cache by the next refresh
             self._bump()
 
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
+        if self._cache is not None:
+            self._cache.close()
 
 
 @dataclass

@@ -5,6 +5,7 @@ the same way."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from datetime import date
 
@@ -29,7 +30,8 @@ class Entry:
         return dt.datetime.fromtimestamp(self.modified_ns / 1e9).astimezone()
 
 
-def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
+@functools.lru_cache(maxsize=16384)  # the same tag lists recur across notes; a fresh process
+def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:  # classifies every note at once
     keys: set[str] = set()
     for t in tags:
         parts = t.casefold().split("/")

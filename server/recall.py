@@ -4,15 +4,17 @@ No MCP here."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .docs import decode
 from .query import QueryError
 from .search import note_words
 from .search_query import SearchError, excluded, parse
-from .semantic import SemanticIndex
 from .text_search import keep_entry
 from .vault import Vault
+
+if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
+    from .semantic import SemanticIndex
 
 READY_WAIT_S = 3.0  # a small vault is embedded in about this long: wait instead of saying "later"
 

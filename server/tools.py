@@ -217,9 +217,12 @@ class ToolKit:
                 ctx = kwargs.get("ctx")
                 try:
                     self.vault.check_present()
-                    # the first tool call comes after the handshake: only then start embedding
-                    self.vault.start_semantic()
-                    return fn(*args, **kwargs)
+                    try:
+                        return fn(*args, **kwargs)
+                    finally:
+                        # Embedding starts with the first tool call (after the handshake) but
+                        # never delays its answer; recall itself starts it too.
+                        self.vault.start_semantic_soon()
                 except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
                     message = getattr(exc, "message", None) or str(exc)
                     code = getattr(exc, "code", "bad_arguments")

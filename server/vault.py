@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
@@ -22,11 +22,14 @@ from .entry import Entry, classify
 from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
+from .parsecache import ParseCache
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
 from .search import SearchIndex
-from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
 from .watch import TreeWatcher
+
+if TYPE_CHECKING:  # numpy and the embedder load only when recall is first used
+    from .semantic import SemanticIndex
 
 log = logging.getLogger("vaultwatch.vault")
 SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
@@ -58,13 +61,16 @@ class Vault:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self.configs = ConfigStore(self.root, on_reload=self._on_config_reload)
-        self.index = DocIndex(self.root, watcher=TreeWatcher.create)
+        self.index = DocIndex(
+            self.root, watcher=TreeWatcher.create, cache=ParseCache(self.state / "parsed.sqlite")
+        )
         self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        self._semantic_starter: threading.Thread | None = None
         self._semantic_failed_at = 0.0
         # (config key, what broke, when to try again): recall could not be set up
         self._semantic_broken: tuple[Any, str, float] | None = None
@@ -222,7 +228,7 @@ class Vault:
         comes through here first, so its problems must never become theirs. A different model
         or backend configured means a different index, never mixed vectors."""
         sc = self.config.semantic
-        if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
+        if not self.semantic_wanted():
             return None
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
@@ -265,6 +271,8 @@ class Vault:
         )
 
     def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
+        from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
+
         embedder = make_embedder(sc.model)
         store: SqliteVectors | QdrantVectors
         if sc.backend == "qdrant":
@@ -281,9 +289,11 @@ class Vault:
             store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
         return SemanticIndex(embedder, store, self.root, self._semantic_progress)
 
-    def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
+    def _copy_local_vectors(self, store: Any, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
         nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
+        from .semantic import SqliteVectors
+
         if store.load():
             return
         local = SqliteVectors(self.state / "index.sqlite", model, dim)
@@ -306,6 +316,31 @@ class Vault:
         e = self.entries().get(doc.path)
         return {"title": doc.title, "type": e.type if e else None, "tags": list(doc.tags),
                 "date": e.day.isoformat() if e and e.day else None}  # fmt: skip
+
+    def semantic_wanted(self) -> bool:
+        return self.config.semantic.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off"
+
+    def start_semantic_soon(self) -> None:
+        """start_semantic, called after each tool call; the first time (numpy and the embedder
+        still to import, ~0.5 s) it runs in a thread, so no call waits for recall's set-up."""
+        if not self.semantic_wanted():
+            return
+        if self._semantic is not None:
+            self._start_semantic_logged()  # cheap once built: returns when already indexing
+            return
+        with self._semantic_lock:
+            if self._semantic_starter is not None and self._semantic_starter.is_alive():
+                return
+            self._semantic_starter = threading.Thread(
+                target=self._start_semantic_logged, name="semantic-start", daemon=True
+            )
+            self._semantic_starter.start()
+
+    def _start_semantic_logged(self) -> None:
+        try:
+            self.start_semantic()
+        except Exception:  # recall reports its own state; no other tool fails for it
+            log.exception("semantic indexing could not start")
 
     def start_semantic(self) -> None:
         """Embed the vault in the background (called on the first tool call, so never before

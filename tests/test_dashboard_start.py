@@ -1,0 +1,106 @@
+"""The dashboard paints before its server child is up, says so, and says when it failed."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+
+from app.supervisor import ServerSupervisor
+from app.ui.dashboard import Dashboard
+
+from .test_dashboard import until
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+def gated_python(tmp_path: Path, gate: Path) -> str:
+    """A real python that starts only once `gate` exists: a server slow to start, on demand."""
+    script = tmp_path / "gated-python"
+    script.write_text(
+        f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\nexec "{sys.executable}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def header(app: Dashboard) -> str:
+    return str(app.query_one("#header", Static).render())
+
+
+@pytest.mark.slow
+async def test_first_paint_comes_before_the_server(
+    make_vault: Any, tmp_path: Path, settings_home: Path
+) -> None:
+    vault = make_vault({"a.md": "# A\n"})
+    gate = tmp_path / "gate"
+    sup = ServerSupervisor(vault, python=gated_python(tmp_path, gate))
+    app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
+    try:
+        async with app.run_test(size=(140, 30)) as pilot:
+            # the timeline and the header are drawn while the server cannot have started
+            await until(pilot, lambda: bool(app.feed.rows))
+            assert sup.phase == "starting"
+            assert "starting server" in header(app)
+            gate.touch()
+            await until(pilot, lambda: sup.phase == "up", timeout=60)
+            await until(pilot, lambda: "serving http://127.0.0.1:" in header(app))
+            assert sup.alive
+    finally:
+        sup.stop()
+
+
+async def test_a_server_that_cannot_start_is_shown_not_a_blank_exit(
+    make_vault: Any, tmp_path: Path, settings_home: Path
+) -> None:
+    vault = make_vault({"a.md": "# A\n"})
+    broken = tmp_path / "broken-python"
+    broken.write_text("#!/bin/sh\necho 'no such module: server' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    sup = ServerSupervisor(vault, python=str(broken))
+    app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
+    try:
+        async with app.run_test(size=(140, 30)) as pilot:
+            await until(pilot, lambda: sup.phase == "failed")
+            await until(pilot, lambda: "server failed" in header(app))
+            assert "no such module" in sup.why
+            assert app.is_running  # the history is still there to review
+    finally:
+        sup.stop()
+
+
+def test_stop_during_start_leaves_no_child(make_vault: Any, tmp_path: Path) -> None:
+    """The owner quits while the server is still starting: no server is left behind."""
+    import threading
+
+    vault = make_vault({"a.md": "# A\n"})
+    sup = ServerSupervisor(vault, python=gated_python(tmp_path, tmp_path / "never"))
+    errors: list[Exception] = []
+
+    def start() -> None:
+        try:
+            sup.start(timeout=30)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=start)
+    t.start()
+    deadline = time.monotonic() + 10
+    while sup.proc is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child = sup.proc
+    assert child is not None
+    sup.stop()
+    t.join(10)
+    assert not t.is_alive() and errors and sup.phase == "failed"
+    assert child.poll() is not None
