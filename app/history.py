@@ -18,6 +18,8 @@ FORMAT = FIELD.join([
     "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
 ])  # fmt: skip
 REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
+# "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
+REVERTS_PATH_TRAILER = "Vaultwatch-Reverts-Path"
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,30 @@ def read_commits(
     commits = []
     for rec in out.split(RECORD)[1:]:
         head, _, rest = rec.partition("\x00")
-        parts = head.split(FIELD)
-        if len(parts) < 9:
-            continue
-        sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
-        files = tuple(f.strip("\n") for f in rest.split("\x00") if f.strip("\n"))
-        commits.append(Commit(sha, an, ae, datetime.fromtimestamp(int(at), UTC), subject,
-                              tool or None, client or None, action or None, files,
-                              tuple(r.strip() for r in reverts.split(",") if r.strip())))  # fmt: skip
+        commit = parse_commit(head.split(FIELD), rest)
+        if commit is not None:
+            commits.append(commit)
     return commits
+
+
+def parse_commit(parts: list[str], names: str) -> Commit | None:
+    """One `FORMAT` record (its fields) and the NUL-separated file names after it."""
+    if len(parts) < 9:
+        return None
+    sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
+    files = tuple(f.strip("\n") for f in names.split("\x00") if f.strip("\n"))
+    return Commit(
+        sha,
+        an,
+        ae,
+        datetime.fromtimestamp(int(at), UTC),
+        subject,
+        tool or None,
+        client or None,
+        action or None,
+        files,
+        tuple(r.strip() for r in reverts.split(",") if r.strip()),
+    )
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
