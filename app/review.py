@@ -756,7 +756,6 @@ def note_view(root: Path, path: str) -> NoteView:
         "--porcelain",
         "--contents",
         str(root / path),
-        "HEAD",
         "--",
         path,
         check=False,

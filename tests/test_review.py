@@ -130,7 +130,7 @@ async def test_batch_over_three_notes_reviewed_one_note_at_a_time(
     }
     # a path with nothing to review is refused, and nothing is written
     ref = git(vault, "rev-parse", NOTES_REF)
-    with pytest.raises(ActionError, match="no unreviewed AI changes to a.md"):
+    with pytest.raises(ActionError, match=r"no unreviewed AI changes to a\.md"):
         mark_reviewed(vault, ["a.md"])
     assert git(vault, "rev-parse", NOTES_REF) == ref
 
