@@ -135,8 +135,10 @@ async def test_batch_over_three_notes_reviewed_one_note_at_a_time(
     assert git(vault, "rev-parse", NOTES_REF) == ref
 
 
-MARK_SCRIPT = "import sys; from pathlib import Path; from app.review import mark_reviewed; " \
+MARK_SCRIPT = (
+    "import sys; from pathlib import Path; from app.review import mark_reviewed; "
     "print(mark_reviewed(Path(sys.argv[1]), sys.argv[2:] or None))"
+)
 
 
 async def test_marks_survive_a_restart_and_two_processes_share_them(
@@ -152,9 +154,17 @@ async def test_marks_survive_a_restart_and_two_processes_share_them(
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     # a fresh process (the restart) sees both marks: neither lost the other's update
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from app.review import "
-         "summaries; print([n.path for n in summaries(Path(sys.argv[1])).notes])", str(vault)],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from app.review import "
+            "summaries; print([n.path for n in summaries(Path(sys.argv[1])).notes])",
+            str(vault),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert out == "['w.md']"
 
@@ -205,9 +215,7 @@ async def test_undo_hunk_restores_a_line_the_ai_removed(connect: Any, vault: Pat
     assert paths(vault) == ["w.md"]  # the other hunk is still to review
 
 
-async def test_revert_note_leaves_owner_commits_and_other_notes(
-    connect: Any, vault: Path
-) -> None:
+async def test_revert_note_leaves_owner_commits_and_other_notes(connect: Any, vault: Path) -> None:
     ops = [
         {"tool": "append_section", "args": {"path": p, "heading": "Log", "content": f"- in {p}"}}
         for p in ("w.md", "a.md")
