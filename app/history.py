@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 FIELD, RECORD = "\x1f", "\x1e"
 FORMAT = FIELD.join([
@@ -161,7 +162,17 @@ def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
     return [next(it) if s else None for s in specs]
 
 
-def reverted_by(commits: Iterable[Commit]) -> dict[str, str]:
+class Reverting(Protocol):
+    """What `reverted_by` reads of a commit (a `Commit`, or a lighter record)."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def reverts(self) -> tuple[str, ...]: ...
+
+
+def reverted_by(commits: Iterable[Reverting]) -> dict[str, str]:
     """Each commit whose change is undone now -> the revert that undid it. A revert that was
     itself reverted undoes nothing any more, so what it had reverted counts as live again."""
     reverters: dict[str, list[str]] = {}
