@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.actions import ActionError
+from app.revert import revert
 from app.review import (
     NOTES_REF,
     mark_reviewed,
@@ -118,6 +119,8 @@ async def test_batch_over_three_notes_reviewed_one_note_at_a_time(
     assert summaries(vault).unreviewed_commits == 1
     mark_reviewed(vault, ["a.md"])
     assert sorted(paths(vault)) == ["b.md", "w.md"]
+    # one path of three: the commit is not settled, the next scan reads it again
+    assert "Reviewed-all" not in git(vault, "notes", f"--ref={NOTES_REF}", "show", batch["commit"])
     mark_reviewed(vault, ["w.md"])
     assert paths(vault) == ["b.md"] and summaries(vault).unreviewed_commits == 1
     mark_reviewed(vault, ["b.md"])
@@ -128,6 +131,7 @@ async def test_batch_over_three_notes_reviewed_one_note_at_a_time(
         "Reviewed: b.md",
         "Reviewed: w.md",
     }
+    assert "Reviewed-all: yes" in note.splitlines()
     # a path with nothing to review is refused, and nothing is written
     ref = git(vault, "rev-parse", NOTES_REF)
     with pytest.raises(ActionError, match=r"no unreviewed AI changes to a\.md"):
@@ -254,3 +258,11 @@ async def test_note_view_share_and_history(connect: Any, vault: Path) -> None:
     v = note_view(vault, "w.md")
     assert v.lines == len(W.splitlines()) + 1 and v.ai_lines == 1
     assert [c.sha for c in v.history[:2]] == [own, ai["commit"]]
+
+
+async def test_a_commit_reverted_whole_counts_as_reviewed(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        ai = await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        await s.call("append_section", path="a.md", heading="Log", content="- ai in a")
+    revert(vault, [ai["commit"]])  # the dashboard's revert
+    assert paths(vault) == ["a.md"] and summaries(vault).unreviewed_commits == 1
