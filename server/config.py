@@ -342,6 +342,18 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
             if v is not None and not isinstance(v, str):
                 p.fail(f"semantic.{k} must be text", "semantic", k)
                 strings[k] = None
+        if strings["model"] is not None:
+            from .semantic import EMBEDDERS  # the models recall can load (imported late: numpy)
+
+            if strings["model"] not in EMBEDDERS:
+                models = ", ".join(sorted(EMBEDDERS))
+                p.fail(
+                    f"semantic.model {strings['model']!r} is not a known embedding model; "
+                    f"use one of: {models}",
+                    "semantic",
+                    "model",
+                )
+                strings["model"] = None
         out["semantic"] = SemanticConfig(
             enabled=sem.get("enabled", True) is not False, model=strings["model"] or "use-multilingual-v3",
             backend=backend, url=strings["url"], path=strings["path"],

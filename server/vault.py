@@ -11,13 +11,14 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigProblem, ConfigStore
+from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
-from .gitrepo import state_dir
+from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
@@ -27,6 +28,8 @@ from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
 
 log = logging.getLogger("vaultwatch.vault")
+SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
+INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
 class VaultError(Exception):
@@ -41,7 +44,11 @@ class Vault:
         self.root = Path(root).absolute()
         if not self.root.is_dir():
             raise VaultError("vault_missing", f"vault folder {self.root} does not exist")
+        st = self.root.stat()
+        self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
+        if (self.root / ".git").is_dir():
+            secure_state(self.root)  # 0700 / 0600, also for a vault made by an older version
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
@@ -57,6 +64,26 @@ class Vault:
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        self._semantic_failed_at = 0.0
+        # (config key, what broke, when to try again): recall could not be set up
+        self._semantic_broken: tuple[Any, str, float] | None = None
+
+    def check_present(self) -> None:
+        """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
+        the server started: serving an empty folder, or recreating the old path as a stub,
+        would pass the vault off as empty. One stat per call."""
+        try:
+            st = self.root.stat()
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise VaultError(
+                "vault_gone",
+                f"the vault folder {self.root} is gone (moved or deleted) since this server "
+                "started; nothing was read or changed. Tell the owner to restart vaultwatch on "
+                "the vault where it is now.",
+            )
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -189,31 +216,62 @@ class Vault:
     # -- meaning (recall) ------------------------------------------------------------------------
 
     def semantic(self) -> SemanticIndex | None:
-        """The embedding index the config asks for (None: recall is off). A different model or
-        backend configured means a different index, never mixed vectors."""
+        """The embedding index the config asks for. None when recall is off, or when it cannot
+        be set up (`semantic_unavailable` says why): recall is one tool, and every tool call
+        comes through here first, so its problems must never become theirs. A different model
+        or backend configured means a different index, never mixed vectors."""
         sc = self.config.semantic
         if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
             return None
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
+                broken = self._semantic_broken
+                if broken is not None and broken[0] == key and time.monotonic() < broken[2]:
+                    return None  # not retried on every call (a Qdrant server down would slow all)
                 if self._semantic is not None:
+                    self._semantic.stop(wait=5.0)  # the old model's indexer, if it still runs
                     self._semantic.close()
-                embedder = make_embedder(sc.model)
-                store: SqliteVectors | QdrantVectors
-                if sc.backend == "qdrant":
-                    store = qdrant = QdrantVectors(
-                        sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                        embedder.name, embedder.dim, url=sc.url,
-                        path=str(self.state / sc.path) if sc.path else None,
-                        api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-                    )  # fmt: skip
-                    self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
-                else:
-                    store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-                self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
-                self._semantic_key = key
+                    self._semantic = None
+                try:
+                    self._semantic = self._open_semantic(sc)
+                except Exception as exc:
+                    why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                    self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
+                    log.warning("recall is unavailable: %s", why)
+                    return None
+                self._semantic_key, self._semantic_broken = key, None
             return self._semantic
+
+    def semantic_unavailable(self) -> str:
+        """Why semantic() gave None, for recall's answer."""
+        broken = self._semantic_broken
+        sc = self.config.semantic
+        if sc.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off" and broken is not None:
+            return (
+                f"recall is unavailable: its index could not be opened ({broken[1]}); use "
+                "search_text, and tell the owner"
+            )
+        return (
+            "recall is off in this vault (semantic.enabled: false in the config); use search_text"
+        )
+
+    def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
+        embedder = make_embedder(sc.model)
+        store: SqliteVectors | QdrantVectors
+        if sc.backend == "qdrant":
+            store = qdrant = QdrantVectors(
+                sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
+                embedder.name,
+                embedder.dim,
+                url=sc.url,
+                path=str(self.state / sc.path) if sc.path else None,
+                api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
+            )
+            self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
+        else:
+            store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
+        return SemanticIndex(embedder, store, self.root, self._semantic_progress)
 
     def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
@@ -244,9 +302,17 @@ class Vault:
     def start_semantic(self) -> None:
         """Embed the vault in the background (called on the first tool call, so never before
         the MCP handshake: clients give a server 30-60 s to start)."""
-        sem = self.semantic()
-        if sem is None or sem.ready or sem.error is not None or sem.indexing:
+        try:
+            sem = self.semantic()
+        except VaultError:
+            return  # recall itself says why; every other tool works on
+        if sem is None or sem.ready or sem.indexing:
             return
+        if sem.error is not None:
+            # A failure (a full disk, a busy index) is not for ever: try again, a while after.
+            if time.monotonic() - self._semantic_failed_at < INDEXING_RETRY_S:
+                return
+            sem.error = None
 
         docs = {p: e.doc for p, e in self.entries().items()}
         sem.total = len(docs)  # so a recall right now can say "0 of N", not "0 of 0"
@@ -254,9 +320,12 @@ class Vault:
         def run() -> None:
             try:
                 sem.reconcile(docs, self.note_meta)
+                if sem.stopping:
+                    return  # stopped part-way: not ready, and nothing to report
                 sem.ready = True
                 self._semantic_progress(sem.indexed, sem.total)
             except Exception as exc:  # the notes are fine; recall says what broke
+                self._semantic_failed_at = time.monotonic()
                 sem.error = f"{type(exc).__name__}: {exc}"
                 log.exception("semantic indexing failed")
 
@@ -269,15 +338,24 @@ class Vault:
         if sem is None:
             return
         entries = self.entries()
-        sem.reconcile(
-            {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
-        )
+        try:
+            sem.reconcile(
+                {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
+            )
+        except Exception:  # the write is committed; the next reconcile embeds these notes
+            log.exception("embedding the written notes failed")
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> bool:
+        """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
+        False when the indexer is still running: its store is then left open for it, and the
+        process must leave with os._exit (see cli.stop)."""
+        sem = self._semantic
+        stopped = sem is None or sem.stop(wait)
         self.index.close()
         self.search.close()
-        if self._semantic is not None:
-            self._semantic.close()
+        if sem is not None and stopped:
+            sem.close()
+        return stopped
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:

@@ -70,6 +70,7 @@ def test_prep_config_is_the_fallback_name(tmp_path: Path) -> None:
         ("limits:\n  result_chars: -5\n", 2, "whole number"),
         ("context:\n  - {title: X, type: nope, latest: 1}\n", 2, "unknown type 'nope'"),
         ("tags: {vocabulary: missing.yaml}\n", 1, "does not exist"),
+        ("semantic:\n  model: use-multilingual-v4\n", 2, "not a known embedding model"),
     ],
 )
 def test_errors_name_file_line_and_problem(
