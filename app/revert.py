@@ -126,14 +126,16 @@ class RevertPlan:
             text = f"Revert {len(self.targets)} commits\n\n{lines}"
         # A target whose change to other files stays is not "reverted" (its mark would claim
         # the whole commit undone): it gets the path-restricted trailer instead.
+        # (a path is one printable line in a message: nothing in it can start a trailer)
+        where = "".join(ch if ch.isprintable() else " " for ch in self.path or "")
         trailers = "".join(
             f"{REVERTS_TRAILER}: {t.sha}\n"
             if self.path is None or set(t.files) <= {self.path}
-            else f"{REVERTS_PATH_TRAILER}: {t.sha} {self.path}\n"
+            else f"{REVERTS_PATH_TRAILER}: {t.sha} {where}\n"
             for t in self.targets
         )
         if self.path is not None:
-            text = text.replace("\n\n", f" in {self.path}\n\n", 1)
+            text = text.replace("\n\n", f" in {where}\n\n", 1)
         return f"{text}\nVaultwatch-Action: revert\n{trailers}"
 
 

@@ -731,8 +731,9 @@ def undo_hunk(root: Path, path: str, index: int, since: str = "last") -> str:
         diff = net_diff(root, path, since)  # under the lock: the file as it is now
         new, commits = plan_undo(diff, index)
         names = ", ".join(c.short for c in commits)
+        where = "".join(ch if ch.isprintable() else " " for ch in path)
         message = (
-            f"Undo AI lines in {path}\n\nTakes back hunk {index + 1} of the review diff "
+            f"Undo AI lines in {where}\n\nTakes back hunk {index + 1} of the review diff "
             f"({names}).\n\nVaultwatch-Action: undo\n"
             + "".join(f"{UNDO_TRAILER}: {c.sha}\n" for c in commits)
         )
