@@ -99,6 +99,7 @@ def _review(args: argparse.Namespace) -> int:
                     "last": n.last.isoformat(),
                     "reviewed": n.reviewed,
                     "diff": d.unified(),
+                    "binary": d.binary,
                     "lines": [
                         {
                             "kind": ln.kind,
