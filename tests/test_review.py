@@ -266,3 +266,15 @@ async def test_a_commit_reverted_whole_counts_as_reviewed(connect: Any, vault: P
         await s.call("append_section", path="a.md", heading="Log", content="- ai in a")
     revert(vault, [ai["commit"]])  # the dashboard's revert
     assert paths(vault) == ["a.md"] and summaries(vault).unreviewed_commits == 1
+
+
+async def test_marking_many_commits_is_one_notes_commit(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        for i in range(3):
+            await s.call("append_section", path="a.md", heading="Log", content=f"- {i}")
+            await s.call("append_section", path="b.md", heading="Log", content=f"- {i}")
+    assert mark_reviewed(vault) == (6, ["b.md", "a.md"])
+    assert git(vault, "rev-list", "--count", NOTES_REF).strip() == "1"  # one ref update
+    shas = git(vault, "log", "-6", "--format=%H").split()
+    for sha in shas:  # each readable the plain git way
+        assert "Reviewed-all: yes" in git(vault, "notes", f"--ref={NOTES_REF}", "show", sha)
