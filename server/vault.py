@@ -93,7 +93,7 @@ class Vault:
 
     @property
     def config_errors(self) -> list[ConfigProblem]:
-        return self.configs.errors
+        return self.configs.problems
 
     def _on_config_reload(self, cfg: Config | None, errors: list[ConfigProblem]) -> None:
         self.journal.append(
@@ -246,7 +246,14 @@ class Vault:
     def semantic_unavailable(self) -> str:
         """Why semantic() gave None, for recall's answer."""
         broken = self._semantic_broken
-        sc = self.config.semantic
+        cfg = self.config
+        sc = cfg.semantic
+        if cfg.recall_problems:
+            first = cfg.recall_problems[0]
+            return (
+                f"recall is off: the config's semantic block is wrong ({first}); use search_text, "
+                f"and tell the owner to correct {first.file} (it applies on the next call)"
+            )
         if sc.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off" and broken is not None:
             return (
                 f"recall is unavailable: its index could not be opened ({broken[1]}); use "

@@ -189,7 +189,7 @@ class Dashboard(App[None]):
             events,
             cfg.source,
             config_time(self.root, cfg.source, events) if cfg.source else "",
-            [str(p) for p in self.configs.errors],
+            [str(p) for p in self.configs.problems],
             repo_state(self._git_op),
         )
 
