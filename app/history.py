@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 FIELD, RECORD = "\x1f", "\x1e"
 FORMAT = FIELD.join([
@@ -18,6 +19,8 @@ FORMAT = FIELD.join([
     "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
 ])  # fmt: skip
 REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
+# "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
+REVERTS_PATH_TRAILER = "Vaultwatch-Reverts-Path"
 
 
 @dataclass(frozen=True)
@@ -65,15 +68,30 @@ def read_commits(
     commits = []
     for rec in out.split(RECORD)[1:]:
         head, _, rest = rec.partition("\x00")
-        parts = head.split(FIELD)
-        if len(parts) < 9:
-            continue
-        sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
-        files = tuple(f.strip("\n") for f in rest.split("\x00") if f.strip("\n"))
-        commits.append(Commit(sha, an, ae, datetime.fromtimestamp(int(at), UTC), subject,
-                              tool or None, client or None, action or None, files,
-                              tuple(r.strip() for r in reverts.split(",") if r.strip())))  # fmt: skip
+        commit = parse_commit(head.split(FIELD), rest)
+        if commit is not None:
+            commits.append(commit)
     return commits
+
+
+def parse_commit(parts: list[str], names: str) -> Commit | None:
+    """One `FORMAT` record (its fields) and the NUL-separated file names after it."""
+    if len(parts) < 9:
+        return None
+    sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
+    files = tuple(f.strip("\n") for f in names.split("\x00") if f.strip("\n"))
+    return Commit(
+        sha,
+        an,
+        ae,
+        datetime.fromtimestamp(int(at), UTC),
+        subject,
+        tool or None,
+        client or None,
+        action or None,
+        files,
+        tuple(r.strip() for r in reverts.split(",") if r.strip()),
+    )
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
@@ -144,7 +162,17 @@ def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
     return [next(it) if s else None for s in specs]
 
 
-def reverted_by(commits: Iterable[Commit]) -> dict[str, str]:
+class Reverting(Protocol):
+    """What `reverted_by` reads of a commit (a `Commit`, or a lighter record)."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def reverts(self) -> tuple[str, ...]: ...
+
+
+def reverted_by(commits: Iterable[Reverting]) -> dict[str, str]:
     """Each commit whose change is undone now -> the revert that undid it. A revert that was
     itself reverted undoes nothing any more, so what it had reverted counts as live again."""
     reverters: dict[str, list[str]] = {}

@@ -9,10 +9,25 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    # A first word that is exactly a command name runs it; anything else is the vault folder
+    # (a folder named like a command opens as `vaultwatch ./review`).
+    from .cli import COMMANDS
+
+    if argv and argv[0] in COMMANDS:
+        from .cli import run
+
+        run(argv)
     ap = argparse.ArgumentParser(
         prog="vaultwatch", description="Watch and undo what the AI writes to your vault."
     )
-    ap.add_argument("vault", nargs="?", default=".", help="vault folder (default: current folder)")
+    ap.add_argument(
+        "vault",
+        nargs="?",
+        default=".",
+        help="vault folder (default: current folder); commands: vaultwatch {review,revert,mv,rm}"
+        " --help (a folder named like one: ./review)",
+    )
     ap.add_argument(
         "--demo", action="store_true", help="a copy of example_vault and a scripted assistant"
     )

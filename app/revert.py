@@ -42,6 +42,7 @@ from server.store import FileWrite, Store, StoreError, WriteRace
 
 from .actions import ActionError
 from .history import (
+    REVERTS_PATH_TRAILER,
     REVERTS_TRAILER,
     Commit,
     FileChange,
@@ -105,6 +106,7 @@ class FileRevert:
 class RevertPlan:
     targets: list[Commit]  # newest first: undone in the reverse order of making
     files: list[FileRevert]
+    path: str | None = None  # only the targets' change to this file is taken back
 
     def changes(self) -> list[FileChange]:
         """The diff this revert applies (not the diff of the commit it undoes)."""
@@ -122,7 +124,18 @@ class RevertPlan:
         else:
             lines = "".join(f"This reverts commit {t.sha} ({t.subject}).\n" for t in self.targets)
             text = f"Revert {len(self.targets)} commits\n\n{lines}"
-        trailers = "".join(f"{REVERTS_TRAILER}: {t.sha}\n" for t in self.targets)
+        # A target whose change to other files stays is not "reverted" (its mark would claim
+        # the whole commit undone): it gets the path-restricted trailer instead.
+        # (a path is one printable line in a message: nothing in it can start a trailer)
+        where = "".join(ch if ch.isprintable() else " " for ch in self.path or "")
+        trailers = "".join(
+            f"{REVERTS_TRAILER}: {t.sha}\n"
+            if self.path is None or set(t.files) <= {self.path}
+            else f"{REVERTS_PATH_TRAILER}: {t.sha} {where}\n"
+            for t in self.targets
+        )
+        if self.path is not None:
+            text = text.replace("\n\n", f" in {where}\n\n", 1)
         return f"{text}\nVaultwatch-Action: revert\n{trailers}"
 
 
@@ -134,9 +147,10 @@ def _text(data: bytes | None) -> str:
 # planning (nothing written)
 
 
-def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
-    """What reverting these commits would write, computed against the files as they are now.
-    Raises NothingToRevert, or RevertConflict with the blockers; writes nothing."""
+def plan_revert(root: Path, shas: list[str], path: str | None = None) -> RevertPlan:
+    """What reverting these commits would write, computed against the files as they are now;
+    with `path`, only their change to that one file. Raises NothingToRevert, or RevertConflict
+    with the blockers; writes nothing."""
     if not shas:
         raise ActionError("nothing to revert")
     try:  # the write path's own checks: a preview says at once what the revert would hit
@@ -153,15 +167,23 @@ def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
                 f"(revert {by[:8]} to bring its change back)",
                 by,
             )
-    paths = sorted({f for t in targets for f in t.files})
+    if path is not None:
+        for t in targets:
+            if path not in t.files:
+                raise ActionError(f"{t.short} did not change {path}; nothing to revert there")
+
+    def files_of(t: Commit) -> list[str]:
+        return [f for f in t.files if path is None or f == path]
+
+    paths = sorted({f for t in targets for f in files_of(t)})
     now = {p: _read(root, p) for p in paths}
     state = dict(now)
-    specs = [s for t in targets for f in t.files for s in (f"{t.sha}^:{f}", f"{t.sha}:{f}")]
+    specs = [s for t in targets for f in files_of(t) for s in (f"{t.sha}^:{f}", f"{t.sha}:{f}")]
     blobs = iter(cat_blobs(root, specs))
     conflicts: list[tuple[Commit, str]] = []
     with tempfile.TemporaryDirectory(dir=_scratch(root)) as tmp:
         for t in targets:
-            for f in t.files:
+            for f in files_of(t):
                 before, after = next(blobs), next(blobs)
                 try:
                     state[f] = _take_back(Path(tmp), state[f], after, before)
@@ -179,7 +201,7 @@ def plan_revert(root: Path, shas: list[str]) -> RevertPlan:
             + (f" (undone by {later[:8]})" if later else ""),
             later,
         )
-    return RevertPlan(targets, files)
+    return RevertPlan(targets, files, path)
 
 
 def _history(root: Path, shas: list[str]) -> tuple[list[Commit], list[Commit]]:
@@ -334,14 +356,14 @@ def _mentioned_by(root: Path, target: Commit) -> str | None:
 # applying
 
 
-def revert(root: Path, shas: list[str]) -> str:
-    """Revert these commits (undone newest first) as one commit by the owner. Returns the new
-    commit's sha. Raises NothingToRevert, RevertConflict or ActionError, and then nothing was
+def revert(root: Path, shas: list[str], path: str | None = None) -> str:
+    """Revert these commits (undone newest first) as one commit by the owner, or with `path`
+    only their change to that file. Returns the new commit's sha. Raises NothingToRevert, RevertConflict or ActionError, and then nothing was
     written; the owner's pending edits to the files involved are committed first (as the
     owner), as before any write."""
     store = _store(root)
     with write_lock(root):
-        plan = plan_revert(root, shas)  # again, under the lock: git's state and the files now
+        plan = plan_revert(root, shas, path)  # again, under the lock: git's state and the files now
         writes = [FileWrite(f.path, f.path, f.before, f.after) for f in plan.files]
         try:
             sha = store.apply(writes, message=plan.message, author=human_identity(root),

@@ -24,7 +24,14 @@ from server.query import Filters, select, sort_entries, summarize
 from server.tools import build_server
 from server.vault import Vault
 
-from . import dashboard_bench, search_bench, semantic_bench, startup_bench, write_bench
+from . import (
+    dashboard_bench,
+    review_bench,
+    search_bench,
+    semantic_bench,
+    startup_bench,
+    write_bench,
+)
 from .generate import generate
 from .stats import ms, pct
 
@@ -164,7 +171,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="read,search,write",
-        help="comma list of: read, search, write, semantic, dashboard, startup",
+        help="comma list of: read, search, write, semantic, dashboard, startup, review",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -200,6 +207,9 @@ def main() -> None:
                 }
             )
         results.append(r)
+    if "review" in only:
+        print("\nreview")
+        results.append({"bench": "review", **review_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -1,0 +1,319 @@
+"""`vaultwatch review|revert|mv|rm`: the dashboard's owner services from the shell, without
+Textual. Each exits 0 when done and 1 with a one-line reason (on stderr) when it refuses, and
+a refusal writes nothing.
+
+    vaultwatch review [VAULT] [--since last|today|7d|YYYY-MM-DD|REV] [--json | --markdown]
+    vaultwatch review [VAULT] --mark-reviewed [PATH ...]
+    vaultwatch revert [VAULT] SHA [--path PATH] [--json]
+    vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
+    vaultwatch rm [VAULT] PATH [--yes] [--json]
+
+VAULT defaults to the current folder. Which first word is a command: exactly one of these
+names; a vault folder that has one of these names opens in the dashboard as `./review`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .actions import ActionError
+from .history import Commit, FileChange
+
+if TYPE_CHECKING:
+    from .review import NetDiff, Review
+
+COMMANDS = ("review", "revert", "mv", "rm")
+
+
+class Refused(Exception):
+    """The one-line reason a command did nothing."""
+
+
+def _vault(raw: str) -> Path:
+    root = Path(raw).expanduser().absolute()
+    if not root.is_dir():
+        raise Refused(f"{raw} is not a folder")
+    if not (root / ".git").exists():
+        raise Refused(f"{raw} is not a vault with git history (open it once with vaultwatch)")
+    return root
+
+
+def _split(values: list[str], want: int, usage: str) -> tuple[str, list[str]]:
+    """`[VAULT] A B`: the optional leading vault before `want` positionals."""
+    if len(values) == want:
+        return ".", values
+    if len(values) == want + 1:
+        return values[0], values[1:]
+    raise Refused(f"usage: {usage}")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _who(c: Commit | None) -> str:
+    """Who wrote (or removed) a line: the AI's commit with tool, client and time, or you."""
+    if c is None:
+        return ""
+    if c.sha == "worktree":
+        return "you: unsaved edit"
+    if c.is_ai:
+        return f"AI {c.short} {c.tool} · {c.client or '?'} · {c.time.astimezone():%m-%d %H:%M}"
+    return f"you: {c.short}"
+
+
+# -- review -----------------------------------------------------------------------------------
+
+
+def _review(args: argparse.Namespace) -> int:
+    from .review import mark_reviewed, net_diffs, summaries
+
+    root = _vault(args.vault)
+    if args.mark_reviewed is not None:
+        count, paths = mark_reviewed(root, args.mark_reviewed or None)
+        if args.json:
+            print(json.dumps({"marked_commits": count, "paths": paths}))
+        else:
+            print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+        return 0
+    review = summaries(root, args.since)
+    diffs = net_diffs(root, review.notes)
+    if args.json:
+        notes = []
+        for n, d in zip(review.notes, diffs, strict=True):
+            notes.append(
+                {
+                    "path": n.path,
+                    "title": n.title,
+                    "commits": [c.sha for c in n.commits],
+                    "added": d.added,
+                    "removed": d.removed,
+                    "tools": n.tools,
+                    "clients": n.clients,
+                    "first": n.first.isoformat(),
+                    "last": n.last.isoformat(),
+                    "reviewed": n.reviewed,
+                    "diff": d.unified(),
+                    "binary": d.binary,
+                    "lines": [
+                        {
+                            "kind": ln.kind,
+                            "text": ln.text,
+                            "commit": ln.commit.sha if ln.commit else None,
+                            "owner": ln.owner,
+                        }
+                        for h in d.hunks
+                        for ln in h.lines
+                        if ln.kind != " "
+                    ],
+                }
+            )
+        out = {"since": args.since, "unreviewed_commits": review.unreviewed_commits}
+        print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
+        return 0
+    if args.markdown:
+        print(_digest(review, diffs))
+        return 0
+    what = "unreviewed" if args.since == "last" else f"since {args.since}"
+    print(
+        f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
+        f"with AI changes ({what})"
+    )
+    for n, d in zip(review.notes, diffs, strict=True):
+        print()
+        mark = "  (reviewed)" if n.reviewed and args.since != "last" else ""
+        print(f"{n.path} — {n.title}{mark}")
+        print(
+            f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
+            f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
+            f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
+        )
+        for h in d.hunks:
+            print(f"  {h.header}")
+            for ln in h.lines:
+                text = ln.text.rstrip("\n")
+                who = "" if ln.kind == " " else _who(ln.commit)
+                print(f"  {ln.kind} {text}" + (f"    ⟵ {who}" if who else ""))
+    return 0
+
+
+def _digest(review: Review, diffs: list[NetDiff]) -> str:
+    """Markdown the owner can paste into a weekly note."""
+    what = "not yet reviewed" if review.since == "last" else f"since {review.since}"
+    out = [f"## AI changes {what}", ""]
+    out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    out.append("")
+    for n, d in zip(review.notes, diffs, strict=True):
+        stem = Path(n.path).with_suffix("").as_posix()
+        out.append(f"### [[{stem}|{n.title}]]")
+        out.append("")
+        out.append(f"- `{n.path}`: {len(n.commits)} AI commit(s), +{d.added} −{d.removed}")
+        out.append(
+            f"- by {', '.join(n.clients) or '?'} with {', '.join(n.tools)}, "
+            f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
+        )
+        owner = sum(1 for h in d.hunks for ln in h.lines if ln.kind != " " and ln.owner)
+        if owner:
+            out.append(f"- {owner} changed line(s) in this span are yours")
+        out += ["", "```diff", d.unified().rstrip("\n"), "```", ""]
+    return "\n".join(out)
+
+
+# -- revert, mv, rm -----------------------------------------------------------------------------
+
+
+def _print_changes(changes: list[FileChange]) -> None:
+    import difflib
+
+    for ch in changes:
+        old, new = ch.old.splitlines(keepends=True), ch.new.splitlines(keepends=True)
+        name = f"{ch.old_path} → {ch.path}" if ch.old_path else ch.path
+        print(f"== {name} ({ch.status})")
+        for line in difflib.unified_diff(old, new, n=2):
+            if line.startswith(("---", "+++")):
+                continue
+            print(line.rstrip("\n"))
+
+
+def _revert(args: argparse.Namespace) -> int:
+    from .history import read_commits
+    from .revert import offered, revert
+
+    vault, (sha,) = _split(args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH]")
+    root = _vault(vault)
+    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None) if sha else None
+    if c is None or sha.startswith("-"):
+        raise Refused(f"{sha} is not a commit here")
+    if not offered(c):
+        raise Refused(
+            f"{c.short} is your own edit: revert reverts AI commits and your "
+            "dashboard actions; edit the note to change it back"
+        )
+    new = revert(root, [c.sha], args.path)
+    if args.json:
+        print(json.dumps({"reverted": c.sha, "commit": new, "path": args.path}))
+    else:
+        where = f" in {args.path}" if args.path else ""
+        print(f"reverted {c.short}{where} as {new[:8]}")
+    return 0
+
+
+def _mv(args: argparse.Namespace) -> int:
+    from .file_actions import apply_move
+    from .owner_flows import apply_plan, move_preview
+
+    vault, (src, dst) = _split(args.args, 2, "vaultwatch mv [VAULT] SRC DST [--dry-run]")
+    root = _vault(vault)
+    plan, preview = move_preview(root, src, dst)
+    if not args.json:
+        _print_preview(preview.title, [ln.text for ln in preview.lines], preview.changes)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"dry_run": True, "moves": plan.moves, "edits": sorted(plan.edits)}))
+        return 0
+    done = apply_plan(root, apply_move, plan, "moved")
+    return _outcome(args, done, {"moves": plan.moves, "edits": sorted(plan.edits)})
+
+
+def _rm(args: argparse.Namespace) -> int:
+    from .file_actions import apply_remove
+    from .owner_flows import apply_plan, delete_preview
+
+    vault, (path,) = _split(args.args, 1, "vaultwatch rm [VAULT] PATH [--yes]")
+    root = _vault(vault)
+    plan, preview = delete_preview(root, path)
+    if not args.json:
+        _print_preview(preview.title, [ln.text for ln in preview.lines], preview.changes)
+    if not args.yes:
+        if not sys.stdin.isatty() or args.json:
+            raise Refused(f"{plan.path} not deleted: pass --yes to delete it")
+        if input("Delete? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise Refused(f"{plan.path} not deleted")
+    done = apply_plan(root, apply_remove, plan, "deleted")
+    links = [{"note": s, "line": n, "link": t} for s, n, t in plan.backlinks]
+    return _outcome(args, done, {"path": plan.path, "broken_links": links})
+
+
+def _print_preview(title: str, lines: list[str], changes: list[FileChange]) -> None:
+    print(title)
+    for line in lines:
+        print(f"  {line}" if line else "")
+    _print_changes(changes)
+
+
+def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
+    if not done.ok:
+        raise Refused(done.message)
+    if args.json:
+        print(json.dumps({"commit": done.sha, **extra}))
+    else:
+        print(done.message)
+    return 0
+
+
+# -- the parser ---------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are refusals too: exit 1 with one line."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {_one_line(message)}", file=sys.stderr)
+        raise SystemExit(1)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="vaultwatch", description=(__doc__ or "").split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("review", help="the AI's changes per note, from the reviewed state")
+    r.add_argument("vault", nargs="?", default=".")
+    r.add_argument(
+        "--since",
+        default="last",
+        help="last (default: not yet reviewed), today, 7d, YYYY-MM-DD or a commit",
+    )
+    fmt = r.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--markdown", action="store_true", help="a digest for a weekly note")
+    r.add_argument(
+        "--mark-reviewed",
+        nargs="*",
+        metavar="PATH",
+        help="mark all unreviewed AI changes reviewed, or those to these notes",
+    )
+    v = sub.add_parser("revert", help="revert one AI commit as the owner")
+    v.add_argument("args", nargs="+", metavar="[VAULT] SHA")
+    v.add_argument("--path", help="only the commit's change to this note")
+    v.add_argument("--json", action="store_true")
+    m = sub.add_parser("mv", help="move a note or folder, rewriting links to it")
+    m.add_argument("args", nargs="+", metavar="[VAULT] SRC DST")
+    m.add_argument("--dry-run", action="store_true", help="print the preview, change nothing")
+    m.add_argument("--json", action="store_true")
+    d = sub.add_parser("rm", help="delete a file (one commit; revert brings it back)")
+    d.add_argument("args", nargs="+", metavar="[VAULT] PATH")
+    d.add_argument("--yes", action="store_true", help="do not ask")
+    d.add_argument("--json", action="store_true")
+    return ap
+
+
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "review": _review,
+    "revert": _revert,
+    "mv": _mv,
+    "rm": _rm,
+}
+
+
+def run(argv: Sequence[str]) -> NoReturn:
+    args = parser().parse_args(list(argv))
+    try:
+        code = HANDLERS[args.command](args)
+    except (Refused, ActionError) as exc:
+        print(f"vaultwatch {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise SystemExit(code)

@@ -1,0 +1,152 @@
+"""Review figures on a vault with 10,000 commits, of which the newest 300 AI commits (across 150
+notes, with owner edits between them) are unreviewed and every older AI commit is marked
+reviewed: the per-note list, one note's net diff, `vaultwatch review --json`, marking 300
+commits. Printed only (`uv run python -m bench --only review`)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
+
+from .stats import ms
+
+NOTES = 500
+UNREVIEWED = 300  # AI commits, two per note over 150 notes
+AI = "Claude <claude@vaultwatch.local>"
+OWNER = "Owner <owner@example.test>"
+
+
+def _commit(i: int, who: str, msg: str, path: str, text: str) -> str:
+    t = 1_760_000_000 + i * 60
+    data = text.encode()
+    return (
+        f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
+        f"data {len(msg.encode())}\n{msg}\nM 100644 inline {path}\ndata {len(data)}\n{text}\n"
+    )
+
+
+def _ai_msg(path: str) -> str:
+    return (
+        f"append_section: {path} § Log\n\nVaultwatch-Tool: append_section\n"
+        "Vaultwatch-Client: bench/1\n"
+    )
+
+
+def _repo(n_commits: int) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="vw-bench-review-")) / "vault"
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    notes = {k: [f"# Note {k}\n", "\n", "## Log\n"] for k in range(NOTES)}
+    out = []
+    old = n_commits - UNREVIEWED - UNREVIEWED // 4  # then the unreviewed stretch, owner edits too
+    for i in range(old):
+        k = i % NOTES
+        notes[k].append(f"- entry {i}\n")
+        ai = i % 3 != 0
+        who, msg = (AI, _ai_msg(f"notes/n{k}.md")) if ai else (OWNER, f"owner edit {i}\n")
+        out.append(_commit(i, who, msg, f"notes/n{k}.md", "".join(notes[k])))
+    i = old
+    for j in range(UNREVIEWED):
+        k = j % (UNREVIEWED // 2)
+        notes[k].append(f"- ai entry {i}\n")
+        out.append(_commit(i, AI, _ai_msg(f"notes/n{k}.md"), f"notes/n{k}.md", "".join(notes[k])))
+        i += 1
+        if j % 4 == 3:  # the owner edits between the AI's writes
+            notes[k][0] = f"# Note {k} (owner {i})\n"
+            out.append(_commit(i, OWNER, f"owner edit {i}\n", f"notes/n{k}.md", "".join(notes[k])))
+            i += 1
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
+    )
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+    return root
+
+
+def run(iters: int = 5) -> dict[str, Any]:
+    res: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    root = _repo(10_000)
+    count = int(
+        subprocess.run(
+            ["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True, text=True
+        ).stdout
+    )
+    print(f"  generated {count} commits in {time.perf_counter() - t0:.1f} s")
+    try:
+        # everything before the last stretch is reviewed: one notes commit for all of it
+        cut = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", f"HEAD~{UNREVIEWED + UNREVIEWED // 4}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        from app.review import _log, write_marks
+
+        old = [m.commit for m in _log(root, cut) if m.commit.is_ai]
+        t = time.perf_counter()
+        write_marks(root, {c.sha: list(c.files) for c in old}, {c.sha: c.files for c in old})
+        res["mark_old_s"] = time.perf_counter() - t
+        print(f"  marked {len(old)} older AI commits reviewed   {ms(res['mark_old_s'])}")
+
+        review = summaries(root)
+        print(
+            f"  {review.unreviewed_commits} unreviewed AI commits across {len(review.notes)} notes"
+        )
+        times = []
+        for _ in range(iters):
+            t = time.perf_counter()
+            summaries(root)
+            times.append(time.perf_counter() - t)
+        res["summaries_s"] = min(times)
+        print(
+            f"  per-note list (budget 0.5 s)          best {ms(min(times))}, max {ms(max(times))}"
+        )
+        times = []
+        note = review.notes[len(review.notes) // 2]
+        for _ in range(iters):
+            t = time.perf_counter()
+            net_diffs(root, [note])  # what a screen that listed the notes asks for
+            times.append(time.perf_counter() - t)
+        res["net_diff_s"] = min(times)
+        print(
+            f"  one note's net diff (budget 200 ms)   best {ms(min(times))}, max {ms(max(times))}"
+        )
+        times = []
+        for _ in range(iters):
+            t = time.perf_counter()
+            net_diff(root, note.path)  # from a path alone: the scan, then the diff
+            times.append(time.perf_counter() - t)
+        res["net_diff_cold_s"] = min(times)
+        print(
+            f"  the same from a path alone            best {ms(min(times))}, max {ms(max(times))}"
+        )
+        exe = str(Path(sys.executable).parent / "vaultwatch")
+        times = []
+        for _ in range(max(1, iters // 2)):
+            t = time.perf_counter()
+            r = subprocess.run([exe, "review", str(root), "--json"], capture_output=True)
+            times.append(time.perf_counter() - t)
+            assert r.returncode == 0, r.stderr
+        res["review_json_s"] = min(times)
+        print(
+            f"  vaultwatch review --json (budget 2 s) best {ms(min(times))}, "
+            f"{len(r.stdout) // 1024} KB"
+        )
+        before = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", NOTES_REF], capture_output=True, text=True
+        ).stdout.strip()
+        t = time.perf_counter()
+        n, _ = mark_reviewed(root)
+        res["mark_all_s"] = time.perf_counter() - t
+        print(f"  mark all {n} reviewed (one ref update)  {ms(res['mark_all_s'])}")
+        subprocess.run(["git", "-C", str(root), "update-ref", NOTES_REF, before], check=True)
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+    return res
