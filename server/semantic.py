@@ -208,8 +208,29 @@ def _clean(text: str) -> str:
     return re.sub(r"[ \t]+", " ", text).strip()
 
 
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.S)
+
+
+def _uncommented(text: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+    """The body from `start` with HTML and Obsidian comments blanked to spaces (offsets kept),
+    and where they were. Obsidian shows neither; a licence header in a comment would otherwise
+    be the opening 400 characters of every note of a documentation folder, so every note looked
+    alike, and its `# ...` lines were taken for headings."""
+    spans = [m.span() for m in _COMMENT.finditer(text, start)]
+    if not spans:
+        return text[start:], spans
+    parts, at = [], start
+    for a, b in spans:
+        parts.append(text[at:a])
+        parts.append(re.sub(r"[^\n]", " ", text[a:b]))
+        at = b
+    parts.append(text[at:])
+    return "".join(parts), spans
+
+
 def units_of(doc: Doc, text: str) -> list[Unit]:
-    body = text[doc.body_start :]
+    body, comments = _uncommented(text, doc.body_start)
+    text = text[: doc.body_start] + body
     fm_words = " ".join(
         str(v) for k, v in doc.frontmatter.items() if k not in ("tags",) and isinstance(v, str)
     )
@@ -221,7 +242,8 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
     out = [Unit(None, whole, lead[:EXCERPT_CHARS])]
     if len(whole) < WHOLE_CHARS:
         return out  # the whole note fits in one unit: sections would only repeat it
-    for h in doc.headings[: MAX_SECTIONS * 2]:
+    headings = [h for h in doc.headings if not any(a <= h.start < b for a, b in comments)]
+    for h in headings[: MAX_SECTIONS * 2]:
         section = _clean(
             text[h.body_start : min(h.end, h.body_start + _CLEAN_SPAN * EXCERPT_CHARS)]
         )
