@@ -9,7 +9,7 @@ from typing import Any
 from .docs import decode
 from .query import QueryError
 from .search import note_words
-from .search_query import SearchError, excluded, parse
+from .search_query import SearchError, contains_all, excluded, parse
 from .semantic import SemanticIndex
 from .text_search import keep_entry
 from .vault import Vault
@@ -78,25 +78,34 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
                              "the note is about")  # fmt: skip
         vec = sem.encode_query(text)
 
+    def words(p: str) -> str | None:
+        """The note's words as search_text indexes them, or None if it cannot be read."""
+        try:
+            text, _ = decode((vault.root / entries[p].doc.disk).read_bytes())
+        except OSError:
+            return None
+        return "\n".join(note_words(entries[p].doc, text))
+
     def keep(p: str) -> bool:
         e = entries.get(p)
         if e is None or not keep_entry(e, types, folders, tags):
             return False
         if negates and pq is not None:
-            try:
-                text, _ = decode((vault.root / e.doc.disk).read_bytes())
-            except OSError:
-                return False
-            if excluded(pq, "\n".join(note_words(e.doc, text))):  # what search_text indexes
+            w = words(p)
+            if w is None or excluded(pq, w):
                 return False
         return True
 
     hits = []
     for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
         e = entries[m.path]
+        w = words(m.path) if pq is not None else None
+        # lexical: the note has every word of the query; semantic: found by meaning alone
+        how = "lexical" if w is not None and pq is not None and contains_all(pq, w) else "semantic"
         hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
                      "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
-                     "score": round(m.score, 3), "section": m.heading, "snippet": m.excerpt})  # fmt: skip
+                     "score": round(m.score, 3), "match": how, "section": m.heading,
+                     "snippet": m.excerpt})  # fmt: skip
     out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
     if not hits:
         out["hint"] = "no note passed the filters; drop a filter, or try search_text"

@@ -38,14 +38,16 @@ log = logging.getLogger("vaultwatch.semantic")
 DEFAULT_MODEL = "use-multilingual-v3"
 WHOLE_CHARS = 400  # of a note's text in its whole-note unit (USE averages: more only blurs)
 SECTION_CHARS = 160
-MAX_SECTIONS = 2
+MAX_SECTIONS = 32  # every section of a long note (was 2: a note of many topics was a blur)
 EXCERPT_CHARS = 240
-WHOLE_WEIGHT = 0.4  # score = 0.4 * whole note + 0.6 * best section (tuned on tests/recall_baseline)
+# score = 0.25 * whole note + 0.75 * best section: with every section embedded, the best one says
+# more than the opening 400 characters (measured on tests/recall_baseline and tests/apisix_docs)
+WHOLE_WEIGHT = 0.25
 # "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
 # of a note scores 0.74 against it and the nearest other note 0.39
 SIMILAR_THRESHOLD = 0.65
 BATCH = 64
-UNITS_VERSION = 4  # bump when units_of() changes what is embedded: old vectors are not reused
+UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
 class SemanticError(Exception):
@@ -221,11 +223,27 @@ def _uncommented(text: str, start: int) -> tuple[str, list[tuple[int, int]]]:
         return text[start:], spans
     parts, at = [], start
     for a, b in spans:
+        a = max(a, at)
+        if b <= a:
+            continue
         parts.append(text[at:a])
         parts.append(re.sub(r"[^\n]", " ", text[a:b]))
         at = b
     parts.append(text[at:])
     return "".join(parts), spans
+
+
+def _paths(headings: list[Any]) -> list[str]:
+    """Each heading's chain of parents ("Setup/Linux"), from these headings only: one inside a
+    comment is no parent."""
+    chain: list[tuple[int, str]] = []
+    out = []
+    for h in headings:
+        while chain and chain[-1][0] >= h.level:
+            chain.pop()
+        chain.append((h.level, h.text))
+        out.append("/".join(t for _, t in chain))
+    return out
 
 
 def units_of(doc: Doc, text: str) -> list[Unit]:
@@ -243,7 +261,7 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
     if len(whole) < WHOLE_CHARS:
         return out  # the whole note fits in one unit: sections would only repeat it
     headings = [h for h in doc.headings if not any(a <= h.start < b for a, b in comments)]
-    for h in headings[: MAX_SECTIONS * 2]:
+    for h, path in zip(headings[: MAX_SECTIONS * 2], _paths(headings), strict=False):
         section = _clean(
             text[h.body_start : min(h.end, h.body_start + _CLEAN_SPAN * EXCERPT_CHARS)]
         )
@@ -251,7 +269,7 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
             continue
         out.append(
             Unit(
-                h.path,
+                path,
                 _clean(f"{doc.title}: {h.text}\n{section}")[:SECTION_CHARS],
                 section[:EXCERPT_CHARS],
             )
@@ -578,10 +596,10 @@ class SemanticIndex:
         sims = mat @ query.astype(np.float32)
         whole = sims[starts]
         best = np.maximum.reduceat(sims, starts)
+        ends = np.append(starts[1:], len(sims))
         scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best
         order = np.argsort(-scores)
         out: list[Match] = []
-        ends = np.append(starts[1:], len(sims))
         for i in order:
             p = paths[i]
             if (exclude and p in exclude) or (keep is not None and not keep(p)):
