@@ -46,6 +46,8 @@ WHOLE_WEIGHT = 0.25
 # "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
 # of a note scores 0.74 against it and the nearest other note 0.39
 SIMILAR_THRESHOLD = 0.65
+STUB_CHARS = 80  # a note whose text is shorter is a stub: see _stub_penalty
+STUB_PENALTY = 0.2
 BATCH = 64
 UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
@@ -482,6 +484,7 @@ class SemanticIndex:
         self._matrix: tuple[np.ndarray, np.ndarray, list[str]] | None = (
             None  # vecs, note starts, paths
         )
+        self._stub: np.ndarray | None = None
         self.indexed = 0
         self.total = 0
         self.ready = False
@@ -582,6 +585,7 @@ class SemanticIndex:
                     if notes
                     else np.zeros((0, self.embedder.dim), np.float32)
                 )
+                self._stub = None
                 self._matrix = (np.ascontiguousarray(mat, dtype=np.float32), starts, paths)
             return self._matrix
 
@@ -597,7 +601,7 @@ class SemanticIndex:
         whole = sims[starts]
         best = np.maximum.reduceat(sims, starts)
         ends = np.append(starts[1:], len(sims))
-        scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best
+        scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best - self._stub_penalty(paths)
         order = np.argsort(-scores)
         out: list[Match] = []
         for i in order:
@@ -611,6 +615,16 @@ class SemanticIndex:
             if len(out) >= limit:
                 break
         return out
+
+    def _stub_penalty(self, paths: list[str]) -> np.ndarray:
+        """A note of a few words is near every vague query (a hub): it loses up to STUB_PENALTY,
+        in proportion to how far its text falls short of STUB_CHARS."""
+        with self._lock:
+            if self._stub is None or len(self._stub) != len(paths):
+                have = self._loaded()
+                n = np.array([len(have[p].excerpts[0]) if have[p].excerpts else 0 for p in paths])
+                self._stub = STUB_PENALTY * np.clip(1 - n / STUB_CHARS, 0, 1).astype(np.float32)
+            return self._stub
 
     def whole_vector(self, path: str) -> np.ndarray | None:
         with self._lock:
