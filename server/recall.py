@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .docs import decode
+from .docs import Doc, decode
 from .query import QueryError
 from .search import note_words
-from .search_query import SearchError, contains_all, excluded, parse
+from .search_query import ParsedQuery, SearchError, contains_all, excluded, parse
 from .semantic import SemanticIndex
 from .text_search import keep_entry
 from .vault import Vault
@@ -21,6 +21,21 @@ def _wait_ready(sem: SemanticIndex) -> None:
     deadline = time.monotonic() + READY_WAIT_S
     while not sem.ready and sem.error is None and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def indexed_words(vault: Vault, doc: Doc) -> str | None:
+    """A note's words as search_text indexes them, or None if it cannot be read."""
+    try:
+        text, _ = decode((vault.root / doc.disk).read_bytes())
+    except OSError:
+        return None
+    return "\n".join(note_words(doc, text))
+
+
+def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
+    """recall's lexical match: the note has every word of the query, as search_text reads it."""
+    w = indexed_words(vault, doc)
+    return w is not None and contains_all(pq, w)
 
 
 def recall(vault: Vault, query: str | None = None, *, path: str | None = None, limit: int = 8,
@@ -79,12 +94,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
         vec = sem.encode_query(text)
 
     def words(p: str) -> str | None:
-        """The note's words as search_text indexes them, or None if it cannot be read."""
-        try:
-            text, _ = decode((vault.root / entries[p].doc.disk).read_bytes())
-        except OSError:
-            return None
-        return "\n".join(note_words(entries[p].doc, text))
+        return indexed_words(vault, entries[p].doc)
 
     def keep(p: str) -> bool:
         e = entries.get(p)
@@ -96,12 +106,14 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
                 return False
         return True
 
+    def lexical(p: str) -> bool:
+        return pq is not None and has_every_word(vault, entries[p].doc, pq)
+
     hits = []
-    for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
+    for m in sem.rank(vec, keep, limit=limit, exclude=exclude, lexical=lexical if pq else None):
         e = entries[m.path]
-        w = words(m.path) if pq is not None else None
         # lexical: the note has every word of the query; semantic: found by meaning alone
-        how = "lexical" if w is not None and pq is not None and contains_all(pq, w) else "semantic"
+        how = "lexical" if m.lexical else "semantic"
         hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
                      "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
                      "score": round(m.score, 3), "match": how, "section": m.heading,

@@ -48,6 +48,7 @@ WHOLE_WEIGHT = 0.25
 SIMILAR_THRESHOLD = 0.65
 STUB_CHARS = 80  # a note whose text is shorter is a stub: see _stub_penalty
 STUB_PENALTY = 0.2
+LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
 BATCH = 64
 UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
@@ -466,6 +467,7 @@ class Match:
     score: float
     heading: str | None
     excerpt: str
+    lexical: bool = False  # the note has every word of the query (see rank's `lexical`)
 
 
 class SemanticIndex:
@@ -593,7 +595,20 @@ class SemanticIndex:
         return self.embedder.encode([text])[0]
 
     def rank(self, query: np.ndarray, keep: Callable[[str], bool] | None = None,
-             limit: int = 8, exclude: set[str] | None = None) -> list[Match]:  # fmt: skip
+             limit: int = 8, exclude: set[str] | None = None,
+             lexical: Callable[[str], bool] | None = None) -> list[Match]:  # fmt: skip
+        """The `limit` best notes by meaning. With `lexical` (does this note have every word of
+        the query?), the notes that do are listed first among the best LEXICAL_POOL: a note that
+        says it in the asker's own words is the surest hit."""
+        if lexical is None:
+            return self._rank(query, keep, limit, exclude)
+        pool = self._rank(query, keep, max(limit, LEXICAL_POOL), exclude)
+        for m in pool:
+            m.lexical = lexical(m.path)
+        return sorted(pool, key=lambda m: not m.lexical)[:limit]  # stable: by meaning within
+
+    def _rank(self, query: np.ndarray, keep: Callable[[str], bool] | None, limit: int,
+              exclude: set[str] | None) -> list[Match]:  # fmt: skip
         mat, starts, paths = self._matrix_now()
         if not paths:
             return []
