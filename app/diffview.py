@@ -173,20 +173,23 @@ def _changed(groups: list[list[tuple[str, int, int, int, int]]]) -> int:
     return sum(max(a2 - a1, b2 - b1) for g in groups for op, a1, a2, b1, b2 in g if op != "equal")
 
 
+def _title(change: FileChange) -> Content:
+    """The file label above each file's hunks, the same in both views."""
+    title = change.path if not change.old_path else f"{change.old_path} → {change.path}"
+    return Content.styled(f"{STATUS.get(change.status, 'MODIFIED')}  {title}", "bold reverse")
+
+
+def _hunk(i1: int, i2: int, j1: int, j2: int) -> Content:
+    return Content.styled(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@", HUNK)
+
+
 def render_unified(change: FileChange, context: int = 3) -> list[Content]:
     old, new = change.old.splitlines(), change.new.splitlines()
-    title = change.path if not change.old_path else f"{change.old_path} → {change.path}"
-    out = [
-        Content.styled(
-            f"{STATUS.get(change.status, 'MODIFIED')}  {title}",
-            "bold reverse",
-        )
-    ]
+    out = [_title(change)]
     groups = list(LineMatcher(old, new).get_grouped_opcodes(context))
     rich = _changed(groups) <= RICH_LINES
     for group in groups:
-        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        out.append(Content.styled(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@", HUNK))
+        out.append(_hunk(group[0][1], group[-1][2], group[0][3], group[-1][4]))
         for op, a1, a2, b1, b2 in group:
             if op == "equal":
                 out += [_line("  ", old[k], None, [], "", rich) for k in range(a1, a2)]
@@ -206,32 +209,61 @@ def render_unified(change: FileChange, context: int = 3) -> list[Content]:
     return out
 
 
-def render_split(change: FileChange, width: int, context: int = 3) -> list[Content]:
-    """Old on the left, new on the right, each half `width // 2` cells."""
-    half = max(20, width // 2 - 2)
-    old, new = change.old.splitlines(), change.new.splitlines()
-    out = [Content.styled(f"{change.path}", "bold reverse")]
+DIVIDER = Content(" │ ")
 
+
+def _side(
+    text: str | None,
+    style: str | None,
+    marks: list[tuple[int, int]],
+    mark_style: str,
+    half: int,
+    rich: bool,
+) -> list[Content]:
+    """One side of a split row, wrapped to `half` cells and padded to exactly `half` cells (a
+    Chinese character is two cells: padding by characters pushed the divider)."""
+    if text is None:
+        return []
+    body = _syntax(text) if rich else Content(text)
+    for a, b in marks:
+        body = body.stylize(mark_style, a, b)
+    rows = body.wrap(half) if body.cell_length > half else [body]
+    out = []
+    for row in rows or [Content("")]:
+        row = row.pad_right(max(0, half - row.cell_length))
+        out.append(row.stylize(style, 0, len(row)) if style else row)
+    return out
+
+
+def render_split(change: FileChange, width: int, context: int = 3) -> list[Content]:
+    """Old on the left, new on the right. A line wider than its half wraps, and the other side
+    waits for it, so rows stay in step and nothing is cut off."""
+    half = max(12, (width - DIVIDER.cell_length) // 2)
+    blank = Content(" " * half)
+    old, new = change.old.splitlines(), change.new.splitlines()
+    out = [_title(change)]
     groups = list(LineMatcher(old, new).get_grouped_opcodes(context))
     rich = _changed(groups) <= RICH_LINES
-
-    def cell(text: str, style: str | None) -> Content:
-        t = text if len(text) <= half else text[: half - 1] + "…"
-        c = (_syntax(t) if rich else Content(t)) + Content(" " * (half - len(t)))
-        return c.stylize(style, 0, len(c)) if style else c
-
     for group in groups:
-        out.append(Content.styled("@@", HUNK))
+        out.append(_hunk(group[0][1], group[-1][2], group[0][3], group[-1][4]))
         for op, a1, a2, b1, b2 in group:
-            n = max(a2 - a1, b2 - b1)
-            for k in range(n):
-                left = old[a1 + k] if a1 + k < a2 else ""
-                right = new[b1 + k] if b1 + k < b2 else ""
-                ls = None if op == "equal" else (DEL if a1 + k < a2 else None)
-                rs = None if op == "equal" else (ADD if b1 + k < b2 else None)
-                out.append(cell(left, ls) + Content(" │ ") + cell(right, rs))
+            pairs = min(a2 - a1, b2 - b1) if op == "replace" else 0
+            for k in range(max(a2 - a1, b2 - b1)):
+                left = old[a1 + k] if a1 + k < a2 else None
+                right = new[b1 + k] if b1 + k < b2 else None
+                lm, rm = _words(left, right) if rich and k < pairs and left and right else ([], [])
+                changed = op != "equal"
+                lrows = _side(left, DEL if changed else None, lm, WORD_DEL, half, rich)
+                rrows = _side(right, ADD if changed else None, rm, WORD_ADD, half, rich)
+                for n in range(max(len(lrows), len(rrows))):
+                    lrow = lrows[n] if n < len(lrows) else blank
+                    rrow = rrows[n] if n < len(rrows) else blank
+                    out.append(lrow + DIVIDER + rrow)
             if len(out) > MAX_LINES:
+                out.append(Content.styled("… diff cut: open the file for the rest", "italic"))
                 return out
+    if len(out) == 1:
+        out.append(Content.styled("(no text change)", "italic"))
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 from server.gitrepo import state_dir
 from server.journal import JournalReader
 
-from .history import Commit, is_ancestor, read_commits
+from .history import Commit, is_ancestor, read_commits, reverted_by
 
 SHOWN_EVENTS = {"conflict", "rejected", "noop", "error", "server_started", "server_stopped",
                 "recovered", "config_reloaded"}  # fmt: skip
@@ -30,6 +30,7 @@ class Row:
     summary: str
     commit: Commit | None = None
     event: dict[str, Any] | None = None
+    reverted_by: str | None = None  # the revert that undid this commit (its mark in the timeline)
 
     @property
     def group(self) -> str:
@@ -44,8 +45,8 @@ class Row:
 
 
 def commit_row(c: Commit) -> Row:
-    if c.is_ai:
-        kind, who = "ai", f"{(c.client or '?').split('/')[0]} · {c.tool}"
+    if c.is_ai:  # the tool is in the summary (the subject starts with it): said once
+        kind, who = "ai", (c.client or "?").split("/")[0]
     else:
         kind, who = (c.action or "human"), c.author
     return Row(f"c:{c.sha}", c.time, kind, who, c.files, c.subject, commit=c)
@@ -66,7 +67,7 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
     tool = e.get("tool") or ""
     paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
     if kind == "conflict":
-        summary = f"hash conflict: expected {e.get('expected')}, file is {e.get('actual')}"
+        summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
         summary = f"{e.get('code')}: {e.get('message', '')}"
     elif kind == "noop":
@@ -85,8 +86,9 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         summary = (
             "config reloaded" if e.get("ok") else f"config error: {'; '.join(e.get('errors', []))}"
         )
-    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind,
-               f"{client} · {tool}" if tool else client, paths, summary, event=e)  # fmt: skip
+    if tool:  # the tool once, in the summary, as an AI commit's subject has it
+        summary = f"{tool}: {summary}"
+    return Row(f"e:{n}:{e.get('pid')}:{e.get('ts')}", _ts(e), kind, client, paths, summary, event=e)
 
 
 FIRST_COMMITS = 400  # read at start; the rest of the history follows in the background
@@ -189,9 +191,23 @@ class Feed:
     def _sort(self) -> None:
         """Newest first. Git keeps whole seconds, the journal milliseconds: a commit the server
         journaled sorts by the journal's time, so it lands in order among that second's events."""
+        self._mark_reverted()
         precise = self._precise
 
         def when(r: Row) -> datetime:
             return precise.get(r.commit.sha, r.time) if r.commit is not None else r.time
 
         self.rows = sorted(self._commit_rows + self._event_rows, key=when, reverse=True)
+
+    def _mark_reverted(self) -> None:
+        """Each commit row carries the revert that undid it (None again once that revert is
+        itself reverted). Only rows whose mark changes are replaced."""
+        marks = reverted_by(r.commit for r in self._commit_rows if r.commit is not None)
+        if not marks and not any(r.reverted_by for r in self._commit_rows):
+            return
+        self._commit_rows = [
+            replace(r, reverted_by=marks.get(r.commit.sha))
+            if r.commit is not None and r.reverted_by != marks.get(r.commit.sha)
+            else r
+            for r in self._commit_rows
+        ]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.config import Config, load_config
+from server.config import Config, DocType, load_config
 from server.dates import as_date
 from server.docs import decode, parse_doc
 from server.edits import render_value
@@ -231,10 +231,17 @@ class NewNote:
 
 def type_fields(root: Path, type_name: str) -> tuple[list[str], list[str]]:
     """(required fields, date fields) of a doc type: the form for a new note."""
+    t = doc_type(root, type_name)
+    return list(t.required), list(t.dates)
+
+
+def doc_type(root: Path, type_name: str) -> DocType:
+    """A doc type as the config gives it (fields, dates, allowed values, folder and filename):
+    the new-note form is built from it."""
     t = _types(root).get(type_name)
     if t is None:
         raise ActionError(f"unknown type {type_name!r}")
-    return list(t.required), list(t.dates)
+    return t
 
 
 def _types(root: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ change (for the diff pane). No Textual here: the screens render what this return
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +15,9 @@ FORMAT = FIELD.join([
     "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
     "%(trailers:key=Vaultwatch-Client,valueonly,separator=)",
     "%(trailers:key=Vaultwatch-Action,valueonly,separator=)",
+    "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
 ])  # fmt: skip
+REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class Commit:
     client: str | None  # Vaultwatch-Client
     action: str | None  # Vaultwatch-Action: revert, move, create, remove, snapshot, import
     files: tuple[str, ...]
+    reverts: tuple[str, ...] = ()  # Vaultwatch-Reverts: the commits this one undoes
 
     @property
     def short(self) -> str:
@@ -62,12 +66,13 @@ def read_commits(
     for rec in out.split(RECORD)[1:]:
         head, _, rest = rec.partition("\x00")
         parts = head.split(FIELD)
-        if len(parts) < 8:
+        if len(parts) < 9:
             continue
-        sha, an, ae, at, subject, tool, client, action = (p.strip() for p in parts[:8])
+        sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
         files = tuple(f.strip("\n") for f in rest.split("\x00") if f.strip("\n"))
         commits.append(Commit(sha, an, ae, datetime.fromtimestamp(int(at), UTC), subject,
-                              tool or None, client or None, action or None, files))  # fmt: skip
+                              tool or None, client or None, action or None, files,
+                              tuple(r.strip() for r in reverts.split(",") if r.strip())))  # fmt: skip
     return commits
 
 
@@ -112,22 +117,95 @@ def commit_changes(root: Path, sha: str) -> list[FileChange]:
 
 
 def _cat(root: Path, specs: list[str]) -> list[str]:
-    """Contents of many `rev:path` blobs through one `git cat-file --batch`."""
+    """Contents of many `rev:path` blobs as text ("" for a missing one or an empty spec)."""
+    return [b.decode("utf-8", "replace") if b is not None else "" for b in cat_blobs(root, specs)]
+
+
+def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
+    """The bytes of many `rev:path` blobs through one `git cat-file --batch` (None: no such
+    file at that commit, or an empty spec)."""
     asked = [s for s in specs if s]
     if not asked:
-        return ["" for _ in specs]
+        return [None for _ in specs]
     out = _git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode())
-    found: list[str] = []
+    found: list[bytes | None] = []
     pos = 0
     for _ in asked:
         nl = out.index(b"\n", pos)
         header = out[pos:nl].decode()
         pos = nl + 1
         if header.endswith("missing"):
-            found.append("")
+            found.append(None)
             continue
         size = int(header.split()[2])
-        found.append(out[pos : pos + size].decode("utf-8", "replace"))
+        found.append(out[pos : pos + size])
         pos += size + 1
     it = iter(found)
-    return [next(it) if s else "" for s in specs]
+    return [next(it) if s else None for s in specs]
+
+
+def reverted_by(commits: Iterable[Commit]) -> dict[str, str]:
+    """Each commit whose change is undone now -> the revert that undid it. A revert that was
+    itself reverted undoes nothing any more, so what it had reverted counts as live again."""
+    reverters: dict[str, list[str]] = {}
+    for c in commits:
+        for target in c.reverts:
+            reverters.setdefault(target, []).append(c.sha)
+    memo: dict[str, str | None] = {}
+
+    def undone_by(sha: str) -> str | None:
+        if sha not in memo:
+            memo[sha] = None  # a revert is always newer than what it reverts: no cycles
+            memo[sha] = next((r for r in reverters.get(sha, ()) if undone_by(r) is None), None)
+        return memo[sha]
+
+    out: dict[str, str] = {}
+    for sha in reverters:
+        by = undone_by(sha)
+        if by is not None:
+            out[sha] = by
+    return out
+
+
+def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
+    """Lines added and removed by each commit (binary files count 0), through one
+    `git diff-tree --stdin`: the timeline asks only for the rows it draws."""
+    if not shas:
+        return {}
+    args = ["diff-tree", "--stdin", "-r", "--numstat", "--root", "--no-renames"]
+    out = _git(root, *args, input=("\n".join(shas) + "\n").encode()).decode("utf-8", "replace")
+    counts: dict[str, tuple[int, int]] = {sha: (0, 0) for sha in shas}
+    current = None
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 1 and line in counts:
+            current = line
+        elif current is not None and len(parts) >= 3:
+            added, removed = counts[current]
+            counts[current] = (
+                added + (int(parts[0]) if parts[0].isdigit() else 0),
+                removed + (int(parts[1]) if parts[1].isdigit() else 0),
+            )
+    return counts
+
+
+def file_versions(root: Path, path: str, limit: int = 30) -> list[tuple[Commit, str]]:
+    """The newest commits that changed `path`, newest first, each with the file's text after
+    it ("" where it deleted the file): what a conflict's detail compares."""
+    try:
+        out = _git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path)
+    except RuntimeError:
+        return []
+    commits = []
+    for rec in out.decode("utf-8", "replace").split(RECORD)[1:]:
+        parts = [p.strip() for p in rec.split(FIELD)]
+        if len(parts) < 8:
+            continue
+        sha, an, ae, at, subject, tool, client, action = parts[:8]
+        when = datetime.fromtimestamp(int(at), UTC)
+        commit = Commit(
+            sha, an, ae, when, subject, tool or None, client or None, action or None, (path,)
+        )
+        commits.append(commit)
+    texts = _cat(root, [f"{c.sha}:{path}" for c in commits])
+    return list(zip(commits, texts, strict=True))

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from .actions import ActionError, RevertConflict, revert
+from .actions import ActionError
 from .file_actions import MovePlan, RemovePlan, plan_move, plan_remove
 from .history import Commit, FileChange, commit_changes
+from .revert import RevertConflict, abort_operation, offered, plan_revert, revert
 
 Tone = Literal["", "bold", "warning"]
 MOVE_LIST_MOST = 20  # files a move's preview names one by one before "… and N more"
@@ -40,14 +41,12 @@ class Preview:
 @dataclass
 class Outcome:
     """What an applied action did. `sha` is the commit it made (None: nothing changed);
-    `message` says it in words; `then` is a further action the owner may confirm (a revert
-    that needs later commits reverted too)."""
+    `message` says it in words."""
 
     message: str
     sha: str | None = None
     severity: Literal["information", "warning", "error"] = "information"
     title: str = ""
-    then: tuple[Preview, list[str]] | None = None  # (what to ask, the commits to revert)
 
     @property
     def ok(self) -> bool:
@@ -55,57 +54,135 @@ class Outcome:
 
 
 def revertable(c: Commit | None) -> bool:
-    """AI commits, and the owner's own file actions (a delete is undone like any commit)."""
-    return c is not None and (c.is_ai or c.action in ("move", "create", "remove"))
+    """What `r` offers: AI commits, and the owner's own dashboard actions (a revert, a move, a
+    new note, a delete are undone like any commit)."""
+    return c is not None and offered(c)
+
+
+def why_not_revertable(c: Commit | None) -> str:
+    if c is None:
+        return "select a commit to revert: an AI commit, or your own move, create, delete or revert"
+    return (
+        f"{c.short} is your own edit: r reverts AI commits and your dashboard actions (move, "
+        "create, delete, revert). Edit the note to change it back."
+    )
 
 
 # -- revert ---------------------------------------------------------------------------------------
 
 
-def revert_preview(root: Path, c: Commit) -> Preview:
+@dataclass
+class Blocker:
+    """A later commit in the way of a revert: who made it, when, and what it changed there."""
+
+    commit: Commit
+    ticked: bool  # reverted too unless the owner unticks it; the owner's own edits start unticked
+    changes: list[FileChange]
+
+    @property
+    def label(self) -> str:
+        c = self.commit
+        who = f"AI · {c.client or '?'} · {c.tool}" if c.is_ai else f"you ({c.author})"
+        return f"{c.short}  {c.subject}  —  {who}, {c.time.astimezone():%Y-%m-%d %H:%M}"
+
+
+@dataclass
+class Blocked:
+    """The revert does not apply as it stands; the vault is unchanged. The owner ticks which
+    later commits to revert with it (`targets` + the ticked blockers, in one revert)."""
+
+    title: str
+    lines: list[Line]
+    targets: list[str]
+    blockers: list[Blocker]
+
+
+def revert_preview(root: Path, c: Commit) -> Preview | Blocked:
+    """What reverting `c` will change, or what is in the way. Raises ActionError (with the
+    reason: already reverted, nothing to undo, git busy) when there is nothing to confirm."""
+    try:
+        plan = plan_revert(root, [c.sha])
+    except RevertConflict as exc:
+        return _blocked(root, exc)
+    by = f"{c.author} ({c.client})" if c.is_ai else c.author
     return Preview(
         f"Revert {c.short}?",
         "Revert",
         [
             Line(f"{c.short}  {c.subject}"),
-            Line(f"by {c.author} ({c.client}) at {c.time.astimezone():%Y-%m-%d %H:%M}"),
+            Line(f"by {by} at {c.time.astimezone():%Y-%m-%d %H:%M}"),
             Line(""),
-            Line("This undoes:"),
+            Line("The revert will change:"),
             Line(""),
         ],
-        commit_changes(root, c.sha),
+        plan.changes(),
+    )
+
+
+def _blocked(root: Path, exc: RevertConflict) -> Blocked:
+    names = ", ".join(t.short for t in exc.targets)
+    lines = [Line(f"Reverting {names} does not apply as the notes are now; nothing was changed.")]
+    if exc.uncommitted:
+        lines.append(
+            Line(
+                f"Your unsaved edits to {', '.join(exc.uncommitted)} touch the same lines: "
+                "save or undo them in the note first.",
+                "warning",
+            )
+        )
+    if exc.blockers:
+        lines += [
+            Line(""),
+            Line(
+                "Later commits changed the same lines. Tick the ones to revert with it "
+                "(space); yours are never reverted unless you tick them:"
+            ),
+        ]
+    elif not exc.uncommitted:
+        lines.append(Line(f"{', '.join(exc.paths)} changed since in a way a revert cannot undo."))
+    blockers = []
+    for b in exc.blockers:
+        changes = [ch for ch in commit_changes(root, b.sha) if ch.path in exc.paths]
+        blockers.append(Blocker(b, offered(b), changes))
+    return Blocked(
+        "Revert blocked — vault unchanged", lines, [t.sha for t in exc.targets], blockers
     )
 
 
 def revert_commits(root: Path, shas: list[str]) -> Outcome:
-    """Revert these commits as one owner commit. A conflict leaves the vault unchanged and,
-    when later commits are in the way, offers reverting them too (`then`)."""
+    """Revert these commits as one owner commit; anything in the way leaves the vault as it
+    was and says why."""
     try:
         sha = revert(root, shas)
     except RevertConflict as exc:
-        if not exc.blockers:
-            return Outcome(
-                "the revert conflicted and was undone; nothing changed", severity="error"
-            )
-        names = [Line(f"  {b.short}  {b.subject}") for b in exc.blockers]
-        ask = Preview(
-            "Revert conflicts — vault unchanged",
-            "Revert all",
-            [
-                Line("Later commits changed the same lines:"),
-                Line(""),
-                *names,
-                Line(""),
-                Line("Revert them too, newest first, as one action?"),
-            ],
-        )
-        again = [b.sha for b in exc.blockers] + [t.sha for t in exc.targets]
-        return Outcome(str(exc), severity="warning", then=(ask, again))
+        return Outcome(str(exc), severity="error", title="revert blocked — vault unchanged")
     except ActionError as exc:
-        return Outcome(str(exc), severity="error")
-    except Exception as exc:  # a git state the owner must fix (merge in progress, ...)
         return Outcome(str(exc), severity="error", title="revert refused")
-    return Outcome(f"reverted as {sha[:8]}", sha)
+    n = len(shas)
+    return Outcome(f"reverted {n} commit{'s' if n != 1 else ''} as {sha[:8]}", sha)
+
+
+def abort_preview(what: str, command: str) -> Preview:
+    return Preview(
+        f"Abort {what}?",
+        "Abort",
+        [
+            Line(f"git is in the middle of {what}: every AI write is refused until it ends."),
+            Line(""),
+            Line(
+                f"git {command} --abort puts HEAD, the index and the files back as they were "
+                f"before {what} started. Finish it in a terminal instead if you want to keep it."
+            ),
+        ],
+    )
+
+
+def abort_git(root: Path) -> Outcome:
+    try:
+        what = abort_operation(root)
+    except ActionError as exc:
+        return Outcome(str(exc), severity="error", title="abort failed")
+    return Outcome(f"aborted {what}; AI writes can go ahead")
 
 
 # -- move and delete ------------------------------------------------------------------------------

@@ -22,10 +22,32 @@ from server.gitrepo import state_dir
 URL_LINE = re.compile(r"at (http://\S+/mcp)")
 
 
+def port_file(root: Path) -> Path:
+    return state_dir(root) / "port"
+
+
+def remembered_port(root: Path) -> int:
+    """The port this vault's dashboard served on last time (0: none), so a `claude mcp add`
+    line copied once keeps working across launches."""
+    try:
+        port = int(port_file(root).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return 0
+    return port if 0 < port < 65536 else 0
+
+
+def remember_port(root: Path, port: int) -> None:
+    with contextlib.suppress(OSError):  # a read-only .git only costs the memory
+        port_file(root).parent.mkdir(parents=True, exist_ok=True)
+        port_file(root).write_text(f"{port}\n", encoding="utf-8")
+
+
 @dataclass
 class ServerSupervisor:
     root: Path
-    port: int = 0  # 0: any free port the first time, then the same one on every restart
+    # 0: the port remembered from the last launch (else any free one, then remembered); the
+    # same one on every restart. A port from --port or the config's http.port is used as given.
+    port: int = 0
     python: str = sys.executable
     proc: subprocess.Popen[str] | None = None
     url: str | None = None
@@ -43,6 +65,19 @@ class ServerSupervisor:
         return self.token_file.read_text(encoding="utf-8").strip()
 
     def start(self, timeout: float = 60) -> str:
+        if self.port:
+            return self._start(timeout)
+        self.port = remembered_port(self.root)
+        if self.port:
+            try:
+                return self._start(timeout)
+            except RuntimeError:  # taken by another program since: a new one, remembered
+                self.port = 0
+        url = self._start(timeout)
+        remember_port(self.root, self.port)
+        return url
+
+    def _start(self, timeout: float) -> str:
         cmd = [self.python, "-m", "server.cli", "--vault", str(self.root), "--http",
                f"127.0.0.1:{self.port}", "--exit-with-parent"]  # fmt: skip
         # its own process group, so stopping it also stops anything it started
@@ -81,7 +116,7 @@ class ServerSupervisor:
                 return False
             self.last_exit = self.proc.returncode
             self.restarts += 1
-            self.start()
+            self._start(60)
             return True
 
     def stop(self, timeout: float = 10) -> None:
@@ -107,6 +142,11 @@ def snippets(root: Path, url: str, server_command: str | None = None) -> dict[st
             f"claude mcp add --transport http vaultwatch {url} --header "
             f'"Authorization: Bearer $(cat {shlex.quote(str(token_file))})"'
         ),
+        # the .mcp.json entry names the variable; this puts the token in it (the shell that
+        # starts the client must have run it)
+        "Export the token for the .mcp.json entry (shell)": (
+            f'export VAULTWATCH_TOKEN="$(cat {shlex.quote(str(token_file))})"'
+        ),
         ".mcp.json entry (HTTP; export VAULTWATCH_TOKEN first)": json.dumps(
             {
                 "mcpServers": {
@@ -124,3 +164,29 @@ def snippets(root: Path, url: str, server_command: str | None = None) -> dict[st
             indent=2,
         ),
     }
+
+
+def connect_notes(root: Path, url: str) -> list[str]:
+    """What the Connect dialog says around the snippets: whether the URL lasts, and how to copy
+    when the terminal's clipboard does not take it."""
+    from server.config import ConfigError, load_config
+
+    try:
+        pinned = load_config(root).http_port
+    except ConfigError:
+        pinned = None
+    port = url.rsplit(":", 1)[-1].split("/")[0]
+    if pinned:
+        lasting = f"Port {port} is set by http.port in vault.config.yaml."
+    else:
+        where = port_file(root).relative_to(root)
+        lasting = (
+            f"Port {port} is kept for this vault across launches ({where}); "
+            "set http.port in vault.config.yaml to choose another."
+        )
+    return [
+        f"Server: {url}. {lasting}",
+        "Copying goes through the terminal (OSC 52). Under tmux the clipboard may not receive it "
+        "unless tmux has `set -g set-clipboard on`; otherwise select the text with the mouse "
+        "(shift+drag in tmux) and copy it by hand.",
+    ]

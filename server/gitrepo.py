@@ -62,6 +62,27 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+# What git leaves in .git while an operation waits for the owner, and how to abort each. One
+# list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.
+IN_PROGRESS = (
+    ("MERGE_HEAD", "merge", "a merge"),
+    ("rebase-merge", "rebase", "a rebase"),
+    ("rebase-apply", "rebase", "a rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick", "a cherry-pick"),
+    ("REVERT_HEAD", "revert", "a revert"),
+)
+
+
+def operation_in_progress(root: Path) -> tuple[str, str] | None:
+    """(git command, "a merge") of the operation the vault's git is in the middle of, or None.
+    A few stat calls: cheap enough for every poll."""
+    g = root / ".git"
+    for marker, command, what in IN_PROGRESS:
+        if (g / marker).exists():
+            return command, what
+    return None
+
+
 # The lock's fd is passed to every git child started while it is held: a server killed
 # mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
 # is done too, or the next server's recovery would undo files the child is about to commit.

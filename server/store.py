@@ -27,7 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
-from .gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
+from .gitrepo import (
+    GitError,
+    git,
+    human_identity,
+    identity_env,
+    operation_in_progress,
+    state_dir,
+    write_lock,
+)
 from .journal import Journal
 
 log = logging.getLogger("vaultwatch.store")
@@ -112,7 +120,7 @@ class FileWrite:
     rel: str  # NFC path (the model's)
     disk: str  # path on disk, relative to the root
     old: bytes | None  # None: a new file
-    new: bytes
+    new: bytes | None  # None: the file is deleted (owner actions only, e.g. undoing a create)
 
 
 def blob_id(data: bytes) -> str:
@@ -171,15 +179,13 @@ class Store:
                 "git is busy or crashed here (.git/index.lock exists); nothing was written. "
                 "Tell the owner: if no git command is running, they can delete .git/index.lock.",
             )
-        for marker, what in (("MERGE_HEAD", "a merge"), ("rebase-merge", "a rebase"),
-                             ("rebase-apply", "a rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-                             ("REVERT_HEAD", "a revert")):  # fmt: skip
-            if (g / marker).exists():
-                raise StoreError(
-                    "git_in_progress",
-                    f"the vault is in the middle of {what}; nothing was written. Tell the owner "
-                    "to finish or abort it first.",
-                )
+        busy = operation_in_progress(self.root)
+        if busy is not None:
+            raise StoreError(
+                "git_in_progress",
+                f"the vault is in the middle of {busy[1]}; nothing was written. Tell the owner "
+                "to finish or abort it first.",
+            )
         head = (g / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
         if not head.startswith("ref: "):
             raise StoreError(
@@ -200,33 +206,50 @@ class Store:
         in Obsidian can neither leak into the AI's commit nor be overwritten unseen: a file
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
+        author = config.ai_author
+        message = f"{subject}\n\nVaultwatch-Tool: {tool}\nVaultwatch-Client: {client}\n"
+        return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
+
+    def apply(
+        self, writes: list[FileWrite], *, message: str, author: tuple[str, str], tool: str
+    ) -> str:
+        """The write path with any author and message (the AI's writes, the owner's reverts):
+        snapshot, intent, temp files, rename over (or unlink), one commit of exactly these
+        paths. Caller holds the lock and has run check_repo."""
         paths = [w.disk for w in writes]
         head_blobs = self.snapshot(paths)
-        temps: list[str] = []
+        temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         crash_after = _fault_point()
         try:
             # The intent (with the temp names) is on disk before any temp file exists, so a
             # crash at any point leaves nothing that recovery does not know about.
-            temps = [_temp_name(self.root / w.disk) for w in writes]
-            blobs = [blob_id(w.new) for w in writes]
+            temps = [
+                _temp_name(self.root / w.disk) if w.new is not None else None for w in writes
+            ]
+            blobs = [blob_id(w.new) if w.new is not None else None for w in writes]
             self._store_old_blobs(writes, head_blobs)
             intent = {
                 "pid": os.getpid(),
                 "tool": tool,
                 "files": [
                     {"path": w.disk, "old": blob_id(w.old) if w.old is not None else None,
-                     "new": b, "tmp": os.path.relpath(t, self.root)}
+                     "new": b, "tmp": os.path.relpath(t, self.root) if t else None}
                     for w, b, t in zip(writes, blobs, temps, strict=True)
                 ],
             }  # fmt: skip
             atomic_write(self.intent_path, json.dumps(intent).encode())
             for w, tmp in zip(writes, temps, strict=True):
-                _write_temp(tmp, self.root / w.disk, w.new)
-            stored = git(self.root, "hash-object", "-w", "--stdin-paths",
-                         input="\n".join(temps).encode()).stdout.decode().split()  # fmt: skip
-            if stored != blobs:
+                if tmp is not None and w.new is not None:
+                    _write_temp(tmp, self.root / w.disk, w.new)
+            made = [t for t in temps if t is not None]
+            stored: list[str] = []
+            if made:
+                paths_in = "\n".join(made).encode()
+                out = git(self.root, "hash-object", "-w", "--stdin-paths", input=paths_in).stdout
+                stored = out.decode().split()
+            if stored != [b for b in blobs if b is not None]:
                 raise GitError("git stored different bytes than were written")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
@@ -236,7 +259,10 @@ class Store:
                     if fd is not None:
                         os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
-                os.replace(tmp, target)
+                if tmp is None:
+                    os.unlink(target)
+                else:
+                    os.replace(tmp, target)
                 renamed.append(w)
                 held.append((w, fd))
                 if crash_after is not None and len(renamed) >= crash_after:
@@ -248,17 +274,16 @@ class Store:
                 if fd is not None and _read_fd(fd) != w.old:
                     late = _read_fd(fd)
                     raise WriteRace(w.rel, w.old, late, restore=late)
-            author = config.ai_author
-            message = f"{subject}\n\nVaultwatch-Tool: {tool}\nVaultwatch-Client: {client}\n"
             sha = self._commit_blobs([(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
-                                     message, author.name, author.email)  # fmt: skip
+                                     message, *author)  # fmt: skip
         except (OSError, GitError, WriteRace) as exc:
             restore = exc.restore if isinstance(exc, WriteRace) else None
             self._undo(renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None,
                                              restore))  # fmt: skip
             for tmp in temps:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+                if tmp is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.intent_path)
             if isinstance(exc, WriteRace):
@@ -273,11 +298,11 @@ class Store:
             os.unlink(self.intent_path)
         return sha
 
-    def _commit_blobs(self, entries: list[tuple[str, str]], message: str, name: str,
+    def _commit_blobs(self, entries: list[tuple[str, str | None]], message: str, name: str,
                       email: str) -> str:  # fmt: skip
-        """HEAD + these (path, blob) -> a tree (in a private index) -> a commit -> the branch,
-        moved only if it still points where it did (compare-and-swap). The real index is then
-        set to HEAD for these paths."""
+        """HEAD + these (path, blob; None removes the path) -> a tree (in a private index) ->
+        a commit -> the branch, moved only if it still points where it did (compare-and-swap).
+        The real index is then set to HEAD for these paths."""
         # A private index, kept between writes (all of them under the write lock): when it
         # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
         # subtrees, which is most of the cost of a commit in a large vault.
@@ -290,6 +315,9 @@ class Store:
                 git(self.root, "read-tree", head, env=env)
             lines = []
             for path, blob in entries:
+                if blob is None:  # mode 0 takes the path out of the index
+                    lines.append(f"0 {'0' * 40}\t{path}")
+                    continue
                 try:
                     mode = "100755" if os.stat(self.root / path).st_mode & 0o111 else "100644"
                 except FileNotFoundError:

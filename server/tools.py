@@ -21,6 +21,7 @@ from pydantic import Field
 
 from . import __version__
 from .context import build_context
+from .journal import estimate_tokens
 from .query import (
     Filters,
     QueryError,
@@ -131,7 +132,13 @@ class ToolKit:
         data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
         self.vault.journal.append(
-            kind, client=client_name(ctx), tool=tool, paths=paths, chars=len(text), **event
+            kind,
+            client=client_name(ctx),
+            tool=tool,
+            paths=paths,
+            chars=len(text),
+            tokens=estimate_tokens(text),
+            **event,
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import json
 import re
 import typing
 import unicodedata
@@ -404,6 +405,32 @@ OPS: dict[str, Callable[..., Outcome]] = {
 # checks and commit
 
 
+def attempted(tool: str, args: dict[str, Any]) -> str:
+    """What a refused operation asked for, for the journal (masked there like every field): a
+    refusal before any text was made (an unknown tag, type or path) has no diff to show. Text
+    shows as written, YAML-like, never JSON-escaped (a secret spelled with escapes would slip past
+    the masks); text with several lines shows as `+` lines."""
+    return "\n".join([f"{tool}:", *_arg_lines(args, "")]) + "\n"
+
+
+def _arg_lines(args: dict[str, Any], indent: str) -> list[str]:
+    out = []
+    for key, value in args.items():
+        if value is None:  # an argument left out
+            continue
+        if isinstance(value, dict):
+            out += [f"{indent}{key}:", *_arg_lines(value, indent + "  ")]
+        elif isinstance(value, str) and "\n" in value:
+            out += [f"{indent}{key}:", *(f"+{line}" for line in value.splitlines())]
+        elif isinstance(value, str):
+            out.append(f"{indent}{key}: {value}")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out.append(f"{indent}{key}: [{', '.join(value)}]")
+        else:
+            out.append(f"{indent}{key}: {json.dumps(value, ensure_ascii=False, default=str)}")
+    return out
+
+
 def _diff(f: _File) -> str:
     old = (decode(f.original)[0] if f.original is not None else "").splitlines(keepends=True)
     new = (f.text or "").splitlines(keepends=True)
@@ -576,6 +603,7 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
         except Rejected as exc:
             if not exc.paths:  # a rule about the arguments (a tag, a type): name the note anyway
                 exc.paths = [p for p, nums in plan.touched.items() if plan.op in nums]
+            exc.diff = exc.diff or cap_diff(attempted(name, args))
             if len(ops) > 1:
                 exc.message = f"operation {i + 1} ({name}): {exc.message}"
             errors.append(exc)
@@ -586,6 +614,10 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
             label = "operation" + ("s " if len(nums) > 1 else " ") + ", ".join(map(str, nums))
             r.message = f"{label}: {r.message}"
+    for r in rejected:  # the owner sees what the AI tried for every refusal, not only some
+        r.diff = r.diff or cap_diff(
+            "".join(_diff(plan.files[p]) for p in r.paths if p in plan.files)
+        )
     if errors or rejected:
         raise _merge(errors + rejected)
     vw = vocab_write(plan)
@@ -655,6 +687,8 @@ def _merge(errors: list[Rejected]) -> Rejected:
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:
     """Written means searchable: the doc index and the search index, before the tool returns."""
     for w in writes:
+        if w.new is None:  # the server never deletes; only owner actions do
+            continue
         path = vault.root / w.disk
         st = path.stat()
         doc = parse_doc(w.rel, w.new, disk=w.disk, mtime_ns=st.st_mtime_ns, full=False)

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.actions import RevertConflict, revert
 from app.history import commit_changes, read_commits
+from app.revert import RevertConflict, revert
 
 from .conftest import git
 

@@ -108,3 +108,42 @@ def test_a_big_change_drops_syntax_colours_but_keeps_every_line() -> None:
     assert not any(s.style == "bold" for s in heading.spans)  # no markdown colours past the limit
     small = render_lines([FileChange("s.md", "M", None, "# 0\n", "# 0!\n")])
     assert any(s.style == "bold" for s in next(c for c in small if c.plain == "+ # 0!").spans)
+
+
+def _divider_cells(row: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(row[: row.index("│")])
+
+
+def test_side_by_side_wraps_in_step_and_measures_cells() -> None:
+    old = "---\ntags: [system-design, 面试]\n---\n# 离线同步\n\n" + "A long prose line. " * 8 + "\n"
+    new = old.replace("面试]", "面试, crdt]") + "closed: 2026-12-03\n"
+    ch = FileChange("study/离线同步.md", "M", None, old, new)
+    rows = _plain(ch, split=True, width=60)
+    assert rows[0] == "MODIFIED  study/离线同步.md"  # a file label, as in the unified view
+    assert rows[1].startswith("@@ -1,") and "+1," in rows[1]  # hunks with line numbers
+    body = [r for r in rows if "│" in r]
+    assert not any("…" in r for r in rows)  # nothing is cut ...
+    assert any("crdt]" in r.split("│")[1] for r in body)  # ... a tag added at the end shows
+    assert any("closed: 2026-12-03" in r.split("│")[1] for r in body)
+    # the divider stays in one column on Chinese lines and on wrapped ones
+    assert {_divider_cells(r) for r in body} == {_divider_cells(body[0])}
+    for side in (0, 1):  # every word of the wrapped prose line, in order, on both sides
+        text = " ".join(" ".join(r.split("│")[side].split()) for r in body)
+        assert text.count("A long prose line.") == 8
+
+
+def test_wrapped_unified_lines_keep_their_gutter() -> None:
+    from textual.content import Content
+
+    from app.ui.lines import hang
+
+    ch = FileChange("n.md", "M", None, "a\n", "a\n" + "added words " * 10 + "\n")
+    added = next(c for c in render_lines([ch]) if c.plain.startswith("+ "))
+    rows = hang(added, 30)
+    assert len(rows) > 1 and all(r.plain.startswith("+ ") for r in rows)
+    assert all(r.cell_length <= 30 for r in rows)
+    assert " ".join(r.plain[2:].strip() for r in rows).split() == ["added", "words"] * 10
+    other = hang(Content("abc123  a long commit subject that goes on past the edge"), 30)
+    assert [r.plain[:2] for r in other[1:]] == ["  "] * (len(other) - 1)

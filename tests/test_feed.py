@@ -91,7 +91,7 @@ def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
     )
     f = Feed(repo)
     f.poll()
-    assert f.rows[0].kind == "rejected" and f.rows[0].summary == "unknown_tag: no"
+    assert f.rows[0].kind == "rejected" and f.rows[0].summary == "create_doc: unknown_tag: no"
     assert len(f.events) == 2  # reads are kept for the cost screen, not shown as rows
     assert sum(1 for r in f.rows if r.event is not None) == 1
 
@@ -102,7 +102,7 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     fast_commits(repo, 3_000, start=1_765_000_000)
     app = Dashboard(repo, poll_seconds=0.05)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:  # side by side: a page is ~25 rows
         t = app.query_one("#timeline", Timeline)
         for _ in range(200):
             if app.feed.complete and t.row_count == 3_030:

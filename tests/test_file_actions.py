@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.actions import ActionError, revert
+from app.actions import ActionError
 from app.file_actions import (
     apply_create,
     apply_move,
@@ -19,6 +19,7 @@ from app.file_actions import (
     plan_move,
     plan_remove,
 )
+from app.revert import revert
 
 from .conftest import git
 

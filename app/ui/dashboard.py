@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 
 from server.config import ConfigStore
+from server.gitrepo import operation_in_progress
 
 from .. import settings
 from ..feed import Feed, Row
@@ -38,8 +39,9 @@ class Dashboard(App[None]):
         Path(__file__).with_name("dashboard.tcss")
     )  # absolute: subclasses live elsewhere
     TITLE = "vaultwatch"
-    # under 120 cells the timeline and the diff stack (lazygit does the same), side by side above
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # under 160 cells the timeline and the diff stack (lazygit does the same), side by side above,
+    # where the timeline (5/8) is as wide as a stacked one at 100 cells: widening never shows less
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="the keys of this screen"),
         Binding("q", "quit", "Quit"),
@@ -56,6 +58,7 @@ class Dashboard(App[None]):
         self._theme_choice = theme
         self.today: Any = None  # tag trends' "today" (tests pin it)
         self._polling = threading.Lock()
+        self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
 
     def get_default_screen(self) -> Screen[Any]:
         return MainScreen()
@@ -99,7 +102,9 @@ class Dashboard(App[None]):
         if restarted:
             self.call_from_thread(self.notify, f"the vault server died (exit {self.supervisor.last_exit}) "  # type: ignore[union-attr]
                                   "and was restarted", severity="warning", timeout=8)  # fmt: skip
-        if self.feed.poll() or restarted:
+        op = operation_in_progress(self.root)  # a few stat calls
+        changed_op, self._git_op = op != self._git_op, op
+        if self.feed.poll() or restarted or changed_op:
             self.post_message(FeedChanged())
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
@@ -132,12 +137,20 @@ class Dashboard(App[None]):
             cfg.source,
             config_time(self.root, cfg.source, events) if cfg.source else "",
             [str(p) for p in self.configs.errors],
+            repo_state(self._git_op),
         )
 
     # -- keys every screen shares -----------------------------------------------------------------
 
     def action_help(self) -> None:
         self.push_screen(HelpModal(key_help(self.screen)))
+
+
+def repo_state(op: tuple[str, str] | None) -> str | None:
+    """What the header says while git is in the middle of something: AI writes are refused."""
+    if op is None:
+        return None
+    return f"⚠ git mid-{op[0]}: AI writes refused · A aborts"  # whole even at 80 columns
 
 
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:

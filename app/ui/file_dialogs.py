@@ -3,6 +3,7 @@ folder completion), and the form for a new note of a doc type."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 from textual import on
@@ -10,13 +11,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.fuzzy import Matcher
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from ..file_actions import ActionError, NewNote, plan_create, type_fields
+from server.config import ConfigError, load_config
+from server.writes import Rejected, note_path
+
+from ..file_actions import ActionError, NewNote, doc_type, plan_create
 
 MAX_SHOWN = 200
 
@@ -118,8 +123,30 @@ class DestinationPrompt(ModalScreen[str | None]):
             self.dismiss(value)
 
 
+def preview_path(root: Path, type_name: str, values: dict[str, str], title: str) -> str:
+    """The path a new note will get: filled in as soon as the fields its file name uses are
+    there (the server's own rule), the type's folder and pattern until then."""
+    fields = {k: v.strip() for k, v in values.items() if v.strip()}
+    try:
+        return note_path(load_config(root), type_name, {**fields, "title": title.strip()}, "")
+    except (Rejected, ConfigError):
+        pass
+    try:
+        t = doc_type(root, type_name)
+    except ActionError:
+        return "(pick a doc type)"
+    return f"{t.folder}/{t.filename or '{slug}.md'}".lstrip("/")
+
+
+class _Fields(VerticalScroll, can_focus=False):
+    """The form's fields. Not focusable itself: the first Tab after the type picker must land in
+    the title, not on this container (where typing went nowhere and shifted every value)."""
+
+
 class NewNoteForm(ModalScreen[NewNote | None]):
-    """Pick a doc type, fill its required fields (dates checked), ctrl+s or enter creates."""
+    """Pick a doc type, fill its required fields (dates default to today, fields with allowed
+    values are pickers), see the path the note will get; ctrl+s or enter creates. Errors and the
+    path show at the bottom, always on screen."""
 
     AUTO_FOCUS = "#type"
 
@@ -134,13 +161,18 @@ class NewNoteForm(ModalScreen[NewNote | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(Content.styled("New note", "bold"), id="dialog-title")
-            yield Select([(t, t) for t in self.types], prompt="doc type", id="type",
-                         value=self.types[0] if self.types else Select.NULL)  # fmt: skip
-            yield VerticalScroll(id="form")
-            yield Static(id="form-error")
-            yield Static(Content("tab moves · enter on the last field or ctrl+s creates · esc cancels"),
-                         classes="hint")  # fmt: skip
+            with Vertical(id="dialog-head"):
+                yield Static(Content.styled("New note", "bold"), id="dialog-title")
+                yield Select([(t, t) for t in self.types], prompt="doc type", id="type",
+                             value=self.types[0] if self.types else Select.NULL)  # fmt: skip
+            yield _Fields(id="form")
+            with Vertical(id="dialog-foot"):
+                yield Static(id="form-error")
+                yield Static(id="form-path")
+                yield Static(
+                    Content("tab moves · enter on the last field or ctrl+s creates · esc cancels"),
+                    classes="hint",
+                )
 
     async def on_mount(self) -> None:
         if self.types:
@@ -155,21 +187,51 @@ class NewNoteForm(ModalScreen[NewNote | None]):
         if type_name == self.built:
             return
         self.built = type_name
-        required, dates = type_fields(self.root, type_name)
-        self.fields = required
-        form = self.query_one("#form", VerticalScroll)
+        t = doc_type(self.root, type_name)
+        self.fields = list(t.required)
+        form = self.query_one("#form", _Fields)
         await form.remove_children()
-        widgets: list[Label | Input] = [
+        widgets: list[Label | Input | Select[str]] = [
             Label("title"),
             Input(placeholder="the note's heading (and slug)", id="f-title"),
         ]
+        today = date.today().isoformat()
         for f in self.fields:
-            widgets += [
-                Label(f),
-                Input(placeholder="YYYY-MM-DD" if f in dates else "", id=f"f-{f}"),
-            ]
+            widgets.append(Label(f))
+            allowed = [str(v) for v in t.values.get(f, ())]
+            if allowed:
+                widgets.append(Select([(v, v) for v in allowed], prompt=f"pick a {f}", id=f"f-{f}"))
+            elif f in t.dates:
+                widgets.append(Input(today, placeholder="YYYY-MM-DD", id=f"f-{f}"))
+            else:
+                widgets.append(Input(id=f"f-{f}"))
         await form.mount_all(widgets)
         self.query_one("#form-error", Static).update("")
+        self._preview()
+
+    def _values(self) -> tuple[str, dict[str, str], str]:
+        """(type, field values, title) as the form holds them now."""
+        t = self.query_one("#type", Select).value
+        values = {}
+        for f in self.fields:
+            w = self.query_one(f"#f-{f}")
+            v = w.value if isinstance(w, (Input, Select)) else ""
+            values[f] = v if isinstance(v, str) else ""
+        return (t if isinstance(t, str) else ""), values, self.query_one("#f-title", Input).value
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _preview(self) -> None:
+        """The path the note will get, before it is created: filled in once the fields allow,
+        the type's folder and pattern until then."""
+        if not self.built:
+            return
+        try:
+            type_name, values, title = self._values()
+        except NoMatches:  # the form is being rebuilt for another type; _build previews after
+            return
+        path = preview_path(self.root, type_name, values, title)
+        self.query_one("#form-path", Static).update(Content.styled(f"creates {path}", "bold"))
 
     @on(Input.Submitted)
     def _enter(self, event: Input.Submitted) -> None:
@@ -180,16 +242,14 @@ class NewNoteForm(ModalScreen[NewNote | None]):
             self.focus_next()
 
     def action_create(self) -> None:
-        t = self.query_one("#type", Select).value
-        if not isinstance(t, str):
+        type_name, values, title = self._values()
+        if not type_name:
             self.query_one("#form-error", Static).update(
                 Content.styled("pick a doc type", "$text-error")
             )
             return
-        values = {f: self.query_one(f"#f-{f}", Input).value for f in self.fields}
-        title = self.query_one("#f-title", Input).value
         try:
-            note = plan_create(self.root, t, values, title)
+            note = plan_create(self.root, type_name, values, title)
         except ActionError as exc:
             self.query_one("#form-error", Static).update(Content.styled(str(exc), "$text-error"))
             return

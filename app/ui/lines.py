@@ -2,7 +2,9 @@
 
 A Static holding a 7,500-line diff wraps and styles every line before it can draw one (most
 of a second); this view wraps a line only when it first scrolls into sight, so any diff shows
-at once. Lines wider than the view are word-wrapped, as prose notes need."""
+at once. Lines wider than the view are word-wrapped, as prose notes need, and hang under their
+text: a diff line's continuation rows repeat its +/- gutter (they read as context lines when
+they started at the left edge), any other line's are indented two cells."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
+
+GUTTERS = ("+ ", "- ")  # the unified diff's marks (app/diffview.py)
+HANG = 2
 
 
 class LinesView(ScrollView, can_focus=True):
@@ -71,9 +76,13 @@ class LinesView(ScrollView, can_focus=True):
         key = (i, self._width)
         strips = self._wrapped.get(key)
         if strips is None:
-            strips = Visual.to_strips(self, self._lines[i], self._width, None, self.visual_style)
+            strips = [self._strip(row) for row in hang(self._lines[i], self._width)]
             self._wrapped[key] = strips = strips or [Strip.blank(0)]
         return strips
+
+    def _strip(self, row: Content) -> Strip:
+        strips = Visual.to_strips(self, row, self._width, 1, self.visual_style)
+        return strips[0] if strips else Strip.blank(0)
 
     def on_resize(self) -> None:
         self._layout()
@@ -89,3 +98,18 @@ class LinesView(ScrollView, can_focus=True):
         strips = self._wrap(i)
         sub = min(row - self._starts[i], len(strips) - 1)
         return strips[sub].extend_cell_length(width, style).crop(0, width)
+
+
+def hang(line: Content, width: int) -> list[Content]:
+    """`line` as screen rows of at most `width` cells, continuation rows hanging under the text."""
+    if line.cell_length <= width:
+        return [line]
+    if width <= HANG + 1:
+        return line.fold(max(2, width))
+    head = line[:HANG]
+    if head.plain in GUTTERS:
+        return [head + row for row in line[HANG:].wrap(width - HANG)]
+    first = line.wrap(width)[0]
+    rest = line[len(first.plain) :]
+    rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+    return [first, *(Content(" " * HANG) + row for row in rest.wrap(width - HANG))]

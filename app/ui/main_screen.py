@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from textual import events, on, work
 from textual.app import ComposeResult, ScreenStackError
@@ -17,6 +17,8 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input
+
+from server.gitrepo import operation_in_progress
 
 from .. import owner_flows as flows
 from ..actions import ActionError
@@ -32,13 +34,15 @@ from ..file_actions import (
     vault_files,
 )
 from ..history import commit_changes
-from ..supervisor import snippets
+from ..supervisor import connect_notes, snippets
+from .details import commit_header, event_detail
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header import StatusHeader
 from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
-from .timeline import KIND_STYLE, Timeline
+from .revert_dialog import BlockersModal
+from .timeline import Timeline
 
 if TYPE_CHECKING:
     from .dashboard import Dashboard
@@ -78,6 +82,12 @@ class MainScreen(Screen[None]):
         Binding("g", "tags", "Tags"),
         Binding("dollar_sign", "cost", "Cost"),
         Binding("c", "connect", "Connect"),
+        Binding(
+            "A",
+            "abort_git",
+            "Abort git op",
+            tooltip="abort the merge, revert or rebase git is in the middle of",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -88,6 +98,7 @@ class MainScreen(Screen[None]):
         self.context_lines = 3
         self._selected: str | None = None
         self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
+        self._select_next: str | None = None  # the row of a commit an owner action just made
 
     @property
     def dash(self) -> Dashboard:
@@ -115,6 +126,8 @@ class MainScreen(Screen[None]):
             if self.dash.feed.rows is not self._shown:
                 self.refill()
             self.show_header()
+            with contextlib.suppress(ScreenStackError):
+                self.refresh_bindings()  # A (abort) shows only while git is mid-operation
 
     def show_header(self) -> None:
         self.query_one(StatusHeader).show(self.dash.header_facts())
@@ -138,6 +151,15 @@ class MainScreen(Screen[None]):
         """Show the rows the filters let through; the cursor stays on the row it was on."""
         self._shown = self.dash.feed.rows
         self.query_one("#timeline", Timeline).set_rows(self.visible_rows())
+        self._select_made()
+
+    def _select_made(self) -> None:
+        """Put the cursor on the commit an owner action just made, once its row is shown (the
+        owner's next key, r to undo it, acts on what they made)."""
+        t = self.query_one("#timeline", Timeline)
+        if self._select_next is not None and (at := t.index_of(self._select_next)) is not None:
+            self._select_next = None
+            t.move_to(at)
 
     # -- the detail pane --------------------------------------------------------------------------
 
@@ -170,7 +192,7 @@ class MainScreen(Screen[None]):
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self.query_one("#detail", LinesView).update(event_detail(row))
+            self.query_one("#detail", LinesView).update(event_detail(row, self.dash.root))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
@@ -224,6 +246,10 @@ class MainScreen(Screen[None]):
         self.split = not self.split
         self.show_detail()
 
+    def on_resize(self, _: events.Resize) -> None:
+        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
+            self.call_after_refresh(self.show_detail)
+
     def action_context(self, delta: int) -> None:
         self.context_lines = max(0, min(50, self.context_lines + delta))
         self.show_detail()
@@ -237,13 +263,14 @@ class MainScreen(Screen[None]):
     def action_connect(self) -> None:
         sup = self.dash.supervisor
         url = sup.url if sup and sup.url else "http://127.0.0.1:8765/mcp"
-        self.dash.push_screen(ConnectModal(snippets(self.dash.root, url)))
+        self.dash.push_screen(
+            ConnectModal(snippets(self.dash.root, url), connect_notes(self.dash.root, url))
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "revert":
-            row = self._row(self._selected)
-            return True if row is not None and flows.revertable(row.commit) else None
-        return True
+        if action == "abort_git":  # shown only while git is in the middle of something
+            return operation_in_progress(self.dash.root) is not None
+        return True  # r on any row: when it cannot revert, it says why
 
     # -- the owner's actions ----------------------------------------------------------------------
 
@@ -258,6 +285,8 @@ class MainScreen(Screen[None]):
         if out.ok:
             assert out.sha is not None
             self.notify(out.message, timeout=4)
+            self._select_next = f"c:{out.sha}"
+            self._select_made()  # the poll may have shown its row already
             self.post_message(VaultChanged(out.sha))
         else:
             self.notify(out.message, title=out.title, severity=out.severity, timeout=8)
@@ -265,22 +294,35 @@ class MainScreen(Screen[None]):
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:
         row = self._row(self._selected)
-        if row is None or row.commit is None or not flows.revertable(row.commit):
-            self.notify(
-                "select an AI commit (or a move, create or delete) to revert", severity="warning"
-            )
+        c = row.commit if row is not None else None
+        if c is None or not flows.revertable(c):
+            self.notify(flows.why_not_revertable(c), title="cannot revert", severity="warning")
             return
         root = self.dash.root
-        preview = await asyncio.to_thread(flows.revert_preview, root, row.commit)
-        if not await self._confirm(preview):
+        try:
+            preview = await asyncio.to_thread(flows.revert_preview, root, c)
+        except ActionError as exc:  # already reverted, nothing to undo, git busy
+            self.notify(str(exc), title="nothing reverted", severity="warning", timeout=8)
             return
-        out = await asyncio.to_thread(flows.revert_commits, root, [row.commit.sha])
-        while out.then is not None:  # later commits in the way: the owner may revert them too
-            ask, shas = out.then
-            if not await self._confirm(ask):
+        if isinstance(preview, flows.Blocked):
+            shas = await self.dash.push_screen_wait(BlockersModal(preview))
+            if not shas:
                 return
-            out = await asyncio.to_thread(flows.revert_commits, root, shas)
-        self._done(out)
+        elif await self._confirm(preview):
+            shas = [c.sha]
+        else:
+            return
+        self._done(await asyncio.to_thread(flows.revert_commits, root, shas))
+
+    @work(exclusive=True, group="revert")
+    async def action_abort_git(self) -> None:
+        busy = operation_in_progress(self.dash.root)
+        if busy is None:
+            self.notify("git is not in the middle of anything", timeout=4)
+            return
+        if await self._confirm(flows.abort_preview(busy[1], busy[0])):
+            self._done(await asyncio.to_thread(flows.abort_git, self.dash.root))
+            self.post_message(VaultChanged(""))
 
     def _selected_file(self) -> str:
         row = self._row(self._selected)
@@ -344,58 +386,3 @@ class MainScreen(Screen[None]):
         if await self._confirm(preview):
             done = f"deleted {path}"
             self._done(await asyncio.to_thread(flows.apply_plan, root, apply_remove, plan, done))
-
-
-def commit_header(row: Row) -> list[Content]:
-    c = row.commit
-    assert c is not None
-    lines = [
-        Content.styled(f"{c.short}  {c.subject}", "bold"),
-        Content(f"{c.author} <{c.email}>  {c.time.astimezone():%Y-%m-%d %H:%M:%S}"),
-    ]
-    if c.tool:
-        lines.append(Content(f"tool {c.tool} · client {c.client}"))
-    if c.action:
-        lines.append(Content(f"action {c.action}"))
-    return lines
-
-
-def event_detail(row: Row) -> Content:
-    e: dict[str, Any] = row.event or {}
-    kind = e.get("kind")
-    lines = [
-        Content.styled(f"{kind}  {row.who}", "bold " + KIND_STYLE.get(row.kind, "")),
-        Content(f"{e.get('ts', '')} · pid {e.get('pid')}"),
-    ]
-    if kind == "rejected":
-        lines += [
-            Content.styled("reason", "bold"),
-            Content(f"{e.get('code')}: {e.get('message', '')}"),
-            Content.styled("hint given to the AI", "bold"),
-            Content(str(e.get("hint", ""))),
-            Content.styled("what it tried (not written)", "bold"),
-        ]
-        for line in str(e.get("diff", "")).splitlines():
-            style = (
-                "$text-success"
-                if line.startswith("+")
-                else "$text-error"
-                if line.startswith("-")
-                else ""
-            )
-            lines.append(Content.styled(line, style) if style else Content(line))
-    elif kind == "conflict":
-        lines += [
-            Content(f"path      {e.get('path')}"),
-            Content(f"AI read   {e.get('expected')}"),
-            Content(f"file now  {e.get('actual')}"),
-            Content(
-                "The note changed after the AI read it; nothing was written and the AI "
-                "was told to read it again."
-            ),
-        ]
-    else:
-        for k, v in e.items():
-            if k not in ("v",):
-                lines.append(Content(f"{k:>10}  {v}"))
-    return Content("\n").join(lines)

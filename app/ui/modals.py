@@ -1,4 +1,9 @@
-"""Small dialogs: confirm, connection snippets, help."""
+"""Small dialogs: confirm, connection snippets, help.
+
+Every dialog has one shape (dashboard.tcss): the title docked at the top, the buttons and hints
+docked at the bottom, and between them a body that takes what height is left and scrolls with
+the keyboard (it has the focus). A body taller than the screen used to push the buttons off it,
+with nothing that scrolled."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ class ConfirmModal(ModalScreen[bool]):
         Binding("y,enter", "screen.dismiss(True)", "Yes"),
         Binding("n,escape", "screen.dismiss(False)", "No"),
     ]
+    AUTO_FOCUS = "#dialog-body"
 
     def __init__(
         self, title: str, body: Content | str | list[Content], yes: str = "Revert"
@@ -44,18 +50,18 @@ class ConfirmModal(ModalScreen[bool]):
 
 
 class ConnectModal(ModalScreen[None]):
-    """Ready-to-paste snippets; 1, 2, 3 copy one to the clipboard."""
+    """Ready-to-paste snippets; a digit copies one to the clipboard."""
 
     BINDINGS = [
         Binding("escape,q,c", "screen.dismiss", "Close"),
-        Binding("1", "copy(0)", "Copy 1"),
-        Binding("2", "copy(1)", "Copy 2"),
-        Binding("3", "copy(2)", "Copy 3"),
+        *(Binding(str(n), f"copy({n - 1})", f"Copy {n}", show=False) for n in range(1, 10)),
     ]
+    AUTO_FOCUS = "#dialog-body"
 
-    def __init__(self, snippets: dict[str, str]) -> None:
+    def __init__(self, snippets: dict[str, str], notes: list[str] | None = None) -> None:
         super().__init__()
         self.snippets = list(snippets.items())
+        self.notes = notes or []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -63,19 +69,33 @@ class ConnectModal(ModalScreen[None]):
                 Content.styled("Connect a client to this vault", "bold"), id="dialog-title"
             )
             with VerticalScroll(id="dialog-body"):
+                for note in self.notes:
+                    yield Static(Content(note), classes="note")
                 for i, (name, text) in enumerate(self.snippets, 1):
                     yield Static(Content.styled(f"{i}. {name}", "bold $text-accent"))
                     yield Static(Content(text), classes="snippet")
-            yield Static(Content("1/2/3 copy to the clipboard · esc closes"), classes="hint")
+            n = len(self.snippets)
+            yield Static(
+                Content(f"1–{n} copy a snippet · ↑/↓ PgUp/PgDn scroll · esc closes"),
+                id="dialog-foot",
+                classes="hint",
+            )
 
     def action_copy(self, index: int) -> None:
+        if index >= len(self.snippets):
+            return
         name, text = self.snippets[index]
         self.app.copy_to_clipboard(text)
-        self.app.notify(f"copied: {name}", timeout=3)
+        # the terminal may drop it (tmux without set-clipboard): say so rather than "copied"
+        self.app.notify(
+            f"sent to the terminal's clipboard: {name}. Nothing arrived? Select the text by hand.",
+            timeout=5,
+        )
 
 
 class HelpModal(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "screen.dismiss", "Close")]
+    AUTO_FOCUS = "#dialog-body"
 
     def __init__(self, keys: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -89,3 +109,8 @@ class HelpModal(ModalScreen[None]):
                     yield Static(
                         Content.styled(f"{key:>10}", "bold $text-accent") + Content(f"  {what}")
                     )
+            yield Static(
+                Content("↑/↓ PgUp/PgDn scroll · esc, q or ? closes"),
+                id="dialog-foot",
+                classes="hint",
+            )

@@ -7,8 +7,10 @@ costs the same with 15,000 rows as with 15, and the cursor stays on its row by k
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from textual.binding import Binding
 from textual.content import Content
@@ -21,6 +23,7 @@ from textual.style import Style as VisualStyle
 from textual.visual import Visual
 
 from ..feed import Row
+from ..history import line_counts
 
 KIND_STYLE = {
     "ai": "bold $text-primary", "conflict": "bold $text-warning", "rejected": "bold $text-error",
@@ -28,15 +31,19 @@ KIND_STYLE = {
     "revert": "bold $text-accent", "snapshot": "$text-secondary", "human": "$text-secondary",
     "move": "bold $text-accent", "create": "bold $text-accent", "remove": "bold $text-accent",
 }  # fmt: skip
-HEADINGS = ("time", "kind", "who", "paths", "summary")
+HEADINGS = ("time", "kind", "who", "note", "±", "summary")
+REVERTED_MARK = "↺ reverted"
 
 
 def widths(total: int) -> list[int]:
-    """Column widths for a timeline `total` cells wide: time and kind fixed; who and paths up
-    to 22 and 26 cells but never more than a quarter each, so the summary always shows."""
-    free = max(0, total - 11 - 8 - 4)  # four separating spaces
-    who, paths = min(22, free // 4), min(26, free // 4)
-    return [11, 8, who, paths, max(1, free - who - paths)]
+    """Column widths for a timeline `total` cells wide, each one never narrower on a wider
+    timeline: time, kind and the +/- counts fixed; then the note's file name, who, and the
+    summary (where a reverted row's mark goes first) share what is left, the file name first."""
+    time, kind, counts = 11, 8, 9
+    free = max(0, total - time - kind - counts - 5)  # five separating spaces
+    note = min(40, max(0, free * 2 // 5))
+    who = min(20, max(0, (free - note) // 3))
+    return [time, kind, who, note, counts, max(1, free - note - who)]
 
 
 def when(t: datetime, now: datetime) -> str:
@@ -44,10 +51,45 @@ def when(t: datetime, now: datetime) -> str:
     return t.astimezone().strftime("%H:%M:%S" if now - t < timedelta(hours=20) else "%m-%d %H:%M")
 
 
-def cells(row: Row, now: datetime) -> list[Content]:
-    paths = ", ".join(row.paths[:2]) + (f" +{len(row.paths) - 2}" if len(row.paths) > 2 else "")
-    return [Content(when(row.time, now)), Content.styled(row.kind, KIND_STYLE.get(row.kind, "")),
-            Content(row.who), Content(paths), Content(row.summary.replace("\n", " "))]  # fmt: skip
+def note_cell(paths: Sequence[str]) -> Content:
+    """The file name first (two edits to different notes must not look alike), how many more,
+    then its folder, which a narrow column cuts first."""
+    if not paths:
+        return Content("")
+    folder, _, name = paths[0].rpartition("/")
+    more = f" +{len(paths) - 1}" if len(paths) > 1 else ""
+    return Content(name + more) + (Content.styled(f"  {folder}/", "$text-muted") if folder else "")
+
+
+def summary_of(row: Row) -> str:
+    """The summary without what other columns say: an AI commit's subject starts with its
+    tool and path (`edit_text: study/x.md`); the note column already has the path."""
+    text = row.summary.replace("\n", " ")
+    if row.commit is not None and row.commit.is_ai and row.paths:
+        text = text.replace(f": {row.paths[0]}", "", 1)
+    return text
+
+
+def counts_cell(counts: tuple[int, int] | None) -> Content:
+    if counts is None:
+        return Content("")
+    added, removed = counts
+    return Content.assemble((f"+{added}", "$text-success"), " ", (f"−{removed}", "$text-error"))
+
+
+def cells(row: Row, now: datetime, counts: tuple[int, int] | None = None) -> list[Content]:
+    kind = Content.styled(row.kind, KIND_STYLE.get(row.kind, ""))
+    summary = Content(summary_of(row))
+    if row.reverted_by:  # undone already: the mark says so before anything else on the line
+        summary = Content.styled(f"{REVERTED_MARK} ", "bold $text-warning") + summary
+    return [
+        Content(when(row.time, now)),
+        kind,
+        Content(row.who),
+        note_cell(row.paths),
+        counts_cell(counts),
+        summary,
+    ]
 
 
 class Timeline(ScrollView, can_focus=True):
@@ -83,12 +125,17 @@ class Timeline(ScrollView, can_focus=True):
         def control(self) -> Timeline:
             return self.timeline
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, root: Path | None = None) -> None:
         super().__init__(id=id)
+        self.root = root
         self.rows: Sequence[Row] = ()
         self._index: dict[str, int] = {}
         self.cursor = 0
         self._announced: str | None = None
+        # lines added/removed per commit sha, read in the background for rows being drawn
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._wanted: set[str] = set()
+        self._counting = False
 
     @property
     def row_count(self) -> int:
@@ -157,7 +204,46 @@ class Timeline(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         parts = ["timeline--cursor"] if i == self.cursor else ["timeline--odd"] if i % 2 else []
         style = self.get_visual_style(*parts)
-        return self._strip(cells(self.rows[i], datetime.now(UTC)), width, style)
+        row = self.rows[i]
+        return self._strip(cells(row, datetime.now(UTC), self._count(row)), width, style)
+
+    def _count(self, row: Row) -> tuple[int, int] | None:
+        """The row's +/- counts if read already; else asked for, and drawn when they come."""
+        if row.commit is None:
+            return None
+        sha = row.commit.sha
+        if sha in self._counts:
+            return self._counts[sha]
+        self._wanted.add(sha)
+        if not self._counting:
+            self._counting = True
+            self.call_after_refresh(self._read_counts)
+        return None
+
+    def _read_counts(self) -> None:
+        root = self.root or getattr(self.app, "root", None)
+        wanted, self._wanted = list(self._wanted), set()
+        if root is None or not wanted:
+            self._counting = False
+            return
+
+        def read() -> None:
+            try:
+                found = line_counts(root, wanted)
+            except RuntimeError:  # the history changed under us: no counts, no retry loop
+                found = {sha: (0, 0) for sha in wanted}
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.app.call_from_thread(self._got_counts, found)
+
+        self.run_worker(read, thread=True, group="line-counts")
+
+    def _got_counts(self, found: dict[str, tuple[int, int]]) -> None:
+        self._counts.update(found)
+        self._counting = False
+        if self._wanted:  # rows drawn meanwhile
+            self._counting = True
+            self.call_after_refresh(self._read_counts)
+        self.refresh()
 
     def _strip(self, row: list[Content], width: int, style: VisualStyle) -> Strip:
         line = Content(" ").join(c.truncate(w, ellipsis=True, pad=True)
