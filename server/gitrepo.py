@@ -62,6 +62,19 @@ def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
 
 
+def make_state_dir(d: Path) -> Path:
+    """The state folder `d` (<vault>/.git/vaultwatch), made if missing, but never the vault
+    folder itself: a vault moved or deleted while a server runs must stay gone, not come back
+    as an empty stub that a restarted server would serve (git resolving it to whatever
+    repository is above)."""
+    if not d.is_dir():
+        vault = d.parent.parent
+        if not vault.is_dir():
+            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+        d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 # What git leaves in .git while an operation waits for the owner, and how to abort each. One
 # list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.
 IN_PROGRESS = (
@@ -93,8 +106,7 @@ _HELD = threading.local()
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
-    d = state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
+    d = make_state_dir(state_dir(root))
     fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -112,7 +124,7 @@ def ensure_repo(root: Path) -> bool:
     is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
     Returns True when this call made the import commit.
     """
-    if not (root / ".git").exists():
+    if not (root / ".git" / "HEAD").exists():  # a bare `.git/vaultwatch` is not a repository
         try:
             git(root, "init", "-q")
         except GitError:

@@ -9,6 +9,7 @@ it can follow the file.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -16,6 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from .gitrepo import make_state_dir
+
+log = logging.getLogger("vaultwatch.journal")
 
 SCHEMA_VERSION = 1
 
@@ -88,12 +93,17 @@ class Journal:
         }
         event.update(fields)
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            make_state_dir(self.path.parent)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            # The journal records the work; it is not the work. A broken one (a directory in
+            # its place, a full disk) never turns a tool's outcome, or a commit, into a failure.
+            log.warning("journal not written (%s): %s event lost", exc, kind)
         return event
 
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 1024
+
 
 class PathRefused(Exception):
     """A path the model may not use. `code` names the rule, `message` says how to fix it."""
@@ -128,7 +131,22 @@ def normalize_rel(raw: str) -> str:
             )
     if not parts:
         raise PathRefused("path_empty", "path names the vault root; give a note path")
-    return "/".join(parts)
+    # What file systems take (a name of 255 bytes; a path of 1024 on macOS): longer is a
+    # refusal that says so, not an OSError from deep inside a tool.
+    for p in parts:
+        if len(p.encode("utf-8")) > NAME_MAX_BYTES:
+            raise PathRefused(
+                "path_too_long",
+                f"the name {p[:40]!r}… is over {NAME_MAX_BYTES} "
+                "bytes; file systems cannot store it. Use a shorter name.",
+            )
+    rel = "/".join(parts)
+    if len(rel.encode("utf-8")) > PATH_MAX_BYTES:
+        raise PathRefused(
+            "path_too_long",
+            f"the path {rel[:40]!r}… is over {PATH_MAX_BYTES} bytes; use fewer or shorter folders.",
+        )
+    return rel
 
 
 class PathPolicy:

@@ -137,6 +137,9 @@ class WriteOut(BaseModel):
     similar: list[Similar] | None = Field(
         None, description="existing notes that mean nearly the same: update one of them instead"
     )
+    after_commit: list[str] | None = Field(
+        None, description="upkeep that failed after the commit landed (the write stands)"
+    )
 
 
 class BatchItem(BaseModel):
@@ -152,3 +155,4 @@ class BatchOut(BaseModel):
     warnings: dict[str, list[str]] | None = None
     diff: str | None = None
     similar: list[Similar] | None = None
+    after_commit: list[str] | None = None

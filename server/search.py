@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .docs import HEADING, Doc, decode
+from .gitrepo import make_state_dir
 from .textfold import index_text
 
 log = logging.getLogger("vaultwatch.search")
@@ -49,6 +50,29 @@ class IndexBroken(Exception):
     """The index file failed mid-query (corrupted behind our back): discard and rebuild."""
 
 
+class IndexUnavailable(Exception):
+    """The index file is fine but cannot be used now (busy, disk full, not openable)."""
+
+    code = "index_unavailable"
+
+    def __init__(self, exc: BaseException) -> None:
+        self.message = (
+            f"the search index cannot be used right now ({exc}); nothing was changed. Try again "
+            "shortly; if it persists, tell the owner (is the disk full?)."
+        )
+        super().__init__(self.message)
+
+
+def is_corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """Whether a database error means the file itself is damaged: only then is it discarded and
+    rebuilt from the notes. The file is shared by every server on the vault and holds recall's
+    vectors too, so a busy ("database is locked"), full or unopenable one is never deleted."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return True  # malformed image, not a database, our schema check
+    msg = str(exc).lower()
+    return "malformed" in msg or "not a database" in msg or "corrupt" in msg
+
+
 @dataclass
 class Hit:
     path: str
@@ -74,7 +98,7 @@ class SearchIndex:
     def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_state_dir(self.path.parent)
         for attempt in (1, 2):
             try:
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -95,6 +119,8 @@ class SearchIndex:
             except sqlite3.DatabaseError as exc:
                 with contextlib.suppress(Exception):
                     db.close()
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 if attempt == 2:
                     raise
                 log.warning("search index unusable (%s); rebuilding it", exc)
@@ -149,6 +175,8 @@ class SearchIndex:
             try:
                 n = self._sync(docs, only)
             except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 log.warning("search index failed (%s); rebuilding it", exc)
                 self._discard_file()
                 self._synced_generation = None  # the next call brings everything back in
@@ -191,10 +219,19 @@ class SearchIndex:
                 done += 1
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
-            self._load_known()
+            self._rolled_back(db)
             raise
         return done
+
+    def _rolled_back(self, db: sqlite3.Connection) -> None:
+        """After a failed transaction: what we believe is indexed goes back to what is."""
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")  # SQLite may have rolled back itself (a full disk does)
+        try:
+            self._load_known()
+        except sqlite3.Error:
+            self._known.clear()
+            self._synced_generation = None  # the next sync compares every note again
 
     def update(self, doc: Doc, text: str) -> None:
         """Index one note the server just wrote, before the tool returns (written = searchable)."""
@@ -206,9 +243,11 @@ class SearchIndex:
                     self._put(db, doc, text)
                     db.execute("COMMIT")
                 except BaseException:
-                    db.execute("ROLLBACK")
+                    self._rolled_back(db)
                     raise
             except sqlite3.DatabaseError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc  # the next sync catches up by stat
                 log.warning("search index failed (%s); it will be rebuilt", exc)
                 self._discard_file()
 
@@ -258,6 +297,8 @@ class SearchIndex:
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
                 raise IndexBroken(str(exc)) from exc
             except sqlite3.DatabaseError as exc:
                 raise IndexBroken(str(exc)) from exc

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .docs import Doc, decode, parse_doc
+from .gitrepo import make_state_dir
 
 log = logging.getLogger("vaultwatch.semantic")
 
@@ -312,7 +313,7 @@ class SqliteVectors:
         self.path = path
         self.dim = dim
         self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}_u{UNITS_VERSION}"
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_state_dir(path.parent)
         self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(

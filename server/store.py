@@ -4,12 +4,17 @@ atomically, one git commit as the AI, and a recorded intent so a crash mid-write
 Order of a write (all under the vault's flock):
   1. refuse if git is busy or mid-merge/rebase, or HEAD is detached   (nothing touched yet)
   2. snapshot: commit the human's uncommitted edits to these paths as the human
-  3. record intent.json: each path with its previous and new blob ids
+  3. record this write's own intent file: each path with its previous and new blob ids
   4. write each file to a temp file, fsync, rename over
   5. git commit exactly these paths as the AI, with the trailers
-  6. remove intent.json
-A failure in 4-5 restores the previous contents before returning. A crash leaves intent.json,
-and `recover()` at the next start puts the files back unless the human changed them since.
+  6. remove the intent file
+A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
+file; the next writer (any process, under the lock) or the next start puts the files back
+unless the human changed them since.
+
+A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
+the plan read: an editor that saves by truncate-then-write passes through an empty file, and
+re-saving identical text changes no byte, so bytes alone cannot tell a save in progress.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import secrets
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +63,76 @@ class WriteRace(Exception):
     """A file changed between planning a write and replacing it (the owner typing into it)."""
 
     def __init__(self, rel: str, expected: bytes | None, actual: bytes | None,
-                 restore: bytes | None = None) -> None:  # fmt: skip
+                 restore: bytes | None = None, reason: str | None = None) -> None:  # fmt: skip
         super().__init__(rel)
         self.rel, self.expected, self.actual, self.restore = rel, expected, actual, restore
+        self.reason = reason
+
+
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns): what a file is, beyond its bytes
+Stamp = tuple[int, int, int, int]
+
+# A note found empty this recently is taken for an editor's save in progress (truncate, then
+# write) and waited for, at most this long, rather than planned on or snapshotted.
+SETTLE_S = 1.0
+_POLL_S = 0.005
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _just_emptied(st: os.stat_result) -> bool:
+    return st.st_size == 0 and time.time_ns() - st.st_mtime_ns < SETTLE_S * 1e9
+
+
+def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
+    """The file's bytes and stamp as one consistent state: (None, None) when there is no file.
+
+    The read counts only if the stamp is the same before and after it, the path still names
+    that inode, and the file is not a note emptied a moment ago (a save in flight). Otherwise
+    it waits, up to SETTLE_S, then raises WriteRace: never plan on a file being written.
+    """
+    deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
+    while True:
+        fd = _open_if_exists(path)
+        if fd is None:
+            return None, None
+        try:
+            before = os.fstat(fd)
+            data = _read_fd(fd)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        st = stamp_of(after)
+        try:
+            named = stamp_of(os.stat(path))
+        except FileNotFoundError:
+            named = None
+        if (
+            stamp_of(before) == st == named
+            and len(data) == after.st_size
+            and not _just_emptied(after)
+        ):
+            return data, st
+        if time.monotonic() >= deadline:
+            raise WriteRace(rel, None, data, reason="is being saved by another program right now")
+        time.sleep(_POLL_S)
+
+
+def _settled_fd(fd: int, old: bytes | None) -> bytes:
+    """What an open (possibly replaced) file holds once a save into it has finished: its bytes
+    when two reads a moment apart agree and it is not a just-emptied copy of a non-empty note
+    (a truncate whose write is still to come), waiting at most SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    data, st = _read_fd(fd), stamp_of(os.fstat(fd))
+    while time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        again, st2 = _read_fd(fd), stamp_of(os.fstat(fd))
+        if again == data and st2[1:3] == st[1:3] and (again or not old):
+            return again
+        data, st = again, st2
+    return data
 
 
 def _temp_name(path: Path) -> str:
@@ -81,6 +154,25 @@ def _write_temp(tmp: str, path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _hash_files(root: Path, paths: list[str]) -> list[str]:
+    """Store these files (relative to root) in git exactly as their bytes are: no autocrlf,
+    eol or clean filter of the user's applies, so the blob is always the bytes we compare."""
+    out = git(
+        root, "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths).encode()
+    )
+    return out.stdout.decode().split()
+
+
+def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
+    """Raise WriteRace unless the file is still what was read (its stamp; or still absent)."""
+    try:
+        now: Stamp | None = stamp_of(os.stat(path))
+    except FileNotFoundError:
+        now = None
+    if (now is None) != (data is None) or (st is not None and now != st):
+        raise WriteRace(rel, data, None, reason="changed while the write was being prepared")
 
 
 def _read_text(path: Path) -> str | None:
@@ -121,6 +213,7 @@ class FileWrite:
     disk: str  # path on disk, relative to the root
     old: bytes | None  # None: a new file
     new: bytes | None  # None: the file is deleted (owner actions only, e.g. undoing a create)
+    stamp: Stamp | None = None  # of the file the plan read (None: no file, or not known)
 
 
 def blob_id(data: bytes) -> str:
@@ -162,7 +255,8 @@ class Store:
     def __init__(self, root: Path, journal: Journal) -> None:
         self.root = root
         self.journal = journal
-        self.intent_path = state_dir(root) / "intent.json"
+        # one intent file per write (pid + random): a writer never overwrites a dead one's
+        self.intent_path = state_dir(root) / f"intent.{os.getpid()}.{secrets.token_hex(4)}.json"
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -217,17 +311,17 @@ class Store:
         snapshot, intent, temp files, rename over (or unlink), one commit of exactly these
         paths. Caller holds the lock and has run check_repo."""
         paths = [w.disk for w in writes]
-        head_blobs = self.snapshot(paths)
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         crash_after = _fault_point()
         try:
+            head_blobs = self.snapshot(
+                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+            )
             # The intent (with the temp names) is on disk before any temp file exists, so a
             # crash at any point leaves nothing that recovery does not know about.
-            temps = [
-                _temp_name(self.root / w.disk) if w.new is not None else None for w in writes
-            ]
+            temps = [_temp_name(self.root / w.disk) if w.new is not None else None for w in writes]
             blobs = [blob_id(w.new) if w.new is not None else None for w in writes]
             self._store_old_blobs(writes, head_blobs)
             intent = {
@@ -244,18 +338,16 @@ class Store:
                 if tmp is not None and w.new is not None:
                     _write_temp(tmp, self.root / w.disk, w.new)
             made = [t for t in temps if t is not None]
-            stored: list[str] = []
-            if made:
-                paths_in = "\n".join(made).encode()
-                out = git(self.root, "hash-object", "-w", "--stdin-paths", input=paths_in).stdout
-                stored = out.decode().split()
+            stored = _hash_files(self.root, made) if made else []
             if stored != [b for b in blobs if b is not None]:
                 raise GitError("git stored different bytes than were written")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
                 fd = _open_if_exists(target)
                 current = _read_fd(fd) if fd is not None else None
-                if current != w.old:
+                if current != w.old or (
+                    fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
+                ):
                     if fd is not None:
                         os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
@@ -268,11 +360,17 @@ class Store:
                 if crash_after is not None and len(renamed) >= crash_after:
                     os.kill(os.getpid(), signal.SIGKILL)  # fault injection for crash tests
             _fsync_dir(self.root)
-            # Someone who opened a file just before we replaced it wrote into the old copy:
-            # their words would vanish with it. Put them back and stop.
+            # Someone who opened a file just before we replaced it wrote into the old copy (or
+            # truncated it, their write still to come): their words would vanish with it. Wait
+            # for their save to finish, put it back and stop. (Our rename changed the old
+            # copy's ctime, not its size or mtime.)
             for w, fd in held:
-                if fd is not None and _read_fd(fd) != w.old:
-                    late = _read_fd(fd)
+                if fd is None:
+                    continue
+                st = os.fstat(fd)
+                moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
+                if moved or _read_fd(fd) != w.old:
+                    late = _settled_fd(fd, w.old)
                     raise WriteRace(w.rel, w.old, late, restore=late)
             sha = self._commit_blobs([(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
                                      message, *author)  # fmt: skip
@@ -294,7 +392,7 @@ class Store:
             for _, fd in held:
                 if fd is not None:
                     os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
 
@@ -339,14 +437,21 @@ class Store:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(marker)  # the private index is ahead of a HEAD that did not move
             raise
-        atomic_write(marker, sha.encode())
+        try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
+            atomic_write(marker, sha.encode())
+        except OSError as exc:
+            log.warning("private index marker not written: %s", exc)
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
         # The real index: these paths as HEAD has them now (nothing of the owner's is staged
         # there: the snapshot committed it).
-        r = git(self.root, "update-index", "--index-info", input=info, check=False)
-        if r.returncode != 0:  # the commit stands; only git's view of the index lags
-            log.warning(
-                "updating git's index after commit failed: %s", r.stderr.decode(errors="replace")
-            )
+        try:
+            r = git(self.root, "update-index", "--index-info", input=info, check=False)
+            said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
+        except OSError as exc:  # git could not even start (no memory, no processes left)
+            said = str(exc)
+        if said is not None:  # the commit stands; only git's view of the index lags
+            log.warning("updating git's index after commit failed: %s", said)
         return sha
 
     def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
@@ -356,7 +461,7 @@ class Store:
             if w.old is None:
                 continue
             if in_head.get(w.disk) != blob_id(w.old):
-                git(self.root, "hash-object", "-w", "--stdin", input=w.old)
+                git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=w.old)
 
     def _undo(
         self, written: list[FileWrite], restore_for: tuple[str | None, bytes | None] = (None, None)
@@ -397,26 +502,54 @@ class Store:
             blobs[path] = meta.split()[2]
         return blobs
 
-    def snapshot(self, paths: list[str]) -> dict[str, str]:
+    def snapshot(
+        self,
+        paths: list[str],
+        expect: dict[str, tuple[str, bytes | None, Stamp | None]] | None = None,
+    ) -> dict[str, str]:
         """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
         each path afterwards (what the write starts from).
 
+        `expect` is what a write planned on, per path: (rel, bytes, stamp). The snapshot
+        commits exactly those bytes, and only while the file still is them (same stamp, and git
+        reading the same bytes back): a file that changed since the plan, or changes while git
+        reads it, raises WriteRace and the write is planned again. So a snapshot never records
+        a save caught half-way (an empty note, mid truncate-then-write). Without `expect`
+        (the dashboard's actions) each file is read as it settles now.
+
         Compares the files with HEAD directly (not with git's index, which other tools may have
-        left in any state) and commits exactly the bytes on disk at that moment.
+        left in any state).
         """
+        if expect is None:
+            expect = {}
+            for p in paths:
+                try:
+                    data, st = read_stable(self.root / p, p)
+                except WriteRace as race:
+                    raise StoreError(
+                        "file_busy",
+                        f"{p} {race.reason}; nothing was changed. Try again in a moment.",
+                    ) from race
+                expect[p] = (p, data, st)
         head_blobs = self._head_blobs(paths)
-        dirty = []
+        dirty: list[str] = []
         for p in paths:
-            try:
-                data = (self.root / p).read_bytes()
-            except FileNotFoundError:
-                continue
-            if head_blobs.get(p) != blob_id(data):
+            rel, data, st = expect[p]
+            _still(self.root / p, rel, data, st)
+            if data is not None and head_blobs.get(p) != blob_id(data):
                 dirty.append(p)
         if not dirty:
             return head_blobs
-        blobs = git(self.root, "hash-object", "-w", "--stdin-paths",
-                    input="\n".join(dirty).encode()).stdout.decode().split()  # fmt: skip
+        try:
+            blobs = _hash_files(self.root, dirty)
+        except GitError:
+            for p in dirty:  # "short read": the file changed while git read it
+                _still(self.root / p, *expect[p])
+            raise
+        for p, blob in zip(dirty, blobs, strict=True):
+            rel, data, _ = expect[p]
+            if blob != blob_id(data or b""):  # git read other bytes: it changed meanwhile
+                raise WriteRace(rel, data, None, reason="changed while it was being snapshotted")
         name, email = human_identity(self.root)
         subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
         sha = self._commit_blobs(list(zip(dirty, blobs, strict=True)), f"{subject}\n\n"
@@ -429,57 +562,75 @@ class Store:
     # -- recovery -------------------------------------------------------------------------------
 
     def recover(self) -> list[str]:
-        """Roll back a write that a crash interrupted. Returns the paths put back."""
+        """At start: roll back writes a crash interrupted. Returns the paths put back."""
         with self.locked():
             # A crash while one of our own state files was being written (the intent, the
             # private index's marker) leaves only its temp file.
             for stale in self.intent_path.parent.glob(".*.vaultwatch-tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
-        if not self.intent_path.exists():
+            return self.recover_locked()
+
+    def recover_locked(self) -> list[str]:
+        """Roll back every write whose writer died mid-way (caller holds the write lock).
+
+        Every write calls this first, not just a server's start: a server that stays up beside
+        one that was killed must not build on (or snapshot as the owner's) the dead one's
+        half-written files. Under the lock every intent file left is a dead writer's: a live
+        one removes its own before it lets the lock go, and a killed one's git children keep
+        the lock until they end.
+        """
+        restored: list[str] = []
+        for path in sorted(state_dir(self.root).glob("intent*.json")):
+            restored += self._recover_intent(path)
+        return restored
+
+    def _recover_intent(self, intent_path: Path) -> list[str]:
+        try:
+            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            files = intent["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(intent_path)
             return []
-        with self.locked():
-            try:
-                intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                os.unlink(self.intent_path)
-                return []
-            for f in intent.get("files", []):
-                if f.get("tmp"):  # a temp file the crash left before its rename
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.root / f["tmp"])
-            restored, kept = [], []
-            committed = all(self._head_blob(f["path"]) == f["new"] for f in intent["files"])
-            if not committed:
-                for f in intent["files"]:
-                    target = self.root / f["path"]
-                    current = target.read_bytes() if target.exists() else None
-                    cur_id = blob_id(current) if current is not None else None
-                    if cur_id == f["old"]:
-                        continue  # never touched
-                    if cur_id != f["new"]:
-                        kept.append(f["path"])  # changed by someone since: leave it alone
-                        continue
-                    if f["old"] is None:
-                        target.unlink()
-                    else:
-                        data = git(self.root, "cat-file", "blob", f["old"]).stdout
-                        atomic_write(target, data)
-                    restored.append(f["path"])
-            # The index for these paths goes back to HEAD whichever way it went (a crash may
-            # fall between moving the branch and updating the index).
-            git(self.root, "reset", "-q", "--", *[f["path"] for f in intent["files"]], check=False)
-            os.unlink(self.intent_path)
-            # Every interrupted write is accounted for, even one that had already committed.
-            msg = (
-                f"an interrupted {intent.get('tool', 'write')} was rolled back"
-                + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
-                if not committed
-                else f"an interrupted {intent.get('tool', 'write')} had been committed; the index was tidied"
-            )
-            self.journal.append("recovered", paths=restored, kept=kept, message=msg,
-                                tool=intent.get("tool"), committed=committed)  # fmt: skip
-            return restored
+        for f in files:
+            if f.get("tmp"):  # a temp file the crash left before its rename
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.root / f["tmp"])
+        restored, kept = [], []
+        committed = all(self._head_blob(f["path"]) == f["new"] for f in files)
+        if not committed:
+            for f in files:
+                target = self.root / f["path"]
+                current = target.read_bytes() if target.exists() else None
+                cur_id = blob_id(current) if current is not None else None
+                if cur_id == f["old"]:
+                    continue  # never touched
+                if cur_id != f["new"]:
+                    kept.append(f["path"])  # changed by someone since: leave it alone
+                    continue
+                if f["old"] is None:
+                    target.unlink()
+                else:
+                    data = git(self.root, "cat-file", "blob", f["old"]).stdout
+                    atomic_write(target, data)
+                restored.append(f["path"])
+        # The index for these paths goes back to HEAD whichever way it went (a crash may
+        # fall between moving the branch and updating the index).
+        git(self.root, "reset", "-q", "--", *[f["path"] for f in files], check=False)
+        os.unlink(intent_path)
+        # Every interrupted write is accounted for, even one that had already committed.
+        tool = intent.get("tool", "write")
+        msg = (
+            f"an interrupted {tool} was rolled back"
+            + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
+            if not committed
+            else f"an interrupted {tool} had been committed; the index was tidied"
+        )
+        self.journal.append("recovered", paths=restored, kept=kept, message=msg,
+                            tool=intent.get("tool"), committed=committed,
+                            writer=intent.get("pid"))  # fmt: skip
+        return restored
 
     def _head_blob(self, path: str) -> str | None:
         r = git(self.root, "rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)

@@ -47,9 +47,10 @@ from .results import (
     SearchResult,
     WriteOut,
 )
+from .search import IndexUnavailable
 from .text_search import search_text as run_search
 from .vault import Vault, VaultError
-from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, apply, result_for
+from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, after_commit, apply, result_for
 
 log = logging.getLogger("vaultwatch.tools")
 
@@ -183,13 +184,18 @@ class ToolKit:
             }  # fmt: skip
         else:
             data = result_for(res)
-        if res.commit is not None:
-            self.vault.semantic_after_write(res.paths)
-            created = [o.path for o in res.outcomes if o.created]
-            if created and tool in ("create_doc", "batch"):
-                data["similar"] = similar_notes(self.vault, created) or None
         if res.commit is None:
             return self.result(ctx, tool, data, res.paths, kind="noop")
+        # The commit exists: whatever fails from here is reported beside it, never instead.
+        after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
+        created = [o.path for o in res.outcomes if o.created]
+        if created and tool in ("create_doc", "batch"):
+
+            def similar() -> None:
+                data["similar"] = similar_notes(self.vault, created) or None
+
+            after_commit(res, "similar notes", similar)
+        data["after_commit"] = res.after_commit or None
         return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
 
     def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -200,10 +206,11 @@ class ToolKit:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 ctx = kwargs.get("ctx")
                 try:
+                    self.vault.check_present()
                     # the first tool call comes after the handshake: only then start embedding
                     self.vault.start_semantic()
                     return fn(*args, **kwargs)
-                except (VaultError, QueryError, ReadError) as exc:
+                except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
                     message = getattr(exc, "message", None) or str(exc)
                     code = getattr(exc, "code", "bad_arguments")
                     self.vault.journal.append(

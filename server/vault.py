@@ -10,7 +10,9 @@ import difflib
 import logging
 import os
 import re
+import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ from .store import Store
 
 log = logging.getLogger("vaultwatch.vault")
 
+SEMANTIC_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
+
 
 class VaultError(Exception):
     def __init__(self, code: str, message: str) -> None:
@@ -41,6 +45,8 @@ class Vault:
         self.root = Path(root).absolute()
         if not self.root.is_dir():
             raise VaultError("vault_missing", f"vault folder {self.root} does not exist")
+        st = self.root.stat()
+        self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
@@ -57,6 +63,24 @@ class Vault:
         self._semantic: SemanticIndex | None = None
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
+        self._semantic_failed_at = 0.0
+
+    def check_present(self) -> None:
+        """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
+        the server started: serving an empty folder, or recreating the old path as a stub,
+        would pass the vault off as empty. One stat per call."""
+        try:
+            st = self.root.stat()
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise VaultError(
+                "vault_gone",
+                f"the vault folder {self.root} is gone (moved or deleted) since this server "
+                "started; nothing was read or changed. Tell the owner to restart vaultwatch on "
+                "the vault where it is now.",
+            )
 
     # -- config ---------------------------------------------------------------------------------
 
@@ -197,23 +221,35 @@ class Vault:
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
-                if self._semantic is not None:
-                    self._semantic.close()
-                embedder = make_embedder(sc.model)
-                store: SqliteVectors | QdrantVectors
-                if sc.backend == "qdrant":
-                    store = qdrant = QdrantVectors(
-                        sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                        embedder.name, embedder.dim, url=sc.url,
-                        path=str(self.state / sc.path) if sc.path else None,
-                        api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-                    )  # fmt: skip
-                    self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
-                else:
-                    store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-                self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
-                self._semantic_key = key
+                try:
+                    self._open_semantic(key)
+                except (sqlite3.Error, OSError) as exc:  # tried again on the next call
+                    raise VaultError(
+                        "semantic_unavailable",
+                        f"the meaning index cannot be opened ({type(exc).__name__}: {exc}); use "
+                        "search_text meanwhile, and tell the owner (is the disk full?)",
+                    ) from exc
             return self._semantic
+
+    def _open_semantic(self, key: tuple[Any, ...]) -> None:
+        sc = self.config.semantic
+        if self._semantic is not None:
+            self._semantic.close()
+            self._semantic = None
+        embedder = make_embedder(sc.model)
+        store: SqliteVectors | QdrantVectors
+        if sc.backend == "qdrant":
+            store = qdrant = QdrantVectors(
+                sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
+                embedder.name, embedder.dim, url=sc.url,
+                path=str(self.state / sc.path) if sc.path else None,
+                api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
+            )  # fmt: skip
+            self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
+        else:
+            store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
+        self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
+        self._semantic_key = key
 
     def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
@@ -244,9 +280,17 @@ class Vault:
     def start_semantic(self) -> None:
         """Embed the vault in the background (called on the first tool call, so never before
         the MCP handshake: clients give a server 30-60 s to start)."""
-        sem = self.semantic()
-        if sem is None or sem.ready or sem.error is not None or sem.indexing:
+        try:
+            sem = self.semantic()
+        except VaultError:
+            return  # recall itself says why; every other tool works on
+        if sem is None or sem.ready or sem.indexing:
             return
+        if sem.error is not None:
+            # A failure (a full disk, a busy index) is not for ever: try again, a while after.
+            if time.monotonic() - self._semantic_failed_at < SEMANTIC_RETRY_S:
+                return
+            sem.error = None
 
         docs = {p: e.doc for p, e in self.entries().items()}
         sem.total = len(docs)  # so a recall right now can say "0 of N", not "0 of 0"
@@ -257,6 +301,7 @@ class Vault:
                 sem.ready = True
                 self._semantic_progress(sem.indexed, sem.total)
             except Exception as exc:  # the notes are fine; recall says what broke
+                self._semantic_failed_at = time.monotonic()
                 sem.error = f"{type(exc).__name__}: {exc}"
                 log.exception("semantic indexing failed")
 

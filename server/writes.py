@@ -12,6 +12,7 @@ import difflib
 import functools
 import inspect
 import json
+import logging
 import re
 import typing
 import unicodedata
@@ -31,7 +32,7 @@ from .edits import EditError, append_section, edit_text, render_value, update_fr
 from .gitrepo import ignored_paths
 from .journal import cap_diff
 from .paths import fold, is_protected
-from .store import FileWrite, Store, StoreError, WriteRace
+from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .validate import (
     attachment_targets,
     closest_tags,
@@ -41,6 +42,8 @@ from .validate import (
     problems,
 )
 from .vault import Vault, VaultError
+
+log = logging.getLogger("vaultwatch.writes")
 
 MAX_NOTE_BYTES = 2 * 1024 * 1024
 DIFF_IN_RESULT = 1_500
@@ -57,15 +60,19 @@ class Rejected(Exception):
 
 
 class Conflict(Exception):
-    def __init__(self, path: str, expected: str, actual: str) -> None:
+    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
         super().__init__(path)
-        self.path, self.expected, self.actual = path, expected, actual
+        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
 
     @property
     def message(self) -> str:
+        what = (
+            f"{self.reason}"
+            if self.reason
+            else f"changed since you read it (your hash {self.expected}, current hash {self.actual})"
+        )
         return (
-            f"conflict: {self.path} changed since you read it (your hash {self.expected}, "
-            f"current hash {self.actual}). Nothing was written. Call read_doc to see the current "
+            f"conflict: {self.path} {what}. Nothing was written. Call read_doc to see the current "
             "text, then make your change again on top of it."
         )
 
@@ -76,6 +83,7 @@ class _File:
     disk: str
     original: bytes | None  # on disk when the write began
     text: str | None  # current planned text (None: does not exist)
+    stamp: Stamp | None = None  # of the file `original` was read from
 
 
 @dataclass
@@ -132,7 +140,7 @@ class Plan:
             f = self.files[vp.rel]
         else:
             disk = vp.disk.relative_to(self.vault.root).as_posix()
-            data = vp.disk.read_bytes() if vp.disk.is_file() else None
+            data, stamp = read_stable(vp.disk, vp.rel) if vp.disk.is_file() else (None, None)
             text, bad = decode(data) if data is not None else (None, None)
             if data is not None and (bad or b"\x00" in data):
                 raise Rejected(
@@ -151,7 +159,7 @@ class Plan:
                 )
             if data is None:
                 self._check_twins(vp.rel)
-            f = self.files[vp.rel] = _File(vp.rel, disk, data, text)
+            f = self.files[vp.rel] = _File(vp.rel, disk, data, text, stamp)
         if self._protected(f.rel):
             kind = "rules" if fold(f.rel) == fold(self.config.rules) else "config"
             raise Rejected(
@@ -476,7 +484,7 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
             continue
         if kept:
             warnings[f.rel] = [f"already there: {k}" for k in kept]
-        writes.append(FileWrite(f.rel, f.disk, f.original, new))
+        writes.append(FileWrite(f.rel, f.disk, f.original, new, f.stamp))
     return writes, warnings, errors
 
 
@@ -536,9 +544,11 @@ class WriteResult:
     warnings: dict[str, list[str]]
     hashes: dict[str, str]
     diff: str
+    # problems after the commit landed (an index that could not be updated): the write stands
+    after_commit: list[str] = field(default_factory=list)
 
 
-REPLANS = 3
+REPLANS = 5
 
 
 @functools.cache
@@ -578,12 +588,18 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
     pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
     with store.locked():
         store.check_repo()
+        store.recover_locked()  # a writer that died mid-write (another server) is undone first
         for attempt in range(1, REPLANS + 1):
             try:
                 return _apply_once(vault, store, tool, client, ops, message)
-            except Conflict as exc:
-                if pinned or attempt == REPLANS or not isinstance(exc.__cause__, WriteRace):
-                    raise
+            except WriteRace as race:
+                if pinned or attempt == REPLANS:
+                    raise Conflict(
+                        race.rel,
+                        content_hash(race.expected) if race.expected is not None else "(no file)",
+                        content_hash(race.actual) if race.actual is not None else "(deleted)",
+                        race.reason,
+                    ) from race
     raise AssertionError("unreachable")
 
 
@@ -636,17 +652,31 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             if message and message.strip()
             else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
         )
+    sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
+    # The commit exists: from here on nothing may turn this into a failure (a retry would
+    # write twice). The indexes are caches that catch up by themselves.
+    res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
+
+    def diff() -> None:
+        res.diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
+
+    after_commit(res, "diff", diff)
+    after_commit(res, "the search index", lambda: _reindex(vault, writes))
+    return res
+
+
+def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> None:
+    """Run one piece of upkeep after a commit landed, best effort: a failure is logged and
+    reported in the result (`after_commit`), never raised, since the write itself stands."""
     try:
-        sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
-    except WriteRace as race:
-        raise Conflict(
-            race.rel,
-            content_hash(race.expected) if race.expected is not None else "(no file)",
-            content_hash(race.actual) if race.actual is not None else "(deleted)",
-        ) from race
-    diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
-    _reindex(vault, writes)
-    return WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), diff)
+        step()
+    except Exception as exc:
+        log.warning("after commit %s: updating %s failed", res.commit, what, exc_info=True)
+        res.after_commit.append(
+            f"the write is committed ({res.commit}), but updating {what} failed "
+            f"({type(exc).__name__}: {str(exc)[:200]}); it catches up by itself. Do not repeat "
+            "the write."
+        )
 
 
 def _refuse_ignored(vault: Vault, writes: list[FileWrite]) -> None:
@@ -713,6 +743,8 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
         out["note"] = "the note already had exactly this content; nothing was committed"
     if res.warnings.get(o.path):
         out["warnings"] = res.warnings[o.path]
+    if res.after_commit:
+        out["after_commit"] = res.after_commit
     if res.diff:
         out["diff"] = res.diff if len(res.diff) <= limit else res.diff[:limit] + "\n… (diff cut)"
     return out

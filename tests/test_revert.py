@@ -53,7 +53,7 @@ def clean(root: Path) -> bool:
         operation_in_progress(root) is None
         and not (root / ".git/sequencer").exists()
         and git(root, "status", "--porcelain") == ""
-        and not (root / ".git/vaultwatch/intent.json").exists()
+        and not list((root / ".git/vaultwatch").glob("intent*.json"))
     )
 
 
@@ -223,7 +223,7 @@ async def test_a_dashboard_killed_mid_revert_is_rolled_back_at_the_next_start(
     proc = subprocess.run([sys.executable, "-c", REVERT_SCRIPT, str(root), res["commit"]],
                           cwd=REPO, env=env, capture_output=True)  # fmt: skip
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
-    assert (root / ".git/vaultwatch/intent.json").exists()
+    assert list((root / ".git/vaultwatch").glob("intent*.json"))
     assert git(root, "status", "--porcelain").count(" M ") == 2  # half a revert on disk
     # the next start: the server the dashboard starts rolls the interrupted write back first
     vault = Vault(root)

@@ -246,7 +246,7 @@ def test_killed_mid_batch_is_rolled_back_on_restart(make_vault: Any, after: int)
     r = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(root)], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == -9, r.stderr  # killed with SIGKILL inside the batch
-    assert (root / ".git/vaultwatch/intent.json").exists()
+    assert list((root / ".git/vaultwatch").glob("intent*.json"))
     head_before = _git(root, "log", "--format=%s")
     vault = Vault(root)
     restored = vault.store.recover()
@@ -260,7 +260,7 @@ def test_killed_mid_batch_is_rolled_back_on_restart(make_vault: Any, after: int)
     assert _git(root, "status", "--porcelain") == ""
     ev = [e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"]
     assert len(ev) == 1 and sorted(ev[0]["paths"]) == sorted(restored)
-    assert not (root / ".git/vaultwatch/intent.json").exists()
+    assert not list((root / ".git/vaultwatch").glob("intent*.json"))
     assert subprocess.run(["git", "-C", str(root), "fsck"], capture_output=True).returncode == 0
     vault.close()
 

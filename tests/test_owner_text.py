@@ -1,0 +1,455 @@
+"""The owner's text is never lost: editors that save by truncate-then-write, identical re-saves,
+a server killed mid-write beside one that stays up, failures after a commit landed, the user's
+git filters, a vault moved away. Real git, real servers, real subprocesses; races are bounded
+stress tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from server.journal import read_all
+
+from .conftest import REPO, git
+
+# An editor that saves the way many do: read the note, change it in memory, then
+# open(O_TRUNC) and write() the whole text. Between the two the file is empty on disk.
+EDITOR = """
+import os, sys, time
+from pathlib import Path
+note, seconds, log, mode = Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+start = time.monotonic()
+end = start + seconds
+k = 0
+with log.open("w") as out:
+    while time.monotonic() < end:
+        text = note.read_bytes()
+        if mode == "append":
+            text += f"- human line {k}\\n".encode()
+        fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
+        if mode == "append" and k % 2:
+            time.sleep(0.002)   # a slow save: the note stays empty for a moment
+        os.write(fd, text)
+        os.close(fd)
+        out.write(f"{k}\\n"); out.flush()
+        k += 1
+        time.sleep(max(0.0, start + k * 0.02 - time.monotonic()))  # 50 saves a second
+"""
+
+STRESS_SECONDS = 6.0
+
+
+async def _ai_appends_while(s: Any, proc: subprocess.Popen[bytes]) -> dict[str, int]:
+    """Append in a loop until the editor stops; count the outcomes."""
+    counts = {"commit": 0, "conflict": 0}
+    i = 0
+    while proc.poll() is None:
+        r = await s.client.call_tool(
+            "append_section", {"path": "note.md", "heading": "Log", "content": f"- ai line {i}"}
+        )
+        text = r.content[0].text  # type: ignore[union-attr]
+        if r.is_error:
+            assert "conflict:" in text, text  # never anything worse than a conflict
+            counts["conflict"] += 1
+        else:
+            counts["commit"] += 1
+        i += 1
+        await anyio.sleep(0.005)
+    return counts
+
+
+def _start_editor(root: Path, mode: str) -> tuple[subprocess.Popen[bytes], Path]:
+    log = root.parent / f"editor-{mode}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", EDITOR, str(root / "note.md"), str(STRESS_SECONDS), str(log), mode]
+    )
+    return proc, log
+
+
+def _note_in_every_commit(root: Path) -> list[tuple[str, str, bytes]]:
+    """(sha, subject, note.md's bytes) for every commit that has note.md, newest first."""
+    out = []
+    for line in git(root, "log", "--format=%H %s", "--", "note.md").splitlines():
+        sha, subject = line.split(" ", 1)
+        blob = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"{sha}:note.md"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        out.append((sha, subject, blob))
+    return out
+
+
+def _ai_commits_add_one_line_each(root: Path) -> int:
+    """Every AI commit adds exactly its one line and removes nothing (an AI commit on top of an
+    empty snapshot would claim the whole note, and reverting it would empty the note)."""
+    shas = git(root, "log", "--author=Claude", "--format=%H").split()
+    for sha in shas:
+        added, deleted, _ = git(root, "show", "--numstat", "--format=", sha).split()
+        assert (added, deleted) == ("1", "0"), git(root, "show", sha)
+    return len(shas)
+
+
+@pytest.mark.anyio
+async def test_an_editor_saving_by_truncate_then_write_loses_no_line(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"note.md": "# Note\n\n## Log\n- first\n"})
+    async with connect(root) as s:
+        proc, log = _start_editor(root, "append")
+        try:
+            counts = await _ai_appends_while(s, proc)
+        finally:
+            proc.wait(30)
+    assert proc.returncode == 0
+    saves = [ln for ln in log.read_text().splitlines() if ln]
+    assert len(saves) > 100
+    assert counts["commit"] > 0, counts  # the AI gets its writes in between the saves
+    disk = (root / "note.md").read_text()
+    history = git(root, "log", "-p", "--format=")
+    lost = [
+        k
+        for k in saves
+        if f"- human line {k}\n" not in disk and f"+- human line {k}\n" not in history
+    ]
+    assert not lost, f"{len(lost)} of {len(saves)} human lines lost: {lost[:10]}"
+    empty = [sha for sha, _, blob in _note_in_every_commit(root) if not blob]
+    assert not empty, f"commits of an empty note (a save caught mid-way): {empty[:5]}"
+    assert _ai_commits_add_one_line_each(root) == counts["commit"]
+
+
+@pytest.mark.anyio
+async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"note.md": "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"})
+    async with connect(root) as s:
+        proc, _ = _start_editor(root, "resave")
+        try:
+            counts = await _ai_appends_while(s, proc)
+        finally:
+            proc.wait(30)
+    assert counts["commit"] > 0, counts
+    snapshots = [sha for sha, subj, _ in _note_in_every_commit(root) if subj.startswith("snapshot")]
+    assert not snapshots  # the editor only ever wrote back what was there
+    assert all(blob for _, _, blob in _note_in_every_commit(root))
+    assert _ai_commits_add_one_line_each(root) == counts["commit"]
+    # the dashboard's revert of the newest AI commit takes out its line, nothing else
+    from app.revert import revert
+
+    before = (root / "note.md").read_text()
+    newest = git(root, "log", "--author=Claude", "-1", "--format=%H").strip()
+    revert(root, [newest])
+    after = (root / "note.md").read_text()
+    assert after.startswith("# My note\n\nA paragraph the owner wrote.\n\n## Log\n")
+    assert len(before.splitlines()) - len(after.splitlines()) == 1
+
+
+KILLED_WRITER = """
+import sys
+import time
+from pathlib import Path
+from server.vault import Vault
+from server.writes import apply
+vault = Vault(Path(sys.argv[1]))
+ops = [("append_section", {"path": f"n{i}.md", "heading": "Log", "content": "- AI batch line"})
+       for i in range(4)]
+apply(vault, vault.store, "batch", "killed", ops)
+"""
+
+
+@pytest.mark.anyio
+async def test_a_server_killed_mid_write_is_rolled_back_by_the_one_still_running(
+    connect: Any, make_vault: Any
+) -> None:
+    files = {f"n{i}.md": f"# N{i}\n\n## Log\n- before\n" for i in range(4)}
+    root = make_vault(files)
+    async with connect(root) as survivor:  # up before, during and after the other one dies
+        await survivor.call("read_doc", path="n0.md")
+        env = {**os.environ, "VAULTWATCH_FAULT": "after_write:2"}
+        r = subprocess.run(
+            [sys.executable, "-c", KILLED_WRITER, str(root)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == -9, r.stderr  # SIGKILLed after renaming 2 of its 4 files
+        assert list((root / ".git/vaultwatch").glob("intent*.json"))
+        out = await survivor.call("append_section", path="n3.md", heading="Log", content="- mine")
+        assert out["commit"]
+    # the dead writer's files are back as they were, its temp files gone, its intent handled
+    for i in range(3):
+        assert (root / f"n{i}.md").read_text() == files[f"n{i}.md"]
+    assert (root / "n3.md").read_text() == files["n3.md"] + "- mine\n"
+    assert not list(root.rglob("*.vaultwatch-tmp"))
+    assert not list((root / ".git/vaultwatch").glob("intent*.json"))
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    # nothing of the dead writer was committed, least of all as the owner's
+    assert "AI batch line" not in git(root, "log", "-p", "--format=")
+    assert git(root, "log", "--format=%s").splitlines()[0] == "append_section: n3.md § Log"
+    ev = [e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"]
+    assert len(ev) == 1 and sorted(ev[0]["paths"]) == ["n0.md", "n1.md"]
+    assert ev[0]["pid"] == os.getpid()  # the survivor did it, without a restart
+
+
+# ------------------------------------------------------------------------------------------------
+# a write that committed says so, whatever fails after
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("broken", ["index.sqlite", "events.jsonl"])
+async def test_a_committed_write_says_so_when_a_state_file_is_broken(
+    connect: Any, make_vault: Any, broken: str
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Log\n"})
+    (root / ".git/vaultwatch").mkdir(exist_ok=True)
+    (root / ".git/vaultwatch" / broken).mkdir()  # a directory where a file should be
+    async with connect(root) as s:
+        out = await s.call("append_section", path="a.md", heading="Log", content="- once")
+        assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+        if broken == "index.sqlite":
+            assert (
+                "search index" in out["after_commit"][0]
+                and "Do not repeat" in out["after_commit"][0]
+            )
+            msg = await s.error("search_text", query="once")
+            assert "search index cannot be used" in msg and "inside the server" not in msg
+        else:
+            assert (await s.call("search_text", query="once"))["hits"]
+        await s.call("read_doc", path="a.md")
+    assert (root / ".git/vaultwatch" / broken).is_dir()  # left for the owner, not deleted
+    assert (root / "a.md").read_text().count("- once") == 1
+    assert git(root, "status", "--porcelain") == ""
+
+
+HOLD_INDEX = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")   # another server in the middle of a long re-index
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("ROLLBACK")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Log\n"})
+    index = root / ".git/vaultwatch/index.sqlite"
+    async with connect(root) as s:
+        assert (await s.call("search_text", query="A"))["total"] == 1  # the index exists
+        inode = index.stat().st_ino
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLD_INDEX, str(index), "25"], stdout=subprocess.PIPE
+        )
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == b"holding\n"
+            out = await s.call("append_section", path="a.md", heading="Log", content="- once")
+            assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+            assert "locked" in out["after_commit"][0]
+            assert index.stat().st_ino == inode  # the other server's index is still there
+        finally:
+            holder.kill()
+            holder.wait(30)
+        # once free, the index catches up with the write by itself
+        assert (await s.call("search_text", query="once"))["total"] == 1
+    events = read_all(root / ".git/vaultwatch/events.jsonl")
+    assert [e["kind"] for e in events if e.get("tool") == "append_section"] == ["commit"]
+
+
+# ------------------------------------------------------------------------------------------------
+# the user's git settings
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("setting", ["autocrlf", "eol", "filter"])
+async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
+    connect: Any, make_vault: Any, setting: str
+) -> None:
+    root = make_vault(
+        {"crlf.md": b"# CRLF\r\n\r\n## Log\r\n- one\r\n", "lf.md": "# LF\n\n## Log\n"}
+    )
+    if setting == "autocrlf":  # Git for Windows' default
+        git(root, "config", "core.autocrlf", "true")
+    elif setting == "eol":
+        (root / ".git/info/attributes").write_text("*.md text eol=lf\n")
+    else:
+        (root / ".git/info/attributes").write_text("*.md filter=shout\n")
+        git(root, "config", "filter.shout.clean", "tr a-z A-Z")
+    (root / "crlf.md").write_bytes(b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n")
+    async with connect(root) as s:
+        for note in ("crlf.md", "lf.md"):
+            out = await s.call("append_section", path=note, heading="Log", content="- ai")
+            assert out["commit"]
+    for note in ("crlf.md", "lf.md"):
+        committed = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "blob", f"HEAD:{note}"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert committed == (root / note).read_bytes()
+    assert (root / "crlf.md").read_bytes().endswith(b"- owner typed\r\n- ai\r\n")
+    snap = git(root, "log", "--format=%H", "--grep=Vaultwatch-Action: snapshot").split()
+    assert len(snap) == 1
+    blob = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "blob", f"{snap[0]}:crlf.md"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert blob == b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# odd conditions: refusals, not internal errors
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "path",
+    ["n" * 253 + ".md", "é" * 127 + ".md", "/".join(["f" * 200] * 21) + "/n.md"],
+    ids=["256-byte name", "2-byte chars", "4200-char path"],
+)
+async def test_names_too_long_for_the_disk_are_refused_by_name(
+    connect: Any, make_vault: Any, path: str
+) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    async with connect(root) as s:
+        for tool, args in [
+            ("read_doc", {"path": path}),
+            ("create_doc", {"path": path, "body": "# X\n"}),
+            ("append_section", {"path": path, "heading": "Log", "content": "x"}),
+            ("batch", {"ops": [{"tool": "create_doc", "args": {"path": path, "body": "# X\n"}}]}),
+        ]:
+            msg = await s.error(tool, **args)
+            assert "bytes; " in msg and ("shorter" in msg or "fewer" in msg), msg
+            assert "inside the server" not in msg
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.anyio
+async def test_a_vault_moved_away_is_reported_gone_never_recreated(
+    connect: Any, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"  # the vault sits inside another repository, as under a dotfiles $HOME
+    (home / "vault").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    root = home / "vault"
+    (root / "a.md").write_text("# A\n\n## Log\n")
+    from server.gitrepo import ensure_repo
+
+    ensure_repo(root)
+    async with connect(root) as s:
+        await s.call("list_docs")
+        root.rename(home / "moved")
+        for tool, args in [
+            ("list_docs", {}),
+            ("read_doc", {"path": "a.md"}),
+            ("search_text", {"query": "A"}),
+            ("append_section", {"path": "a.md", "heading": "Log", "content": "x"}),
+            ("create_doc", {"path": "b.md", "body": "# B\n"}),
+        ]:
+            msg = await s.error(tool, **args)
+            assert "is gone (moved or deleted)" in msg and "restart" in msg, msg
+    assert not root.exists()  # no stub left at the old path
+    # a server restarted on the old path refuses to start rather than serve an empty vault
+    r = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--vault", str(root)],
+        cwd=REPO,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode != 0 and "does not exist" in r.stderr
+    assert not root.exists()
+    moved = home / "moved"
+    assert (moved / "a.md").read_text() == "# A\n\n## Log\n"
+    assert git(moved, "log", "--format=%s").splitlines() == ["import"]
+
+
+def _tiny_disk(tmp_path: Path, size: str) -> Path:
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+    )
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs here: {r.stderr.decode().strip()}")
+    return mnt
+
+
+def _fill(path: Path) -> None:
+    with path.open("wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+
+
+@pytest.mark.semantic
+@pytest.mark.anyio
+async def test_a_full_disk_is_a_clear_error_keeps_the_index_and_recall_comes_back(
+    connect: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mnt = _tiny_disk(tmp_path, "4m")
+    try:
+        root = mnt / "vault"
+        root.mkdir()
+        (root / "a.md").write_text("# Sourdough\n\nFeed the starter with flour and water.\n")
+        for i in range(60):
+            (root / f"n{i}.md").write_text(f"# Note {i}\n\n" + f"Some words about topic {i}. " * 40)
+        from server.gitrepo import ensure_repo
+
+        ensure_repo(root)
+        index = root / ".git/vaultwatch/index.sqlite"
+        async with connect(root) as s:
+            monkeypatch.setenv("VAULTWATCH_SEMANTIC", "off")
+            assert (await s.call("search_text", query="starter"))["total"] == 1  # index built
+            inode = index.stat().st_ino
+            (root / "a.md").write_text("# Sourdough\n\nFeed the starter daily.\n")  # to re-index
+            _fill(mnt / "filler")
+            msg = await s.error("search_text", query="starter")
+            assert "cannot be used" in msg and "full" in msg, msg
+            assert index.stat().st_ino == inode  # a full disk never deletes the index
+            # recall's first indexing runs out of room part-way
+            filler = mnt / "filler"
+            filler.write_bytes(b"\0" * (filler.stat().st_size - 48_000))
+            monkeypatch.delenv("VAULTWATCH_SEMANTIC")
+            deadline = time.monotonic() + 120
+            while True:
+                r = await s.client.call_tool("recall", {"query": "bread baking"})
+                if r.is_error:
+                    break
+                assert not (r.structured_content or {}).get("ready"), "it fitted: leave less room"
+                assert time.monotonic() < deadline
+                await anyio.sleep(0.5)
+            msg = r.content[0].text  # type: ignore[union-attr]
+            assert "full" in msg and "inside the server" not in msg, msg
+            assert (await s.call("list_docs"))["total"] == 61  # the rest works on
+            filler.unlink()  # space is freed
+            assert (await s.call("search_text", query="daily"))["total"] == 1
+            assert index.stat().st_ino == inode
+            deadline = time.monotonic() + 120
+            while True:  # recall is retried, without a restart
+                await anyio.sleep(0.5)
+                r = await s.client.call_tool("recall", {"query": "bread baking"})
+                out = r.structured_content or {}
+                if not r.is_error and out.get("ready"):
+                    break
+                assert time.monotonic() < deadline, r.content
+            assert out["hits"][0]["path"] == "a.md"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
