@@ -49,7 +49,17 @@ def commit_row(c: Commit) -> Row:
         kind, who = "ai", (c.client or "?").split("/")[0]
     else:
         kind, who = (c.action or "human"), c.author
-    return Row(f"c:{c.sha}", c.time, kind, who, c.files, c.subject, commit=c)
+    return Row(f"c:{c.sha}", c.time, kind, who, moved_first(c), c.subject, commit=c)
+
+
+def moved_first(c: Commit) -> tuple[str, ...]:
+    """A move's files with the moved ones (at their new place) first, the notes whose links
+    changed after: the paths column then names what was moved."""
+    if c.action != "move" or " → " not in c.subject:
+        return c.files
+    dest = c.subject.rsplit(" → ", 1)[1].strip()
+    moved = [f for f in c.files if f == dest or (dest.endswith("/") and f.startswith(dest))]
+    return (*moved, *(f for f in c.files if f not in moved))
 
 
 def _ts(event: dict[str, Any]) -> datetime:

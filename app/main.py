@@ -39,11 +39,8 @@ def main(argv: list[str] | None = None) -> None:
             port = load_config(root).http_port or 0
         except ConfigError:
             port = 0
+    # the app starts the server after its first paint and says "starting server…" meanwhile
     sup = ServerSupervisor(root, port=port)
-    try:
-        sup.start()
-    except RuntimeError as exc:
-        raise SystemExit(f"vaultwatch: {exc}") from None
     cls = _demo_app() if args.demo else Dashboard
     app = cls(root, supervisor=sup, theme=args.theme)
     try:
@@ -55,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _demo_app() -> type:
+    import asyncio
+
     from textual import work
 
     from .demo import run_script
@@ -68,7 +67,10 @@ def _demo_app() -> type:
 
         @work(exclusive=True, group="demo")
         async def drive(self) -> None:
-            assert self.supervisor is not None and self.supervisor.url
+            while self.server_phase == "starting":
+                await asyncio.sleep(0.1)
+            if self.supervisor is None or not self.supervisor.url:
+                return  # the header says why the server did not start
             await run_script(self.supervisor.url, self.supervisor.token,
                              say=lambda t: self.notify(t, title="assistant", timeout=3))  # fmt: skip
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from server.config import CONFIG_NAMES, Config, ConfigError, load_config
+
 from .actions import ActionError
 from .file_actions import MovePlan, RemovePlan, plan_move, plan_remove
 from .history import Commit, FileChange, commit_changes
@@ -185,6 +187,19 @@ def abort_git(root: Path) -> Outcome:
     return Outcome(f"aborted {what}; AI writes can go ahead")
 
 
+def named_by_config(root: Path) -> dict[str, str]:
+    """The files the vault's config names by path (the same list the server protects), each
+    with what it is: moving one breaks the vault's setup."""
+    try:
+        cfg = load_config(root)
+    except ConfigError:
+        cfg = Config()  # a broken config: still warn about the default names
+    what = {cfg.rules: "the rules file", cfg.source or CONFIG_NAMES[0]: "the vault's config"}
+    if cfg.tags.vocabulary:
+        what[cfg.tags.vocabulary] = "the tag vocabulary"
+    return {p: what.get(p, "a file the config protects") for p in cfg.protected_paths()}
+
+
 # -- move and delete ------------------------------------------------------------------------------
 
 
@@ -192,10 +207,16 @@ def move_preview(root: Path, source: str, dest: str) -> tuple[MovePlan, Preview]
     """Raises ActionError (with the reason) when the move is not possible."""
     plan = plan_move(root, source, dest)
     moves = list(plan.moves.items())
+    named = named_by_config(root)
     lines = [Line(f"{old}  →  {new}", "bold") for old, new in moves[:MOVE_LIST_MOST]]
     if len(moves) > MOVE_LIST_MOST:
         lines.append(Line(f"… and {len(moves) - MOVE_LIST_MOST} more files"))
     lines += [Line(f"⚠ {p}", "warning") for p in plan.problems]
+    lines += [
+        Line(f"⚠ {old} is {named[old]}: moved, the server no longer finds it", "warning")
+        for old, _ in moves
+        if old in named
+    ]
     n = len(plan.edits)
     links = f"Links change in {n} note{'s' if n != 1 else ''}:" if n else "No links to rewrite."
     lines += [Line(""), Line(links), Line("")]

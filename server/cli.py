@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import resource
 import secrets
 import shlex
 import shutil
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         eval_main(argv[1:])
         return
     args = build_parser().parse_args(argv)
+    no_core_dumps()
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="vaultwatch-server: %(message)s"
     )
@@ -166,10 +168,37 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         vault.journal.append("server_stopped", transport=transport, reason=reason)
+        stop(vault)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
+
+
+def no_core_dumps() -> None:
+    """A core dump of this process holds the bearer token and note text, and lands in the
+    working directory, which is often the vault itself (the default --vault is '.')."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+STOP_WAIT_S = 2.0  # under the SDK client's grace before it signals, and the dashboard's 10 s
+
+
+def stop(vault: Vault) -> None:
+    """Every way out (the client closing stdin, SIGTERM, Ctrl-C, an error) ends here: recall's
+    indexer is stopped and joined before the interpreter shuts down, since a thread still inside
+    the model's native code then is killed there and the process aborts (SIGABRT, exit 134)."""
+    # A second signal (a client whose grace period ran out) must not cut the wait short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if vault.close(wait=STOP_WAIT_S):
+        return
+    # Still inside one embedding call after the wait: leave without the interpreter's shutdown
+    # (the journal line is written; the vectors are derived and re-embedded on the next start).
+    log.warning("recall's indexer did not stop in %.0f s; exiting without waiting", STOP_WAIT_S)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:

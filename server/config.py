@@ -15,7 +15,7 @@ import tempfile
 import threading
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,10 @@ class Config:
     extensions: tuple[str, ...] = (".md",)
     http_port: int | None = None
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
+    # Problems in the `semantic:` block. They switch recall off (and say so, with file:line)
+    # instead of failing the whole config: recall is one tool, and a model name typed wrong
+    # must not close every note in a vault that has no earlier good config.
+    recall_problems: tuple[ConfigProblem, ...] = ()
     source: str | None = None
     loaded_at: str = ""
     # Not "": this is not the vault's config but what stands in while it does not load:
@@ -319,34 +323,52 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         if out["limits"].result_chars < 2_000:
             p.fail("limits.result_chars must be at least 2000", "limits", "result_chars")
 
-    sem = p.mapping(data.get("semantic"), "semantic")
+    rp = _Parser(p.file, p.loc)  # recall's own problems: see Config.recall_problems
+    sem = rp.mapping(data.get("semantic"), "semantic")
     if sem:
         allowed = {"enabled", "model", "backend", "url", "path", "api_key_env", "collection"}
         for key in sem:
             if key not in allowed:
-                p.fail(
+                rp.fail(
                     f"unknown key {key!r}; known keys: {', '.join(sorted(allowed))}",
                     "semantic",
                     key,
                 )
         backend = sem.get("backend", "sqlite")
         if backend not in ("sqlite", "qdrant"):
-            p.fail("semantic.backend must be sqlite (the default) or qdrant", "semantic", "backend")
+            rp.fail(
+                "semantic.backend must be sqlite (the default) or qdrant", "semantic", "backend"
+            )
             backend = "sqlite"
         if backend == "qdrant" and not (sem.get("url") or sem.get("path")):
-            p.fail("semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
+            rp.fail("semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
                    "semantic", "backend")  # fmt: skip
             backend = "sqlite"
         strings = {k: sem.get(k) for k in ("model", "url", "path", "api_key_env", "collection")}
         for k, v in strings.items():
             if v is not None and not isinstance(v, str):
-                p.fail(f"semantic.{k} must be text", "semantic", k)
+                rp.fail(f"semantic.{k} must be text", "semantic", k)
                 strings[k] = None
+        if strings["model"] is not None:
+            from .semantic import EMBEDDERS  # the models recall can load (imported late: numpy)
+
+            if strings["model"] not in EMBEDDERS:
+                models = ", ".join(sorted(EMBEDDERS))
+                rp.fail(
+                    f"semantic.model {strings['model']!r} is not a known embedding model; "
+                    f"use one of: {models}",
+                    "semantic",
+                    "model",
+                )
+                strings["model"] = None
         out["semantic"] = SemanticConfig(
             enabled=sem.get("enabled", True) is not False, model=strings["model"] or "use-multilingual-v3",
             backend=backend, url=strings["url"], path=strings["path"],
             api_key_env=strings["api_key_env"], collection=strings["collection"],
         )  # fmt: skip
+    if rp.problems:
+        out["semantic"] = replace(out.get("semantic", SemanticConfig()), enabled=False)
+        out["recall_problems"] = tuple(rp.problems)
 
     http = p.mapping(data.get("http"), "http")
     if http:
@@ -651,6 +673,12 @@ class ConfigStore:
     @property
     def notice(self) -> str | None:
         return config_notice(self._config, self.errors)
+
+    @property
+    def problems(self) -> list[ConfigProblem]:
+        """Everything wrong with the config on disk: why it does not load, or, when it does,
+        the problems that only switched recall off."""
+        return self.errors or list(self._config.recall_problems)
 
     def current(self) -> Config:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -58,8 +59,39 @@ def identity_env(name: str, email: str) -> dict[str, str]:
     }
 
 
+# A trailer value is one line of printable text: git ends the trailer block at a blank line
+# and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
+# could hide `Vaultwatch-Tool` (the dashboard would take the AI commit for the owner's) or
+# forge `Vaultwatch-Action`. The name comes from the peer, so it is made safe where trailers
+# are written, and capped so one peer cannot bloat every commit.
+TRAILER_VALUE_MAX = 120
+
+
+def trailer_value(value: str) -> str:
+    """`value` as one printable line of at most TRAILER_VALUE_MAX chars ("unknown" if empty)."""
+    text = "".join(ch if ch.isprintable() else " " for ch in value[: TRAILER_VALUE_MAX * 4])
+    text = " ".join(text.split())
+    if len(text) > TRAILER_VALUE_MAX:
+        text = text[: TRAILER_VALUE_MAX - 1] + "…"
+    return text or "unknown"
+
+
+def commit_message(subject: str, trailers: dict[str, str]) -> str:
+    """`subject`, a blank line, then one `Key: value` line per trailer, each value made safe."""
+    head = " ".join(subject.split()) or "(no subject)"
+    lines = "".join(f"{key}: {trailer_value(value)}\n" for key, value in trailers.items())
+    return f"{head}\n\n{lines}"
+
+
 def state_dir(root: Path) -> Path:
     return root / ".git" / "vaultwatch"
+
+
+# What we keep in the state folder (the journal with its attempted diffs, the search index with
+# every note's text, the token, the intent) is the owner's alone: the folder is 0700 and each
+# file in it 0600, whatever the umask.
+STATE_DIR_MODE = 0o700
+STATE_FILE_MODE = 0o600
 
 
 def make_state_dir(d: Path) -> Path:
@@ -71,8 +103,36 @@ def make_state_dir(d: Path) -> Path:
         vault = d.parent.parent
         if not vault.is_dir():
             raise FileNotFoundError(2, "the vault folder is gone", str(vault))
-        d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
     return d
+
+
+def state_file(path: Path) -> Path:
+    """Make sure the state file `path` exists with STATE_FILE_MODE before another program
+    creates it with its own default (SQLite gives its -wal and -shm files the database's mode,
+    git writes an index with the umask's)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, STATE_FILE_MODE)
+        return path
+    make_state_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
+    return path
+
+
+def secure_state(root: Path) -> None:
+    """The state folder at STATE_DIR_MODE and everything in it at STATE_FILE_MODE (folders at
+    STATE_DIR_MODE): run at every start, so vaults made by earlier versions are fixed too."""
+    top = make_state_dir(state_dir(root))
+    for dirpath, dirnames, filenames in os.walk(top):
+        with contextlib.suppress(OSError):
+            os.chmod(dirpath, STATE_DIR_MODE)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                if not os.path.islink(p):
+                    os.chmod(p, STATE_FILE_MODE)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
 
 # What git leaves in .git while an operation waits for the owner, and how to abort each. One
@@ -107,7 +167,7 @@ _HELD = threading.local()
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
     d = make_state_dir(state_dir(root))
-    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _HELD.fds = (*getattr(_HELD, "fds", ()), fd)

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .gitrepo import make_state_dir
+from .gitrepo import STATE_FILE_MODE, make_state_dir
+from .redact import mask_secrets
 
 log = logging.getLogger("vaultwatch.journal")
 
@@ -41,6 +42,9 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 
 MAX_DIFF_BYTES = 8 * 1024
+# Any other text field (an error that quotes its arguments, a list of every heading) is kept to
+# this many chars: the journal is a record of outcomes, not a copy of the model's payloads.
+MAX_FIELD_CHARS = 4_000
 
 
 # Chinese, Japanese and Korean script: about one token a character, where Latin text takes about
@@ -66,11 +70,29 @@ def now_iso() -> str:
 
 
 def cap_diff(diff: str, limit: int = MAX_DIFF_BYTES) -> str:
-    """Cut a diff to `limit` UTF-8 bytes on a character boundary, marking the cut."""
+    """Cut a diff to `limit` UTF-8 bytes on a character boundary, marking the cut. Secrets are
+    masked first, so a cut cannot leave the start of one behind."""
+    diff = mask_secrets(diff)
     raw = diff.encode("utf-8")
     if len(raw) <= limit:
         return diff
     return raw[: limit - 40].decode("utf-8", "ignore") + "\n… diff cut at 8 KB\n"
+
+
+def _kept(value: Any, key: str = "") -> Any:
+    """An event field as the journal keeps it: every string masked, then capped."""
+    if isinstance(value, str):
+        if key == "diff":
+            return cap_diff(value)
+        value = mask_secrets(value)
+        if len(value) > MAX_FIELD_CHARS:
+            value = value[: MAX_FIELD_CHARS - 20] + f"… ({len(value)} chars)"
+        return value
+    if isinstance(value, dict):
+        return {_kept(k): _kept(v, k if isinstance(k, str) else "") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_kept(v) for v in value]
+    return value
 
 
 class Journal:
@@ -92,10 +114,11 @@ class Journal:
             "kind": kind,
         }
         event.update(fields)
+        event = _kept(event)  # nothing we keep holds a secret: every field, the diff included
         line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             make_state_dir(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, STATE_FILE_MODE)
             try:
                 os.write(fd, line)
             finally:

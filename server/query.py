@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from .budget import json_len, shrink
 from .config import Config
 from .dates import DateError, as_date, looks_like_date, parse_when
 from .docs import Doc, to_json
@@ -368,13 +369,17 @@ def summarize(e: Entry, fields: list[str] | None, value_chars: int = 300) -> dic
 def page(
     items: list[dict[str, Any]], offset: int, budget: int, fp: str, total: int
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Keep items while the JSON stays under `budget` chars; cursor to the rest if any."""
+    """Keep items while the JSON stays under `budget` chars; cursor to the rest if any. An
+    item bigger than a whole page (thousands of tags, a huge field) is cut to fit, alone."""
     kept: list[dict[str, Any]] = []
     used = 0
     for item in items:
-        size = len(json.dumps(item, ensure_ascii=False)) + 2
+        size = json_len(item) + 1
         if kept and used + size > budget:
             break
+        if size > budget:
+            item = shrink(item, budget - 1)
+            size = json_len(item) + 1
         kept.append(item)
         used += size
     nxt = offset + len(kept)

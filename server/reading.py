@@ -3,16 +3,19 @@ under the result budget, with an outline and a footer saying how to get what was
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from .budget import fit_text, json_len, prefix_fitting
 from .docs import Doc, Heading
 from .textfold import fold
 
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
 OUTLINE_MAX = 120
+HEADING_MAX = 300  # chars of one heading path in the outline
+FOOTER_ROOM = 450  # `next`, `range`, `complete` and the keys around them
+MIN_CONTENT_ROOM = 120
 
 
 class ReadError(ValueError):
@@ -50,20 +53,21 @@ def find_section(doc: Doc, section: str) -> Heading:
     raise ReadError(f"no heading {section!r} in {doc.path}. Headings: {names}")
 
 
-def outline(doc: Doc, text: str) -> list[dict[str, Any]]:
-    rows = [
-        {"heading": h.path, "level": h.level, "chars": h.end - h.start}
-        for h in doc.headings[:OUTLINE_MAX]
-    ]
-    if len(doc.headings) > OUTLINE_MAX:
-        rows.append(
-            {
-                "heading": f"… {len(doc.headings) - OUTLINE_MAX} more headings",
-                "level": 0,
-                "chars": 0,
-            }
-        )
-    return rows
+def outline(doc: Doc, text: str, room: int | None = None) -> list[dict[str, Any]]:
+    """The note's headings, as many as fit in `room` chars of JSON (all up to OUTLINE_MAX
+    when no room is given), the last row saying how many more there are."""
+    n = min(len(doc.headings), OUTLINE_MAX)
+    while True:
+        rows = [
+            {"heading": fit_text(h.path, HEADING_MAX), "level": h.level, "chars": h.end - h.start}
+            for h in doc.headings[:n]
+        ]
+        if len(doc.headings) > n:
+            more = f"… {len(doc.headings) - n} more headings"
+            rows.append({"heading": more, "level": 0, "chars": 0})
+        if room is None or n == 0 or json_len(rows) <= room:
+            return rows
+        n = n * 2 // 3
 
 
 def entries(doc: Doc, text: str, start: int, end: int, section: Heading | None) -> list[int]:
@@ -100,12 +104,14 @@ class Slice:
 
 
 def _cut(text: str, start: int, end: int, room: int) -> int:
-    """End offset for a chunk starting at `start` of at most `room` chars, ending on a line."""
-    if end - start <= room:
+    """End offset for a chunk starting at `start` that takes at most `room` chars as a JSON
+    string (what the client receives: a newline is two chars, a control character six),
+    ending on a line when one ends in its second half."""
+    stop = max(prefix_fitting(text, start, end, room), start + 1)
+    if stop >= end:
         return end
-    stop = start + room
     nl = text.rfind("\n", start, stop)
-    return nl + 1 if nl > start + room // 2 else stop
+    return nl + 1 if nl > start + (stop - start) // 2 else stop
 
 
 def read_slice(
@@ -124,9 +130,12 @@ def read_slice(
     sel_start, sel_end = (head.start, head.end) if head else (0, len(text))
     what = f"section {head.path!r}" if head else "the note"
 
-    out_rows = outline(doc, text)
-    room = budget - len(json.dumps(out_rows, ensure_ascii=False)) - 1_500
-    room = max(room, 1_000)
+    # `budget` is for everything below: the outline gets at most a third, the footer (the
+    # section's name comes up to four times: its field, the note, the next call, the whole
+    # section) its share, the content the rest, all measured as JSON
+    out_rows = outline(doc, text, budget // 3)
+    footer = FOOTER_ROOM + (4 * json_len(head.path) if head else 0)
+    room = max(budget - json_len(out_rows) - footer, MIN_CONTENT_ROOM)
 
     start, note = sel_start, None
     if tail is not None:

@@ -42,8 +42,7 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
            type: str | None = None, folder: str | None = None) -> dict[str, Any]:  # fmt: skip
     sem = vault.semantic()
     if sem is None:
-        raise QueryError("recall is off in this vault (semantic.enabled: false in its config); "
-                         "use search_text")  # fmt: skip
+        raise QueryError(vault.semantic_unavailable())
     if not query and not path:
         raise QueryError("give query= (what the note is about, any language) or path= (a note "
                          "to find related notes for)")  # fmt: skip

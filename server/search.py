@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .docs import HEADING, Doc, decode
-from .gitrepo import make_state_dir
+from .gitrepo import make_state_dir, state_file
 from .textfold import index_text
 
 log = logging.getLogger("vaultwatch.search")
@@ -101,6 +101,7 @@ class SearchIndex:
         make_state_dir(self.path.parent)
         for attempt in (1, 2):
             try:
+                state_file(self.path)  # 0600, and so its -wal and -shm files
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 db.execute("PRAGMA busy_timeout = 10000")
                 db.execute("PRAGMA journal_mode = WAL")

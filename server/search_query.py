@@ -11,11 +11,16 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from .textfold import CJK, WORD, fold, query_tokens
 
 MARK_OPEN, MARK_CLOSE = "«", "»"
 SNIPPET_CHARS = 160
+# Each term is a prefix search plus a pass for its snippets, all while the search index is held:
+# 10,000 terms took 18-42 s, one 1 MB term 12-36 s. A real question needs a handful.
+MAX_TERMS = 64
+MAX_QUERY_CHARS = 1_000
 
 
 class SearchError(ValueError):
@@ -53,11 +58,24 @@ def _split(query: str) -> list[str]:
         return query.replace('"', " ").split()
 
 
+def _too_long(size: str) -> NoReturn:
+    raise SearchError(
+        f"the query has {size}; a query takes at most {MAX_TERMS} terms (each word, "
+        f'"phrase", -exclusion and filter counts) in at most {MAX_QUERY_CHARS:,} characters. '
+        "Terms are ANDed: give the few most distinctive ones, and narrow with type, folder or tags."
+    )
+
+
 def parse(query: str) -> ParsedQuery:
     if not query or not query.strip():
         raise SearchError("query is empty: give words to look for, e.g. 'CRDT 离线同步'")
+    if len(query) > MAX_QUERY_CHARS:  # checked first: splitting a huge query is slow itself
+        words = len(query.split())
+        _too_long(f"{len(query):,} characters ({words:,} word{'s' if words != 1 else ''})")
     pq = ParsedQuery()
     raw_parts = _split(query.replace("\u201c", '"').replace("\u201d", '"'))
+    if len(raw_parts) > MAX_TERMS:
+        _too_long(f"{len(raw_parts):,} terms")
     # shlex drops the quotes; find which parts were quoted from the original text
     quoted = {m.group(1) for m in re.finditer(r'"([^"]+)"', query)}
     for part in raw_parts:

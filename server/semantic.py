@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .docs import Doc, decode, parse_doc
-from .gitrepo import make_state_dir
+from .gitrepo import make_state_dir, state_file
 
 log = logging.getLogger("vaultwatch.semantic")
 
@@ -100,6 +100,10 @@ class UseEmbedder:
 
     def __init__(self, threads: int | None = None) -> None:
         self.threads = threads or os.cpu_count() or 1
+
+    def load(self) -> None:
+        """Load the model now (it loads on first use otherwise)."""
+        self._model()
 
     def _model(self) -> Any:
         global _USE
@@ -314,6 +318,7 @@ class SqliteVectors:
         self.dim = dim
         self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}_u{UNITS_VERSION}"
         make_state_dir(path.parent)
+        state_file(path)  # 0600, and so its -wal and -shm files
         self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(
@@ -493,10 +498,25 @@ class SemanticIndex:
         self.ready = False
         self.thread: threading.Thread | None = None  # the background indexer (Vault starts it)
         self.error: str | None = None
+        self._stopping = threading.Event()
 
     @property
     def indexing(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self, wait: float) -> bool:
+        """Ask the background indexer to stop after its current batch and wait up to `wait`
+        seconds for it; True once it has. A process must not exit while the indexer is inside
+        the model's native code: the interpreter's shutdown would kill the thread there and the
+        C++ runtime aborts the process (SIGABRT, exit 134, a core dump)."""
+        self._stopping.set()
+        if self.thread is not None:
+            self.thread.join(wait)
+        return not self.indexing
 
     # -- keeping in step ------------------------------------------------------------------------
 
@@ -533,7 +553,12 @@ class SemanticIndex:
             self.total = len(docs)
             self.indexed = self.total - len(todo)
         last = time.monotonic()
+        load = getattr(self.embedder, "load", None)
+        if todo and load is not None:
+            load()  # ~1 s, not interruptible: a stop asked for meanwhile is seen before encoding
         for k in range(0, len(todo), BATCH):
+            if self.stopping and not partial:
+                break  # the server is exiting; the rest is embedded on the next start
             chunk = [docs[p] for p in todo[k : k + BATCH]]
             notes = self._embed(chunk, meta)
             self.store.put(notes)

@@ -35,11 +35,13 @@ from pathlib import Path
 from .config import Config
 from .gitrepo import (
     GitError,
+    commit_message,
     git,
     human_identity,
     identity_env,
     operation_in_progress,
     state_dir,
+    state_file,
     write_lock,
 )
 from .journal import Journal
@@ -301,7 +303,7 @@ class Store:
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
         author = config.ai_author
-        message = f"{subject}\n\nVaultwatch-Tool: {tool}\nVaultwatch-Client: {client}\n"
+        message = commit_message(subject, {"Vaultwatch-Tool": tool, "Vaultwatch-Client": client})
         return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
 
     def apply(
@@ -424,6 +426,7 @@ class Store:
             info = ("\n".join(lines) + "\n").encode()
             git(self.root, "update-index", "--index-info", env=env, input=info)
             tree = git(self.root, "write-tree", env=env).stdout.decode().strip()
+            state_file(index)  # git wrote it with the umask's mode
         except GitError:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(index)

@@ -20,7 +20,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
+from .budget import cap_message, json_len, shrink
 from .context import build_context
+from .gitrepo import trailer_value
 from .journal import estimate_tokens
 from .query import (
     Filters,
@@ -95,7 +97,9 @@ def client_name(ctx: Context | None) -> str:
     info = getattr(params, "client_info", None)
     if info is None:
         return "unknown"
-    return f"{info.name}/{info.version}" if getattr(info, "version", None) else info.name
+    name = f"{info.name}/{info.version}" if getattr(info, "version", None) else info.name
+    # the peer's text: one printable line, as the commit trailer will carry it
+    return trailer_value(name)
 
 
 def compact(data: dict[str, Any]) -> str:
@@ -132,6 +136,12 @@ class ToolKit:
         """
         data = {k: v for k, v in data.items() if v is not None}
         text = compact(data)
+        limit = self.vault.config.limits.result_chars
+        if len(text) > limit:
+            # The tools page to fit; this is the last guard, for what no page could split (a
+            # huge title, tags or field of a single note): cut the biggest values, never ids.
+            data = shrink(data, limit)
+            text = compact(data)
         self.vault.journal.append(
             kind,
             client=client_name(ctx),
@@ -350,13 +360,15 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             unused = [t for t in unused if t.casefold().startswith(p)]
         fp = fingerprint("t", days, prefix)
         off = read_cursor(cursor, fp)
-        budget = cfg.limits.result_chars - 500 - len(json.dumps(unused, ensure_ascii=False))
-        kept, nxt = page(rows[off : off + limit], off, max(budget, 2_000), fp, len(rows))
+        # unused vocabulary takes at most a quarter of the budget, the page of rows the rest
+        unused = shrink(unused[:500], cfg.limits.result_chars // 4)
+        budget = cfg.limits.result_chars - 300 - json_len(unused)
+        kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
         res = {
             "days": days,
             "total": len(rows),
             "tags": kept,
-            "unused_vocabulary": unused[:500],
+            "unused_vocabulary": unused,
             "next_cursor": nxt,
         }
         return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
@@ -382,15 +394,8 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         returns the hash of the whole file. When anything is left out, the result has the
         note's outline and `next` says exactly how to get the rest."""
         entry, res = vault.read(path)
-        sl = read_slice(
-            res.doc,
-            res.text,
-            section=section,
-            tail=tail,
-            offset=offset,
-            budget=vault.config.limits.result_chars - 800,
-        )
-        out = {
+        limit = vault.config.limits.result_chars
+        about = {
             "path": entry.doc.path,
             "title": entry.doc.title,
             "type": entry.type,
@@ -398,8 +403,12 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             "chars": len(res.text),
             "tags": list(entry.doc.tags),
             "problems": list(entry.doc.problems) or None,
-            **sl,
         }
+        # thousands of tags or a huge title take at most a quarter: they are in the text too
+        about = shrink(about, limit // 4)
+        room = limit - json_len(about) - 20
+        sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
+        out = {**about, **sl}
         return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
 
     @tool(mcp, title="Search note text", annotations=READ)
@@ -615,8 +624,32 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     _ = (create_doc, append_section, edit_text, update_frontmatter, replace_doc, batch)
 
 
+class VaultServer(MCPServer):
+    """The MCP server of one vault: every tool error the model receives fits the result
+    budget, whoever raised it (our tools, or the SDK for an unknown tool or arguments that
+    fail validation, which can list 100,000 bad items or echo a megabyte argument)."""
+
+    def __init__(self, vault: Vault, **kwargs: Any) -> None:
+        super().__init__("vaultwatch", **kwargs)
+        self.vault = vault
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            text = str(exc)
+            limit = self.vault.config.limits.result_chars
+            if len(text) <= limit:
+                raise
+            # cut in the middle: the start says what happened, the end what to do next
+            short = type(exc)(cap_message(text, limit))
+            raise short from exc.__cause__  # the SDK logs a validation error by field names
+
+
 def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:
-    mcp = MCPServer("vaultwatch", instructions=INSTRUCTIONS, version=__version__)
+    mcp = VaultServer(vault, instructions=INSTRUCTIONS, version=__version__)
     kit = ToolKit(vault)
     register_read_tools(mcp, kit)
     if not read_only:

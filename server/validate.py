@@ -19,6 +19,7 @@ from .dates import as_date
 from .docs import Doc, to_json
 from .links import Link
 from .query import classify
+from .redact import secrets_in
 
 
 @dataclass(frozen=True)
@@ -125,43 +126,42 @@ def new_problems(
 
 
 # ------------------------------------------------------------------------------------------------
-# Secrets
-
-SECRET_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "private key",
-        re.compile(r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |PGP |ENCRYPTED )?PRIVATE KEY"),
-    ),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("API key (sk-)", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
-    ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    (
-        "JSON web token",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ),
-    ("URL with credentials", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]+:[^/\s@]+@[^\s/]+")),
-    (
-        "password or secret assignment",
-        re.compile(
-            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token)"
-            r"\s*[:=]\s*[\"']?(?![<\[{(]|x{3,}|\*{3,}|\.{3})[^\s\"'<>]{6,}"
-        ),
-    ),
-]
+# Secrets (the patterns live in redact.py, shared with the journal's masking)
 
 
-def secrets_in(text: str) -> list[tuple[str, str]]:
-    """(pattern name, the matched text) for every secret-looking string."""
-    return [(name, m.group()) for name, rx in SECRET_PATTERNS for m in rx.finditer(text)]
+def new_secret_hits(old: str, new: str) -> list[tuple[str, str]]:
+    """(pattern name, value) of each secret the new text adds (one already there is the owner's)."""
+    before = set(secrets_in(old))
+    return [hit for hit in secrets_in(new) if hit not in before]
 
 
 def new_secrets(old: str, new: str) -> list[str]:
-    """Names of secret patterns the new text adds (a secret already there is the owner's)."""
-    before = {hit for hit in secrets_in(old)}
-    return sorted({name for name, value in secrets_in(new) if (name, value) not in before})
+    """Names of secret patterns the new text adds."""
+    return sorted({name for name, _ in new_secret_hits(old, new)})
+
+
+def decoded_values(doc: Doc) -> str:
+    """Every key and string value of the note's frontmatter as YAML decodes it, one per line.
+
+    The raw text can spell a secret so that no pattern sees it (`"\\x41KIA…"`, a folded or
+    escaped line break) while git, Obsidian and every reader get the decoded value: the secret
+    check runs on these too.
+    """
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, (list, tuple, set)):
+            for v in value:
+                walk(v)
+
+    walk(doc.frontmatter)
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,16 +10,15 @@ import difflib
 import logging
 import os
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigProblem, ConfigStore
+from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
-from .gitrepo import state_dir
+from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
@@ -29,8 +28,8 @@ from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
 from .store import Store
 
 log = logging.getLogger("vaultwatch.vault")
-
-SEMANTIC_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
+SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
+INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
 class VaultError(Exception):
@@ -48,6 +47,8 @@ class Vault:
         st = self.root.stat()
         self._identity = (st.st_dev, st.st_ino)
         self.state = state_dir(self.root)
+        if (self.root / ".git").is_dir():
+            secure_state(self.root)  # 0700 / 0600, also for a vault made by an older version
         self.journal = Journal(self.state / "events.jsonl", client=client)
         self._policy_key: tuple[Any, ...] | None = None
         self._policy: PathPolicy | None = None
@@ -64,6 +65,8 @@ class Vault:
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
         self._semantic_failed_at = 0.0
+        # (config key, what broke, when to try again): recall could not be set up
+        self._semantic_broken: tuple[Any, str, float] | None = None
 
     def check_present(self) -> None:
         """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
@@ -90,7 +93,7 @@ class Vault:
 
     @property
     def config_errors(self) -> list[ConfigProblem]:
-        return self.configs.errors
+        return self.configs.problems
 
     def _on_config_reload(self, cfg: Config | None, errors: list[ConfigProblem]) -> None:
         self.journal.append(
@@ -213,43 +216,69 @@ class Vault:
     # -- meaning (recall) ------------------------------------------------------------------------
 
     def semantic(self) -> SemanticIndex | None:
-        """The embedding index the config asks for (None: recall is off). A different model or
-        backend configured means a different index, never mixed vectors."""
+        """The embedding index the config asks for. None when recall is off, or when it cannot
+        be set up (`semantic_unavailable` says why): recall is one tool, and every tool call
+        comes through here first, so its problems must never become theirs. A different model
+        or backend configured means a different index, never mixed vectors."""
         sc = self.config.semantic
         if not sc.enabled or os.environ.get("VAULTWATCH_SEMANTIC") == "off":
             return None
         key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
         with self._semantic_lock:
             if self._semantic is None or self._semantic_key != key:
+                broken = self._semantic_broken
+                if broken is not None and broken[0] == key and time.monotonic() < broken[2]:
+                    return None  # not retried on every call (a Qdrant server down would slow all)
+                if self._semantic is not None:
+                    self._semantic.stop(wait=5.0)  # the old model's indexer, if it still runs
+                    self._semantic.close()
+                    self._semantic = None
                 try:
-                    self._open_semantic(key)
-                except (sqlite3.Error, OSError) as exc:  # tried again on the next call
-                    raise VaultError(
-                        "semantic_unavailable",
-                        f"the meaning index cannot be opened ({type(exc).__name__}: {exc}); use "
-                        "search_text meanwhile, and tell the owner (is the disk full?)",
-                    ) from exc
+                    self._semantic = self._open_semantic(sc)
+                except Exception as exc:
+                    why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                    self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
+                    log.warning("recall is unavailable: %s", why)
+                    return None
+                self._semantic_key, self._semantic_broken = key, None
             return self._semantic
 
-    def _open_semantic(self, key: tuple[Any, ...]) -> None:
-        sc = self.config.semantic
-        if self._semantic is not None:
-            self._semantic.close()
-            self._semantic = None
+    def semantic_unavailable(self) -> str:
+        """Why semantic() gave None, for recall's answer."""
+        broken = self._semantic_broken
+        cfg = self.config
+        sc = cfg.semantic
+        if cfg.recall_problems:
+            first = cfg.recall_problems[0]
+            return (
+                f"recall is off: the config's semantic block is wrong ({first}); use search_text, "
+                f"and tell the owner to correct {first.file} (it applies on the next call)"
+            )
+        if sc.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off" and broken is not None:
+            return (
+                f"recall is unavailable: its index could not be opened ({broken[1]}); use "
+                "search_text, and tell the owner"
+            )
+        return (
+            "recall is off in this vault (semantic.enabled: false in the config); use search_text"
+        )
+
+    def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
         embedder = make_embedder(sc.model)
         store: SqliteVectors | QdrantVectors
         if sc.backend == "qdrant":
             store = qdrant = QdrantVectors(
                 sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                embedder.name, embedder.dim, url=sc.url,
+                embedder.name,
+                embedder.dim,
+                url=sc.url,
                 path=str(self.state / sc.path) if sc.path else None,
                 api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-            )  # fmt: skip
+            )
             self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
         else:
             store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-        self._semantic = SemanticIndex(embedder, store, self.root, self._semantic_progress)
-        self._semantic_key = key
+        return SemanticIndex(embedder, store, self.root, self._semantic_progress)
 
     def _copy_local_vectors(self, store: QdrantVectors, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
@@ -288,7 +317,7 @@ class Vault:
             return
         if sem.error is not None:
             # A failure (a full disk, a busy index) is not for ever: try again, a while after.
-            if time.monotonic() - self._semantic_failed_at < SEMANTIC_RETRY_S:
+            if time.monotonic() - self._semantic_failed_at < INDEXING_RETRY_S:
                 return
             sem.error = None
 
@@ -298,6 +327,8 @@ class Vault:
         def run() -> None:
             try:
                 sem.reconcile(docs, self.note_meta)
+                if sem.stopping:
+                    return  # stopped part-way: not ready, and nothing to report
                 sem.ready = True
                 self._semantic_progress(sem.indexed, sem.total)
             except Exception as exc:  # the notes are fine; recall says what broke
@@ -314,15 +345,24 @@ class Vault:
         if sem is None:
             return
         entries = self.entries()
-        sem.reconcile(
-            {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
-        )
+        try:
+            sem.reconcile(
+                {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
+            )
+        except Exception:  # the write is committed; the next reconcile embeds these notes
+            log.exception("embedding the written notes failed")
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> bool:
+        """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
+        False when the indexer is still running: its store is then left open for it, and the
+        process must leave with os._exit (see cli.stop)."""
+        sem = self._semantic
+        stopped = sem is None or sem.stop(wait)
         self.index.close()
         self.search.close()
-        if self._semantic is not None:
-            self._semantic.close()
+        if sem is not None and stopped:
+            sem.close()
+        return stopped
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import itertools
 import json
 import logging
 import re
@@ -20,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 import yaml
@@ -32,12 +33,15 @@ from .edits import EditError, append_section, edit_text, render_value, update_fr
 from .gitrepo import ignored_paths
 from .journal import cap_diff
 from .paths import fold, is_protected
+from .redact import mask_secrets, secrets_in
 from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .validate import (
     attachment_targets,
     closest_tags,
+    decoded_values,
     missing_attachments,
     new_problems,
+    new_secret_hits,
     new_secrets,
     problems,
 )
@@ -49,14 +53,33 @@ MAX_NOTE_BYTES = 2 * 1024 * 1024
 DIFF_IN_RESULT = 1_500
 
 
+_LATER = itertools.count()
+
+
 class Rejected(Exception):
-    """A write refused by a rule. Nothing was written."""
+    """A write refused by a rule. Nothing was written.
+
+    Part of the message can be left for later (`defer`): text that takes a while to build, such
+    as edit_text's closest line, is filled in by `finish` once the vault's write lock is
+    released, so no other writer waits for it. `apply` finishes every Rejected it raises."""
 
     def __init__(
         self, code: str, message: str, hint: str, paths: list[str], diff: str = ""
     ) -> None:
         super().__init__(message)
         self.code, self.message, self.hint, self.paths, self.diff = code, message, hint, paths, diff
+        self.later: dict[str, Callable[[], str]] = {}
+
+    def defer(self, build: Callable[[], str]) -> str:
+        """A placeholder to put in the message; `finish` replaces it with `build()`."""
+        mark = f"\x00later{next(_LATER)}\x00"
+        self.later[mark] = build
+        return mark
+
+    def finish(self) -> None:
+        for mark, build in self.later.items():
+            self.message = self.message.replace(mark, build())
+        self.later = {}
 
 
 class Conflict(Exception):
@@ -229,7 +252,10 @@ def op_edit(
     try:
         f.text = edit_text(f.text, old, new, count)
     except EditError as exc:
-        raise Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel]) from exc
+        rej = Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel])
+        if exc.later is not None:
+            rej.message += rej.defer(exc.later)
+        raise rej from exc
     return Outcome(f.rel, subject=f"edit_text: {f.rel}")
 
 
@@ -442,7 +468,142 @@ def _arg_lines(args: dict[str, Any], indent: str) -> list[str]:
 def _diff(f: _File) -> str:
     old = (decode(f.original)[0] if f.original is not None else "").splitlines(keepends=True)
     new = (f.text or "").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, f"a/{f.rel}", f"b/{f.rel}", n=2))
+    return unified_diff(old, new, f.rel)
+
+
+# A write's diff is made under the write lock (for its result, or the journal when rejected).
+# difflib aligns lines in time quadratic in the changed stretch: a note where every other line
+# changed took 18 s at 8,000 lines and minutes at 40,000. Past this many changed lines, lines are
+# paired by position instead (linear; exact when lines were edited in place, as in that case).
+DIFF_ALIGN_LINES = 1_000
+
+Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]
+
+
+class _Opcodes(difflib.SequenceMatcher[str]):
+    """difflib's grouping into hunks, over opcodes made elsewhere."""
+
+    def __init__(self, codes: list[Opcode]) -> None:
+        super().__init__(None, [], [])
+        self.codes = codes
+
+    def get_opcodes(self) -> list[Opcode]:
+        return self.codes
+
+
+def _opcodes(old: list[str], new: list[str]) -> list[Opcode]:
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    a_end, b_end = len(old) - tail, len(new) - tail
+    mid: list[Opcode] = []
+    if max(a_end, b_end) - head <= DIFF_ALIGN_LINES:
+        sm = difflib.SequenceMatcher(None, old[head:a_end], new[head:b_end])
+        for t, i1, i2, j1, j2 in sm.get_opcodes():
+            mid.append((t, i1 + head, i2 + head, j1 + head, j2 + head))
+    else:
+        for k in range(min(a_end, b_end) - head):
+            tag: Literal["equal", "replace"] = (
+                "equal" if old[head + k] == new[head + k] else "replace"
+            )
+            if mid and mid[-1][0] == tag:
+                mid[-1] = (tag, mid[-1][1], head + k + 1, mid[-1][3], head + k + 1)
+            else:
+                mid.append((tag, head + k, head + k + 1, head + k, head + k + 1))
+        paired = min(a_end, b_end)
+        if a_end > paired:
+            mid.append(("delete", paired, a_end, b_end, b_end))
+        elif b_end > paired:
+            mid.append(("insert", a_end, a_end, paired, b_end))
+    start: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
+    end: list[Opcode] = [("equal", a_end, len(old), b_end, len(new))] if tail else []
+    return start + mid + end
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as `diff -u` writes it."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if not length else start + 1},{length}"
+
+
+def unified_diff(old: list[str], new: list[str], rel: str, n: int = 2) -> str:
+    """A diff as difflib.unified_diff(old, new, a/rel, b/rel, n=n) writes one, in time that grows
+    with the note: the unchanged head and tail are skipped in one pass (difflib may align a
+    repeated line differently; both diffs turn old into new)."""
+    out: list[str] = []
+    for group in _Opcodes(_opcodes(old, new)).get_grouped_opcodes(n):
+        if not out:
+            out += [f"--- a/{rel}\n", f"+++ b/{rel}\n"]
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[i1:i2]]
+                continue
+            out += ["-" + line for line in old[i1:i2]]
+            out += ["+" + line for line in new[j1:j2]]
+    return "".join(out)
+
+
+def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) -> Rejected | None:
+    """A write may not add a secret to what git will hold: the text, the file's name (a new
+    file), or the frontmatter as YAML decodes it (an escape such as "\\x41KIA…" hides a key
+    from a look at the raw text, not from anyone who reads the note)."""
+    assert f.text is not None
+    raw = new_secret_hits(old_text, f.text)
+    named = new_secret_hits("", f.rel) if f.original is None else []
+    old_values = old_text + "\n" + (decoded_values(old_doc) if old_doc is not None else "")
+    decoded = new_secret_hits(old_values, decoded_values(new_doc))
+    found = sorted({name for name, _ in [*raw, *named, *decoded]})
+    if not found:
+        return None
+    where = f"the name {f.rel!r}" if named and not (raw or decoded) else f"the change to {f.rel}"
+    return Rejected(
+        "secret",
+        f"{where} contains what looks like a {' and a '.join(found)}; secrets never go into notes",
+        "leave the secret out (say where it is kept instead)",
+        [f.rel],
+        _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]),
+    )
+
+
+def _masked_diff(f: _File, values: list[str]) -> str:
+    """The attempted diff for the journal, without the secrets that refused it. A value the
+    diff does not spell literally (a YAML escape) cannot be masked in it: then it is withheld."""
+    assert f.text is not None
+    if any(v not in f.text and v not in f.rel for v in values):
+        return "(diff withheld: it spells a secret in an escaped form)\n"
+    diff = mask_secrets(_diff(f))  # every pattern (a private key's whole block)
+    # a value split over lines (`password:` then the value on the next) is split by the
+    # diff's line prefixes too: mask each of its words
+    words = {w for v in values for w in v.split() if len(w) >= 4}
+    for word in sorted(words, key=len, reverse=True):
+        diff = diff.replace(word, "[secret masked]")
+    return cap_diff(diff)
+
+
+def _message_secret(plan: Plan, subject: str) -> Rejected | None:
+    """The commit message goes into git too: refuse a secret in it (a batch's message, a
+    heading), unless it is the owner's already (an existing note's name or text)."""
+    if not secrets_in(subject):
+        return None
+    known = [f.rel for f in plan.files.values() if f.original is not None]
+    known += [decode(f.original)[0] for f in plan.files.values() if f.original is not None]
+    found = new_secrets("\n".join(known), subject)
+    if not found:
+        return None
+    return Rejected(
+        "secret",
+        f"the commit message contains what looks like a {' and a '.join(found)}; "
+        "secrets never go into git",
+        "leave the secret out of message",
+        sorted(plan.touched),
+    )
 
 
 def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected]]:
@@ -467,15 +628,14 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
                                    "markers (<<<<<<< / >>>>>>>)", "write the resolved text only",
                                    [f.rel]))  # fmt: skip
             continue
-        secrets = new_secrets(old_text, f.text)
-        if secrets:
-            errors.append(Rejected("secret", f"the change to {f.rel} contains what looks like a "
-                                   f"{' and a '.join(secrets)}; secrets never go into notes",
-                                   "leave the secret out (say where it is kept instead)", [f.rel],
-                                   cap_diff(_diff(f))))  # fmt: skip
+        old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
+        new_doc = parse_doc(f.rel, new)
+        rejected = _secret_check(f, old_text, old_doc, new_doc)
+        if rejected is not None:
+            errors.append(rejected)
             continue
-        before = problems(parse_doc(f.rel, f.original), p.config) if f.original is not None else []
-        after = problems(parse_doc(f.rel, new), p.config)
+        before = problems(old_doc, p.config) if old_doc is not None else []
+        after = problems(new_doc, p.config)
         added, kept = new_problems(before, after)
         if added:
             first = added[0]
@@ -586,20 +746,26 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
     pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
-    with store.locked():
-        store.check_repo()
-        store.recover_locked()  # a writer that died mid-write (another server) is undone first
-        for attempt in range(1, REPLANS + 1):
-            try:
-                return _apply_once(vault, store, tool, client, ops, message)
-            except WriteRace as race:
-                if pinned or attempt == REPLANS:
-                    raise Conflict(
-                        race.rel,
-                        content_hash(race.expected) if race.expected is not None else "(no file)",
-                        content_hash(race.actual) if race.actual is not None else "(deleted)",
-                        race.reason,
-                    ) from race
+    try:
+        with store.locked():
+            store.check_repo()
+            store.recover_locked()  # a writer that died mid-write (another server) is undone first
+            for attempt in range(1, REPLANS + 1):
+                try:
+                    return _apply_once(vault, store, tool, client, ops, message)
+                except WriteRace as race:
+                    if pinned or attempt == REPLANS:
+                        raise Conflict(
+                            race.rel,
+                            content_hash(race.expected)
+                            if race.expected is not None
+                            else "(no file)",
+                            content_hash(race.actual) if race.actual is not None else "(deleted)",
+                            race.reason,
+                        ) from race
+    except Rejected as exc:
+        exc.finish()  # the lock is released: other writers no longer wait for the hints
+        raise
     raise AssertionError("unreachable")
 
 
@@ -652,6 +818,9 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
             if message and message.strip()
             else (f"batch: {len(ops)} operations on {notes} note{'s' if notes != 1 else ''}")
         )
+    leaked = _message_secret(plan, subject)
+    if leaked is not None:
+        raise leaked
     sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
@@ -705,13 +874,16 @@ def _hashes(plan: Plan) -> dict[str, str]:
 def _merge(errors: list[Rejected]) -> Rejected:
     if len(errors) == 1:
         return errors[0]
-    return Rejected(
+    merged = Rejected(
         errors[0].code,
         f"{len(errors)} problems, nothing was written: " + " | ".join(e.message for e in errors),
         " | ".join(dict.fromkeys(e.hint for e in errors)),
         [p for e in errors for p in e.paths],
         cap_diff("".join(e.diff for e in errors)),
     )
+    for e in errors:
+        merged.later.update(e.later)
+    return merged
 
 
 def _reindex(vault: Vault, writes: list[FileWrite]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +82,49 @@ def test_errors_name_file_line_and_problem(
     p = info.value.problems[0]
     assert p.file == "vault.config.yaml" and p.line == line and words in p.message
     assert f"vault.config.yaml:{line}:" in str(p)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("semantic:\n  model: use-multilingual-v4\n", 2, "not a known embedding model"),
+        ("semantic:\n  backend: pinecone\n", 2, "sqlite (the default) or qdrant"),
+        ("semantic: 5\n", 1, "must be a mapping"),
+    ],
+)
+def test_a_wrong_semantic_block_switches_recall_off_not_the_config(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
+    """Recall is one tool: a model name typed wrong turns recall off with file:line, and the
+    rest of the config (private folders first) loads. Before, it failed the whole config, and a
+    vault with no earlier good config then refused every note."""
+    (tmp_path / "vault.config.yaml").write_text('private: ["diary/"]\n' + text)
+    cfg = load_config(tmp_path)
+    assert cfg.private == ("diary/",) and not cfg.semantic.enabled
+    p = cfg.recall_problems[0]
+    assert p.file == "vault.config.yaml" and p.line == line + 1 and words in p.message
+
+
+@pytest.mark.anyio
+async def test_a_semantic_typo_in_a_new_vault_breaks_only_recall(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault(
+        {
+            "vault.config.yaml": 'private: ["diary/"]\nsemantic:\n  model: use-multilingual-v4\n',
+            "notes/a.md": "# Alpha\n\nbread baking\n",
+            "diary/secret.md": "# Secret\n\nbread baking\n",
+        }
+    )
+    async with connect(root) as s:
+        assert [d["path"] for d in (await s.call("list_docs"))["docs"]] == ["notes/a.md"]
+        hits = (await s.call("search_text", query="bread"))["hits"]
+        assert [h["path"] for h in hits] == ["notes/a.md"]
+        assert "private" in await s.error("read_doc", path="diary/secret.md")
+        msg = await s.error("recall", query="baking bread")
+        assert "recall is off" in msg and "vault.config.yaml:3" in msg and "search_text" in msg
+        warnings = (await s.call("get_context")).get("warnings", [])
+        assert any("vault.config.yaml:3" in w for w in warnings)
 
 
 def test_reload_without_restart_and_keep_last_good(tmp_path: Path) -> None:

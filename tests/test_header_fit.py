@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.content import Content
 
+from app.ui.header import HeaderFacts, ServerState
+from app.ui.header import segments as header_segments
 from app.ui.header_fit import Segment, fit
 
 
@@ -40,3 +44,31 @@ def test_a_segment_gives_back_what_a_later_one_freed() -> None:
 def test_what_has_one_form_is_never_cut_by_the_fitting() -> None:
     segs = [Segment([Content("x" * 50)]), Segment([Content(" tail"), Content("")])]
     assert str(fit(segs, 20)) == "x" * 50  # the terminal crops; nothing required is dropped
+
+
+def header(facts: HeaderFacts, width: int) -> str:
+    return str(fit(header_segments(facts), width))
+
+
+def test_the_header_keeps_the_url_and_says_why_the_server_restarted() -> None:
+    url = "http://127.0.0.1:45679/mcp"
+    facts = HeaderFacts(Path("/srv/vaults/notes"), ServerState("up", url, 2, "killed by SIGKILL"))
+    wide = header(facts, 120)
+    assert f"● serving {url} (restarted 2×, last: killed by SIGKILL)" in wide
+    assert f"● serving {url} (restarted 2×, last: killed by SIGKILL)" in header(facts, 100)
+
+
+def test_the_header_says_the_server_is_starting_or_why_it_failed() -> None:
+    root = Path("/srv/vaults/notes")
+    assert "starting server…" in header(HeaderFacts(root, ServerState("starting")), 80)
+    failed = HeaderFacts(root, ServerState("failed", why="address in use"))
+    assert "server failed: address in use" in header(failed, 80)
+
+
+def test_a_config_error_shows_whole_when_it_fits_else_the_key_that_shows_it() -> None:
+    problem = "vault.config.yaml:2: tags.unknown must be one of reject, warn, allow (got 'rejekt')"
+    server = ServerState("up", "http://127.0.0.1:1/mcp")
+    facts = HeaderFacts(Path("/srv/vaults/notes"), server, config_errors=[problem])
+    assert problem in header(facts, 200)
+    narrow = header(facts, 80)
+    assert "config error (! shows it)" in narrow and len(narrow) <= 80

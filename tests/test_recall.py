@@ -269,3 +269,25 @@ async def test_qdrant_backend_in_local_mode_copies_vectors_not_notes(
     remote = recall(vault, "choosing a message queue", limit=3)
     assert [h["path"] for h in remote["hits"]] == [h["path"] for h in local["hits"]]
     vault.close()
+
+
+async def test_a_broken_recall_never_breaks_the_other_tools(
+    connect: Any, example_vault: Path
+) -> None:
+    """The meaning index cannot be opened (here: its file records the model with another
+    dimension; likewise a Qdrant server that is down). Before, every tool failed with an internal
+    error, since each call starts recall's indexer first. Now recall says what broke, once, and
+    every other tool works."""
+    state = example_vault / ".git/vaultwatch"
+    state.mkdir(parents=True, exist_ok=True)
+    SqliteVectors(state / "index.sqlite", "use-multilingual-v3", 384).close()
+    async with connect(example_vault) as s:
+        assert (await s.call("list_docs", type="study"))["docs"]
+        assert (await s.call("search_text", query="CRDT"))["hits"]
+        assert (await s.call("read_doc", path="weeks/2026-W49.md"))["content"]
+        res = await s.call(
+            "append_section", path="weeks/2026-W49.md", heading="Log", content="- still writes"
+        )
+        assert res["commit"]
+        msg = await s.error("recall", query="choosing a message queue")
+        assert "recall is unavailable" in msg and "384 dimensions" in msg and "search_text" in msg

@@ -5,16 +5,21 @@ mean the same on every screen (help, quit). Each screen owns its own keys; the m
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
+from textual.dom import DOMNode
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer
 
 from server.config import ConfigStore
 from server.gitrepo import operation_in_progress
@@ -23,6 +28,7 @@ from .. import settings
 from ..feed import Feed, Row
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
+from .insights import TagsScreen
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal
 
@@ -57,6 +63,13 @@ class Dashboard(App[None]):
         self.poll_seconds = poll_seconds
         self._theme_choice = theme
         self.today: Any = None  # tag trends' "today" (tests pin it)
+        # a supervisor handed over already running (tests) is up; else it starts after the first paint
+        self.server_phase = (
+            "up" if supervisor is None or supervisor.proc is not None else "starting"
+        )
+        self.server_failure = ""
+        self.restart_why = ""
+        self._newest_commit: str | None = None
         self._polling = threading.Lock()
         self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
 
@@ -76,13 +89,25 @@ class Dashboard(App[None]):
             self.register_theme(th)
         wanted = self._theme_choice or settings.load().get("theme") or "vaultwatch-dark"
         self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
+        self.screen_change_signal.subscribe(self, self._keys_of)
+        if self.server_phase == "starting":
+            self.start_server()
         self.poll()
         self.set_interval(self.poll_seconds, self.poll)
 
+    def _keys_of(self, screen: Screen[Any]) -> None:
+        """Every dialog shows its own keys: one without a footer gets one (the main screen's,
+        dimmed underneath, would list keys that do nothing there)."""
+        if isinstance(screen, ModalScreen) and not screen.query(Footer):
+            self.call_later(screen.mount, Footer(compact=True, show_command_palette=False))
+
     def watch_theme(self, theme: str) -> None:
-        """Remembered per user: the next start uses the theme chosen last (palette or --theme)."""
+        """Remembered per user: the next start uses the theme chosen last (palette or --theme).
+        The open diff is drawn again in the new theme's colours."""
         with contextlib.suppress(OSError):
             settings.save(theme=theme)
+        if self.is_mounted(self.main):
+            self.main.show_detail()
 
     # -- live updates -----------------------------------------------------------------------------
 
@@ -98,17 +123,36 @@ class Dashboard(App[None]):
             self._polling.release()
 
     def _poll(self) -> None:
-        restarted = self.supervisor.check() if self.supervisor else False
-        if restarted:
-            self.call_from_thread(self.notify, f"the vault server died (exit {self.supervisor.last_exit}) "  # type: ignore[union-attr]
-                                  "and was restarted", severity="warning", timeout=8)  # fmt: skip
+        sup = self.supervisor if self.server_phase == "up" else None  # not while it starts
+        died = sup.proc.pid if sup is not None and sup.proc is not None else None
+        restarted = sup.check() if sup is not None else False
+        changed = self.feed.poll()
+        if restarted and sup is not None:
+            # the server journals how it stopped (a signal it caught exits 0): that first
+            self.restart_why = exit_words(sup.last_exit, stopped_reason(self.feed.events, died))
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                said = f"the vault server stopped ({self.restart_why}) and was restarted"
+                self.call_from_thread(self.notify, said, severity="warning", timeout=8)
         op = operation_in_progress(self.root)  # a few stat calls
         changed_op, self._git_op = op != self._git_op, op
-        if self.feed.poll() or restarted or changed_op:
+        if changed or restarted or changed_op:
             self.post_message(FeedChanged())
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
                 self.call_from_thread(self.backfill)
+
+    @work(thread=True, group="server")
+    def start_server(self) -> None:
+        """Start the server child after the first paint: the header says so meanwhile."""
+        assert self.supervisor is not None
+        try:
+            self.supervisor.start()
+        except RuntimeError as exc:
+            self.server_phase = "failed"
+            self.server_failure = str(exc).splitlines()[-1] if str(exc) else "no reason given"
+        else:
+            self.server_phase = "up"
+        self.post_message(FeedChanged())
 
     @work(thread=True, group="backfill")
     def backfill(self) -> None:
@@ -119,6 +163,11 @@ class Dashboard(App[None]):
     def on_feed_changed(self, _: FeedChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
             self.main.feed_changed()
+        newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
+        if newest != self._newest_commit:  # notes changed: an open tags screen follows
+            self._newest_commit = newest
+            if isinstance(self.screen, TagsScreen):
+                self.screen.reload()
 
     def on_vault_changed(self, _: VaultChanged) -> None:
         self.poll()
@@ -126,8 +175,12 @@ class Dashboard(App[None]):
     def header_facts(self) -> HeaderFacts:
         sup = self.supervisor
         server = None
-        if sup is not None:
-            server = ServerState("up" if sup.alive else "down", sup.url, sup.restarts)
+        if sup is not None and self.server_phase != "up":
+            server = ServerState(self.server_phase, why=self.server_failure)
+        elif sup is not None:
+            server = ServerState(
+                "up" if sup.alive else "down", sup.url, sup.restarts, self.restart_why
+            )
         cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
         events = self.feed.events
         return HeaderFacts(
@@ -136,7 +189,7 @@ class Dashboard(App[None]):
             events,
             cfg.source,
             config_time(self.root, cfg.source, events) if cfg.source else "",
-            [str(p) for p in self.configs.errors],
+            [str(p) for p in self.configs.problems],
             repo_state(self._git_op),
         )
 
@@ -144,6 +197,61 @@ class Dashboard(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpModal(key_help(self.screen)))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette offers what the screen's keys do (revert, tags, filters, ...), from the
+        same bindings as the footer and the help, then Textual's own commands."""
+        for keys, b, node in active_keys(screen, usable_now=True):
+            if node is self or b.action in SIDEWAYS or b.system:
+                continue
+            title = b.tooltip or b.description
+            yield SystemCommand(
+                title[0].upper() + title[1:],
+                f"key: {' / '.join(keys)}",
+                partial(self.run_action, b.action, node),
+            )
+        yield from super().get_system_commands(screen)
+
+
+def stopped_reason(events: list[dict[str, Any]], pid: int | None) -> str | None:
+    """How server `pid` said it stopped in the journal ("signal", "exit"), if it did."""
+    for e in reversed(events[-200:]):
+        if e.get("kind") == "server_stopped" and e.get("pid") == pid:
+            return str(e.get("reason") or "") or None
+    return None
+
+
+def exit_words(code: int | None, reason: str | None = None) -> str:
+    """Why a server child ended, in words: a signal by name, else its exit code."""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+        return f"killed by signal {-code}"
+    if reason == "signal":
+        return "stopped by a signal"
+    return f"exit {code}" if code is not None else "gone"
+
+
+SIDEWAYS = {"scroll_left", "scroll_right", "page_left", "page_right"}
+
+
+def active_keys(
+    screen: Screen[Any], *, usable_now: bool = False
+) -> list[tuple[list[str], Binding, DOMNode]]:
+    """The keys that act on this screen now (its focused widget's, its own, the app's), from
+    their bindings: one entry per meaning, with every key that has it. `usable_now` leaves out
+    the greyed ones (revert with no AI commit selected)."""
+    app = screen.app
+    found: dict[str, tuple[list[str], Binding, DOMNode]] = {}
+    for active in screen.active_bindings.values():
+        b, node = active.binding, active.node
+        what = b.tooltip or b.description
+        if not what or (usable_now and not active.enabled):
+            continue
+        if b.action in SIDEWAYS and not getattr(node, "allow_horizontal_scroll", True):
+            continue  # a pane that never scrolls sideways
+        found.setdefault(what, ([], b, node))[0].append(app.get_key_display(b))
+    return list(found.values())
 
 
 def repo_state(op: tuple[str, str] | None) -> str | None:
@@ -154,14 +262,5 @@ def repo_state(op: tuple[str, str] | None) -> str | None:
 
 
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
-    """The keys that act on this screen now, from its bindings (and its focused widget's and
-    the app's): one line per action, its keys together, the longer tooltip if it has one."""
-    app = screen.app
-    lines: dict[tuple[str, str], list[str]] = {}
-    for active in screen.active_bindings.values():
-        b = active.binding
-        what = b.tooltip or b.description
-        if not what:
-            continue
-        lines.setdefault((b.action, what), []).append(app.get_key_display(b))
-    return [(" / ".join(keys), what) for (_, what), keys in lines.items()]
+    """The help: each meaning with its keys, the longer tooltip where a binding has one."""
+    return [(" / ".join(keys), b.tooltip or b.description) for keys, b, _ in active_keys(screen)]

@@ -73,13 +73,14 @@ class FileFinder(ModalScreen[str | None]):
         ol = self.query_one("#matches", OptionList)
         ol.clear_options()
         ol.add_options([Option(Content(c), id=c) for c in rank(query, self.candidates)])
-        if ol.option_count:
-            ol.highlighted = 0
+        # nothing is picked for an empty query: enter alone must not choose the first file
+        ol.highlighted = 0 if ol.option_count and query.strip() else None
 
     def action_cursor(self, delta: int) -> None:
         ol = self.query_one("#matches", OptionList)
         if ol.option_count:
-            ol.highlighted = max(0, min(ol.option_count - 1, (ol.highlighted or 0) + delta))
+            at = ol.highlighted
+            ol.highlighted = 0 if at is None else max(0, min(ol.option_count - 1, at + delta))
 
     @on(Input.Submitted, "#find")
     def _submitted(self) -> None:
@@ -108,7 +109,8 @@ class DestinationPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Content.styled(f"Move {self.source} to", "bold"), id="dialog-title")
-            yield Input(self.source, id="dest",
+            # the cursor at the end, nothing selected: the first backspace edits the name
+            yield Input(self.source, id="dest", select_on_focus=False,
                         suggester=SuggestFromList([f + "/" for f in self.folders], case_sensitive=False))  # fmt: skip
             if self.suggested:
                 yield Static(Content(f"its doc type lives in {self.suggested}/ (a path ending in / keeps the file's name)"),

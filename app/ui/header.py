@@ -69,7 +69,8 @@ def _server(s: ServerState) -> list[Segment]:
                 [
                     Content.styled(f" (restarted {s.restarts}×{why})", "$text-warning"),
                     Content.styled(f" (restarted {s.restarts}×)", "$text-warning"),
-                ]
+                ],
+                shed=5,  # why it restarted gives way only after the URL
             )
         )
     return segs
@@ -118,9 +119,10 @@ def segments(f: HeaderFacts) -> list[Segment]:
                 Segment([Content.styled(f"  recall: indexing {done:,}/{total:,}", "$text-warning")])
             )
     if f.config_errors:
-        segs.append(
-            Segment([Content.styled(f"  config error: {f.config_errors[0]}", "bold $text-error")])
-        )
+        # in full when it fits; else the key that shows it (it gives way last)
+        full = Content.styled(f"  config error: {f.config_errors[0]}", "bold $text-error")
+        short = Content.styled("  config error (! shows it)", "bold $text-error")
+        segs.append(Segment([full, short], shed=9))
     elif f.config_source:
         segs.append(
             Segment(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -101,12 +103,15 @@ def tag_trends(
     return rows, {spelled[k]: sorted(v) for k, v in notes.items()}
 
 
-class TagsScreen(Screen[None]):
+class TagsScreen(Screen[tuple[str, list[str]] | None]):
+    """Enter on a tag closes it with (the tag, its notes): the timeline then shows those."""
+
     BINDINGS = [Binding("escape,q,g", "app.pop_screen", "Back")]
 
     def __init__(self, root: Path, today: date | None = None) -> None:
         super().__init__()
         self.root = root
+        self.today = today
         self.rows, self.notes = tag_trends(root, today)
 
     def compose(self) -> ComposeResult:
@@ -134,8 +139,34 @@ class TagsScreen(Screen[None]):
         tag = str(event.row_key.value)
         paths = self.notes.get(tag, [])
         self.query_one("#tag-notes", Static).update(
-            Content.styled(f"#{tag} · {len(paths)} notes\n", "bold") + Content("\n".join(paths))
+            Content.styled(f"#{tag} · {len(paths)} notes\n", "bold")
+            + Content.styled("enter shows them in the timeline\n", "$text-muted")
+            + Content("\n".join(paths))
         )
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        tag = str(event.row_key.value)
+        self.dismiss((tag, self.notes.get(tag, [])))
+
+    def reload(self) -> None:
+        """The vault changed while this is open: the same table from the notes as they are now."""
+        self._reload()
+
+    @work(thread=True, exclusive=True, group="tags")
+    def _reload(self) -> None:
+        rows, notes = tag_trends(self.root, self.today)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._refill, rows, notes)
+
+    def _refill(self, rows: list[dict[str, Any]], notes: dict[str, list[str]]) -> None:
+        if (rows, notes) == (self.rows, self.notes) or not self.is_attached:
+            return  # nothing new, or the screen has closed meanwhile
+        table = self.query_one("#tags", DataTable)
+        at = table.cursor_row
+        self.rows, self.notes = rows, notes
+        table.clear(columns=True)
+        self.on_mount()  # fills the table from self.rows, as when the screen opened
+        table.move_cursor(row=min(at, max(0, table.row_count - 1)))
 
 
 def local_time(event: dict[str, Any]) -> datetime | None:

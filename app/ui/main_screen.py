@@ -5,10 +5,13 @@ owner's actions run through `owner_flows` (no Textual there); this screen only a
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
+import dataclasses
+import time
 from typing import TYPE_CHECKING, cast
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -35,6 +38,7 @@ from ..file_actions import (
 )
 from ..history import commit_changes
 from ..supervisor import connect_notes, snippets
+from ..view_rows import GROUPS, Filters, commits_mentioning, visible
 from .details import commit_header, event_detail
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header import StatusHeader
@@ -63,25 +67,155 @@ def preview_body(p: flows.Preview, context: int = 1) -> list[Content]:
     return lines + render_lines(p.changes, context=context) if p.changes else lines
 
 
+class DiffPane(LinesView):
+    """The detail pane. Focused (enter on the timeline), its keys move in the diff: j/k, half
+    pages, next/previous hunk and file, n/N through the matches of the `/` text."""
+
+    BINDINGS = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+        Binding("ctrl+d", "half(1)", "Half page down", show=False),
+        Binding("ctrl+u", "half(-1)", "Half page up", show=False),
+        Binding("right_square_bracket", "jump('hunk', 1)", "Hunk", tooltip="next hunk"),
+        Binding(
+            "left_square_bracket",
+            "jump('hunk', -1)",
+            "Prev hunk",
+            show=False,
+            tooltip="previous hunk",
+        ),
+        Binding("right_curly_bracket", "jump('file', 1)", "File", tooltip="next file"),
+        Binding(
+            "left_curly_bracket",
+            "jump('file', -1)",
+            "Prev file",
+            show=False,
+            tooltip="previous file",
+        ),
+        Binding("n", "find(1)", "Find", tooltip="next line with the / text"),
+        Binding("N", "find(-1)", "Find back", show=False, tooltip="previous line with the / text"),
+        Binding("escape", "screen.back", "Back", tooltip="back to the timeline"),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.marks: dict[str, list[int]] = {"hunk": [], "file": []}
+        self.search = ""
+        self.found: int | None = None
+        self._unmarked = Content("")
+
+    def show(self, lines: list[Content], marks: dict[str, list[int]] | None = None) -> None:
+        self.marks = marks or {"hunk": [], "file": []}
+        self.found = None  # the line n/N last found, shown reversed
+        self.update(lines)
+
+    def _top_line(self) -> int:
+        self._layout()
+        return max(0, bisect.bisect_right(self._starts, int(self.scroll_y)) - 1)
+
+    def _go(self, line: int) -> None:
+        self._layout()
+        self.scroll_to(y=self._starts[line], animate=False, immediate=True)
+
+    def action_half(self, direction: int) -> None:
+        step = max(1, self.scrollable_content_region.height // 2)
+        self.scroll_to(y=self.scroll_y + direction * step, animate=False, immediate=True)
+
+    def _next(self, lines: list[int], direction: int, at: int | None = None) -> int | None:
+        """The first of `lines` after (before) line `at`, by default the top line shown."""
+        top = self._top_line() if at is None else at
+        after = [i for i in lines if (i > top if direction > 0 else i < top)]
+        return (min(after) if direction > 0 else max(after)) if after else None
+
+    def action_jump(self, kind: str, direction: int) -> None:
+        line = self._next(self.marks.get(kind, []), direction)
+        if line is None:
+            self.notify(f"no {'next' if direction > 0 else 'previous'} {kind}", timeout=2)
+        else:
+            self._go(line)
+
+    def action_find(self, direction: int) -> None:
+        text = self.search.casefold()
+        if not text:
+            self.notify("nothing to find: / sets the text", severity="warning", timeout=3)
+            return
+        hits = [i for i, line in enumerate(self.lines) if text in line.plain.casefold()]
+        line = self._next(hits, direction, self.found)
+        if line is None and hits:  # past the last one: from the other end, as lazygit does
+            line = hits[0] if direction > 0 else hits[-1]
+            self.notify("search wrapped", timeout=2)
+        if line is None:
+            self.notify(f"no {self.search!r} in this diff", timeout=3)
+            return
+        lines = list(self.lines)
+        if self.found is not None:
+            lines[self.found] = self._unmarked
+        self._unmarked = lines[line]
+        lines[line] = lines[line].stylize("reverse")
+        marks = self.marks
+        self.show(lines, marks)  # from the top: then to the line found
+        self.found = line
+        self._go(line)
+
+
+TIMELINE_ACTIONS = {"open", "move", "half", "only"}
+
+
 class MainScreen(Screen[None]):
     AUTO_FOCUS = "#timeline"
     BINDINGS = [
+        Binding("enter", "open", "Diff", tooltip="focus the diff (esc returns)"),
+        Binding(
+            "escape",
+            "back",
+            "Back",
+            show=False,
+            tooltip="back to the timeline; there, clear the filter",
+        ),
         Binding("j", "move(1)", "Down", show=False),
         Binding("k", "move(-1)", "Up", show=False),
-        Binding("a", "only('a')", "AI"),
-        Binding("h", "only('h')", "Human"),
-        Binding("e", "only('e')", "Errors"),
-        Binding("slash", "search", "Filter"),
-        Binding("r", "revert", "Revert"),
-        Binding("s", "split", "Split"),
-        Binding("plus,equals_sign", "context(1)", "More ctx", show=False),
-        Binding("minus", "context(-1)", "Less ctx", show=False),
-        Binding("m", "move_file", "Move"),
-        Binding("n", "new_note", "New"),
-        Binding("x", "delete_file", "Delete"),
-        Binding("g", "tags", "Tags"),
-        Binding("dollar_sign", "cost", "Cost"),
-        Binding("c", "connect", "Connect"),
+        Binding("ctrl+d", "half(1)", "Half page down", show=False),
+        Binding("ctrl+u", "half(-1)", "Half page up", show=False),
+        Binding(
+            "slash",
+            "search",
+            "Filter",
+            tooltip="filter by path, summary or changed text as you type; n/N find it in the diff",
+        ),
+        *[
+            Binding(k, f"only('{k}')", name, tooltip=f"{name} rows on/off (a, h and e combine)")
+            for k, name in GROUPS.items()
+        ],
+        Binding(
+            "r",
+            "revert",
+            "Revert",
+            tooltip="revert the selected AI commit (or your own move, create, delete or revert)",
+        ),
+        Binding("s", "split", "Split", show=False, tooltip="unified / side-by-side diff"),
+        Binding("plus,equals_sign", "context(1)", "More context", show=False),
+        Binding("minus", "context(-1)", "Less context", show=False),
+        Binding(
+            "m",
+            "move_file",
+            "Move",
+            show=False,
+            tooltip="move or rename a file or folder (links rewritten)",
+        ),
+        Binding("n", "new_note", "New", show=False, tooltip="new note from a doc type"),
+        Binding(
+            "x", "delete_file", "Delete", show=False, tooltip="delete a file (git rm; revertable)"
+        ),
+        Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
+        Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
+        Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
+        Binding(
+            "exclamation_mark",
+            "config_errors",
+            "Config error",
+            show=False,  # the header names this key when the error does not fit
+            tooltip="the config's problems in full",
+        ),
         Binding(
             "A",
             "abort_git",
@@ -92,17 +226,25 @@ class MainScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.group: str | None = None
-        self.text_filter = ""
+        self.filters = Filters()
         self.split = False
         self.context_lines = 3
         self._selected: str | None = None
         self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
+        self._placed = False  # the cursor was put on the newest AI write at launch
         self._select_next: str | None = None  # the row of a commit an owner action just made
 
     @property
     def dash(self) -> Dashboard:
         return cast("Dashboard", self.app)
+
+    @property
+    def text_filter(self) -> str:
+        return self.filters.text
+
+    @text_filter.setter
+    def text_filter(self, text: str) -> None:
+        self.filters = dataclasses.replace(self.filters, text=text, diff_hits=frozenset())
 
     # -- layout -----------------------------------------------------------------------------------
 
@@ -110,13 +252,24 @@ class MainScreen(Screen[None]):
         yield StatusHeader(id="header")
         with Horizontal(id="main"):
             yield Timeline(id="timeline")
-            yield LinesView(id="detail")
-        yield Input(placeholder="filter: path or text (enter applies, esc clears)", id="filter")
-        yield Footer()
+            yield DiffPane(id="detail")
+        yield Input(
+            placeholder="filter as you type: path, summary or changed text (esc clears)",
+            id="filter",
+        )
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
         self.show_header()
+
+    def on_resize(self) -> None:
+        # the selected row stays on screen whatever the new size
+        with contextlib.suppress(NoMatches):  # the app is closing
+            t = self.query_one("#timeline", Timeline)
+            self.call_after_refresh(lambda: t.move_to(t.cursor))
+        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
+            self.call_after_refresh(self.show_detail)
 
     # -- the feed ---------------------------------------------------------------------------------
 
@@ -131,27 +284,47 @@ class MainScreen(Screen[None]):
 
     def show_header(self) -> None:
         self.query_one(StatusHeader).show(self.dash.header_facts())
+        self.refresh_bindings()  # the config error key shows only while there is one
 
     def visible_rows(self) -> list[Row]:
-        rows = self.dash.feed.rows
-        if self.group:
-            rows = [r for r in rows if r.group == self.group]
-        if self.text_filter:
-            f = self.text_filter.casefold()
-            rows = [
-                r
-                for r in rows
-                if f in r.summary.casefold()
-                or any(f in p.casefold() for p in r.paths)
-                or f in r.who.casefold()
-            ]
-        return rows
+        return visible(self.dash.feed.rows, self.filters)
 
-    def refill(self) -> None:
-        """Show the rows the filters let through; the cursor stays on the row it was on."""
+    def refill(self, *, to_top: bool = False) -> None:
+        """Show the rows the filters let through; the cursor stays on the row it was on, or
+        with `to_top` (the filters changed) goes to the newest match."""
         self._shown = self.dash.feed.rows
-        self.query_one("#timeline", Timeline).set_rows(self.visible_rows())
+        t = self.query_one("#timeline", Timeline)
+        rows = self.visible_rows()
+        t.set_rows(rows)
+        if to_top:
+            t.move_to(0)
+            t.scroll_to(y=0, animate=False, immediate=True)
+        elif not self._placed and rows:
+            # at launch: the newest AI write, not "server started"
+            self._placed = True
+            first = next((i for i, r in enumerate(rows) if r.kind == "ai"), None)
+            t.move_to(
+                first
+                if first is not None
+                else next((i for i, r in enumerate(rows) if r.group != "s"), 0)
+            )
         self._select_made()
+        self._show_filters(t, rows)
+
+    def _show_filters(self, t: Timeline, rows: list[Row]) -> None:
+        """The filters in force stay in sight (the timeline's title) while they are on."""
+        f = self.filters
+        if not f.active:
+            t.border_title = None
+            return
+        count = f"{len(rows):,} rows" if rows else "no matches"
+        t.border_title = Content.styled(
+            f" {f.describe()} · {count} (esc clears) ", "bold $text-warning"
+        )
+        if not rows:
+            self.query_one(DiffPane).show(
+                [Content(f"No rows match {f.describe()}."), Content("esc clears the filter.")]
+            )
 
     def _select_made(self) -> None:
         """Put the cursor on the commit an owner action just made, once its row is shown (the
@@ -186,76 +359,130 @@ class MainScreen(Screen[None]):
 
     def _show_detail(self) -> None:
         row = self._row(self._selected)
+        pane = self.query_one(DiffPane)
+        pane.search = self.filters.text
         if row is None:
-            self.query_one("#detail", LinesView).update([])
+            if self.query_one("#timeline", Timeline).rows:  # else it says "no matches"
+                pane.show([])
             return
         if row.commit is not None:
             self.load_diff(row, self.split, self.context_lines)
         else:
-            self.query_one("#detail", LinesView).update(event_detail(row, self.dash.root))
+            pane.show(event_detail(row, self.dash.root).split("\n", allow_blank=True))
 
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
         assert row.commit is not None
         changes = commit_changes(self.dash.root, row.commit.sha)
-        view = self.query_one("#detail", LinesView)
-        width = view.scrollable_content_region.width or 100
-        lines = [
-            *commit_header(row),
-            Content(""),
-            *render_lines(changes, split=split, width=width, context=context),
-        ]
-        self.app.call_from_thread(view.update, lines)
+        try:
+            width = self.query_one(DiffPane).scrollable_content_region.width or 100
+        except NoMatches:
+            return  # the app is closing
+        lines = [*commit_header(row), Content("")]
+        marks: dict[str, list[int]] = {"hunk": [], "file": []}
+        for change in changes:
+            marks["file"].append(len(lines))
+            for line in render_lines([change], split=split, width=width, context=context):
+                if line.plain.startswith("@@"):
+                    marks["hunk"].append(len(lines))
+                lines.append(line)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
+
+    def _diff_loaded(self, key: str, lines: list[Content], marks: dict[str, list[int]]) -> None:
+        if key == self._selected:  # not a diff read for a row since left (or filtered away)
+            with contextlib.suppress(NoMatches):  # the app is closing
+                self.query_one(DiffPane).show(lines, marks)
 
     # -- keys -------------------------------------------------------------------------------------
 
-    def action_only(self, group: str) -> None:
-        self.group = None if self.group == group else group
-        self.notify(
-            {"a": "AI commits", "h": "human commits", "e": "conflicts and rejections"}[group]
-            + (" only" if self.group else ": off"),
-            timeout=2,
-        )
-        self.refill()
+    def action_open(self) -> None:
+        if self._row(self._selected) is not None:
+            self.query_one(DiffPane).focus()
 
-    def action_search(self) -> None:
+    def action_back(self) -> None:
+        """esc: out of the filter box (clearing it) or the diff, then clears the filters."""
+        t = self.query_one("#timeline", Timeline)
         box = self.query_one("#filter", Input)
-        box.display = True
-        box.focus()
-
-    @on(Input.Submitted, "#filter")
-    def _filter(self, event: Input.Submitted) -> None:
-        self.text_filter = event.value.strip()
-        self.query_one("#timeline", Timeline).focus()
-        self.refill()
-
-    def on_key(self, event: events.Key) -> None:
-        box = self.query_one("#filter", Input)
-        if event.key == "escape" and box.has_focus:
+        if box.has_focus or (t.has_focus and self.filters.text):
             box.value = ""
             box.display = False
             self.text_filter = ""
-            self.query_one("#timeline", Timeline).focus()
-            self.refill()
+            t.focus()
+            self.refill(to_top=True)
+        elif not t.has_focus:
+            t.focus()
+        elif self.filters.active:
+            self.filters = Filters()
+            self.refill(to_top=True)
+
+    def action_only(self, group: str) -> None:
+        self.filters = dataclasses.replace(self.filters, groups=self.filters.groups ^ {group})
+        self.refill(to_top=True)
+
+    def action_search(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = self.filters.text
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _typed(self, event: Input.Changed) -> None:
+        text = event.value.strip()
+        if text == self.filters.text:
+            return
+        self.text_filter = text
+        self.refill(to_top=True)
+        self.find_in_diffs(text)
+
+    @work(thread=True, exclusive=True, group="find")
+    def find_in_diffs(self, text: str) -> None:
+        """Commits whose change has the text: one git process, after typing pauses."""
+        time.sleep(0.25)
+        if not text or text != self.filters.text:
+            return
+        hits = commits_mentioning(self.dash.root, text)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._diff_hits, text, hits)
+
+    def _diff_hits(self, text: str, hits: frozenset[str]) -> None:
+        if text == self.filters.text and hits != self.filters.diff_hits:
+            self.filters = dataclasses.replace(self.filters, diff_hits=hits)
+            self.refill(to_top=True)
+
+    @on(Input.Submitted, "#filter")
+    def _filter(self, event: Input.Submitted) -> None:
+        event.input.display = False  # the filter stays in the timeline's title
+        self.query_one("#timeline", Timeline).focus()
 
     def action_move(self, delta: int) -> None:
         t = self.query_one("#timeline", Timeline)
         t.move_to(t.cursor + delta)
 
+    def action_half(self, direction: int) -> None:
+        t = self.query_one("#timeline", Timeline)
+        t.move_to(t.cursor + direction * max(1, (t.scrollable_content_region.height - 1) // 2))
+
     def action_split(self) -> None:
         self.split = not self.split
         self.show_detail()
 
-    def on_resize(self, _: events.Resize) -> None:
-        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
-            self.call_after_refresh(self.show_detail)
-
     def action_context(self, delta: int) -> None:
         self.context_lines = max(0, min(50, self.context_lines + delta))
+        self.notify(f"diff context: {self.context_lines} lines", timeout=2)
         self.show_detail()
 
     def action_tags(self) -> None:
-        self.dash.push_screen(TagsScreen(self.dash.root, today=self.dash.today))
+        self.dash.push_screen(TagsScreen(self.dash.root, today=self.dash.today), self.show_notes)
+
+    def show_notes(self, picked: tuple[str, list[str]] | None) -> None:
+        """Only the rows that touch these notes (enter on a tag); esc clears it."""
+        if picked is not None:
+            tag, notes = picked
+            self.filters = dataclasses.replace(
+                self.filters, notes=frozenset(notes), notes_label=f"#{tag}"
+            )
+            self.refill(to_top=True)
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))
@@ -267,10 +494,19 @@ class MainScreen(Screen[None]):
             ConnectModal(snippets(self.dash.root, url), connect_notes(self.dash.root, url))
         )
 
+    def action_config_errors(self) -> None:
+        problems = [str(p) for p in self.dash.configs.errors]
+        if problems:
+            self.notify("\n".join(problems), title="config error", severity="error", timeout=30)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "abort_git":  # shown only while git is in the middle of something
             return operation_in_progress(self.dash.root) is not None
-        return True  # r on any row: when it cannot revert, it says why
+        if action == "config_errors":
+            return bool(self.dash.configs.errors)
+        # r on any row: when it cannot revert, it says why. While the diff has focus, its own
+        # keys (in the footer and the help) replace the timeline's
+        return not (action in TIMELINE_ACTIONS and isinstance(self.focused, DiffPane))
 
     # -- the owner's actions ----------------------------------------------------------------------
 

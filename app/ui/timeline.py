@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from textual.binding import Binding
@@ -47,8 +47,9 @@ def widths(total: int) -> list[int]:
 
 
 def when(t: datetime, now: datetime) -> str:
-    """Clock time for today's rows, the date as well for older ones."""
-    return t.astimezone().strftime("%H:%M:%S" if now - t < timedelta(hours=20) else "%m-%d %H:%M")
+    """Clock time for today's rows (the local day), the date as well for any other day."""
+    local = t.astimezone()
+    return local.strftime("%H:%M:%S" if local.date() == now.astimezone().date() else "%m-%d %H:%M")
 
 
 def note_cell(paths: Sequence[str]) -> Content:
@@ -105,12 +106,12 @@ class Timeline(ScrollView, can_focus=True):
                                          text-style: $block-cursor-text-style; }
     """
     BINDINGS = [
-        Binding("down", "cursor(1)", show=False),
-        Binding("up", "cursor(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("home", "jump(0)", show=False),
-        Binding("end", "jump(-1)", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("home", "jump(0)", "Newest", show=False),
+        Binding("end", "jump(-1)", "Oldest", show=False),
     ]
 
     class Highlighted(Message):

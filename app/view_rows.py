@@ -1,0 +1,105 @@
+"""Which rows of the feed the timeline shows, and how: the a/h/e filters (they combine), the
+text filter (summary, paths, who, and the text of each change), server sessions folded to one
+row each. No Textual here: the main screen and shell commands share these rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .feed import Row
+
+# one name per filter, used by the footer, the help, the status line and the palette alike
+GROUPS = {"a": "AI", "h": "Human", "e": "Errors"}
+
+
+@dataclass(frozen=True)
+class Filters:
+    groups: frozenset[str] = frozenset()  # any of a, h, e: rows of any chosen group
+    text: str = ""
+    diff_hits: frozenset[str] = frozenset()  # commits whose change adds or removes `text`
+    notes: frozenset[str] = frozenset()  # rows touching any of these (a tag's notes)
+    notes_label: str = ""  # what chose them: "#crdt"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.groups or self.text or self.notes_label)
+
+    def describe(self) -> str:
+        """The filters in force, in the words of the keys that set them: "AI + Errors · /crdt"."""
+        parts = []
+        if self.groups:
+            parts.append(" + ".join(GROUPS[g] for g in GROUPS if g in self.groups))
+        if self.notes_label:
+            parts.append(self.notes_label)
+        if self.text:
+            parts.append(f"/{self.text}")
+        return " · ".join(parts)
+
+
+def matches(row: Row, text: str, diff_hits: frozenset[str]) -> bool:
+    f = text.casefold()
+    if f in row.summary.casefold() or f in row.who.casefold():
+        return True
+    if any(f in p.casefold() for p in row.paths):
+        return True
+    if row.commit is not None:
+        return row.commit.sha in diff_hits
+    return f in str((row.event or {}).get("diff", "")).casefold()  # what a rejected write tried
+
+
+def visible(rows: Sequence[Row], filters: Filters) -> list[Row]:
+    out: Iterable[Row] = fold_sessions(rows)
+    if filters.groups:
+        out = [r for r in out if r.group in filters.groups]
+    if filters.notes_label:
+        out = [r for r in out if any(p in filters.notes for p in r.paths)]
+    if filters.text:
+        out = [r for r in out if matches(r, filters.text, filters.diff_hits)]
+    return list(out)
+
+
+def fold_sessions(rows: Sequence[Row]) -> list[Row]:
+    """One row per server process: its start and stop events (same pid) become one row, at the
+    newer one's place, that says both. Everything else passes through in order."""
+    by_pid: dict[object, list[Row]] = {}
+    for r in rows:
+        if r.kind == "server" and r.event is not None:
+            by_pid.setdefault(r.event.get("pid"), []).append(r)
+    if not by_pid:
+        return list(rows)
+    folded: dict[str, Row | None] = {}  # key -> its folded row, or None: dropped
+    for pid, group in by_pid.items():
+        events = {str((r.event or {}).get("kind")): r for r in group}
+        started, stopped = events.get("server_started"), events.get("server_stopped")
+        first = started or group[-1]
+        transport = (first.event or {}).get("transport", "")
+        said = f"server pid {pid} ({transport}): started {first.time.astimezone():%H:%M}"
+        if stopped is not None:
+            why = (stopped.event or {}).get("reason", "")
+            said += f", stopped {stopped.time.astimezone():%H:%M}" + (f" ({why})" if why else "")
+        newest = group[0]  # the feed is newest first
+        folded.update(dict.fromkeys((r.key for r in group[1:]), None))
+        folded[newest.key] = dataclasses.replace(newest, summary=said)
+    out = []
+    for r in rows:
+        if r.key not in folded:
+            out.append(r)
+        elif (f := folded[r.key]) is not None:
+            out.append(f)
+    return out
+
+
+def commits_mentioning(root: Path, text: str) -> frozenset[str]:
+    """Commits whose change adds or removes `text` (any case): one `git log -S`."""
+    if not text:
+        return frozenset()
+    r = subprocess.run(
+        ["git", "-C", str(root), "log", "--format=%H", "-i", "-S", text, "HEAD"],
+        capture_output=True,
+        text=True,
+    )
+    return frozenset(r.stdout.split()) if r.returncode == 0 else frozenset()

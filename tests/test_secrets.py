@@ -1,0 +1,197 @@
+"""Secrets: never written by the AI, and never kept by us either (journal, attempted diffs, the
+state folder's modes). The checks see what git and YAML will see: commit messages, file names
+and the decoded frontmatter values, not only the raw text."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.journal import read_all
+from server.vault import Vault
+
+from .conftest import git, git_log
+
+pytestmark = pytest.mark.anyio
+
+# (what the AI sends, the part of it that is the secret)
+SECRETS = [
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "b3BlbnNzaC1rZXktdjEAAAAAQ0FGRUJBQkU",
+    ),
+    ("aws key AKIAQ3EGRHZ7VXKMB2LD", "AKIAQ3EGRHZ7VXKMB2LD"),
+    (
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+    ),
+    ("db postgres://admin:s3cretpass@db.example.com/prod", "s3cretpass"),
+    ("password: hunter2hunter2", "hunter2hunter2"),
+    ("API_KEY = 'abcd1234efgh5678'", "abcd1234efgh5678"),
+]
+
+AWS = "AKIAQ3EGRHZ7VXKMB2LD"
+
+
+@pytest.fixture
+def vault(make_vault: Any) -> Path:
+    return make_vault(
+        {
+            "CLAUDE.md": "# Rules\n",
+            "w.md": "# Week\n\n## Log\n- Mon: one\n",
+            "owner.md": "---\ntitle: Owner\n---\n# Owner\n\nwifi password: ownersecret99\n",
+        }
+    )
+
+
+def journal_bytes(root: Path) -> bytes:
+    return (root / ".git/vaultwatch/events.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(("sent", "value"), SECRETS)
+async def test_a_refused_secret_is_masked_in_the_journal(
+    connect: Any, vault: Path, sent: str, value: str
+) -> None:
+    async with connect(vault) as s:
+        msg = await s.error("append_section", path="w.md", heading="Log", content=f"- {sent}")
+    assert "rejected (secret)" in msg and value not in msg
+    assert value.encode() not in journal_bytes(vault)
+    ev = read_all(vault / ".git/vaultwatch/events.jsonl")[-1]
+    # the owner still sees what was attempted, with the secret masked
+    assert ev["kind"] == "rejected" and ev["code"] == "secret"
+    assert "+- " in ev["diff"] and "secret masked" in ev["diff"]
+
+
+async def test_every_journal_field_is_masked(connect: Any, vault: Path) -> None:
+    """An error that quotes a line of the owner's (edit_text's closest-line hint) or the
+    model's own arguments is stored masked too."""
+    async with connect(vault) as s:
+        msg = await s.error(
+            "edit_text", path="owner.md", old="wifi password: ownersecret98", new="x"
+        )
+        assert "not found" in msg
+        await s.error("read_doc", path="w.md", section="password: hunter2hunter2")
+    raw = journal_bytes(vault)
+    assert b"ownersecret99" not in raw and b"ownersecret98" not in raw
+    assert b"hunter2hunter2" not in raw
+
+
+async def test_a_batch_message_with_a_secret_is_refused(connect: Any, vault: Path) -> None:
+    before = git_log(vault, "--format=%H")
+    async with connect(vault) as s:
+        msg = await s.error(
+            "batch",
+            message=f"notes, key {AWS}",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "w.md", "heading": "Log", "content": "- a"},
+                },
+                {"tool": "create_doc", "args": {"path": "n.md", "body": "# N\n"}},
+            ],
+        )
+    assert "rejected (secret)" in msg and "message" in msg and AWS not in msg
+    assert git_log(vault, "--format=%H") == before and not (vault / "n.md").exists()
+    assert AWS.encode() not in journal_bytes(vault)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"path": f"keys/{AWS}.md", "body": "# Keys\n"},
+        {"path": "keys/ghp_abcdefghijklmnopqrstuvwxyz0123456789AB.md", "body": "# K\n"},
+    ],
+)
+async def test_a_file_named_after_a_secret_is_refused(
+    connect: Any, vault: Path, args: dict[str, Any]
+) -> None:
+    before = git_log(vault, "--format=%H")
+    async with connect(vault) as s:
+        msg = await s.error("create_doc", **args)
+    assert "rejected (secret)" in msg
+    assert git_log(vault, "--format=%H") == before and not (vault / "keys").exists()
+    assert b"ghp_abcdef" not in journal_bytes(vault) and AWS.encode() not in journal_bytes(vault)
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        'key: "\\x41KIAQ3EGRHZ7VXKMB2LD"',  # YAML double-quoted escapes
+        'key: "\\u0041KIAQ3EGRHZ7VXKMB2LD"',
+        'key: "AKIAQ3EG\\\n  RHZ7VXKMB2LD"',  # an escaped line break inside the value
+        "key: >-\n  password:\n  hunter2hunter2",  # folded: the value is one line
+        '"\\x41KIAQ3EGRHZ7VXKMB2LD": 1',  # in a key
+        'tags: ["\\x41KIAQ3EGRHZ7VXKMB2LD"]',
+    ],
+)
+async def test_yaml_escapes_do_not_hide_a_secret(connect: Any, vault: Path, front: str) -> None:
+    before = git_log(vault, "--format=%H")
+    async with connect(vault) as s:
+        read = await s.call("read_doc", path="w.md")
+        msg = await s.error(
+            "replace_doc", path="w.md", content=f"---\n{front}\n---\n# Week\n", hash=read["hash"]
+        )
+    assert "rejected (secret)" in msg
+    assert git_log(vault, "--format=%H") == before
+    raw = journal_bytes(vault)
+    assert b"KIAQ3EG" not in raw and b"hunter2hunter2" not in raw
+
+
+async def test_the_owners_secret_stays_theirs(connect: Any, vault: Path) -> None:
+    """A secret already in the note (or in its name) is the owner's: writing next to it works."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="owner.md", heading="Owner", content="- more")
+    assert "ownersecret99" in (vault / "owner.md").read_text()
+
+
+def _modes(root: Path) -> dict[str, int]:
+    state = root / ".git/vaultwatch"
+    out = {".": stat.S_IMODE(state.stat().st_mode)}
+    for dirpath, dirnames, filenames in os.walk(state):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            out[p.relative_to(state).as_posix()] = stat.S_IMODE(p.lstat().st_mode)
+    return out
+
+
+async def test_the_state_folder_is_the_owners_alone(connect: Any, vault: Path) -> None:
+    old = os.umask(0o022)  # the usual umask: files 0644, folders 0755 unless we say otherwise
+    try:
+        async with connect(vault) as s:
+            await s.call("search_text", query="week")
+            await s.call("append_section", path="w.md", heading="Log", content="- two")
+            await s.error("append_section", path="w.md", heading="Log", content=f"- {AWS}")
+    finally:
+        os.umask(old)
+    modes = _modes(vault)
+    assert {"events.jsonl", "write.lock", "index.sqlite", "commit.index"} <= set(modes)
+    bad = {
+        k: oct(m)
+        for k, m in modes.items()
+        if m != (0o700 if (vault / ".git/vaultwatch" / k).is_dir() else 0o600)
+    }
+    assert bad == {}
+
+
+async def test_an_existing_vaults_state_folder_is_tightened_on_start(vault: Path) -> None:
+    state = vault / ".git/vaultwatch"
+    (state / "events.jsonl").write_text("")
+    (state / "index.sqlite").write_bytes(b"")
+    (state / "sub").mkdir()
+    (state / "sub/cache.bin").write_bytes(b"x")
+    for p in (state / "events.jsonl", state / "index.sqlite", state / "sub/cache.bin"):
+        p.chmod(0o644)
+    (state / "sub").chmod(0o755)
+    state.chmod(0o755)
+    Vault(vault)
+    modes = _modes(vault)
+    assert modes["."] == 0o700 and modes["sub"] == 0o700
+    assert {k: v for k, v in modes.items() if k not in (".", "sub")} == {
+        k: 0o600 for k in modes if k not in (".", "sub")
+    }
+    assert git(vault, "status", "--porcelain") == ""
