@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import yaml
 
 from .query import QueryError
+from .recall import has_every_word
+from .search_query import ParsedQuery, SearchError, parse
 from .semantic import SemanticIndex, SqliteVectors, make_embedder
 from .text_search import search_text
 from .vault import Vault, VaultError
@@ -56,6 +59,17 @@ def _keyword(vault: Vault, q: str) -> list[str]:
     return []
 
 
+def _parsed(q: str) -> ParsedQuery | None:
+    try:
+        return parse(q)
+    except SearchError:
+        return None
+
+
+def _lexical(vault: Vault, entries: dict[str, Any], pq: ParsedQuery) -> Callable[[str], bool]:
+    return lambda p: has_every_word(vault, entries[p].doc, pq)  # as the recall tool ranks
+
+
 def fuse(*rankings: list[str], k: int = 60) -> list[str]:
     """Reciprocal rank fusion: a note high in either list rises."""
     score: dict[str, float] = {}
@@ -91,10 +105,10 @@ def evaluate(vault: Vault, questions: list[Question], model: str | None = None) 
     per: dict[str, list[tuple[Question, list[str]]]] = {"keyword": [], "recall": [], "both": []}
     for question in questions:
         kw = _keyword(vault, question.q)
-        sem = [
-            m.path
-            for m in index.rank(index.encode_query(question.q), lambda p: p in entries, limit=20)
-        ]
+        pq = _parsed(question.q)
+        lexical = None if pq is None else _lexical(vault, entries, pq)
+        vec = index.encode_query(question.q)
+        sem = [m.path for m in index.rank(vec, lambda p: p in entries, limit=20, lexical=lexical)]
         per["keyword"].append((question, kw))
         per["recall"].append((question, sem))
         per["both"].append((question, fuse(kw, sem)))

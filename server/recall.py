@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .docs import decode
+from .docs import Doc, decode
 from .query import QueryError
 from .search import note_words
-from .search_query import SearchError, excluded, parse
+from .search_query import ParsedQuery, SearchError, contains_all, excluded, parse
 from .text_search import keep_entry
 from .vault import Vault
 
@@ -23,6 +23,21 @@ def _wait_ready(sem: SemanticIndex) -> None:
     deadline = time.monotonic() + READY_WAIT_S
     while not sem.ready and sem.error is None and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def indexed_words(vault: Vault, doc: Doc) -> str | None:
+    """A note's words as search_text indexes them, or None if it cannot be read."""
+    try:
+        text, _ = decode((vault.root / doc.disk).read_bytes())
+    except OSError:
+        return None
+    return "\n".join(note_words(doc, text))
+
+
+def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
+    """recall's lexical match: the note has every word of the query, as search_text reads it."""
+    w = indexed_words(vault, doc)
+    return w is not None and contains_all(pq, w)
 
 
 def recall(vault: Vault, query: str | None = None, *, path: str | None = None, limit: int = 8,
@@ -79,25 +94,31 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
                              "the note is about")  # fmt: skip
         vec = sem.encode_query(text)
 
+    def words(p: str) -> str | None:
+        return indexed_words(vault, entries[p].doc)
+
     def keep(p: str) -> bool:
         e = entries.get(p)
         if e is None or not keep_entry(e, types, folders, tags):
             return False
         if negates and pq is not None:
-            try:
-                text, _ = decode((vault.root / e.doc.disk).read_bytes())
-            except OSError:
-                return False
-            if excluded(pq, "\n".join(note_words(e.doc, text))):  # what search_text indexes
+            w = words(p)
+            if w is None or excluded(pq, w):
                 return False
         return True
 
+    def lexical(p: str) -> bool:
+        return pq is not None and has_every_word(vault, entries[p].doc, pq)
+
     hits = []
-    for m in sem.rank(vec, keep, limit=limit, exclude=exclude):
+    for m in sem.rank(vec, keep, limit=limit, exclude=exclude, lexical=lexical if pq else None):
         e = entries[m.path]
+        # lexical: the note has every word of the query; semantic: found by meaning alone
+        how = "lexical" if m.lexical else "semantic"
         hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
                      "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
-                     "score": round(m.score, 3), "section": m.heading, "snippet": m.excerpt})  # fmt: skip
+                     "score": round(m.score, 3), "match": how, "section": m.heading,
+                     "snippet": m.excerpt})  # fmt: skip
     out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
     if not hits:
         out["hint"] = "no note passed the filters; drop a filter, or try search_text"

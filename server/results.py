@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -101,6 +101,11 @@ class RecallHit(BaseModel):
     modified: str
     hash: str
     score: float = Field(description="0-1, higher means closer in meaning")
+    match: Literal["lexical", "semantic"] = Field(
+        "semantic",
+        description="lexical: the note has every word of the query (listed first); semantic: "
+        "found by meaning alone",
+    )
     section: str | None = Field(None, description="the best-matching section's heading path")
     snippet: str = Field(description="the start of that section (or of the note)")
 

@@ -160,6 +160,13 @@ def excluded(pq: ParsedQuery, text: str) -> bool:
     return any(rx.search(folded) for rx in negated)
 
 
+def contains_all(pq: ParsedQuery, text: str) -> bool:
+    """Every word of the query occurs in `text`, by the rule `excluded` uses: what recall calls a
+    lexical match (the note says it in those words), as against a match by meaning alone."""
+    folded = fold(text)
+    return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
+
+
 def matches_title(pq: ParsedQuery, title: str) -> bool:
     folded = fold(title)
     return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)

@@ -39,14 +39,19 @@ log = logging.getLogger("vaultwatch.semantic")
 DEFAULT_MODEL = "use-multilingual-v3"
 WHOLE_CHARS = 400  # of a note's text in its whole-note unit (USE averages: more only blurs)
 SECTION_CHARS = 160
-MAX_SECTIONS = 2
+MAX_SECTIONS = 32  # every section of a long note (was 2: a note of many topics was a blur)
 EXCERPT_CHARS = 240
-WHOLE_WEIGHT = 0.4  # score = 0.4 * whole note + 0.6 * best section (tuned on tests/recall_baseline)
+# score = 0.25 * whole note + 0.75 * best section: with every section embedded, the best one says
+# more than the opening 400 characters (measured on tests/recall_baseline and tests/apisix_docs)
+WHOLE_WEIGHT = 0.25
 # "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
 # of a note scores 0.74 against it and the nearest other note 0.39
 SIMILAR_THRESHOLD = 0.65
+STUB_CHARS = 80  # a note whose text is shorter is a stub: see _stub_penalty
+STUB_PENALTY = 0.2
+LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
 BATCH = 64
-UNITS_VERSION = 4  # bump when units_of() changes what is embedded: old vectors are not reused
+UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
 class SemanticError(Exception):
@@ -213,8 +218,45 @@ def _clean(text: str) -> str:
     return re.sub(r"[ \t]+", " ", text).strip()
 
 
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.S)
+
+
+def _uncommented(text: str, start: int) -> tuple[str, list[tuple[int, int]]]:
+    """The body from `start` with HTML and Obsidian comments blanked to spaces (offsets kept),
+    and where they were. Obsidian shows neither; a licence header in a comment would otherwise
+    be the opening 400 characters of every note of a documentation folder, so every note looked
+    alike, and its `# ...` lines were taken for headings."""
+    spans = [m.span() for m in _COMMENT.finditer(text, start)]
+    if not spans:
+        return text[start:], spans
+    parts, at = [], start
+    for a, b in spans:
+        a = max(a, at)
+        if b <= a:
+            continue
+        parts.append(text[at:a])
+        parts.append(re.sub(r"[^\n]", " ", text[a:b]))
+        at = b
+    parts.append(text[at:])
+    return "".join(parts), spans
+
+
+def _paths(headings: list[Any]) -> list[str]:
+    """Each heading's chain of parents ("Setup/Linux"), from these headings only: one inside a
+    comment is no parent."""
+    chain: list[tuple[int, str]] = []
+    out = []
+    for h in headings:
+        while chain and chain[-1][0] >= h.level:
+            chain.pop()
+        chain.append((h.level, h.text))
+        out.append("/".join(t for _, t in chain))
+    return out
+
+
 def units_of(doc: Doc, text: str) -> list[Unit]:
-    body = text[doc.body_start :]
+    body, comments = _uncommented(text, doc.body_start)
+    text = text[: doc.body_start] + body
     fm_words = " ".join(
         str(v) for k, v in doc.frontmatter.items() if k not in ("tags",) and isinstance(v, str)
     )
@@ -226,7 +268,8 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
     out = [Unit(None, whole, lead[:EXCERPT_CHARS])]
     if len(whole) < WHOLE_CHARS:
         return out  # the whole note fits in one unit: sections would only repeat it
-    for h in doc.headings[: MAX_SECTIONS * 2]:
+    headings = [h for h in doc.headings if not any(a <= h.start < b for a, b in comments)]
+    for h, path in zip(headings[: MAX_SECTIONS * 2], _paths(headings), strict=False):
         section = _clean(
             text[h.body_start : min(h.end, h.body_start + _CLEAN_SPAN * EXCERPT_CHARS)]
         )
@@ -234,7 +277,7 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
             continue
         out.append(
             Unit(
-                h.path,
+                path,
                 _clean(f"{doc.title}: {h.text}\n{section}")[:SECTION_CHARS],
                 section[:EXCERPT_CHARS],
             )
@@ -430,6 +473,7 @@ class Match:
     score: float
     heading: str | None
     excerpt: str
+    lexical: bool = False  # the note has every word of the query (see rank's `lexical`)
 
 
 class SemanticIndex:
@@ -448,6 +492,7 @@ class SemanticIndex:
         self._matrix: tuple[np.ndarray, np.ndarray, list[str]] | None = (
             None  # vecs, note starts, paths
         )
+        self._stub: np.ndarray | None = None
         self.indexed = 0
         self.total = 0
         self.ready = False
@@ -568,6 +613,7 @@ class SemanticIndex:
                     if notes
                     else np.zeros((0, self.embedder.dim), np.float32)
                 )
+                self._stub = None
                 self._matrix = (np.ascontiguousarray(mat, dtype=np.float32), starts, paths)
             return self._matrix
 
@@ -575,17 +621,30 @@ class SemanticIndex:
         return self.embedder.encode([text])[0]
 
     def rank(self, query: np.ndarray, keep: Callable[[str], bool] | None = None,
-             limit: int = 8, exclude: set[str] | None = None) -> list[Match]:  # fmt: skip
+             limit: int = 8, exclude: set[str] | None = None,
+             lexical: Callable[[str], bool] | None = None) -> list[Match]:  # fmt: skip
+        """The `limit` best notes by meaning. With `lexical` (does this note have every word of
+        the query?), the notes that do are listed first among the best LEXICAL_POOL: a note that
+        says it in the asker's own words is the surest hit."""
+        if lexical is None:
+            return self._rank(query, keep, limit, exclude)
+        pool = self._rank(query, keep, max(limit, LEXICAL_POOL), exclude)
+        for m in pool:
+            m.lexical = lexical(m.path)
+        return sorted(pool, key=lambda m: not m.lexical)[:limit]  # stable: by meaning within
+
+    def _rank(self, query: np.ndarray, keep: Callable[[str], bool] | None, limit: int,
+              exclude: set[str] | None) -> list[Match]:  # fmt: skip
         mat, starts, paths = self._matrix_now()
         if not paths:
             return []
         sims = mat @ query.astype(np.float32)
         whole = sims[starts]
         best = np.maximum.reduceat(sims, starts)
-        scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best
+        ends = np.append(starts[1:], len(sims))
+        scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best - self._stub_penalty(paths)
         order = np.argsort(-scores)
         out: list[Match] = []
-        ends = np.append(starts[1:], len(sims))
         for i in order:
             p = paths[i]
             if (exclude and p in exclude) or (keep is not None and not keep(p)):
@@ -597,6 +656,16 @@ class SemanticIndex:
             if len(out) >= limit:
                 break
         return out
+
+    def _stub_penalty(self, paths: list[str]) -> np.ndarray:
+        """A note of a few words is near every vague query (a hub): it loses up to STUB_PENALTY,
+        in proportion to how far its text falls short of STUB_CHARS."""
+        with self._lock:
+            if self._stub is None or len(self._stub) != len(paths):
+                have = self._loaded()
+                n = np.array([len(have[p].excerpts[0]) if have[p].excerpts else 0 for p in paths])
+                self._stub = STUB_PENALTY * np.clip(1 - n / STUB_CHARS, 0, 1).astype(np.float32)
+            return self._stub
 
     def whole_vector(self, path: str) -> np.ndarray | None:
         with self._lock:

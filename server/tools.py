@@ -461,9 +461,10 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         folder: Annotated[str | None, Field(description=FOLDER)] = None,
     ) -> RecallResult:
         """Find notes by meaning, not wording: paraphrases, other languages, related ideas.
-        Each hit has its score and best-matching section. Use search_text for exact words,
-        names and codes (recall does not replace it). While the vault is still being indexed,
-        ready is false and the hint says how far it is: call again shortly."""
+        Each hit has its score, the section that matched, and match: lexical (the note has
+        every word of the query; listed first) or semantic (by meaning alone). Use search_text
+        for exact words, names and codes (recall does not replace it). While the vault is still
+        being indexed, ready is false and the hint says how far it is: call again shortly."""
         res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
         return kit.result(ctx, "recall", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
 
