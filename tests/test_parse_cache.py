@@ -41,7 +41,7 @@ def fresh(root: Path) -> Vault:
 
 def parsed_now(root: Path) -> dict[str, object]:
     """Every note parsed from scratch, without any cache: what the cache must reproduce."""
-    idx = DocIndex(root, watch=False)
+    idx = DocIndex(root)
     v = Vault(root)
     pol = v.policy
     want = v._want()
@@ -153,10 +153,10 @@ def _set_row(root: Path, path: str, data: str) -> None:
 def test_a_parser_change_discards_the_rows(make_vault: Callable[..., Path], tmp_path: Path) -> None:
     root = make_vault(NOTES)
     path = tmp_path / "c.sqlite"
-    one = DocIndex(root, watch=False, cache=ParseCache(path, version="parser-1"))
+    one = DocIndex(root, cache=ParseCache(path, version="parser-1"))
     one.refresh()
     one.close()
-    two = DocIndex(root, watch=False, cache=ParseCache(path, version="parser-2"))
+    two = DocIndex(root, cache=ParseCache(path, version="parser-2"))
     two.refresh()
     assert two.last.cached == 0 and two.last.parsed == len(NOTES)
     two.close()
