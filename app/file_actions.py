@@ -360,10 +360,10 @@ def _rmdirs(folders: list[Path]) -> None:
             f.rmdir()
 
 
-def _prune(root: Path, folders: set[str]) -> None:
-    """Remove folders a move or delete emptied (git keeps no empty folders; Obsidian would
-    show them)."""
-    for f in sorted(folders, key=len, reverse=True):
+def prune_empty_folders(root: Path, folders: set[str]) -> None:
+    """Remove folders a move, delete or revert emptied (git keeps no empty folders; Obsidian
+    would show them)."""
+    for f in sorted(folders - {""}, key=len, reverse=True):
         while f:
             try:
                 (root / f).rmdir()
@@ -433,7 +433,7 @@ def apply_move(root: Path, plan: MovePlan) -> str:
             raise ActionError(
                 f"the move failed and was undone, nothing changed: {_why(exc)}"
             ) from None
-        _prune(root, {posixpath.dirname(o) for o in plan.moves} - {""})
+        prune_empty_folders(root, {posixpath.dirname(o) for o in plan.moves})
     return sha
 
 
@@ -454,7 +454,7 @@ def apply_remove(root: Path, plan: RemovePlan) -> str:
         except (OSError, GitError) as exc:
             tree.rollback()
             raise ActionError(f"the delete failed and was undone: {_why(exc)}") from None
-        _prune(root, {posixpath.dirname(plan.path)} - {""})
+        prune_empty_folders(root, {posixpath.dirname(plan.path)})
     return sha
 
 

@@ -41,6 +41,7 @@ from server.journal import Journal
 from server.store import FileWrite, Store, StoreError, WriteRace
 
 from .actions import ActionError
+from .file_actions import prune_empty_folders
 from .history import (
     REVERTS_PATH_TRAILER,
     REVERTS_TRAILER,
@@ -365,33 +366,29 @@ def revert(root: Path, shas: list[str], path: str | None = None) -> str:
     with write_lock(root):
         plan = plan_revert(root, shas, path)  # again, under the lock: git's state and the files now
         writes = [FileWrite(f.path, f.path, f.before, f.after) for f in plan.files]
-        try:
-            sha = store.apply(writes, message=plan.message, author=human_identity(root),
-                              tool="revert")  # fmt: skip
-        except WriteRace as exc:
-            raise ActionError(
-                f"{exc.rel} changed while the revert was written; it was put back and nothing "
-                "was committed. Try again."
-            ) from None
-        except (StoreError, GitError) as exc:
-            raise ActionError(str(getattr(exc, "message", exc))) from None
-        _prune(root, {posixpath.dirname(f.path) for f in plan.files if f.after is None})
+        sha = owner_commit(root, store, writes, plan.message, "revert")
+        prune_empty_folders(
+            root, {posixpath.dirname(f.path) for f in plan.files if f.after is None}
+        )
     return sha
+
+
+def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str, what: str) -> str:
+    """One commit as the owner through the server's write path (lock, snapshot, private index,
+    compare-and-swap), its failures said as the owner's reasons. `what` names the action."""
+    try:
+        return store.apply(writes, message=message, author=human_identity(root), tool=what)
+    except WriteRace as exc:
+        raise ActionError(
+            f"{exc.rel} changed while the {what} was written; it was put back and nothing was "
+            "committed. Try again."
+        ) from None
+    except (StoreError, GitError) as exc:
+        raise ActionError(str(getattr(exc, "message", exc))) from None
 
 
 def _store(root: Path) -> Store:
     return Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
-
-
-def _prune(root: Path, folders: set[str]) -> None:
-    """Folders a revert emptied go too (git keeps no empty folders; Obsidian would show them)."""
-    for f in sorted(folders - {""}, key=len, reverse=True):
-        while f:
-            try:
-                (root / f).rmdir()
-            except OSError:
-                break
-            f = posixpath.dirname(f)
 
 
 # ------------------------------------------------------------------------------------------------

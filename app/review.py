@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from server.gitrepo import GitError, git, human_identity, state_dir, write_lock
+from server.gitrepo import git, human_identity, state_dir, write_lock
 from server.journal import Journal
-from server.store import FileWrite, Store, StoreError, WriteRace
+from server.store import FileWrite, Store, StoreError
 
 from .actions import ActionError
 from .history import (
@@ -53,7 +53,7 @@ from .history import (
     parse_commit,
     reverted_by,
 )
-from .revert import revert
+from .revert import owner_commit, revert
 
 NOTES_REF = "refs/notes/vaultwatch-review"
 UNDO_TRAILER = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
@@ -737,20 +737,7 @@ def undo_hunk(root: Path, path: str, index: int, since: str = "last") -> str:
             f"({names}).\n\nVaultwatch-Action: undo\n"
             + "".join(f"{UNDO_TRAILER}: {c.sha}\n" for c in commits)
         )
-        try:
-            sha = store.apply(
-                [FileWrite(path, path, diff.after, new)],
-                message=message,
-                author=human_identity(root),
-                tool="undo",
-            )
-        except WriteRace:
-            raise ActionError(
-                f"{path} changed while the undo was written; it was put back and nothing was "
-                "committed. Try again."
-            ) from None
-        except (StoreError, GitError) as exc:
-            raise ActionError(str(getattr(exc, "message", exc))) from None
+        sha = owner_commit(root, store, [FileWrite(path, path, diff.after, new)], message, "undo")
     _mark_if_settled(root, path)
     return sha
 
