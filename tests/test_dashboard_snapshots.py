@@ -101,7 +101,10 @@ def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         e["pid"] = 4242
     journal.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
     pinned = 1_768_471_200  # 2026-01-15 10:00 UTC
-    os.utime(ROOT / "vault.config.yaml", (pinned, pinned))
+    # the owner's unsaved line dates w49.md by its mtime (git has not seen it): pin it too, or
+    # the tags screen would date the note to the day the test runs, after the pinned "today"
+    for rel in ("vault.config.yaml", "weeks/w49.md"):
+        os.utime(ROOT / rel, (pinned, pinned))
     return ROOT
 
 

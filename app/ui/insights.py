@@ -139,7 +139,7 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
         tag = str(event.row_key.value)
         paths = self.notes.get(tag, [])
         self.query_one("#tag-notes", Static).update(
-            Content.styled(f"#{tag} · {len(paths)} notes\n", "bold")
+            Content.styled(f"#{tag} · {len(paths)} note{'' if len(paths) == 1 else 's'}\n", "bold")
             + Content.styled("enter shows them in the timeline\n", "$text-muted")
             + Content("\n".join(paths))
         )
