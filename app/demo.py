@@ -27,15 +27,18 @@ def make_demo_vault() -> Path:
     return dest
 
 
-async def run_script(url: str, token: str, pause: float = 0.8,
-                     say: Callable[[str], None] = lambda _: None) -> None:  # fmt: skip
+async def run_script(
+    url: str, token: str, pause: float = 0.8, say: Callable[[str], None] = lambda _: None
+) -> None:
     today = date.today().isoformat()
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http,
-        Client(streamable_http_client(url, http_client=http),
-               client_info=Implementation(name="demo-assistant", version="1.0")) as c,
-    ):  # fmt: skip
+        Client(
+            streamable_http_client(url, http_client=http),
+            client_info=Implementation(name="demo-assistant", version="1.0"),
+        ) as c,
+    ):
 
         async def step(text: str, tool: str, args: dict) -> dict:
             say(text)
@@ -44,13 +47,22 @@ async def run_script(url: str, token: str, pause: float = 0.8,
             return r.structured_content or {}
 
         await step("reading the context", "get_context", {})
-        await step("which applications wait on me?", "list_docs",
-                   {"type": "application", "where": {"status": "waiting"}})  # fmt: skip
+        await step(
+            "which applications wait on me?",
+            "list_docs",
+            {"type": "application", "where": {"status": "waiting"}},
+        )
         await step("searching for 离线同步", "search_text", {"query": "离线同步"})
-        await step("filing today's session", "create_doc", {
-            "type": "session", "fields": {"date": today, "kind": "mock", "title": "Demo mock"},
-            "body": "# Demo mock\n\n## What went well\n- drew the architecture first\n",
-            "tags": ["system-design"]})  # fmt: skip
+        await step(
+            "filing today's session",
+            "create_doc",
+            {
+                "type": "session",
+                "fields": {"date": today, "kind": "mock", "title": "Demo mock"},
+                "body": "# Demo mock\n\n## What went well\n- drew the architecture first\n",
+                "tags": ["system-design"],
+            },
+        )
         await step(
             "logging it in the week",
             "append_section",
@@ -61,11 +73,26 @@ async def run_script(url: str, token: str, pause: float = 0.8,
             },
         )
         week = await step("reading the week", "read_doc", {"path": "weeks/2026-W49.md"})
-        await step("a batch: close an item, tag the week", "batch", {"message": "demo: weekly tidy", "ops": [
-            {"tool": "update_frontmatter", "args": {"path": "improvements/clarify-then-sketch.md",
-                                                    "set": {"status": "closed", "closed": today}}},
-            {"tool": "update_frontmatter", "args": {"path": "weeks/2026-W49.md", "add_tags": ["crdt"]}},
-        ]})  # fmt: skip
+        await step(
+            "a batch: close an item, tag the week",
+            "batch",
+            {
+                "message": "demo: weekly tidy",
+                "ops": [
+                    {
+                        "tool": "update_frontmatter",
+                        "args": {
+                            "path": "improvements/clarify-then-sketch.md",
+                            "set": {"status": "closed", "closed": today},
+                        },
+                    },
+                    {
+                        "tool": "update_frontmatter",
+                        "args": {"path": "weeks/2026-W49.md", "add_tags": ["crdt"]},
+                    },
+                ],
+            },
+        )
         await step(
             "a stale whole-note replace (conflicts)",
             "replace_doc",

@@ -18,10 +18,15 @@ MAX_LINES = 20_000
 STATUS = {"A": "ADDED", "D": "DELETED", "R": "RENAMED", "M": "MODIFIED"}
 RICH_LINES = 600  # past this many changed lines: no syntax colours or word marks (speed first)
 _LEXER = MarkdownLexer()
-TOKEN_STYLE = {Token.Generic.Heading: "bold", Token.Generic.Subheading: "bold",
-               Token.Generic.Strong: "bold", Token.Generic.Emph: "italic",
-               Token.Name.Tag: "$text-accent", Token.Keyword: "$text-primary",
-               Token.Literal.String.Backtick: "$text-warning"}  # fmt: skip
+TOKEN_STYLE = {
+    Token.Generic.Heading: "bold",
+    Token.Generic.Subheading: "bold",
+    Token.Generic.Strong: "bold",
+    Token.Generic.Emph: "italic",
+    Token.Name.Tag: "$text-accent",
+    Token.Keyword: "$text-primary",
+    Token.Literal.String.Backtick: "$text-warning",
+}
 
 
 class LineMatcher(difflib.SequenceMatcher[str]):

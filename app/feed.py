@@ -16,8 +16,16 @@ from server.journal import JournalReader
 
 from .history import Commit, is_ancestor, read_commits, reverted_by
 
-SHOWN_EVENTS = {"conflict", "rejected", "noop", "error", "server_started", "server_stopped",
-                "recovered", "config_reloaded"}  # fmt: skip
+SHOWN_EVENTS = {
+    "conflict",
+    "rejected",
+    "noop",
+    "error",
+    "server_started",
+    "server_stopped",
+    "recovered",
+    "config_reloaded",
+}
 
 
 @dataclass(frozen=True)
@@ -131,8 +139,11 @@ class Feed:
         return self._complete
 
     def _current_head(self) -> str | None:
-        r = subprocess.run(["git", "-C", str(self.root), "rev-parse", "-q", "--verify", "HEAD"],
-                           capture_output=True, text=True)  # fmt: skip
+        r = subprocess.run(
+            ["git", "-C", str(self.root), "rev-parse", "-q", "--verify", "HEAD"],
+            capture_output=True,
+            text=True,
+        )
         return r.stdout.strip() or None
 
     def poll(self) -> bool:

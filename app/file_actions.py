@@ -106,7 +106,7 @@ class MovePlan:
     @property
     def subject(self) -> str:
         if len(self.moves) == 1:
-            (old, new), = self.moves.items()  # fmt: skip
+            ((old, new),) = self.moves.items()
             return f"move: {old} → {new}"
         return f"move: {_common_folder(list(self.moves))}/ → {_common_folder(list(self.moves.values()))}/"
 
@@ -184,10 +184,15 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
             old_type, new_type = classify(old_doc, config).type, classify(new_doc, config).type
             if old_type and old_type != new_type:
                 folder = config.types[old_type].folder
-                found.append(f"{new}: no longer a {old_type!r} note ({old_type} notes live in {folder}/): "
-                             "lists, context and checks of that type will not see it")  # fmt: skip
-    originals = {p: data for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
-                 if (data := _read(root, p)) is not None}  # fmt: skip
+                found.append(
+                    f"{new}: no longer a {old_type!r} note ({old_type} notes live in {folder}/): "
+                    "lists, context and checks of that type will not see it"
+                )
+    originals = {
+        p: data
+        for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
+        if (data := _read(root, p)) is not None
+    }
     return MovePlan(moves, edits, found, originals)
 
 
@@ -399,8 +404,22 @@ def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
         tree = git(root, "write-tree", env=env).stdout.decode().strip()
         name, email = human_identity(root)
         message = f"{subject}\n\nVaultwatch-Action: {action}\n"
-        sha = git(root, *NO_SIGN, "commit-tree", tree, "-p", head, "-F", "-",
-                  env=identity_env(name, email), input=message.encode()).stdout.decode().strip()  # fmt: skip
+        sha = (
+            git(
+                root,
+                *NO_SIGN,
+                "commit-tree",
+                tree,
+                "-p",
+                head,
+                "-F",
+                "-",
+                env=identity_env(name, email),
+                input=message.encode(),
+            )
+            .stdout.decode()
+            .strip()
+        )
         git(root, "update-ref", "-m", f"vaultwatch: {subject}", branch, sha, head)
     finally:
         with contextlib.suppress(FileNotFoundError):

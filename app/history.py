@@ -11,13 +11,19 @@ from pathlib import Path
 from typing import Protocol
 
 FIELD, RECORD = "\x1f", "\x1e"
-FORMAT = FIELD.join([
-    "%H", "%an", "%ae", "%at", "%s",
-    "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
-    "%(trailers:key=Vaultwatch-Client,valueonly,separator=)",
-    "%(trailers:key=Vaultwatch-Action,valueonly,separator=)",
-    "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
-])  # fmt: skip
+FORMAT = FIELD.join(
+    [
+        "%H",
+        "%an",
+        "%ae",
+        "%at",
+        "%s",
+        "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
+        "%(trailers:key=Vaultwatch-Client,valueonly,separator=)",
+        "%(trailers:key=Vaultwatch-Action,valueonly,separator=)",
+        "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
+    ]
+)
 REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
 # "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
 REVERTS_PATH_TRAILER = "Vaultwatch-Reverts-Path"
@@ -95,8 +101,9 @@ def parse_commit(parts: list[str], names: str) -> Commit | None:
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
-    r = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", old, new],
-                       capture_output=True)  # fmt: skip
+    r = subprocess.run(
+        ["git", "-C", str(root), "merge-base", "--is-ancestor", old, new], capture_output=True
+    )
     return r.returncode == 0
 
 
@@ -111,8 +118,9 @@ class FileChange:
 
 def commit_changes(root: Path, sha: str) -> list[FileChange]:
     """Each file a commit changed, with its text before and after (renames detected)."""
-    raw = _git(root, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", "-z",
-               "--root", sha).decode("utf-8", "replace")  # fmt: skip
+    raw = _git(
+        root, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", "-z", "--root", sha
+    ).decode("utf-8", "replace")
     items = [x for x in raw.split("\x00") if x]
     entries: list[tuple[str, str, str | None]] = []
     i = 0
@@ -130,8 +138,10 @@ def commit_changes(root: Path, sha: str) -> list[FileChange]:
         wanted.append(f"{parent}:{old_path or path}" if status != "A" else "")
         wanted.append(f"{sha}:{path}" if status != "D" else "")
     blobs = _cat(root, wanted)
-    return [FileChange(path, status, old_path, blobs[2 * k], blobs[2 * k + 1])
-            for k, (status, path, old_path) in enumerate(entries)]  # fmt: skip
+    return [
+        FileChange(path, status, old_path, blobs[2 * k], blobs[2 * k + 1])
+        for k, (status, path, old_path) in enumerate(entries)
+    ]
 
 
 def _cat(root: Path, specs: list[str]) -> list[str]:

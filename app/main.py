@@ -86,7 +86,10 @@ def _demo_app() -> type:
                 await asyncio.sleep(0.1)
             if self.supervisor is None or not self.supervisor.url:
                 return  # the header says why the server did not start
-            await run_script(self.supervisor.url, self.supervisor.token,
-                             say=lambda t: self.notify(t, title="assistant", timeout=3))  # fmt: skip
+            await run_script(
+                self.supervisor.url,
+                self.supervisor.token,
+                say=lambda t: self.notify(t, title="assistant", timeout=3),
+            )
 
     return _Demo

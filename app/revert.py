@@ -259,10 +259,17 @@ def _take_back(
     for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
         (tmp / name).write_bytes(data)
     r = subprocess.run(
-        ["git", "merge-file", "-p", "--quiet", str(tmp / "ours"), str(tmp / "base"),
-         str(tmp / "theirs")],
+        [
+            "git",
+            "merge-file",
+            "-p",
+            "--quiet",
+            str(tmp / "ours"),
+            str(tmp / "base"),
+            str(tmp / "theirs"),
+        ],
         capture_output=True,
-    )  # fmt: skip
+    )
     if r.returncode != 0:  # the number of conflicts, or an error
         raise _Conflict
     return r.stdout
@@ -324,18 +331,43 @@ def _blockers(
     found: set[str] = set()
     uncommitted: list[str] = []
     for t, f in conflicts:
-        own = git(root, "diff-tree", "-p", "-U0", "--no-renames", "--no-color", "--no-ext-diff",
-                  "--root", "--no-commit-id", t.sha, "--", f).stdout  # fmt: skip
+        own = git(
+            root,
+            "diff-tree",
+            "-p",
+            "-U0",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--root",
+            "--no-commit-id",
+            t.sha,
+            "--",
+            f,
+        ).stdout
         needed = [new for _, new in _hunks(own)]
-        log = git(root, "log", "--reverse", "-p", "-U0", "--no-renames", "--no-color",
-                  "--no-ext-diff", "--format=%x1e%H", f"{t.sha}..HEAD", "--", f).stdout  # fmt: skip
+        log = git(
+            root,
+            "log",
+            "--reverse",
+            "-p",
+            "-U0",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--format=%x1e%H",
+            f"{t.sha}..HEAD",
+            "--",
+            f,
+        ).stdout
         for rec in log.split(b"\x1e")[1:]:
             sha, _, diff = rec.partition(b"\n")
             needed, touched = _carry(needed, _hunks(diff))
             if touched and sha.decode() not in wanted:
                 found.add(sha.decode())
-        pending = git(root, "diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff",
-                      "HEAD", "--", f).stdout  # fmt: skip
+        pending = git(
+            root, "diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", "HEAD", "--", f
+        ).stdout
         in_head = git(root, "cat-file", "-e", f"HEAD:{f}", check=False).returncode == 0
         touched = _carry(needed, _hunks(pending))[1] or (not in_head and (root / f).exists())
         if touched and f not in uncommitted:
@@ -348,8 +380,16 @@ def _blockers(
 
 def _mentioned_by(root: Path, target: Commit) -> str | None:
     """The newest later commit whose message names this one (a revert made with git itself)."""
-    r = git(root, "log", "-F", f"--grep={target.sha}", "--format=%H", "-n1",
-            f"{target.sha}..HEAD", check=False)  # fmt: skip
+    r = git(
+        root,
+        "log",
+        "-F",
+        f"--grep={target.sha}",
+        "--format=%H",
+        "-n1",
+        f"{target.sha}..HEAD",
+        check=False,
+    )
     return r.stdout.decode().strip() or None
 
 

@@ -95,11 +95,25 @@ class ServerSupervisor:
     def _start(self, timeout: float) -> str:
         if self._stopped:  # the dashboard quit while this start was on its way
             raise RuntimeError("vaultwatch-server was stopped before it started")
-        cmd = [self.python, "-m", "server.cli", "--vault", str(self.root), "--http",
-               f"127.0.0.1:{self.port}", "--exit-with-parent"]  # fmt: skip
+        cmd = [
+            self.python,
+            "-m",
+            "server.cli",
+            "--vault",
+            str(self.root),
+            "--http",
+            f"127.0.0.1:{self.port}",
+            "--exit-with-parent",
+        ]
         # its own process group, so stopping it also stops anything it started
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         p = self.proc
         if self._stopped:  # stop() ran between the check above and Popen: this child too
             self._kill()

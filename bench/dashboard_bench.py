@@ -28,20 +28,30 @@ def _repo(n_commits: int, n_events: int) -> Path:
     for i in range(n_commits):
         ai = i % 3 != 0
         who = "Claude <claude@vaultwatch.local>" if ai else "Owner <owner@example.test>"
-        msg = (f"append_section: notes/n{i % 500}.md § Log\n\nVaultwatch-Tool: append_section\n"
-               "Vaultwatch-Client: bench/1\n") if ai else f"owner edit {i}\n"  # fmt: skip
+        msg = (
+            (
+                f"append_section: notes/n{i % 500}.md § Log\n\nVaultwatch-Tool: append_section\n"
+                "Vaultwatch-Client: bench/1\n"
+            )
+            if ai
+            else f"owner edit {i}\n"
+        )
         data = f"# N\n\n## Log\n- entry {i}\n"
-        out.append(f"commit refs/heads/master\nauthor {who} {1_760_000_000 + i} +0000\n"
-                   f"committer {who} {1_760_000_000 + i} +0000\ndata {len(msg.encode())}\n{msg}\n"
-                   f"M 100644 inline notes/n{i % 500}.md\ndata {len(data)}\n{data}\n")  # fmt: skip
+        out.append(
+            f"commit refs/heads/master\nauthor {who} {1_760_000_000 + i} +0000\n"
+            f"committer {who} {1_760_000_000 + i} +0000\ndata {len(msg.encode())}\n{msg}\n"
+            f"M 100644 inline notes/n{i % 500}.md\ndata {len(data)}\n{data}\n"
+        )
     big_old = "".join(f"line {k} of a long note\n" for k in range(5_000))
     big_new = "".join(
         f"line {k} of a long note{' (edited)' if k % 2 else ''}\n" for k in range(5_000)
     )
     for k, (text, t) in enumerate(((big_old, 1_770_000_000), (big_new, 1_770_000_100))):
         msg = "replace_doc: big.md\n\nVaultwatch-Tool: replace_doc\nVaultwatch-Client: bench/1\n"
-        out.append(f"commit refs/heads/master\nauthor Claude <c@x> {t} +0000\ncommitter Claude <c@x> {t} +0000\n"
-                   f"data {len(msg)}\n{msg}\nM 100644 inline big.md\ndata {len(text.encode())}\n{text}\n")  # fmt: skip
+        out.append(
+            f"commit refs/heads/master\nauthor Claude <c@x> {t} +0000\ncommitter Claude <c@x> {t} +0000\n"
+            f"data {len(msg)}\n{msg}\nM 100644 inline big.md\ndata {len(text.encode())}\n{text}\n"
+        )
         del k
     subprocess.run(
         ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
@@ -52,10 +62,22 @@ def _repo(n_commits: int, n_events: int) -> Path:
     with j.open("w") as fh:
         for i in range(n_events):
             kind = ("read", "read", "rejected", "conflict", "noop")[i % 5]
-            e = {"v": 1, "ts": f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00.000Z", "pid": 1, "client": "bench/1",
-                 "kind": kind, "tool": "read_doc", "paths": [f"notes/n{i % 500}.md"], "chars": 900,
-                 "code": "unknown_tag", "message": "tag 'x' is not in the vocabulary", "hint": "",
-                 "path": f"notes/n{i % 500}.md", "expected": "0" * 16, "actual": "1" * 16}  # fmt: skip
+            e = {
+                "v": 1,
+                "ts": f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00.000Z",
+                "pid": 1,
+                "client": "bench/1",
+                "kind": kind,
+                "tool": "read_doc",
+                "paths": [f"notes/n{i % 500}.md"],
+                "chars": 900,
+                "code": "unknown_tag",
+                "message": "tag 'x' is not in the vocabulary",
+                "hint": "",
+                "path": f"notes/n{i % 500}.md",
+                "expected": "0" * 16,
+                "actual": "1" * 16,
+            }
             fh.write(json.dumps(e) + "\n")
     return root
 
@@ -72,14 +94,32 @@ async def run(iters: int = 9) -> dict[str, Any]:
                 await pilot.pause(0.01)
             await pilot.pause(0)  # the frame that draws them
             res["first_screen_s"] = time.perf_counter() - t0
-            print(f"  first screen, 10,000 commits + 5,000 events  {res['first_screen_s'] * 1000:.0f} ms "
-                  f"({table.row_count} rows shown)")  # fmt: skip
+            print(
+                f"  first screen, 10,000 commits + 5,000 events  {res['first_screen_s'] * 1000:.0f} ms "
+                f"({table.row_count} rows shown)"
+            )
             lat = []
             for i in range(iters):
                 with (root / ".git/vaultwatch/events.jsonl").open("a") as fh:
-                    fh.write(json.dumps({"v": 1, "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"), "pid": 2,
-                                         "client": "late/1", "kind": "rejected", "tool": "create_doc",
-                                         "paths": [], "code": f"bench{i}", "message": "m", "hint": ""}) + "\n")  # fmt: skip
+                    fh.write(
+                        json.dumps(
+                            {
+                                "v": 1,
+                                "ts": datetime.now(UTC)
+                                .isoformat(timespec="milliseconds")
+                                .replace("+00:00", "Z"),
+                                "pid": 2,
+                                "client": "late/1",
+                                "kind": "rejected",
+                                "tool": "create_doc",
+                                "paths": [],
+                                "code": f"bench{i}",
+                                "message": "m",
+                                "hint": "",
+                            }
+                        )
+                        + "\n"
+                    )
                 t = time.perf_counter()
                 while not any(
                     r.event and r.event.get("code") == f"bench{i}" for r in app.visible_rows()[:3]

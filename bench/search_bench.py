@@ -18,8 +18,16 @@ from .stats import ms, pct
 
 # Topical words are in most generated notes (worst case: thousands of matches to rank);
 # long-tail words match a few notes each, as most real searches do.
-QUERIES_COMMON = ["idempotency retry", "consensus", "tombstone merge", '"circuit breaker"', "replica -raft",
-             "backpressure timeout", "同步合并", "分布式 一致性"]  # fmt: skip
+QUERIES_COMMON = [
+    "idempotency retry",
+    "consensus",
+    "tombstone merge",
+    '"circuit breaker"',
+    "replica -raft",
+    "backpressure timeout",
+    "同步合并",
+    "分布式 一致性",
+]
 QUERIES_2 = ["架构", "周报", "幂等", "限流"]
 QUERIES_RARE = [TAIL[1500], TAIL[2500], f"{TAIL[1200]} {TAIL[60]}", TAIL[3500], f'"{TAIL[3000]}"']
 

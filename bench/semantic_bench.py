@@ -73,8 +73,13 @@ def run(source: Path, iters: int = 30) -> dict[str, Any]:
         print(
             f"  embedding, {n} notes ({units} units, {os.cpu_count()} cores)  {dt:.1f} s = {res['notes_per_s']:.0f} notes/s"
         )
-        questions = ["how can a client retry a charge without billing twice", "离线同步方案对比",
-                     "message queue partitions and ordering", "缓存失效策略", "weekly plan goals"]  # fmt: skip
+        questions = [
+            "how can a client retry a charge without billing twice",
+            "离线同步方案对比",
+            "message queue partitions and ordering",
+            "缓存失效策略",
+            "weekly plan goals",
+        ]
         recall(vault, questions[0])  # the matrix is built once, then reused
         times = []
         for i in range(iters):

@@ -18,16 +18,24 @@ from .stats import ms, pct
 
 def _history(root: Path, n: int) -> None:
     """n commits on a side file, made quickly with git fast-import."""
-    branch = subprocess.run(["git", "-C", str(root), "symbolic-ref", "--short", "HEAD"],
-                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    branch = subprocess.run(
+        ["git", "-C", str(root), "symbolic-ref", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     out = []
     for i in range(n):
         data = f"{i}\n"
-        out.append(f"commit refs/heads/{branch}\ncommitter Bench <b@x> {1_700_000_000 + i} +0000\n"
-                   f"data 7\nhistory\n" + (f"from refs/heads/{branch}^0\n" if i == 0 else "")
-                   + f"M 100644 inline bench-history.txt\ndata {len(data)}\n{data}\n")  # fmt: skip
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(),
-                   check=True)  # fmt: skip
+        out.append(
+            f"commit refs/heads/{branch}\ncommitter Bench <b@x> {1_700_000_000 + i} +0000\n"
+            f"data 7\nhistory\n"
+            + (f"from refs/heads/{branch}^0\n" if i == 0 else "")
+            + f"M 100644 inline bench-history.txt\ndata {len(data)}\n{data}\n"
+        )
+    subprocess.run(
+        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
+    )
     subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
 
 
@@ -35,8 +43,10 @@ async def _appends(server: Any, paths: list[str], n: int) -> list[float]:
     out = []
     for i in range(n):
         t = time.perf_counter()
-        r = await server.call_tool("append_section", {"path": paths[i % len(paths)], "heading": "Log",
-                                                      "content": f"- bench entry {i}"})  # fmt: skip
+        r = await server.call_tool(
+            "append_section",
+            {"path": paths[i % len(paths)], "heading": "Log", "content": f"- bench entry {i}"},
+        )
         out.append(time.perf_counter() - t)
         assert not r.is_error, r.content
     return out
@@ -56,8 +66,17 @@ async def run(src: Path, iters: int) -> dict[str, Any]:
         res["append_p50_ms"], res["append_p95_ms"] = pct(t, 0.5) * 1e3, pct(t, 0.95) * 1e3
         print(f"  append_section incl. git commit   p50 {ms(pct(t, 0.5))}  p95 {ms(pct(t, 0.95))}")
 
-        ops = [{"tool": "append_section", "args": {"path": paths[i % len(paths)], "heading": "Log",
-                "content": f"- batch entry {i}"}} for i in range(200)]  # fmt: skip
+        ops = [
+            {
+                "tool": "append_section",
+                "args": {
+                    "path": paths[i % len(paths)],
+                    "heading": "Log",
+                    "content": f"- batch entry {i}",
+                },
+            }
+            for i in range(200)
+        ]
         t0 = time.perf_counter()
         r = await server.call_tool("batch", {"ops": ops})
         res["batch200_s"] = time.perf_counter() - t0

@@ -103,8 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --http bind")
     ap.add_argument("--read-only", action="store_true", help="leave the write tools out")
     ap.add_argument("--demo", action="store_true", help="serve a fresh copy of example_vault")
-    ap.add_argument("--exit-with-parent", action="store_true",
-                    help="stop when the process that started this one is gone (the dashboard)")  # fmt: skip
+    ap.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when the process that started this one is gone (the dashboard)",
+    )
     ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
     return ap
 

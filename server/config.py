@@ -341,8 +341,11 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
             )
             backend = "sqlite"
         if backend == "qdrant" and not (sem.get("url") or sem.get("path")):
-            rp.fail("semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
-                   "semantic", "backend")  # fmt: skip
+            rp.fail(
+                "semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
+                "semantic",
+                "backend",
+            )
             backend = "sqlite"
         strings = {k: sem.get(k) for k in ("model", "url", "path", "api_key_env", "collection")}
         for k, v in strings.items():
@@ -362,10 +365,14 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
                 )
                 strings["model"] = None
         out["semantic"] = SemanticConfig(
-            enabled=sem.get("enabled", True) is not False, model=strings["model"] or "use-multilingual-v3",
-            backend=backend, url=strings["url"], path=strings["path"],
-            api_key_env=strings["api_key_env"], collection=strings["collection"],
-        )  # fmt: skip
+            enabled=sem.get("enabled", True) is not False,
+            model=strings["model"] or "use-multilingual-v3",
+            backend=backend,
+            url=strings["url"],
+            path=strings["path"],
+            api_key_env=strings["api_key_env"],
+            collection=strings["collection"],
+        )
     if rp.problems:
         out["semantic"] = replace(out.get("semantic", SemanticConfig()), enabled=False)
         out["recall_problems"] = tuple(rp.problems)

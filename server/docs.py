@@ -467,9 +467,14 @@ class DocIndex:
     so parsing notes never pulls in the inotify machinery.
     """
 
-    def __init__(self, root: Path, want: Callable[[str, bool], bool] | None = None, *,
-                 watcher: Callable[[], TreeWatcher | None] | None = None,
-                 cache: ParseCache | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        root: Path,
+        want: Callable[[str, bool], bool] | None = None,
+        *,
+        watcher: Callable[[], TreeWatcher | None] | None = None,
+        cache: ParseCache | None = None,
+    ) -> None:
         self.root = root
         # Parsed notes persisted by earlier processes: read once, at the first walk.
         self._cache = cache
@@ -607,9 +612,13 @@ class DocIndex:
             w = self._watcher
             changes = w.drain() if w is not None else None
             full = (
-                w is None or w.broken or changes is None or changes.overflow
-                or self._symlinks or want_key != self._want_key
-            )  # fmt: skip
+                w is None
+                or w.broken
+                or changes is None
+                or changes.overflow
+                or self._symlinks
+                or want_key != self._want_key
+            )
             if full:
                 if self._cache is not None and self._seed is None:
                     self._seed = self._cache.load()  # once per process, before the first walk

@@ -213,8 +213,14 @@ def render_value(key: str, value: Any, flow: bool = True) -> str:
     """One top-level `key: value` entry as YAML; lists in flow style ([a, b]) unless asked."""
 
     def dump(v: Any, flow_style: bool) -> str:
-        return yaml.dump(v, Dumper=_Dumper, allow_unicode=True, sort_keys=False,
-                         default_flow_style=flow_style, width=10_000)  # fmt: skip
+        return yaml.dump(
+            v,
+            Dumper=_Dumper,
+            allow_unicode=True,
+            sort_keys=False,
+            default_flow_style=flow_style,
+            width=10_000,
+        )
 
     if isinstance(value, list) and flow:
         key_text = dump({key: 0}, False).rsplit(":", 1)[0]

@@ -29,9 +29,12 @@ def git(
 ) -> subprocess.CompletedProcess[bytes]:
     full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     proc = subprocess.run(
-        ["git", "-C", str(root), *args], capture_output=True, env=full_env, input=input,
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        env=full_env,
+        input=input,
         pass_fds=tuple(getattr(_HELD, "fds", ())),
-    )  # fmt: skip
+    )
     if check and proc.returncode != 0:
         said = (proc.stderr or proc.stdout).decode(errors="replace").strip()
         raise GitError(

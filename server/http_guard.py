@@ -36,8 +36,13 @@ def origin_ok(origin: bytes | None) -> bool:
 
 async def _reply(send: Any, status: int, error: str, description: str, extra: list[Any]) -> None:
     body = json.dumps({"error": error, "error_description": description}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), *extra]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *extra],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -51,13 +56,22 @@ def guard(app: Any, token: str, *, loopback_only: bool = True) -> Any:
             if loopback_only and not (
                 host_ok(headers.get(b"host")) and origin_ok(headers.get(b"origin"))
             ):
-                await _reply(send, 403, "forbidden",
-                             "Host or Origin is not this machine: refused (DNS-rebinding guard)", [])  # fmt: skip
+                await _reply(
+                    send,
+                    403,
+                    "forbidden",
+                    "Host or Origin is not this machine: refused (DNS-rebinding guard)",
+                    [],
+                )
                 return
             if not hmac.compare_digest(headers.get(b"authorization", b""), expected):
-                await _reply(send, 401, "invalid_token",
-                             "send Authorization: Bearer <token> (the token is in .git/vaultwatch/token)",
-                             [(b"www-authenticate", b'Bearer error="invalid_token"')])  # fmt: skip
+                await _reply(
+                    send,
+                    401,
+                    "invalid_token",
+                    "send Authorization: Bearer <token> (the token is in .git/vaultwatch/token)",
+                    [(b"www-authenticate", b'Bearer error="invalid_token"')],
+                )
                 return
         await app(scope, receive, send)
 

@@ -226,8 +226,13 @@ class LinkIndex:
 
     def backlinks(self, target: str, texts: dict[str, str]) -> list[tuple[str, Link]]:
         """(note, link) for every link in `texts` that resolves to `target`."""
-        return [(src, link) for src, text in sorted(texts.items()) if "[" in text
-                for link in parse_links(text) if self.resolve(link, src) == target]  # fmt: skip
+        return [
+            (src, link)
+            for src, text in sorted(texts.items())
+            if "[" in text
+            for link in parse_links(text)
+            if self.resolve(link, src) == target
+        ]
 
 
 def _name_key(name: str) -> str:
@@ -270,9 +275,13 @@ def _md_text(link: Link, target: str, source: str, original: str) -> str:
 
 
 def rewrite_links(
-    text: str, source_before: str, source_after: str, moves: dict[str, str],
-    before: LinkIndex, after: LinkIndex,
-) -> str:  # fmt: skip
+    text: str,
+    source_before: str,
+    source_after: str,
+    moves: dict[str, str],
+    before: LinkIndex,
+    after: LinkIndex,
+) -> str:
     """The note's text with every link that would break or change meaning after `moves`
     rewritten to point where its file went: links to moved files, relative links of a note
     that itself moved, and bare names that the move made ambiguous. Everything else, links in
@@ -296,8 +305,11 @@ def rewrite_links(
         else:
             bare = "/" not in link.target
             # a name that fitted one note and now fits two: spelled out, whatever it resolves to
-            ambiguous = (bare and len(after.candidates(link, source_after)) > 1
-                         and len(before.candidates(link, source_before)) == 1)  # fmt: skip
+            ambiguous = (
+                bare
+                and len(after.candidates(link, source_after)) > 1
+                and len(before.candidates(link, source_before)) == 1
+            )
             # a path the owner spelled out follows the file exactly, not by a suffix match
             if after.resolve(link, source_after) != goal or ambiguous or (not bare and goal != was):
                 short = Link("wiki", goal.rsplit("/", 1)[-1], None, None, link.embed, 0, 0)

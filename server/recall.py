@@ -40,14 +40,23 @@ def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
     return w is not None and contains_all(pq, w)
 
 
-def recall(vault: Vault, query: str | None = None, *, path: str | None = None, limit: int = 8,
-           type: str | None = None, folder: str | None = None) -> dict[str, Any]:  # fmt: skip
+def recall(
+    vault: Vault,
+    query: str | None = None,
+    *,
+    path: str | None = None,
+    limit: int = 8,
+    type: str | None = None,
+    folder: str | None = None,
+) -> dict[str, Any]:
     sem = vault.semantic()
     if sem is None:
         raise QueryError(vault.semantic_unavailable())
     if not query and not path:
-        raise QueryError("give query= (what the note is about, any language) or path= (a note "
-                         "to find related notes for)")  # fmt: skip
+        raise QueryError(
+            "give query= (what the note is about, any language) or path= (a note "
+            "to find related notes for)"
+        )
     cfg = vault.config
     pq = None
     if query:
@@ -68,12 +77,19 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
     vault.start_semantic()
     _wait_ready(sem)
     if sem.error:
-        raise QueryError(f"the meaning index could not be built ({sem.error}); use search_text "
-                         "and tell the owner")  # fmt: skip
+        raise QueryError(
+            f"the meaning index could not be built ({sem.error}); use search_text "
+            "and tell the owner"
+        )
     if not sem.ready:
-        return {"ready": False, "indexed": sem.indexed, "total": sem.total, "hits": [],
-                "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
-                        "in a few seconds, or use search_text meanwhile"}  # fmt: skip
+        return {
+            "ready": False,
+            "indexed": sem.indexed,
+            "total": sem.total,
+            "hits": [],
+            "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
+            "in a few seconds, or use search_text meanwhile",
+        }
     entries = vault.entries()
     docs = {p: e.doc for p, e in entries.items()}
     sem.reconcile(docs, vault.note_meta)  # an edit made in Obsidian since: embedded now
@@ -90,8 +106,10 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
     else:
         text = " ".join(t.text for t in pq.positive) if pq else ""  # no filters, no exclusions
         if not text:
-            raise QueryError("the query has only filters or exclusions: add words that say what "
-                             "the note is about")  # fmt: skip
+            raise QueryError(
+                "the query has only filters or exclusions: add words that say what "
+                "the note is about"
+            )
         vec = sem.encode_query(text)
 
     def words(p: str) -> str | None:
@@ -115,10 +133,19 @@ def recall(vault: Vault, query: str | None = None, *, path: str | None = None, l
         e = entries[m.path]
         # lexical: the note has every word of the query; semantic: found by meaning alone
         how = "lexical" if m.lexical else "semantic"
-        hits.append({"path": m.path, "title": e.doc.title, "type": e.type,
-                     "modified": e.modified.isoformat(timespec="seconds"), "hash": e.doc.hash,
-                     "score": round(m.score, 3), "match": how, "section": m.heading,
-                     "snippet": m.excerpt})  # fmt: skip
+        hits.append(
+            {
+                "path": m.path,
+                "title": e.doc.title,
+                "type": e.type,
+                "modified": e.modified.isoformat(timespec="seconds"),
+                "hash": e.doc.hash,
+                "score": round(m.score, 3),
+                "match": how,
+                "section": m.heading,
+                "snippet": m.excerpt,
+            }
+        )
     out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
     if not hits:
         out["hint"] = "no note passed the filters; drop a filter, or try search_text"

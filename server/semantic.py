@@ -127,7 +127,9 @@ class UseEmbedder:
                 step = -(-len(texts) // workers)
                 parts = [texts[i : i + step] for i in range(0, len(texts), step)]
                 with ThreadPoolExecutor(workers, thread_name_prefix="embed") as pool:
-                    out = np.concatenate([np.asarray(v, np.float32) for v in pool.map(model.encode, parts)])  # fmt: skip
+                    out = np.concatenate(
+                        [np.asarray(v, np.float32) for v in pool.map(model.encode, parts)]
+                    )
         return out.reshape(len(texts), self.dim)
 
 
@@ -306,8 +308,10 @@ class NoteVectors:
 def check_dimension(vecs: np.ndarray, dim: int) -> None:
     """One model's vectors only: anything of another dimension is refused, never mixed in."""
     if vecs.ndim != 2 or vecs.shape[1] != dim:
-        raise SemanticError("vector_dimension",
-                            f"vectors of {vecs.shape[-1]} dimensions cannot go in a {dim}-dimension index")  # fmt: skip
+        raise SemanticError(
+            "vector_dimension",
+            f"vectors of {vecs.shape[-1]} dimensions cannot go in a {dim}-dimension index",
+        )
 
 
 class SqliteVectors:
@@ -333,8 +337,10 @@ class SqliteVectors:
         self.db.execute(
             "INSERT OR REPLACE INTO semantic_models VALUES (?,?,?)", (model, dim, self.table)
         )
-        self.db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
-                        "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB)")  # fmt: skip
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.table} (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
+            "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB)"
+        )
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, NoteVectors]:
@@ -362,8 +368,17 @@ class SqliteVectors:
         rows = []
         for n in notes:
             check_dimension(n.vecs, self.dim)
-            rows.append((n.path, n.mtime_ns, n.size, n.hash, json.dumps(n.headings, ensure_ascii=False),
-                         json.dumps(n.excerpts, ensure_ascii=False), n.vecs.astype(np.float16).tobytes()))  # fmt: skip
+            rows.append(
+                (
+                    n.path,
+                    n.mtime_ns,
+                    n.size,
+                    n.hash,
+                    json.dumps(n.headings, ensure_ascii=False),
+                    json.dumps(n.excerpts, ensure_ascii=False),
+                    n.vecs.astype(np.float16).tobytes(),
+                )
+            )
         with self._lock:
             self.db.execute("BEGIN")
             self.db.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?,?,?,?,?,?,?)", rows)
@@ -382,8 +397,16 @@ class QdrantVectors:
     vault, a named vector per model, payload = path, title, type, tags, date, hash and the unit.
     The in-memory ranking still runs here; Qdrant is the store that many devices can share."""
 
-    def __init__(self, collection: str, model: str, dim: int, *, url: str | None = None,
-                 path: str | None = None, api_key: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        collection: str,
+        model: str,
+        dim: int,
+        *,
+        url: str | None = None,
+        path: str | None = None,
+        api_key: str | None = None,
+    ) -> None:
         from qdrant_client import QdrantClient, models
 
         self.models = models
@@ -392,14 +415,21 @@ class QdrantVectors:
         self.vector = re.sub(r"\W", "_", model) + f"_u{UNITS_VERSION}"
         self.dim = dim
         if not self.client.collection_exists(collection):
-            self.client.create_collection(collection, vectors_config={
-                self.vector: models.VectorParams(size=dim, distance=models.Distance.COSINE)})  # fmt: skip
+            self.client.create_collection(
+                collection,
+                vectors_config={
+                    self.vector: models.VectorParams(size=dim, distance=models.Distance.COSINE)
+                },
+            )
         else:
             info = self.client.get_collection(collection).config.params.vectors
             have = info.get(self.vector) if isinstance(info, dict) else None
             if have is None:
-                raise SemanticError("model_missing", f"collection {collection!r} has no vectors for {model!r}: "
-                                    "use a new collection for a new model")  # fmt: skip
+                raise SemanticError(
+                    "model_missing",
+                    f"collection {collection!r} has no vectors for {model!r}: "
+                    "use a new collection for a new model",
+                )
             if have.size != dim:
                 raise SemanticError(
                     "model_dimension",
@@ -415,8 +445,13 @@ class QdrantVectors:
         parts: dict[str, list[tuple[int, Any, np.ndarray]]] = {}
         offset = None
         while True:
-            points, offset = self.client.scroll(self.collection, limit=512, offset=offset,
-                                                with_payload=True, with_vectors=[self.vector])  # fmt: skip
+            points, offset = self.client.scroll(
+                self.collection,
+                limit=512,
+                offset=offset,
+                with_payload=True,
+                with_vectors=[self.vector],
+            )
             for p in points:
                 pl = p.payload or {}
                 raw = p.vector.get(self.vector) if isinstance(p.vector, dict) else None
@@ -429,10 +464,16 @@ class QdrantVectors:
         for path, items in parts.items():
             items.sort(key=lambda x: x[0])
             first = items[0][1]
-            out[path] = NoteVectors(path, first["mtime_ns"], first["size"], first["hash"],
-                                    [x[1].get("heading") for x in items], [x[1].get("excerpt", "") for x in items],
-                                    np.vstack([x[2] for x in items]),
-                                    {k: first.get(k) for k in ("title", "type", "tags", "date")})  # fmt: skip
+            out[path] = NoteVectors(
+                path,
+                first["mtime_ns"],
+                first["size"],
+                first["hash"],
+                [x[1].get("heading") for x in items],
+                [x[1].get("excerpt", "") for x in items],
+                np.vstack([x[2] for x in items]),
+                {k: first.get(k) for k in ("title", "type", "tags", "date")},
+            )
         return out
 
     def put(self, notes: list[NoteVectors]) -> None:
@@ -442,8 +483,16 @@ class QdrantVectors:
         for n in notes:
             check_dimension(n.vecs, self.dim)
             for u, vec in enumerate(n.vecs):
-                payload = {"path": n.path, "unit": u, "heading": n.headings[u], "excerpt": n.excerpts[u],
-                           "mtime_ns": n.mtime_ns, "size": n.size, "hash": n.hash, **n.meta}  # fmt: skip
+                payload = {
+                    "path": n.path,
+                    "unit": u,
+                    "heading": n.headings[u],
+                    "excerpt": n.excerpts[u],
+                    "mtime_ns": n.mtime_ns,
+                    "size": n.size,
+                    "hash": n.hash,
+                    **n.meta,
+                }
                 points.append(
                     m.PointStruct(
                         id=self._id(n.path, u), vector={self.vector: vec.tolist()}, payload=payload
@@ -456,8 +505,14 @@ class QdrantVectors:
         m = self.models
         paths = list(paths)
         if paths:
-            self.client.delete(self.collection, points_selector=m.FilterSelector(filter=m.Filter(
-                must=[m.FieldCondition(key="path", match=m.MatchAny(any=paths))])))  # fmt: skip
+            self.client.delete(
+                self.collection,
+                points_selector=m.FilterSelector(
+                    filter=m.Filter(
+                        must=[m.FieldCondition(key="path", match=m.MatchAny(any=paths))]
+                    )
+                ),
+            )
 
     def close(self) -> None:
         self.client.close()
@@ -481,8 +536,13 @@ class SemanticIndex:
     embeds what changed (the background indexer calls it; so does every write, before the tool
     returns); `rank` scores notes against a query vector."""
 
-    def __init__(self, embedder: Embedder, store: SqliteVectors | QdrantVectors, root: Path,
-                 on_progress: Callable[[int, int], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: SqliteVectors | QdrantVectors,
+        root: Path,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.embedder = embedder
         self.store = store
         self.root = root
@@ -534,8 +594,13 @@ class SemanticIndex:
                 if (n := have.get(p)) is None or (n.mtime_ns, n.size) != (d.mtime_ns, d.size)
             ]
 
-    def reconcile(self, docs: dict[str, Doc], meta: Callable[[Doc], dict[str, Any]] | None = None,
-                  *, partial: bool = False) -> int:  # fmt: skip
+    def reconcile(
+        self,
+        docs: dict[str, Doc],
+        meta: Callable[[Doc], dict[str, Any]] | None = None,
+        *,
+        partial: bool = False,
+    ) -> int:
         """Embed new and changed notes of `docs`; returns how many were embedded. With the whole
         vault, notes no longer in it are dropped and progress is counted; `partial` (the notes
         one write touched) leaves every other note and the progress counts alone."""
@@ -590,8 +655,18 @@ class SemanticIndex:
         vecs = self.embedder.encode(flat) if flat else np.zeros((0, self.embedder.dim), np.float32)
         out, pos = [], 0  # the store's put() refuses vectors of another dimension
         for d, us in per:
-            out.append(NoteVectors(d.path, d.mtime_ns, d.size, d.hash, [u.heading for u in us], [u.excerpt for u in us],
-                                   vecs[pos : pos + len(us)].astype(np.float16), meta(d) if meta else {}))  # fmt: skip
+            out.append(
+                NoteVectors(
+                    d.path,
+                    d.mtime_ns,
+                    d.size,
+                    d.hash,
+                    [u.heading for u in us],
+                    [u.excerpt for u in us],
+                    vecs[pos : pos + len(us)].astype(np.float16),
+                    meta(d) if meta else {},
+                )
+            )
             pos += len(us)
         return out
 
@@ -620,9 +695,14 @@ class SemanticIndex:
     def encode_query(self, text: str) -> np.ndarray:
         return self.embedder.encode([text])[0]
 
-    def rank(self, query: np.ndarray, keep: Callable[[str], bool] | None = None,
-             limit: int = 8, exclude: set[str] | None = None,
-             lexical: Callable[[str], bool] | None = None) -> list[Match]:  # fmt: skip
+    def rank(
+        self,
+        query: np.ndarray,
+        keep: Callable[[str], bool] | None = None,
+        limit: int = 8,
+        exclude: set[str] | None = None,
+        lexical: Callable[[str], bool] | None = None,
+    ) -> list[Match]:
         """The `limit` best notes by meaning. With `lexical` (does this note have every word of
         the query?), the notes that do are listed first among the best LEXICAL_POOL: a note that
         says it in the asker's own words is the surest hit."""
@@ -633,8 +713,13 @@ class SemanticIndex:
             m.lexical = lexical(m.path)
         return sorted(pool, key=lambda m: not m.lexical)[:limit]  # stable: by meaning within
 
-    def _rank(self, query: np.ndarray, keep: Callable[[str], bool] | None, limit: int,
-              exclude: set[str] | None) -> list[Match]:  # fmt: skip
+    def _rank(
+        self,
+        query: np.ndarray,
+        keep: Callable[[str], bool] | None,
+        limit: int,
+        exclude: set[str] | None,
+    ) -> list[Match]:
         mat, starts, paths = self._matrix_now()
         if not paths:
             return []
@@ -672,8 +757,13 @@ class SemanticIndex:
             n = self._loaded().get(path)
             return None if n is None or not len(n.vecs) else n.vecs[0]
 
-    def similar(self, path: str, keep: Callable[[str], bool], threshold: float = SIMILAR_THRESHOLD,
-                limit: int = 3) -> list[Match]:  # fmt: skip
+    def similar(
+        self,
+        path: str,
+        keep: Callable[[str], bool],
+        threshold: float = SIMILAR_THRESHOLD,
+        limit: int = 3,
+    ) -> list[Match]:
         """Other notes whose whole text means nearly the same as this note's."""
         v = self.whole_vector(path)
         if v is None:

@@ -64,8 +64,14 @@ def _fault_point() -> int | None:
 class WriteRace(Exception):
     """A file changed between planning a write and replacing it (the owner typing into it)."""
 
-    def __init__(self, rel: str, expected: bytes | None, actual: bytes | None,
-                 restore: bytes | None = None, reason: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        rel: str,
+        expected: bytes | None,
+        actual: bytes | None,
+        restore: bytes | None = None,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(rel)
         self.rel, self.expected, self.actual, self.restore = rel, expected, actual, restore
         self.reason = reason
@@ -330,11 +336,15 @@ class Store:
                 "pid": os.getpid(),
                 "tool": tool,
                 "files": [
-                    {"path": w.disk, "old": blob_id(w.old) if w.old is not None else None,
-                     "new": b, "tmp": os.path.relpath(t, self.root) if t else None}
+                    {
+                        "path": w.disk,
+                        "old": blob_id(w.old) if w.old is not None else None,
+                        "new": b,
+                        "tmp": os.path.relpath(t, self.root) if t else None,
+                    }
                     for w, b, t in zip(writes, blobs, temps, strict=True)
                 ],
-            }  # fmt: skip
+            }
             atomic_write(self.intent_path, json.dumps(intent).encode())
             for w, tmp in zip(writes, temps, strict=True):
                 if tmp is not None and w.new is not None:
@@ -374,12 +384,14 @@ class Store:
                 if moved or _read_fd(fd) != w.old:
                     late = _settled_fd(fd, w.old)
                     raise WriteRace(w.rel, w.old, late, restore=late)
-            sha = self._commit_blobs([(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
-                                     message, *author)  # fmt: skip
+            sha = self._commit_blobs(
+                [(w.disk, b) for w, b in zip(writes, blobs, strict=True)], message, *author
+            )
         except (OSError, GitError, WriteRace) as exc:
             restore = exc.restore if isinstance(exc, WriteRace) else None
-            self._undo(renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None,
-                                             restore))  # fmt: skip
+            self._undo(
+                renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
+            )
             for tmp in temps:
                 if tmp is not None:
                     with contextlib.suppress(FileNotFoundError):
@@ -398,8 +410,9 @@ class Store:
             os.unlink(self.intent_path)
         return sha
 
-    def _commit_blobs(self, entries: list[tuple[str, str | None]], message: str, name: str,
-                      email: str) -> str:  # fmt: skip
+    def _commit_blobs(
+        self, entries: list[tuple[str, str | None]], message: str, name: str, email: str
+    ) -> str:
         """HEAD + these (path, blob; None removes the path) -> a tree (in a private index) ->
         a commit -> the branch, moved only if it still points where it did (compare-and-swap).
         The real index is then set to HEAD for these paths."""
@@ -431,8 +444,22 @@ class Store:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(index)
             raise
-        sha = git(self.root, *NO_SIGN, "commit-tree", tree, "-p", head, "-F", "-",
-                  env=identity_env(name, email), input=message.encode()).stdout.decode().strip()  # fmt: skip
+        sha = (
+            git(
+                self.root,
+                *NO_SIGN,
+                "commit-tree",
+                tree,
+                "-p",
+                head,
+                "-F",
+                "-",
+                env=identity_env(name, email),
+                input=message.encode(),
+            )
+            .stdout.decode()
+            .strip()
+        )
         subject = message.split("\n", 1)[0]
         try:
             git(self.root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
@@ -491,8 +518,11 @@ class Store:
         out = git(self.root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.decode()
         sha, branch = out.split()[:2]
         if not branch.startswith("refs/"):
-            raise StoreError("detached_head", "the vault's git HEAD is not on a branch; "
-                             "nothing was written. Tell the owner to check out a branch.")  # fmt: skip
+            raise StoreError(
+                "detached_head",
+                "the vault's git HEAD is not on a branch; "
+                "nothing was written. Tell the owner to check out a branch.",
+            )
         return branch, sha
 
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
@@ -555,8 +585,12 @@ class Store:
                 raise WriteRace(rel, data, None, reason="changed while it was being snapshotted")
         name, email = human_identity(self.root)
         subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
-        sha = self._commit_blobs(list(zip(dirty, blobs, strict=True)), f"{subject}\n\n"
-                                 "Vaultwatch-Action: snapshot\n", name, email)  # fmt: skip
+        sha = self._commit_blobs(
+            list(zip(dirty, blobs, strict=True)),
+            f"{subject}\n\nVaultwatch-Action: snapshot\n",
+            name,
+            email,
+        )
         self.journal.append(
             "commit", client="human", tool="snapshot", paths=dirty, sha=sha, chars=0
         )
@@ -630,9 +664,15 @@ class Store:
             if not committed
             else f"an interrupted {tool} had been committed; the index was tidied"
         )
-        self.journal.append("recovered", paths=restored, kept=kept, message=msg,
-                            tool=intent.get("tool"), committed=committed,
-                            writer=intent.get("pid"))  # fmt: skip
+        self.journal.append(
+            "recovered",
+            paths=restored,
+            kept=kept,
+            message=msg,
+            tool=intent.get("tool"),
+            committed=committed,
+            writer=intent.get("pid"),
+        )
         return restored
 
     def _head_blob(self, path: str) -> str | None:

@@ -168,13 +168,29 @@ class ToolKit:
         try:
             res = apply(self.vault, self.vault.store, tool, client, ops, message)
         except Rejected as exc:
-            journal.append("rejected", client=client, tool=tool, paths=exc.paths, code=exc.code,
-                           message=exc.message, hint=exc.hint, diff=exc.diff)  # fmt: skip
-            raise ToolError(f"rejected ({exc.code}): {exc.message.rstrip('.')}. To fix: {exc.hint}. "
-                            "Nothing was written.") from exc  # fmt: skip
+            journal.append(
+                "rejected",
+                client=client,
+                tool=tool,
+                paths=exc.paths,
+                code=exc.code,
+                message=exc.message,
+                hint=exc.hint,
+                diff=exc.diff,
+            )
+            raise ToolError(
+                f"rejected ({exc.code}): {exc.message.rstrip('.')}. To fix: {exc.hint}. "
+                "Nothing was written."
+            ) from exc
         except Conflict as exc:
-            journal.append("conflict", client=client, tool=tool, path=exc.path,
-                           expected=exc.expected, actual=exc.actual)  # fmt: skip
+            journal.append(
+                "conflict",
+                client=client,
+                tool=tool,
+                path=exc.path,
+                expected=exc.expected,
+                actual=exc.actual,
+            )
             raise ToolError(exc.message) from exc
         except StoreError as exc:
             journal.append("error", client=client, tool=tool, code=exc.code, message=exc.message)
@@ -183,15 +199,23 @@ class ToolKit:
             data: dict[str, Any] = {
                 "commit": res.commit,
                 "results": [
-                    {k: v for k, v in {"path": o.path, "hash": o.hash or res.hashes.get(o.path),
-                                       "created": o.created}.items() if v is not None}
+                    {
+                        k: v
+                        for k, v in {
+                            "path": o.path,
+                            "hash": o.hash or res.hashes.get(o.path),
+                            "created": o.created,
+                        }.items()
+                        if v is not None
+                    }
                     for o in res.outcomes
                 ],
                 "noop": True if res.commit is None else None,
                 "warnings": res.warnings or None,
                 "diff": (res.diff[:DIFF_IN_RESULT] + "\n… (diff cut)")
-                if len(res.diff) > DIFF_IN_RESULT else res.diff or None,
-            }  # fmt: skip
+                if len(res.diff) > DIFF_IN_RESULT
+                else res.diff or None,
+            }
         else:
             data = result_for(res)
         if res.commit is None:
@@ -437,8 +461,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3
         snippets with the matches marked «like this», plus path and hash, so you can often
         answer without read_doc."""
-        res = run_search(vault, query, type=type, folder=folder, tags=tags, limit=limit,
-                         cursor=cursor)  # fmt: skip
+        res = run_search(
+            vault, query, type=type, folder=folder, tags=tags, limit=limit, cursor=cursor
+        )
         return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
 
     @tool(mcp, title="Recall notes by meaning", annotations=READ)
@@ -472,8 +497,12 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
 
 
 def _write_annotations(idempotent: bool) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                           idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
 
 
 HashArg = Annotated[
@@ -569,8 +598,14 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     ) -> WriteOut:
         """Set, remove or retag frontmatter keys, as one commit. Every other line of the
         frontmatter (order, quoting, comments) stays exactly as it was."""
-        args = {"path": path, "set": set, "unset": unset, "add_tags": add_tags,
-                "remove_tags": remove_tags, "hash": hash}  # fmt: skip
+        args = {
+            "path": path,
+            "set": set,
+            "unset": unset,
+            "add_tags": add_tags,
+            "remove_tags": remove_tags,
+            "hash": hash,
+        }
         return kit.write(ctx, "update_frontmatter", [("update_frontmatter", args)])  # type: ignore[return-value]
 
     @tool(mcp, title="Replace a whole note", annotations=_write_annotations(True))

@@ -57,8 +57,14 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
     out: list[Problem] = []
     for p in doc.problems:
         if p.startswith("broken YAML") or p.startswith("frontmatter"):
-            out.append(Problem("broken_yaml", "frontmatter", f"the frontmatter is broken: {p}",
-                               "write valid YAML between the --- lines"))  # fmt: skip
+            out.append(
+                Problem(
+                    "broken_yaml",
+                    "frontmatter",
+                    f"the frontmatter is broken: {p}",
+                    "write valid YAML between the --- lines",
+                )
+            )
     entry = classify(doc, config)
     fm = doc.frontmatter
     t: DocType | None = config.types.get(entry.type) if entry.type else None
@@ -66,36 +72,68 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
     if isinstance(declared, str) and declared in config.types:
         folder = config.types[declared].folder
         if not doc.path.startswith(folder + "/"):
-            out.append(Problem("wrong_folder", "type", f"type {declared!r} notes live in {folder}/",
-                               f"put it under {folder}/ or change type"))  # fmt: skip
+            out.append(
+                Problem(
+                    "wrong_folder",
+                    "type",
+                    f"type {declared!r} notes live in {folder}/",
+                    f"put it under {folder}/ or change type",
+                )
+            )
     if t is not None:
         for f in t.required:
             if fm.get(f) in (None, "", []):
-                out.append(Problem("missing_field", f, f"required field {f!r} is missing",
-                                   f"set {f} in the frontmatter"))  # fmt: skip
+                out.append(
+                    Problem(
+                        "missing_field",
+                        f,
+                        f"required field {f!r} is missing",
+                        f"set {f} in the frontmatter",
+                    )
+                )
         for f in t.dates:
             v = fm.get(f)
             if v not in (None, "") and as_date(v) is None:
-                out.append(Problem("bad_date", f, f"{f}: {shown(v)} is not a date",
-                                   f"write {f} as YYYY-MM-DD"))  # fmt: skip
+                out.append(
+                    Problem(
+                        "bad_date", f, f"{f}: {shown(v)} is not a date", f"write {f} as YYYY-MM-DD"
+                    )
+                )
         for f, allowed in t.values.items():
             v = fm.get(f)
             vals = v if isinstance(v, list) else [v]
             for x in vals:
                 if x not in (None, "") and str(x) not in {str(a) for a in allowed}:
-                    out.append(Problem("bad_value", f"{f}={x}", f"{f}: {shown(x)} is not allowed",
-                                       f"use one of: {', '.join(shown(a, quote=False) for a in allowed)}"))  # fmt: skip
+                    out.append(
+                        Problem(
+                            "bad_value",
+                            f"{f}={x}",
+                            f"{f}: {shown(x)} is not allowed",
+                            f"use one of: {', '.join(shown(a, quote=False) for a in allowed)}",
+                        )
+                    )
         if t.filename:
             name = doc.path.rsplit("/", 1)[-1]
             if not filename_regex(t.filename).match(name):
-                out.append(Problem("wrong_filename", "filename",
-                                   f"file name {name!r} does not fit {t.filename!r}",
-                                   f"name it like {t.filename}"))  # fmt: skip
+                out.append(
+                    Problem(
+                        "wrong_filename",
+                        "filename",
+                        f"file name {name!r} does not fit {t.filename!r}",
+                        f"name it like {t.filename}",
+                    )
+                )
     if config.tags.unknown == "reject" and config.vocabulary:
         for tag in doc.tags:
             if tag.casefold() not in config.vocabulary:
-                out.append(Problem("unknown_tag", tag.casefold(), f"tag {tag!r} is not in the vocabulary",
-                                   closest_tags(tag, config)))  # fmt: skip
+                out.append(
+                    Problem(
+                        "unknown_tag",
+                        tag.casefold(),
+                        f"tag {tag!r} is not in the vocabulary",
+                        closest_tags(tag, config),
+                    )
+                )
     return out
 
 

@@ -215,9 +215,13 @@ class Vault:
         if not self.search.in_step(gen):
             since = self.search.synced_generation
             changed = self.index.changes_since(since) if since is not None else None
-            self.search.sync({p: e.doc for p, e in entries.items()} if changed is None else
-                             {p: entries[p].doc for p in changed if p in entries},
-                             gen, only=None if changed is None else changed)  # fmt: skip
+            self.search.sync(
+                {p: e.doc for p, e in entries.items()}
+                if changed is None
+                else {p: entries[p].doc for p in changed if p in entries},
+                gen,
+                only=None if changed is None else changed,
+            )
         return entries
 
     # -- meaning (recall) ------------------------------------------------------------------------
@@ -309,13 +313,18 @@ class Vault:
             store.put([n for n in have.values() if n.path in entries])
 
     def _semantic_progress(self, indexed: int, total: int) -> None:
-        self.journal.append("semantic_progress", model=self.config.semantic.model,
-                            indexed=indexed, total=total)  # fmt: skip
+        self.journal.append(
+            "semantic_progress", model=self.config.semantic.model, indexed=indexed, total=total
+        )
 
     def note_meta(self, doc: Doc) -> dict[str, Any]:
         e = self.entries().get(doc.path)
-        return {"title": doc.title, "type": e.type if e else None, "tags": list(doc.tags),
-                "date": e.day.isoformat() if e and e.day else None}  # fmt: skip
+        return {
+            "title": doc.title,
+            "type": e.type if e else None,
+            "tags": list(doc.tags),
+            "date": e.day.isoformat() if e and e.day else None,
+        }
 
     def semantic_wanted(self) -> bool:
         return self.config.semantic.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off"

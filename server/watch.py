@@ -58,9 +58,16 @@ class TreeWatcher:
     @property
     def mask(self) -> int:
         return int(
-            F.CREATE | F.DELETE | F.MODIFY | F.CLOSE_WRITE | F.MOVED_FROM | F.MOVED_TO
-            | F.ATTRIB | F.DELETE_SELF | F.MOVE_SELF
-        )  # fmt: skip
+            F.CREATE
+            | F.DELETE
+            | F.MODIFY
+            | F.CLOSE_WRITE
+            | F.MOVED_FROM
+            | F.MOVED_TO
+            | F.ATTRIB
+            | F.DELETE_SELF
+            | F.MOVE_SELF
+        )
 
     def watch(self, rel_dir: str, disk_dir: str, abs_dir: str) -> bool:
         """Watch one folder (call before listing it, so nothing slips in between)."""

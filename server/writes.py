@@ -192,8 +192,12 @@ class Plan:
                 [f.rel],
             )
         if must_exist and f.text is None:
-            raise Rejected("not_found", self.vault.not_found_message(f.rel), "create it with create_doc",
-                           [f.rel])  # fmt: skip
+            raise Rejected(
+                "not_found",
+                self.vault.not_found_message(f.rel),
+                "create it with create_doc",
+                [f.rel],
+            )
         return f
 
     def _check_twins(self, rel: str) -> None:
@@ -260,16 +264,24 @@ def op_edit(
 
 
 def op_frontmatter(
-    p: Plan, path: str, set: dict[str, Any] | None = None, unset: list[str] | None = None,
-    add_tags: list[str] | None = None, remove_tags: list[str] | None = None,
+    p: Plan,
+    path: str,
+    set: dict[str, Any] | None = None,
+    unset: list[str] | None = None,
+    add_tags: list[str] | None = None,
+    remove_tags: list[str] | None = None,
     hash: str | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     f = p.file(path)
     p.check_hash(f, hash)
     assert f.text is not None
     if not (set or unset or add_tags or remove_tags):
-        raise Rejected("empty_change", "nothing to change: give set, unset, add_tags or remove_tags",
-                       "name at least one key or tag", [f.rel])  # fmt: skip
+        raise Rejected(
+            "empty_change",
+            "nothing to change: give set, unset, add_tags or remove_tags",
+            "name at least one key or tag",
+            [f.rel],
+        )
     _prepare_tags(p, add_tags or [])
     try:
         f.text = update_frontmatter(f.text, set, unset, add_tags, remove_tags)
@@ -282,8 +294,12 @@ def op_frontmatter(
 def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
     f = p.file(path)
     if not hash:
-        raise Rejected("hash_required", "replace_doc needs the hash from your last read_doc",
-                       "call read_doc first and pass its hash", [f.rel])  # fmt: skip
+        raise Rejected(
+            "hash_required",
+            "replace_doc needs the hash from your last read_doc",
+            "call read_doc first and pass its hash",
+            [f.rel],
+        )
     p.check_hash(f, hash)
     assert f.text is not None
     old_doc = p.doc(f)
@@ -339,8 +355,9 @@ def _prepare_tags(p: Plan, tags: list[str]) -> None:
         if not t or t.casefold() in cfg.vocabulary:
             continue
         if cfg.tags.unknown == "reject":
-            raise Rejected("unknown_tag", f"tag {t!r} is not in the vocabulary", closest_tags(t, cfg),
-                           [])  # fmt: skip
+            raise Rejected(
+                "unknown_tag", f"tag {t!r} is not in the vocabulary", closest_tags(t, cfg), []
+            )
         p.vocab_add[t.casefold()] = t
 
 
@@ -348,12 +365,20 @@ def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: 
     """Where a new note of this type goes: its folder and its filename pattern filled from the
     fields (a date, else today; a slug from the title). Raises Rejected naming what is missing."""
     if type_name is None:
-        raise Rejected("path_required", "give a type (so the path comes from the vault config) "
-                       "or a path", f"types here: {', '.join(sorted(cfg.types)) or 'none'}", [])  # fmt: skip
+        raise Rejected(
+            "path_required",
+            "give a type (so the path comes from the vault config) or a path",
+            f"types here: {', '.join(sorted(cfg.types)) or 'none'}",
+            [],
+        )
     t = cfg.types.get(type_name)
     if t is None:
-        raise Rejected("unknown_type", f"unknown type {type_name!r}",
-                       f"types here: {', '.join(sorted(cfg.types)) or 'none'}", [])  # fmt: skip
+        raise Rejected(
+            "unknown_type",
+            f"unknown type {type_name!r}",
+            f"types here: {', '.join(sorted(cfg.types)) or 'none'}",
+            [],
+        )
     title = _title_of(fields, body)
     d = next((as_date(fields.get(f)) for f in (*t.dates, "date") if as_date(fields.get(f))), None)
     d = d or date.today()
@@ -369,12 +394,20 @@ def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: 
             return f"{d.isocalendar()[1]:02d}"
         if key in ("slug", "title"):
             if not title:
-                raise Rejected("title_required", f"the file name pattern {pattern!r} needs a title",
-                               "set fields.title or start body with '# Title'", [])  # fmt: skip
+                raise Rejected(
+                    "title_required",
+                    f"the file name pattern {pattern!r} needs a title",
+                    "set fields.title or start body with '# Title'",
+                    [],
+                )
             return slugify(title)
         if fields.get(key) in (None, ""):
-            raise Rejected("missing_field", f"the file name pattern {pattern!r} needs field {key!r}",
-                           f"set fields.{key}", [])  # fmt: skip
+            raise Rejected(
+                "missing_field",
+                f"the file name pattern {pattern!r} needs field {key!r}",
+                f"set fields.{key}",
+                [],
+            )
         return slugify(fields[key])
 
     name = re.sub(r"\{(\w+)\}", fill, pattern)
@@ -391,9 +424,13 @@ def _title_of(fields: dict[str, Any], body: str) -> str | None:
 
 
 def op_create(
-    p: Plan, type: str | None = None, path: str | None = None,
-    fields: dict[str, Any] | None = None, body: str = "", tags: list[str] | None = None,
-) -> Outcome:  # fmt: skip
+    p: Plan,
+    type: str | None = None,
+    path: str | None = None,
+    fields: dict[str, Any] | None = None,
+    body: str = "",
+    tags: list[str] | None = None,
+) -> Outcome:
     fields = dict(fields or {})
     tags = [t.strip().lstrip("#") for t in (tags or []) if t.strip().lstrip("#")]
     target = path or note_path(p.config, type, fields, body)
@@ -403,8 +440,7 @@ def op_create(
     # Same folder + same title: the note exists already; hand it back instead of a second copy.
     for e in p.vault.entries().values():
         if e.doc.folder == folder and e.doc.title.casefold() == title.casefold():
-            return Outcome(e.doc.path, hash=e.doc.hash, created=False, existing=True,
-                           subject="")  # fmt: skip
+            return Outcome(e.doc.path, hash=e.doc.hash, created=False, existing=True, subject="")
     if f.text is not None:
         doc = p.doc(f)
         return Outcome(f.rel, hash=doc.hash, created=False, existing=True)
@@ -420,8 +456,12 @@ def op_create(
     text = head + (body if body.endswith("\n") or not body else body + "\n")
     missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
     if missing:
-        raise Rejected("missing_attachment", f"embeds point at files that do not exist: "
-                       f"{', '.join(missing)}", "embed only files that are in the vault", [f.rel])  # fmt: skip
+        raise Rejected(
+            "missing_attachment",
+            f"embeds point at files that do not exist: {', '.join(missing)}",
+            "embed only files that are in the vault",
+            [f.rel],
+        )
     f.text = text
     return Outcome(f.rel, created=True, subject=f"create_doc: {f.rel}")
 
@@ -618,15 +658,26 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
         if f.original is not None and new == f.original:
             continue
         if len(new) > MAX_NOTE_BYTES:
-            errors.append(Rejected("too_large", f"{f.rel} would be {len(new) // 1024} KB; the limit "
-                                   f"is {MAX_NOTE_BYTES // 1024 // 1024} MB", "split it into several notes",
-                                   [f.rel]))  # fmt: skip
+            errors.append(
+                Rejected(
+                    "too_large",
+                    f"{f.rel} would be {len(new) // 1024} KB; the limit "
+                    f"is {MAX_NOTE_BYTES // 1024 // 1024} MB",
+                    "split it into several notes",
+                    [f.rel],
+                )
+            )
             continue
         old_text = decode(f.original)[0] if f.original is not None else ""
         if CONFLICT_MARKER.search(f.text) and not CONFLICT_MARKER.search(old_text):
-            errors.append(Rejected("conflict_markers", f"the change to {f.rel} adds git conflict "
-                                   "markers (<<<<<<< / >>>>>>>)", "write the resolved text only",
-                                   [f.rel]))  # fmt: skip
+            errors.append(
+                Rejected(
+                    "conflict_markers",
+                    f"the change to {f.rel} adds git conflict markers (<<<<<<< / >>>>>>>)",
+                    "write the resolved text only",
+                    [f.rel],
+                )
+            )
             continue
         old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
         new_doc = parse_doc(f.rel, new)
@@ -639,8 +690,15 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
         added, kept = new_problems(before, after)
         if added:
             first = added[0]
-            errors.append(Rejected(first.code, f"{f.rel}: " + "; ".join(a.message for a in added),
-                                   "; ".join(a.hint for a in added), [f.rel], cap_diff(_diff(f))))  # fmt: skip
+            errors.append(
+                Rejected(
+                    first.code,
+                    f"{f.rel}: " + "; ".join(a.message for a in added),
+                    "; ".join(a.hint for a in added),
+                    [f.rel],
+                    cap_diff(_diff(f)),
+                )
+            )
             continue
         if kept:
             warnings[f.rel] = [f"already there: {k}" for k in kept]
@@ -720,8 +778,9 @@ def _arg_model(name: str) -> type[pydantic.BaseModel]:
     fields: dict[str, Any] = {}
     for p in list(inspect.signature(fn).parameters.values())[1:]:
         fields[p.name] = (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default)
-    return pydantic.create_model(f"{name}_args", __config__=pydantic.ConfigDict(extra="forbid"),
-                                 **fields)  # fmt: skip
+    return pydantic.create_model(
+        f"{name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+    )
 
 
 def _checked_args(name: str, fn: Any, args: dict[str, Any], n: int) -> dict[str, Any]:
@@ -731,13 +790,23 @@ def _checked_args(name: str, fn: Any, args: dict[str, Any], n: int) -> dict[str,
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:5]
         )
-        raise Rejected("bad_arguments", f"operation {n} ({name}) has bad arguments: {problems}",
-                       "check the argument names and types against the tool", []) from exc  # fmt: skip
+        raise Rejected(
+            "bad_arguments",
+            f"operation {n} ({name}) has bad arguments: {problems}",
+            "check the argument names and types against the tool",
+            [],
+        ) from exc
     return {k: getattr(model, k) for k in type(model).model_fields}
 
 
-def apply(vault: Vault, store: Store, tool: str, client: str,
-          ops: list[tuple[str, dict[str, Any]]], message: str | None = None) -> WriteResult:  # fmt: skip
+def apply(
+    vault: Vault,
+    store: Store,
+    tool: str,
+    client: str,
+    ops: list[tuple[str, dict[str, Any]]],
+    message: str | None = None,
+) -> WriteResult:
     """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
     StoreError; returns with commit None when nothing would change (a no-op).
 
@@ -769,8 +838,14 @@ def apply(vault: Vault, store: Store, tool: str, client: str,
     raise AssertionError("unreachable")
 
 
-def _apply_once(vault: Vault, store: Store, tool: str, client: str,
-                ops: list[tuple[str, dict[str, Any]]], message: str | None) -> WriteResult:  # fmt: skip
+def _apply_once(
+    vault: Vault,
+    store: Store,
+    tool: str,
+    client: str,
+    ops: list[tuple[str, dict[str, Any]]],
+    message: str | None,
+) -> WriteResult:
     plan = Plan(vault)
     outcomes: list[Outcome] = []
     errors: list[Rejected] = []
@@ -779,8 +854,12 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
         fn = OPS.get(name)
         try:
             if fn is None:
-                raise Rejected("unknown_tool", f"operation {i + 1}: unknown tool {name!r}",
-                               f"use one of {', '.join(OPS)}", [])  # fmt: skip
+                raise Rejected(
+                    "unknown_tool",
+                    f"operation {i + 1}: unknown tool {name!r}",
+                    f"use one of {', '.join(OPS)}",
+                    [],
+                )
             outcomes.append(fn(plan, **_checked_args(name, fn, args, i + 1)))
         except Rejected as exc:
             if not exc.paths:  # a rule about the arguments (a tag, a type): name the note anyway
@@ -807,8 +886,7 @@ def _apply_once(vault: Vault, store: Store, tool: str, client: str,
         writes.append(vw)
     _refuse_ignored(vault, writes)
     if not writes:
-        return WriteResult(None, outcomes, [o.path for o in outcomes], warnings,
-                           _hashes(plan), "")  # fmt: skip
+        return WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
     if len(ops) == 1:
         subject = outcomes[0].subject
     else:

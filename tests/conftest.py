@@ -121,5 +121,6 @@ def git_log(root: Path, *args: str) -> str:
 
 def git(root: Path, *args: str) -> str:
     """stdout of a git command in `root` (tests read history and status with it)."""
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+    ).stdout

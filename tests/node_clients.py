@@ -48,13 +48,17 @@ def ensure() -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time (xdist, parallel CI jobs)
         if _installed(CACHE):
             return CACHE
-        (CACHE / "package.json").write_text(json.dumps({"name": "vaultwatch-test-clients",
-                                                         "private": True}))  # fmt: skip
+        (CACHE / "package.json").write_text(
+            json.dumps({"name": "vaultwatch-test-clients", "private": True})
+        )
         specs = [f"{n}@{v}" for n, v in PACKAGES.items()]
         r = subprocess.run(
             ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *specs],
-            cwd=CACHE, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+            cwd=CACHE,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if r.returncode != 0:
             text = (r.stderr or r.stdout)[-600:]
             if any(

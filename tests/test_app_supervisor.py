@@ -77,8 +77,11 @@ async def test_desktop_snippet_starts_a_stdio_server_on_the_same_vault(make_vaul
         snippets(root, "http://127.0.0.1:1/mcp")["Claude Desktop (stdio, same vault)"]
     )
     spec = entry["mcpServers"]["vaultwatch"]
-    params = StdioServerParameters(command=spec["command"], args=spec["args"],
-                                   env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    params = StdioServerParameters(
+        command=spec["command"],
+        args=spec["args"],
+        env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull},
+    )
     async with Client(params) as c:
         res = await c.call_tool("read_doc", {"path": "a.md"})
         assert not res.is_error and res.structured_content["content"] == "# A\n"
@@ -93,10 +96,17 @@ def test_a_dashboard_killed_outright_leaves_no_server_behind(
 
     root = make_vault({"a.md": "# A\n"})
     pid_file = tmp_path / "child.pid"
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from pathlib import Path; from app.supervisor import ServerSupervisor\n"
-        f"s = ServerSupervisor(Path({str(root)!r})); s.start()\n"
-        f"Path({str(pid_file)!r}).write_text(str(s.proc.pid)); time.sleep(600)\n")])  # fmt: skip
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from pathlib import Path; from app.supervisor import ServerSupervisor\n"
+                f"s = ServerSupervisor(Path({str(root)!r})); s.start()\n"
+                f"Path({str(pid_file)!r}).write_text(str(s.proc.pid)); time.sleep(600)\n"
+            ),
+        ]
+    )
     try:
         for _ in range(600):
             if pid_file.exists() and pid_file.read_text():

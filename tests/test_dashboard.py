@@ -58,11 +58,13 @@ def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
-    return make_vault({
-        "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
-        "tags.yaml": "- crdt\n",
-        "w.md": "# W\n\n## Log\n- one\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+            "tags.yaml": "- crdt\n",
+            "w.md": "# W\n\n## Log\n- one\n",
+        }
+    )
 
 
 @pytest.mark.slow
@@ -78,9 +80,11 @@ async def test_ai_writes_rejections_and_conflicts_show_up_live(
             headers = {"Authorization": f"Bearer {sup.token}"}
             async with (
                 httpx2.AsyncClient(headers=headers, timeout=30) as http,
-                Client(streamable_http_client(url, http_client=http),
-                       client_info=Implementation(name="pilot-ai", version="1")) as c,
-            ):  # fmt: skip
+                Client(
+                    streamable_http_client(url, http_client=http),
+                    client_info=Implementation(name="pilot-ai", version="1"),
+                ) as c,
+            ):
                 read = (await c.call_tool("read_doc", {"path": "w.md"})).structured_content
                 await c.call_tool(
                     "append_section", {"path": "w.md", "heading": "Log", "content": "- two"}
@@ -527,12 +531,14 @@ def test_server_sessions_fold_to_one_row_per_process() -> None:
 async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_setup_files(
     make_vault: Any, settings_home: Path
 ) -> None:
-    root = make_vault({
-        "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
-        "tags.yaml": "- crdt\n",
-        "CLAUDE.md": "# Rules\n",
-        "notes/a.md": "# A\n",
-    })  # fmt: skip
+    root = make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
+            "tags.yaml": "- crdt\n",
+            "CLAUDE.md": "# Rules\n",
+            "notes/a.md": "# A\n",
+        }
+    )
     app = Dashboard(root, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))
@@ -558,12 +564,14 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
 async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
     connect: Any, make_vault: Any, settings_home: Path
 ) -> None:
-    root = make_vault({
-        "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
-        "tags.yaml": "- crdt\n- caching\n",
-        "w.md": "---\ntags: [crdt]\n---\n# W\n",
-        "x.md": "# X\n",
-    })  # fmt: skip
+    root = make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml}\n",
+            "tags.yaml": "- crdt\n- caching\n",
+            "w.md": "---\ntags: [crdt]\n---\n# W\n",
+            "x.md": "# X\n",
+        }
+    )
     app = Dashboard(root, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))

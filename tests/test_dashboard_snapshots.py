@@ -64,11 +64,23 @@ def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         vault = Vault(ROOT)
         async with Client(build_server(vault)) as c:
             tick()
-            await c.call_tool("append_section", {"path": "weeks/w49.md", "heading": "Log",
-                                                 "content": "- Tue: mock interview, drew the architecture first"})  # fmt: skip
+            await c.call_tool(
+                "append_section",
+                {
+                    "path": "weeks/w49.md",
+                    "heading": "Log",
+                    "content": "- Tue: mock interview, drew the architecture first",
+                },
+            )
             tick()
-            await c.call_tool("edit_text", {"path": "study/cache.md", "old": "TTL expiry and the thundering herd.",
-                                            "new": "TTL expiry, write-through, and the thundering herd."})  # fmt: skip
+            await c.call_tool(
+                "edit_text",
+                {
+                    "path": "study/cache.md",
+                    "old": "TTL expiry and the thundering herd.",
+                    "new": "TTL expiry, write-through, and the thundering herd.",
+                },
+            )
             tick()
             await c.call_tool(
                 "append_section",

@@ -316,8 +316,12 @@ _scalar = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.sampled_from(["yes", "no", "true", "null", "~", "2026-10-02", "1:30", "0x10"]),
 )
-_value = st.one_of(_scalar, st.lists(_scalar, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
-                   _scalar.map(lambda x: f'"{x}"'), _scalar.map(lambda x: f"'{x}'"))  # fmt: skip
+_value = st.one_of(
+    _scalar,
+    st.lists(_scalar, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
+    _scalar.map(lambda x: f'"{x}"'),
+    _scalar.map(lambda x: f"'{x}'"),
+)
 
 
 @settings(max_examples=400, deadline=None)

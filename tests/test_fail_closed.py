@@ -136,9 +136,15 @@ def test_a_fresh_process_on_a_broken_config_says_why_on_stderr(
     (root / "tags.yaml").write_text("- [oops\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_CONFIG_GLOBAL"] = os.devnull
-    r = subprocess.run([sys.executable, "-m", "server.cli", "--vault", str(root)], cwd=REPO,
-                       env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "server.cli", "--vault", str(root)],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "tags.yaml:1" in r.stderr, r.stderr
     assert "last good" in r.stderr and "private" in r.stderr, r.stderr
 
@@ -262,8 +268,9 @@ async def test_every_spelling_of_a_private_folder_protects_it_whole(
         await assert_private_hidden(s)
         for path in ("private/salary.md", "private/sub/b.md"):
             assert "private" in await s.error("read_doc", path=path)
-        assert "private" in await s.error("append_section", path="private/sub/b.md",
-                                          heading="x", content="y")  # fmt: skip
+        assert "private" in await s.error(
+            "append_section", path="private/sub/b.md", heading="x", content="y"
+        )
         assert "private" in await s.error("create_doc", path="private/sub/new.md", body="x")
         assert "warnings" not in await s.call("get_context")
 
@@ -311,8 +318,9 @@ async def test_notes_git_ignores_are_never_written_or_snapshotted(
     before = git_log(root, "--format=%H")
     async with connect(root) as s:
         assert (await s.call("read_doc", path="diary/2026-12-03.md"))["title"] == "Today"
-        err = await s.error("append_section", path="diary/2026-12-03.md", heading="Log",
-                            content="AI line")  # fmt: skip
+        err = await s.error(
+            "append_section", path="diary/2026-12-03.md", heading="Log", content="AI line"
+        )
         assert ".gitignore" in err and "Nothing was written" in err, err
         err = await s.error("create_doc", path="diary/new.md", body="# New\n")
         assert ".gitignore" in err, err
@@ -373,8 +381,9 @@ async def test_writes_through_a_symlinked_note_are_refused(
     head = git(root, "rev-parse", "HEAD")
     async with connect(root) as s:
         read = await s.call("read_doc", path="notes/alias.md")  # reading through it is fine
-        err = await s.error("append_section", path="notes/alias.md", heading="Log",
-                            content="via alias")  # fmt: skip
+        err = await s.error(
+            "append_section", path="notes/alias.md", heading="Log", content="via alias"
+        )
         assert "symlink" in err and "notes/a.md" in err and "Nothing was written" in err, err
         err = await s.error("replace_doc", path="notes/alias.md", content="x\n", hash=read["hash"])
         assert "symlink" in err, err

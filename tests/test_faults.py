@@ -53,13 +53,16 @@ async def _client_writes(url: str, token: str, who: str, n: int, seed: int) -> l
     timeout = httpx2.Timeout(60, read=120)
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        Client(streamable_http_client(url, http_client=http),
-               client_info=Implementation(name=who, version="1")) as c,
-    ):  # fmt: skip
+        Client(
+            streamable_http_client(url, http_client=http),
+            client_info=Implementation(name=who, version="1"),
+        ) as c,
+    ):
         for i in range(n):
             path = f"shared/s{rng.randrange(6)}.md" if rng.random() < 0.6 else f"own/{who}.md"
-            r = await c.call_tool("append_section", {"path": path, "heading": "Log",
-                                                     "content": f"- {who} write {i}"})  # fmt: skip
+            r = await c.call_tool(
+                "append_section", {"path": path, "heading": "Log", "content": f"- {who} write {i}"}
+            )
             results.append("error" if r.is_error else "ok")
     return results
 
@@ -97,8 +100,11 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any) -> None:
     events = read_all(root / ".git/vaultwatch/events.jsonl")
     for srv, who in ((a, "ai-a"), (b, "ai-b")):
         pid = srv.proc.pid
-        outcomes = [e for e in events if e["pid"] == pid and e["kind"] in OUTCOMES
-                    and e.get("tool") != "snapshot"]  # fmt: skip
+        outcomes = [
+            e
+            for e in events
+            if e["pid"] == pid and e["kind"] in OUTCOMES and e.get("tool") != "snapshot"
+        ]
         assert len(outcomes) == WRITES_PER_SERVER
         strangers = [e for e in outcomes if not e["client"].startswith(who)]
         assert not strangers, strangers[:3]
@@ -167,8 +173,12 @@ def test_sigkill_at_random_points_fifty_times(make_vault: Any) -> None:
     rng = random.Random(1)
     interrupted = 0
     for run in range(50):
-        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(root), str(run)], cwd=REPO,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILL_SCRIPT, str(root), str(run)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert proc.stdout is not None
         proc.stdout.readline()  # imported and writing (on a loaded machine start-up is slow)
         time.sleep(rng.uniform(0.05, 0.8))
@@ -218,7 +228,10 @@ async def test_git_states_that_refuse_writes(connect: Any, make_vault: Any, stat
         assert "nothing was written" in msg and "owner" in msg
         events = read_all(root / ".git/vaultwatch/events.jsonl")
         assert events[-1]["kind"] == "error" and events[-1]["code"] in (
-            "git_busy", "detached_head", "git_in_progress")  # fmt: skip
+            "git_busy",
+            "detached_head",
+            "git_in_progress",
+        )
     assert (root / "a.md").read_text() == "# A\n\n## Log\n"
 
 

@@ -23,15 +23,21 @@ from .test_dashboard import until
 
 def fast_commits(root: Path, n: int, start: int = 1_760_000_000) -> None:
     """n commits in one `git fast-import` (a long history in a fraction of a second)."""
-    parent = subprocess.run(["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    parent = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "-q", "--verify", "HEAD"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     out = []
     for i in range(n):
         msg = f"edit {i}\n"
         data = f"# N\n\n- entry {i}\n"
-        out.append(f"commit refs/heads/master\ncommitter Owner <o@x> {start + i} +0000\n"
-                   f"data {len(msg)}\n{msg}" + (f"from {parent}\n" if parent and i == 0 else "")
-                   + f"M 100644 inline n{i % 7}.md\ndata {len(data)}\n{data}\n")  # fmt: skip
+        out.append(
+            f"commit refs/heads/master\ncommitter Owner <o@x> {start + i} +0000\n"
+            f"data {len(msg)}\n{msg}"
+            + (f"from {parent}\n" if parent and i == 0 else "")
+            + f"M 100644 inline n{i % 7}.md\ndata {len(data)}\n{data}\n"
+        )
     subprocess.run(
         ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
     )
@@ -81,8 +87,18 @@ def test_new_commits_are_read_incrementally_and_a_reset_rereads(repo: Path) -> N
 def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
     j = repo / ".git/vaultwatch/events.jsonl"
     j.parent.mkdir(parents=True)
-    e = {"v": 1, "ts": "2030-01-01T00:00:00.000Z", "pid": 1, "client": "c/1", "kind": "rejected",
-         "tool": "create_doc", "paths": ["x.md"], "code": "unknown_tag", "message": "no", "hint": "h"}  # fmt: skip
+    e = {
+        "v": 1,
+        "ts": "2030-01-01T00:00:00.000Z",
+        "pid": 1,
+        "client": "c/1",
+        "kind": "rejected",
+        "tool": "create_doc",
+        "paths": ["x.md"],
+        "code": "unknown_tag",
+        "message": "no",
+        "hint": "h",
+    }
     j.write_text(
         json.dumps(e)
         + "\n"
@@ -97,8 +113,9 @@ def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     fast_commits(repo, 3_000, start=1_765_000_000)
     app = Dashboard(repo, poll_seconds=0.05)
@@ -130,8 +147,9 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(repo: Path, 
 
 
 @pytest.mark.anyio
-async def test_the_header_shows_how_far_recall_indexing_is(repo: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+async def test_the_header_shows_how_far_recall_indexing_is(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from textual.widgets import Static
 
     from server.journal import Journal
@@ -150,8 +168,9 @@ async def test_the_header_shows_how_far_recall_indexing_is(repo: Path, tmp_path:
 
 
 @pytest.mark.anyio
-async def test_a_narrow_terminal_still_shows_recall_progress(repo: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+async def test_a_narrow_terminal_still_shows_recall_progress(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """At 60 columns the header gives up the client names and the path, never the progress."""
     from textual.widgets import Static
 

@@ -35,19 +35,24 @@ CONFIG = """types:
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
-    return make_vault({
-        "vault.config.yaml": CONFIG,
-        "inbox/2026-12-01-mock-one.md": "---\ndate: 2026-12-01\nkind: mock\n---\n# Mock one\n\nSee [[Plan]] and ![](../img/a%20b.png).\n",
-        "plans/Plan.md": "# Plan\n\nBack to [[2026-12-01-mock-one|the mock]].\n",
-        "index.md": "- [[2026-12-01-mock-one#Notes]]\n- [m](inbox/2026-12-01-mock-one.md)\n- `[[2026-12-01-mock-one]]`\n",
-        "img/a b.png": b"\x89PNG fake",
-        "sessions/.keep": "",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "vault.config.yaml": CONFIG,
+            "inbox/2026-12-01-mock-one.md": "---\ndate: 2026-12-01\nkind: mock\n---\n# Mock one\n\nSee [[Plan]] and ![](../img/a%20b.png).\n",
+            "plans/Plan.md": "# Plan\n\nBack to [[2026-12-01-mock-one|the mock]].\n",
+            "index.md": "- [[2026-12-01-mock-one#Notes]]\n- [m](inbox/2026-12-01-mock-one.md)\n- `[[2026-12-01-mock-one]]`\n",
+            "img/a b.png": b"\x89PNG fake",
+            "sessions/.keep": "",
+        }
+    )
 
 
 def state(root: Path) -> tuple[str, str, dict[str, bytes]]:
-    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-             if p.is_file() and ".git" not in p.parts}  # fmt: skip
+    files = {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.parts
+    }
     return git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"), files
 
 
@@ -175,8 +180,9 @@ def test_delete_lists_backlinks_commits_git_rm_and_reverts(vault: Path) -> None:
         ("plans/Plan.md", 3),
     ]
     sha = apply_remove(vault, plan)
-    assert git(vault, "show", "--name-status", "--format=%(trailers:key=Vaultwatch-Action,valueonly)", sha).split() == [
-        "remove", "D", "inbox/2026-12-01-mock-one.md"]  # fmt: skip
+    assert git(
+        vault, "show", "--name-status", "--format=%(trailers:key=Vaultwatch-Action,valueonly)", sha
+    ).split() == ["remove", "D", "inbox/2026-12-01-mock-one.md"]
     assert not (vault / "inbox/2026-12-01-mock-one.md").exists()
     revert(vault, [sha])
     assert (vault / "inbox/2026-12-01-mock-one.md").read_bytes() == plan.original
@@ -195,8 +201,9 @@ def test_create_from_a_type_validates_and_commits(vault: Path) -> None:
     assert (
         vault / note.path
     ).read_text() == "---\ndate: 2026-12-02\nkind: mock\n---\n\n# Mock two\n"
-    assert git(vault, "show", "--name-status", "--format=%(trailers:key=Vaultwatch-Action,valueonly)", sha).split() == [
-        "create", "A", note.path]  # fmt: skip
+    assert git(
+        vault, "show", "--name-status", "--format=%(trailers:key=Vaultwatch-Action,valueonly)", sha
+    ).split() == ["create", "A", note.path]
     with pytest.raises(ActionError, match="exists already"):
         plan_create(vault, "session", {"date": "2026-12-02", "kind": "mock"}, "Mock two")
 

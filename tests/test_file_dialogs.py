@@ -33,11 +33,13 @@ CONFIG = """types:
 @pytest.fixture
 def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return make_vault({
-        "vault.config.yaml": CONFIG,
-        "inbox/2026-12-01-mock.md": "---\ndate: 2026-12-01\nkind: mock\n---\n# Mock\n",
-        "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "vault.config.yaml": CONFIG,
+            "inbox/2026-12-01-mock.md": "---\ndate: 2026-12-01\nkind: mock\n---\n# Mock\n",
+            "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
+        }
+    )
 
 
 async def screen_is(pilot: Any, kind: type) -> None:

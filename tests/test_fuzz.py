@@ -25,19 +25,64 @@ from server.vault import Vault
 
 from .conftest import EXAMPLE
 
-PATHS = ["weeks/2026-W49.md", "study/crdts-for-offline-sync.md", "../x.md", "/etc/passwd",
-         ".git/config", "private/salary-notes.md", "CLAUDE.md", "vault.config.yaml", "a\x00b.md",
-         "%2e%2e/x.md", "notes\\x.md", "new/fuzz.md", "", " ", "weeks", "weeks/", "é/ü.md",
-         "bad/../../x.md", "~/x.md", "C:/x.md", "applications/星河科技-后端工程师.md"]  # fmt: skip
-scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
-                   st.floats(allow_nan=True), st.text(max_size=40), st.sampled_from(PATHS))  # fmt: skip
-value = st.recursive(scalar, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                     st.dictionaries(st.text(max_size=10), inner, max_size=4)), max_leaves=12)  # fmt: skip
+PATHS = [
+    "weeks/2026-W49.md",
+    "study/crdts-for-offline-sync.md",
+    "../x.md",
+    "/etc/passwd",
+    ".git/config",
+    "private/salary-notes.md",
+    "CLAUDE.md",
+    "vault.config.yaml",
+    "a\x00b.md",
+    "%2e%2e/x.md",
+    "notes\\x.md",
+    "new/fuzz.md",
+    "",
+    " ",
+    "weeks",
+    "weeks/",
+    "é/ü.md",
+    "bad/../../x.md",
+    "~/x.md",
+    "C:/x.md",
+    "applications/星河科技-后端工程师.md",
+]
+scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True),
+    st.text(max_size=40),
+    st.sampled_from(PATHS),
+)
+value = st.recursive(
+    scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 PARAMS = {
     "get_context": [],
-    "list_docs": ["type", "folder", "tags_all", "tags_any", "tags_none", "tag_prefix", "where",
-                  "date_from", "date_to", "date_field", "sort", "fields", "group_by", "limit", "cursor"],
+    "list_docs": [
+        "type",
+        "folder",
+        "tags_all",
+        "tags_any",
+        "tags_none",
+        "tag_prefix",
+        "where",
+        "date_from",
+        "date_to",
+        "date_field",
+        "sort",
+        "fields",
+        "group_by",
+        "limit",
+        "cursor",
+    ],
     "list_tags": ["days", "prefix", "limit", "cursor"],
     "search_text": ["query", "type", "folder", "tags", "limit", "cursor"],
     "read_doc": ["path", "section", "tail", "offset"],
@@ -47,7 +92,7 @@ PARAMS = {
     "update_frontmatter": ["path", "set", "unset", "add_tags", "remove_tags", "hash"],
     "replace_doc": ["path", "content", "hash"],
     "batch": ["ops", "message"],
-}  # fmt: skip
+}
 
 
 @st.composite
@@ -63,11 +108,26 @@ def calls(draw: Any) -> tuple[str, dict[str, Any]]:
             # shape a confused model sends
             op_args = st.fixed_dictionaries(
                 {"path": st.sampled_from(PATHS[:2])},
-                optional={k: value for k in ("heading", "content", "old", "new", "set", "count",
-                                             "unset", "add_tags", "hash", "body", "fields")},
-            )  # fmt: skip
-            op = st.fixed_dictionaries({"tool": st.sampled_from([*PARAMS, "delete"]),
-                                        "args": st.one_of(op_args, value)})  # fmt: skip
+                optional={
+                    k: value
+                    for k in (
+                        "heading",
+                        "content",
+                        "old",
+                        "new",
+                        "set",
+                        "count",
+                        "unset",
+                        "add_tags",
+                        "hash",
+                        "body",
+                        "fields",
+                    )
+                },
+            )
+            op = st.fixed_dictionaries(
+                {"tool": st.sampled_from([*PARAMS, "delete"]), "args": st.one_of(op_args, value)}
+            )
             args[name] = draw(st.one_of(st.lists(op, max_size=3), value))
         else:
             args[name] = draw(value)
@@ -124,10 +184,15 @@ def loop(tmp_path: Path) -> Iterator[Loop]:
 
 
 def state(root: Path) -> tuple[str, str]:
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
-    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    status = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return head, status
 
 

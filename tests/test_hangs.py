@@ -134,10 +134,16 @@ async def test_the_hint_is_built_after_the_write_lock_is_released(
         assert "rejected (no_match)" in msg and "The closest line is line 5:" in msg
         assert "\x00" not in msg
         # in a batch too, where the hint sits inside the merged message
-        batch = await a.error("batch", ops=[
-            {"tool": "edit_text", "args": {"path": "notes/table.md", "old": old, "new": "x"}},
-            {"tool": "edit_text", "args": {"path": "notes/other.md", "old": "# Othre", "new": "y"}},
-        ])  # fmt: skip
+        batch = await a.error(
+            "batch",
+            ops=[
+                {"tool": "edit_text", "args": {"path": "notes/table.md", "old": old, "new": "x"}},
+                {
+                    "tool": "edit_text",
+                    "args": {"path": "notes/other.md", "old": "# Othre", "new": "y"},
+                },
+            ],
+        )
         assert "operation 1 (edit_text): old text was not found" in batch
         assert "The closest line is line 5:" in batch and "line 1: '# Other'" in batch
         assert "\x00" not in batch
@@ -198,9 +204,10 @@ def child_env() -> dict[str, str]:
 
 def core_limit(pid: int) -> str:
     line = next(
-        ln for ln in Path(f"/proc/{pid}/limits").read_text().splitlines()
+        ln
+        for ln in Path(f"/proc/{pid}/limits").read_text().splitlines()
         if ln.startswith("Max core file size")
-    )  # fmt: skip
+    )
     return " ".join(line.split()[4:6])
 
 
@@ -287,9 +294,13 @@ async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
 
     proc = subprocess.Popen(
         [SERVER, "--vault", str(root), "--http", "127.0.0.1:0", "--exit-with-parent"],
-        cwd=root, env=child_env(), stderr=subprocess.PIPE, text=True,
-        start_new_session=True, preexec_fn=cores_on,
-    )  # fmt: skip
+        cwd=root,
+        env=child_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=cores_on,
+    )
     try:
         assert proc.stderr is not None
         url = ""

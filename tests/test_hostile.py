@@ -16,14 +16,16 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
-    return make_vault({
-        "notes/a.md": "# A\n\n## Log\n- one\n",
-        "notes/Upper.md": "# Upper\n",
-        "bad/latin1.md": "# Caf\xe9\n".encode("latin-1"),
-        "bad/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
-        "bad/conflicted.md": "# C\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> branch\n",
-        "big/longline.md": "# L\n" + "x" * 1_000_000 + "\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "notes/a.md": "# A\n\n## Log\n- one\n",
+            "notes/Upper.md": "# Upper\n",
+            "bad/latin1.md": "# Caf\xe9\n".encode("latin-1"),
+            "bad/binary.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+            "bad/conflicted.md": "# C\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> branch\n",
+            "big/longline.md": "# L\n" + "x" * 1_000_000 + "\n",
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,8 +92,12 @@ async def test_conflict_markers(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         res = await s.call("read_doc", path="bad/conflicted.md")
         assert "conflict markers" in res["problems"][0]
-        msg = await s.error("append_section", path="notes/a.md", heading="Log",
-                            content="<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> other")  # fmt: skip
+        msg = await s.error(
+            "append_section",
+            path="notes/a.md",
+            heading="Log",
+            content="<<<<<<< HEAD\nx\n=======\ny\n>>>>>>> other",
+        )
         assert "conflict_markers" in msg
 
 

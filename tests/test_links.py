@@ -9,9 +9,15 @@ import pytest
 from server.links import LinkIndex, parse_links, rewrite_links
 
 FILES = [
-    "people/Ada Lovelace.md", "projects/engine.md", "projects/notes/design.md",
-    "inbox/idea.md", "inbox/engine.md", "img/diagram one.png", "读书/三体.md", "index.md",
-]  # fmt: skip
+    "people/Ada Lovelace.md",
+    "projects/engine.md",
+    "projects/notes/design.md",
+    "inbox/idea.md",
+    "inbox/engine.md",
+    "img/diagram one.png",
+    "读书/三体.md",
+    "index.md",
+]
 
 
 def move(text: str, source: str, moves: dict[str, str], files: list[str] = FILES) -> str:
@@ -27,8 +33,16 @@ def test_resolution_by_name_path_and_relative_link() -> None:
         "[d](notes/design.md) [up](../index.md) [[三体]] [[nowhere]]"
     )
     got = [idx.resolve(link, "projects/engine.md") for link in links]
-    assert got == ["people/Ada Lovelace.md", "people/Ada Lovelace.md", "people/Ada Lovelace.md",
-                   "img/diagram one.png", "projects/notes/design.md", "index.md", "读书/三体.md", None]  # fmt: skip
+    assert got == [
+        "people/Ada Lovelace.md",
+        "people/Ada Lovelace.md",
+        "people/Ada Lovelace.md",
+        "img/diagram one.png",
+        "projects/notes/design.md",
+        "index.md",
+        "读书/三体.md",
+        None,
+    ]
 
 
 def test_a_name_in_two_folders_prefers_the_linking_notes_folder() -> None:
@@ -68,8 +82,10 @@ def test_links_to_a_renamed_note(text: str, expected: str) -> None:
 def test_a_note_that_moves_keeps_its_relative_links_working() -> None:
     text = "[d](notes/design.md) ![](../img/diagram%20one.png) [[engine]] [[Ada Lovelace]]"
     out = move(text, "projects/engine.md", {"projects/engine.md": "archive/2026/engine.md"})
-    assert out == ("[d](../../projects/notes/design.md) ![](../../img/diagram%20one.png) "
-                   "[[engine]] [[Ada Lovelace]]")  # fmt: skip
+    assert out == (
+        "[d](../../projects/notes/design.md) ![](../../img/diagram%20one.png) "
+        "[[engine]] [[Ada Lovelace]]"
+    )
     # [[engine]] means the note itself (its own folder wins) before and after: left alone
 
 
@@ -81,8 +97,11 @@ def test_a_bare_name_made_ambiguous_by_the_move_gets_its_full_path() -> None:
 
 
 def test_unicode_and_embeds_of_attachments() -> None:
-    out = move("![[diagram one.png|300]] [[三体]]", "index.md",
-               {"img/diagram one.png": "img/图 1.png", "读书/三体.md": "读书/三体 (刘慈欣).md"})  # fmt: skip
+    out = move(
+        "![[diagram one.png|300]] [[三体]]",
+        "index.md",
+        {"img/diagram one.png": "img/图 1.png", "读书/三体.md": "读书/三体 (刘慈欣).md"},
+    )
     assert out == "![[图 1.png|300]] [[三体 (刘慈欣)]]"
 
 
@@ -99,8 +118,11 @@ def test_folder_move_rewrites_path_links_and_relative_links_inside() -> None:
 
 def test_backlinks() -> None:
     idx = LinkIndex(FILES)
-    texts = {"index.md": "[[Ada Lovelace]] and `[[Ada Lovelace]]`", "inbox/idea.md": "[x](../people/Ada%20Lovelace.md)",
-             "projects/engine.md": "nothing"}  # fmt: skip
+    texts = {
+        "index.md": "[[Ada Lovelace]] and `[[Ada Lovelace]]`",
+        "inbox/idea.md": "[x](../people/Ada%20Lovelace.md)",
+        "projects/engine.md": "nothing",
+    }
     got = [(src, link.target) for src, link in idx.backlinks("people/Ada Lovelace.md", texts)]
     assert got == [("inbox/idea.md", "../people/Ada Lovelace.md"), ("index.md", "Ada Lovelace")]
 

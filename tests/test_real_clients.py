@@ -22,8 +22,20 @@ from .test_transports import HttpServer
 
 pytestmark = pytest.mark.slow
 SERVER = str(Path(sys.executable).parent / "vaultwatch-server")
-ALL_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall", "create_doc",
-             "append_section", "edit_text", "update_frontmatter", "replace_doc", "batch"}  # fmt: skip
+ALL_TOOLS = {
+    "get_context",
+    "list_docs",
+    "list_tags",
+    "read_doc",
+    "search_text",
+    "recall",
+    "create_doc",
+    "append_section",
+    "edit_text",
+    "update_frontmatter",
+    "replace_doc",
+    "batch",
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +60,30 @@ def home(tmp_path: Path) -> Path:
     return h
 
 
-def run(node: Path, home: Path, *cmd: str, cwd: Path | None = None, shell: bool = False,
-        timeout: int = 120) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def run(
+    node: Path,
+    home: Path,
+    *cmd: str,
+    cwd: Path | None = None,
+    shell: bool = False,
+    timeout: int = 120,
+) -> subprocess.CompletedProcess[str]:
     args: list[str] | str = " ".join(cmd) if shell else list(cmd)
-    return subprocess.run(args, cwd=cwd or home, env=node_clients.env(node, home), shell=shell,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        args,
+        cwd=cwd or home,
+        env=node_clients.env(node, home),
+        shell=shell,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def inspector(
     node: Path, home: Path, *args: str, target: list[str]
 ) -> subprocess.CompletedProcess[str]:
-    return run(node, home, "mcp-inspector", "--cli",
-               *args, *target)  # fmt: skip
+    return run(node, home, "mcp-inspector", "--cli", *args, *target)
 
 
 def stdio_target(vault: Path) -> list[str]:
@@ -71,13 +95,26 @@ def events(vault: Path) -> list[dict]:
 
 
 def git_log(vault: Path) -> str:
-    return subprocess.run(["git", "-C", str(vault), "log", "--format=%an|%s|%b"], capture_output=True,
-                          text=True, check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(vault), "log", "--format=%an|%s|%b"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def test_inspector_lists_portable_schemas(node: Path, home: Path, vault: Path) -> None:
-    r = inspector(node, home, "--strict", "--method", "tools/list", "--format", "json", "-q",
-                  target=stdio_target(vault))  # fmt: skip
+    r = inspector(
+        node,
+        home,
+        "--strict",
+        "--method",
+        "tools/list",
+        "--format",
+        "json",
+        "-q",
+        target=stdio_target(vault),
+    )
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     tools = {t["name"]: t for t in data.get("result", data)["tools"]}
@@ -97,17 +134,45 @@ def test_inspector_read_write_conflict_rejection(
 ) -> None:
     era_args = ["--protocol-era", "modern"] if era == "modern" else []
     target = stdio_target(vault)
-    r = inspector(node, home, *era_args, "--method", "tools/call", "--tool-name", "read_doc",
-                  "--tool-arg", "path=weeks/2026-W49.md", "--format", "json", "-q", target=target)  # fmt: skip
+    r = inspector(
+        node,
+        home,
+        *era_args,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_doc",
+        "--tool-arg",
+        "path=weeks/2026-W49.md",
+        "--format",
+        "json",
+        "-q",
+        target=target,
+    )
     assert r.returncode == 0, r.stderr
     read = json.loads(r.stdout)
     read = read.get("result", read)
     h = read["structuredContent"]["hash"]
 
-    r = inspector(node, home, *era_args, "--method", "tools/call", "--tool-name", "append_section",
-                  "--tool-arg", "path=weeks/2026-W49.md", "--tool-arg", "heading=Log",
-                  "--tool-arg", f"content=- via inspector ({era})", "--format", "json", "-q",
-                  target=target)  # fmt: skip
+    r = inspector(
+        node,
+        home,
+        *era_args,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "append_section",
+        "--tool-arg",
+        "path=weeks/2026-W49.md",
+        "--tool-arg",
+        "heading=Log",
+        "--tool-arg",
+        f"content=- via inspector ({era})",
+        "--format",
+        "json",
+        "-q",
+        target=target,
+    )
     assert r.returncode == 0, r.stderr
     log = git_log(vault)
     assert log.startswith(
@@ -117,17 +182,45 @@ def test_inspector_read_write_conflict_rejection(
     assert "inspector" in client.lower() or client != "unknown"
 
     seen = len(events(vault))
-    r = inspector(node, home, *era_args, "--method", "tools/call", "--tool-name", "replace_doc",
-                  "--tool-arg", "path=weeks/2026-W49.md", "--tool-arg", "content=# stale",
-                  "--tool-arg", f"hash={h}", "--format", "json", "-q", target=target)  # fmt: skip
+    r = inspector(
+        node,
+        home,
+        *era_args,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "replace_doc",
+        "--tool-arg",
+        "path=weeks/2026-W49.md",
+        "--tool-arg",
+        "content=# stale",
+        "--tool-arg",
+        f"hash={h}",
+        "--format",
+        "json",
+        "-q",
+        target=target,
+    )
     assert r.returncode == 5, (r.returncode, r.stdout, r.stderr)  # isError -> exit 5
     # recall's background progress may interleave, so look among what this call added
     assert "conflict" in r.stdout
     assert "conflict" in [e["kind"] for e in events(vault)[seen:]]
 
-    r = inspector(node, home, *era_args, "--method", "tools/call", "--tool-name", "create_doc",
-                  "--tool-args-json", json.dumps({"path": "inbox/x.md", "tags": ["nope-nope"]}),
-                  "--format", "json", "-q", target=target)  # fmt: skip
+    r = inspector(
+        node,
+        home,
+        *era_args,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "create_doc",
+        "--tool-args-json",
+        json.dumps({"path": "inbox/x.md", "tags": ["nope-nope"]}),
+        "--format",
+        "json",
+        "-q",
+        target=target,
+    )
     assert r.returncode == 5 and "unknown_tag" in r.stdout
     assert [e for e in events(vault) if e["kind"] == "rejected"][-1]["code"] == "unknown_tag"
 
@@ -138,9 +231,22 @@ def test_inspector_over_http_with_and_without_the_header(
     srv = HttpServer(vault)
     try:
         base = [srv.url, "--transport", "http"]
-        r = inspector(node, home, "--header", f"Authorization: Bearer {srv.token}", "--method",
-                      "tools/call", "--tool-name", "list_docs", "--tool-args-json",
-                      '{"type": "application"}', "--format", "json", "-q", target=base)  # fmt: skip
+        r = inspector(
+            node,
+            home,
+            "--header",
+            f"Authorization: Bearer {srv.token}",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "list_docs",
+            "--tool-args-json",
+            '{"type": "application"}',
+            "--format",
+            "json",
+            "-q",
+            target=base,
+        )
         assert r.returncode == 0, r.stderr
         assert "northwind" in r.stdout
         r = inspector(node, home, "--stored-auth-only", "--method", "tools/list", "-q", target=base)

@@ -152,10 +152,13 @@ async def test_written_means_recallable_and_near_duplicates_are_named(
     connect: Any, example_vault: Path
 ) -> None:
     async with connect(example_vault) as s:
-        made = await s.call("create_doc", path="inbox/retries.md",
-                            body="# Safe payment retries\n\nHow to make retrying a payment safe: the client "
-                                 "sends a unique key with each request; the server stores the key with the "
-                                 "response, so a retry returns the stored response instead of charging twice.\n")  # fmt: skip
+        made = await s.call(
+            "create_doc",
+            path="inbox/retries.md",
+            body="# Safe payment retries\n\nHow to make retrying a payment safe: the client "
+            "sends a unique key with each request; the server stores the key with the "
+            "response, so a retry returns the stored response instead of charging twice.\n",
+        )
         assert [x["path"] for x in made["similar"]] == ["study/idempotency-keys.md"]
         other = await s.call(
             "create_doc", path="inbox/garden.md", body="# Tomatoes\n\nWater the tomatoes at dawn.\n"

@@ -183,9 +183,11 @@ async def test_every_dashboard_action_can_be_undone(connect: Any, vault: Path) -
 
 
 async def test_a_created_note_is_undone_and_its_folder_pruned(make_vault: Any) -> None:
-    root = make_vault({
-        "vault.config.yaml": "types:\n  idea:\n    folder: ideas\n    required: [topic]\n",
-    })  # fmt: skip
+    root = make_vault(
+        {
+            "vault.config.yaml": "types:\n  idea:\n    folder: ideas\n    required: [topic]\n",
+        }
+    )
     note = plan_create(root, "idea", {"topic": "sleep"}, "Sleep more")
     sha = apply_create(root, note)
     assert (root / note.path).exists()
@@ -220,8 +222,12 @@ async def test_a_dashboard_killed_mid_revert_is_rolled_back_at_the_next_start(
         res = await s.call("batch", ops=ops)
     head = git(root, "rev-parse", "HEAD")
     env = {**os.environ, "VAULTWATCH_FAULT": "after_write:2"}  # killed after two of three files
-    proc = subprocess.run([sys.executable, "-c", REVERT_SCRIPT, str(root), res["commit"]],
-                          cwd=REPO, env=env, capture_output=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", REVERT_SCRIPT, str(root), res["commit"]],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     assert list((root / ".git/vaultwatch").glob("intent*.json"))
     assert git(root, "status", "--porcelain").count(" M ") == 2  # half a revert on disk
@@ -246,8 +252,9 @@ async def test_a_git_operation_left_half_way_is_shown_and_aborted(
         first = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.call("edit_text", path="w.md", old="- ai line", new="- ai line, edited")
     # what the old dashboard (or the owner's own `git revert`) could leave behind
-    r = subprocess.run(["git", "-C", str(vault), "revert", "--no-edit", first["commit"]],
-                       capture_output=True)  # fmt: skip
+    r = subprocess.run(
+        ["git", "-C", str(vault), "revert", "--no-edit", first["commit"]], capture_output=True
+    )
     assert r.returncode != 0 and operation_in_progress(vault) == ("revert", "a revert")
     with pytest.raises(Exception, match="middle of a revert"):
         revert(vault, [first["commit"]])

@@ -71,11 +71,13 @@ async def test_snippets_mark_terms_and_results_have_metadata(
 
 async def test_title_match_ranks_above_body_match(connect: Any, make_vault: Any) -> None:
     # The title is a strong weight, not a tier (test_real_vault has the body that wins).
-    root = make_vault({
-        "a.md": "# Notes\n" + "raft consensus raft consensus raft leader election\n" * 5,
-        "b.md": "# Raft\nraft in short: a leader and a log\n",
-        "c.md": "# Other\nnothing here\n",
-    })  # fmt: skip
+    root = make_vault(
+        {
+            "a.md": "# Notes\n" + "raft consensus raft consensus raft leader election\n" * 5,
+            "b.md": "# Raft\nraft in short: a leader and a log\n",
+            "c.md": "# Other\nnothing here\n",
+        }
+    )
     async with connect(root) as s:
         assert (await hits(s, "raft"))[0] == "b.md"
 
@@ -91,11 +93,13 @@ async def test_full_width_and_case_fold(connect: Any, make_vault: Any) -> None:
 
 
 async def test_cjk_terms_of_every_length(connect: Any, make_vault: Any) -> None:
-    root = make_vault({
-        "a.md": "# 甲\n我们讨论了系统架构和离线同步方案。\n",
-        "b.md": "# 乙\n本周周报：架构评审通过。\n",
-        "c.md": "# 丙\n同步。\n",
-    })  # fmt: skip
+    root = make_vault(
+        {
+            "a.md": "# 甲\n我们讨论了系统架构和离线同步方案。\n",
+            "b.md": "# 乙\n本周周报：架构评审通过。\n",
+            "c.md": "# 丙\n同步。\n",
+        }
+    )
     async with connect(root) as s:
         assert set(await hits(s, "架构")) == {"a.md", "b.md"}  # 2 characters, body only
         assert await hits(s, "周报") == ["b.md"]
@@ -112,8 +116,10 @@ async def test_filters_inline_and_as_parameters(connect: Any, example_vault: Pat
         assert all(p.startswith("study/") for p in await hits(s, "CRDT path:study/"))
         assert all(p.startswith("sessions/") for p in await hits(s, "CRDT", folder="sessions"))
         tagged = await hits(s, "tag:crdt")  # a filter alone lists, newest first
-        assert tagged and all("crdt" in h for h in [" ".join(
-            (await s.call("read_doc", path=p))["tags"]) for p in tagged])  # fmt: skip
+        assert tagged and all(
+            "crdt" in h
+            for h in [" ".join((await s.call("read_doc", path=p))["tags"]) for p in tagged]
+        )
         assert "unknown type 'nope'" in await s.error("search_text", query="x type:nope")
         assert "only excludes" in await s.error("search_text", query="-crdt")
         assert "empty" in await s.error("search_text", query="   ")

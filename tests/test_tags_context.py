@@ -152,6 +152,7 @@ async def test_private_notes_are_invisible_everywhere(connect: Any, example_vaul
         assert "private" in await s.error("read_doc", path="private/diary.md")
         ctx = await s.call("get_context")
         assert "moonlight" not in str(ctx) and "private/" not in str(ctx)
-        assert "private" in await s.error("append_section", path="private/diary.md", heading="x",
-                                          content="y")  # fmt: skip
+        assert "private" in await s.error(
+            "append_section", path="private/diary.md", heading="x", content="y"
+        )
         assert "private" in await s.error("create_doc", path="private/new.md", body="x")

@@ -227,11 +227,15 @@ async def test_the_readme_claude_desktop_entry_starts_a_working_server(vault_dir
     text = (REPO / "README.md").read_text()
     block = text[text.index("**Claude Desktop**") :]
     raw = block[block.index("```json") + 7 : block.index("```", block.index("```json") + 7)]
-    entry = _json.loads(raw.replace("/path/to/vaultwatch", str(REPO)).replace(
-        "/path/to/notes", str(vault_dir)))["mcpServers"]["vaultwatch"]  # fmt: skip
+    entry = _json.loads(
+        raw.replace("/path/to/vaultwatch", str(REPO)).replace("/path/to/notes", str(vault_dir))
+    )["mcpServers"]["vaultwatch"]
     assert Path(entry["command"]).exists(), "run `uv sync` so .venv/bin/vaultwatch-server exists"
-    params = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                   env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull})  # fmt: skip
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": os.devnull},
+    )
     async with Client(params) as c:
         res = await c.call_tool("get_context", {})
         assert not res.is_error and res.structured_content["blocks"][0]["kind"] == "rules"

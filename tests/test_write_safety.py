@@ -22,8 +22,9 @@ from server.writes import Rejected, apply
 
 from .conftest import REPO
 
-line_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n#-`"),
-                    max_size=30)  # fmt: skip
+line_text = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n#-`"), max_size=30
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -43,8 +44,13 @@ def test_edit_text_changes_only_the_match(lines: list[str], data: Any) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(line_text, st.sampled_from(["## Log", "## Other", "# Top", "", "- item"])),
-                max_size=15), line_text.filter(lambda s: s.strip()))  # fmt: skip
+@given(
+    st.lists(
+        st.one_of(line_text, st.sampled_from(["## Log", "## Other", "# Top", "", "- item"])),
+        max_size=15,
+    ),
+    line_text.filter(lambda s: s.strip()),
+)
 def test_append_section_only_inserts(lines: list[str], content: str) -> None:
     text = "\n".join(lines) + ("\n" if lines else "")
     doc = parse_doc("n.md", text.encode())
@@ -126,8 +132,9 @@ def test_broken_yaml_is_refused_not_overwritten() -> None:
 
 
 def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 @settings(
@@ -171,12 +178,15 @@ _PROP_VAULTS: dict[int, Path] = {}
 def _prop_vault(make_vault: Any) -> Path:
     key = id(make_vault)
     if key not in _PROP_VAULTS:
-        _PROP_VAULTS[key] = make_vault({
-            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\ntypes:\n  session:\n"
-                                 "    folder: sessions\n    values: {kind: [mock, leetcode]}\n",
-            "tags.yaml": "- crdt\n",
-            "sessions/s.md": "---\nkind: mock\ntags: [crdt]\n---\n# S\n",
-        }, name=f"prop{len(_PROP_VAULTS)}")  # fmt: skip
+        _PROP_VAULTS[key] = make_vault(
+            {
+                "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\ntypes:\n  session:\n"
+                "    folder: sessions\n    values: {kind: [mock, leetcode]}\n",
+                "tags.yaml": "- crdt\n",
+                "sessions/s.md": "---\nkind: mock\ntags: [crdt]\n---\n# S\n",
+            },
+            name=f"prop{len(_PROP_VAULTS)}",
+        )
     root = _PROP_VAULTS[key]
     _git(root, "checkout", "-q", "--", ".")
     return root
@@ -243,8 +253,14 @@ def test_killed_mid_batch_is_rolled_back_on_restart(make_vault: Any, after: int)
     root = make_vault(files)
     (root / "n2.md").write_text("# N2\n\n## Log\n- before\n- human edit, not yet committed\n")
     env = {**os.environ, "VAULTWATCH_FAULT": f"after_write:{after}"}
-    r = subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(root)], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(root)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == -9, r.stderr  # killed with SIGKILL inside the batch
     assert list((root / ".git/vaultwatch").glob("intent*.json"))
     head_before = _git(root, "log", "--format=%s")
@@ -269,8 +285,14 @@ def test_recovery_leaves_files_the_human_changed_since(make_vault: Any) -> None:
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     env = {**os.environ, "VAULTWATCH_FAULT": "after_write:1"}
     script = CRASH_SCRIPT.replace('f"n{i}.md"', '"a.md"').replace("range(6)", "range(1)")
-    r = subprocess.run([sys.executable, "-c", script, str(root)], cwd=REPO, env=env,
-                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == -9
     (root / "a.md").write_text("# A\nthe human typed over it\n")
     vault = Vault(root)

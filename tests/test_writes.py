@@ -28,16 +28,18 @@ types:
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
-    return make_vault({
-        "vault.config.yaml": CONFIG,
-        "tags.yaml": "- crdt\n- caching\n- 架构\n",
-        "CLAUDE.md": "# Rules\n",
-        "weeks/w.md": "# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n\n## Notes\nend\n",
-        "sessions/2026-11-01-old.md": "---\ndate: 2026-11-01\nkind: mock\ntags: [crdt]\n---\n# Old\n",
-        "sessions/2026-11-02-bad.md": "---\ndate: 2026-13-45\nkind: mock\n---\n# Bad\n",
-        "img/pic.png": b"\x89PNG\r\n",
-        "notes/with-image.md": "# Pic\n\n![[pic.png]]\n\ntext\n",
-    })  # fmt: skip
+    return make_vault(
+        {
+            "vault.config.yaml": CONFIG,
+            "tags.yaml": "- crdt\n- caching\n- 架构\n",
+            "CLAUDE.md": "# Rules\n",
+            "weeks/w.md": "# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n\n## Notes\nend\n",
+            "sessions/2026-11-01-old.md": "---\ndate: 2026-11-01\nkind: mock\ntags: [crdt]\n---\n# Old\n",
+            "sessions/2026-11-02-bad.md": "---\ndate: 2026-13-45\nkind: mock\n---\n# Bad\n",
+            "img/pic.png": b"\x89PNG\r\n",
+            "notes/with-image.md": "# Pic\n\n![[pic.png]]\n\ntext\n",
+        }
+    )
 
 
 def head(root: Path) -> str:
@@ -75,15 +77,24 @@ async def test_append_creates_missing_heading_and_nested(connect: Any, vault: Pa
 
 async def test_create_doc_path_from_type_dedupe_and_folders(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
-        res = await s.call("create_doc", type="session", fields={"date": "2026-12-01", "kind": "mock",
-                           "title": "Mock with Ana"}, body="# Mock with Ana\n\nfine\n", tags=["crdt"])  # fmt: skip
+        res = await s.call(
+            "create_doc",
+            type="session",
+            fields={"date": "2026-12-01", "kind": "mock", "title": "Mock with Ana"},
+            body="# Mock with Ana\n\nfine\n",
+            tags=["crdt"],
+        )
         assert res["path"] == "sessions/2026-12-01-mock-with-ana.md" and res["created"] is True
         text = (vault / res["path"]).read_text()
         assert text.startswith(
             "---\ndate: 2026-12-01\nkind: mock\ntitle: Mock with Ana\ntags: [crdt]\n---\n"
         )
-        again = await s.call("create_doc", type="session", fields={"date": "2026-12-09", "kind": "mock",
-                             "title": "Mock with Ana"}, body="# Mock with Ana\n")  # fmt: skip
+        again = await s.call(
+            "create_doc",
+            type="session",
+            fields={"date": "2026-12-09", "kind": "mock", "title": "Mock with Ana"},
+            body="# Mock with Ana\n",
+        )
         assert again["created"] is False and again["path"] == res["path"] and "commit" not in again
         assert again["hash"] == content_hash(text.encode())
         deep = await s.call("create_doc", path="new/deeper/folder/n.md", body="# N\n")
@@ -98,8 +109,12 @@ async def test_create_doc_path_from_type_dedupe_and_folders(connect: Any, vault:
 async def test_create_mode_adds_new_tags_to_vocabulary_in_the_same_commit(
     connect: Any, make_vault: Any
 ) -> None:
-    root = make_vault({"vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: create}\n",
-                       "tags.yaml": "- crdt\n"})  # fmt: skip
+    root = make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: create}\n",
+            "tags.yaml": "- crdt\n",
+        }
+    )
     async with connect(root) as s:
         res = await s.call("create_doc", path="n.md", body="# N\n", tags=["crdt", "brand-new"])
     assert (root / "tags.yaml").read_text() == "- crdt\n- brand-new\n"
@@ -254,24 +269,41 @@ async def test_secrets_are_refused_without_echoing_them(
 
 async def test_words_about_secrets_are_not_secrets(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
-        await s.call("append_section", path="weeks/w.md", heading="Log",
-                     content="- never store a password in notes; the token bucket limiter; password: <in 1Password>")  # fmt: skip
+        await s.call(
+            "append_section",
+            path="weeks/w.md",
+            heading="Log",
+            content="- never store a password in notes; the token bucket limiter; password: <in 1Password>",
+        )
 
 
 async def test_replace_needs_the_hash_and_keeps_attachments(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         read = await s.call("read_doc", path="notes/with-image.md")
-        msg = await s.error("replace_doc", path="notes/with-image.md", content="# Pic\n\ntext\n",
-                            hash=read["hash"])  # fmt: skip
+        msg = await s.error(
+            "replace_doc", path="notes/with-image.md", content="# Pic\n\ntext\n", hash=read["hash"]
+        )
         assert "attachments_changed" in msg and "drops pic.png" in msg
-        msg = await s.error("replace_doc", path="notes/with-image.md",
-                            content="# Pic\n![[pic.png]]\n![[other.png]]\n", hash=read["hash"])  # fmt: skip
+        msg = await s.error(
+            "replace_doc",
+            path="notes/with-image.md",
+            content="# Pic\n![[pic.png]]\n![[other.png]]\n",
+            hash=read["hash"],
+        )
         assert "adds other.png" in msg
-        ok = await s.call("replace_doc", path="notes/with-image.md",
-                          content="# Picture\n\nmoved text\n\n![[pic.png]]\n", hash=read["hash"])  # fmt: skip
+        ok = await s.call(
+            "replace_doc",
+            path="notes/with-image.md",
+            content="# Picture\n\nmoved text\n\n![[pic.png]]\n",
+            hash=read["hash"],
+        )
         assert ok["commit"]
-        same = await s.call("replace_doc", path="notes/with-image.md",
-                            content="# Picture\n\nmoved text\n\n![[pic.png]]\n", hash=ok["hash"])  # fmt: skip
+        same = await s.call(
+            "replace_doc",
+            path="notes/with-image.md",
+            content="# Picture\n\nmoved text\n\n![[pic.png]]\n",
+            hash=ok["hash"],
+        )
         assert same["noop"] is True and "commit" not in same
     kinds = [e["kind"] for e in read_all(vault / ".git/vaultwatch/events.jsonl")]
     assert kinds[-1] == "noop"
@@ -321,25 +353,53 @@ async def test_human_edits_are_snapshotted_first(connect: Any, vault: Path) -> N
 async def test_batch_all_or_nothing_and_one_commit(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         start = head(vault)
-        msg = await s.error("batch", ops=[
-            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- ok"}},
-            {"tool": "update_frontmatter", "args": {"path": "sessions/2026-11-01-old.md", "set": {"kind": "bad"}}},
-            {"tool": "edit_text", "args": {"path": "weeks/w.md", "old": "nothing like this", "new": "x"}},
-        ])  # fmt: skip
+        msg = await s.error(
+            "batch",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "weeks/w.md", "heading": "Log", "content": "- ok"},
+                },
+                {
+                    "tool": "update_frontmatter",
+                    "args": {"path": "sessions/2026-11-01-old.md", "set": {"kind": "bad"}},
+                },
+                {
+                    "tool": "edit_text",
+                    "args": {"path": "weeks/w.md", "old": "nothing like this", "new": "x"},
+                },
+            ],
+        )
         assert "2 problems" in msg and "operation 2" in msg and "operation 3" in msg
         assert head(vault) == start and git(vault, "status", "--porcelain") == ""
-        res = await s.call("batch", message="weekly tidy", ops=[
-            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Tue"}},
-            {"tool": "append_section", "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Wed"}},
-            {"tool": "create_doc", "args": {"path": "n/new.md", "body": "# New\n"}},
-            {"tool": "update_frontmatter", "args": {"path": "sessions/2026-11-01-old.md", "add_tags": ["caching"]}},
-        ])  # fmt: skip
+        res = await s.call(
+            "batch",
+            message="weekly tidy",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Tue"},
+                },
+                {
+                    "tool": "append_section",
+                    "args": {"path": "weeks/w.md", "heading": "Log", "content": "- Wed"},
+                },
+                {"tool": "create_doc", "args": {"path": "n/new.md", "body": "# New\n"}},
+                {
+                    "tool": "update_frontmatter",
+                    "args": {"path": "sessions/2026-11-01-old.md", "add_tags": ["caching"]},
+                },
+            ],
+        )
         assert len(res["results"]) == 4
     assert git(vault, "rev-list", "--count", f"{start}..HEAD").strip() == "1"
     assert git(vault, "log", "-1", "--format=%s").strip() == "weekly tidy"
     assert "- Mon: one\n- Tue\n- Wed\n" in (vault / "weeks/w.md").read_text()
     assert sorted(git(vault, "show", "--name-only", "--format=", "HEAD").split()) == [
-        "n/new.md", "sessions/2026-11-01-old.md", "weeks/w.md"]  # fmt: skip
+        "n/new.md",
+        "sessions/2026-11-01-old.md",
+        "weeks/w.md",
+    ]
 
 
 async def test_batch_limit_and_shape(connect: Any, vault: Path) -> None:
@@ -373,8 +433,11 @@ async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) ->
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
     assert len(tools) == 12
-    assert all(t.annotations.read_only_hint is False for n, t in tools.items()
-               if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"))  # fmt: skip
+    assert all(
+        t.annotations.read_only_hint is False
+        for n, t in tools.items()
+        if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall")
+    )
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 
 

@@ -53,8 +53,14 @@ class Dashboard(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, root: Path, *, supervisor: ServerSupervisor | None = None,
-                 theme: str | None = None, poll_seconds: float = POLL_SECONDS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        root: Path,
+        *,
+        supervisor: ServerSupervisor | None = None,
+        theme: str | None = None,
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
         super().__init__()
         self.root = root
         self.feed = Feed(root)

@@ -46,8 +46,11 @@ class FileFinder(ModalScreen[str | None]):
 
     AUTO_FOCUS = "#find"
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"),
-                Binding("down", "cursor(1)", show=False), Binding("up", "cursor(-1)", show=False)]  # fmt: skip
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "Cancel"),
+        Binding("down", "cursor(1)", show=False),
+        Binding("up", "cursor(-1)", show=False),
+    ]
 
     def __init__(self, title: str, candidates: list[str], query: str = "") -> None:
         super().__init__()
@@ -110,13 +113,25 @@ class DestinationPrompt(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(Content.styled(f"Move {self.source} to", "bold"), id="dialog-title")
             # the cursor at the end, nothing selected: the first backspace edits the name
-            yield Input(self.source, id="dest", select_on_focus=False,
-                        suggester=SuggestFromList([f + "/" for f in self.folders], case_sensitive=False))  # fmt: skip
+            yield Input(
+                self.source,
+                id="dest",
+                select_on_focus=False,
+                suggester=SuggestFromList([f + "/" for f in self.folders], case_sensitive=False),
+            )
             if self.suggested:
-                yield Static(Content(f"its doc type lives in {self.suggested}/ (a path ending in / keeps the file's name)"),
-                             classes="hint")  # fmt: skip
-            yield Static(Content("→ completes a folder · enter previews (nothing is written yet) · esc cancels"),
-                         classes="hint")  # fmt: skip
+                yield Static(
+                    Content(
+                        f"its doc type lives in {self.suggested}/ (a path ending in / keeps the file's name)"
+                    ),
+                    classes="hint",
+                )
+            yield Static(
+                Content(
+                    "→ completes a folder · enter previews (nothing is written yet) · esc cancels"
+                ),
+                classes="hint",
+            )
 
     @on(Input.Submitted, "#dest")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -165,8 +180,12 @@ class NewNoteForm(ModalScreen[NewNote | None]):
         with Vertical(id="dialog"):
             with Vertical(id="dialog-head"):
                 yield Static(Content.styled("New note", "bold"), id="dialog-title")
-                yield Select([(t, t) for t in self.types], prompt="doc type", id="type",
-                             value=self.types[0] if self.types else Select.NULL)  # fmt: skip
+                yield Select(
+                    [(t, t) for t in self.types],
+                    prompt="doc type",
+                    id="type",
+                    value=self.types[0] if self.types else Select.NULL,
+                )
             yield _Fields(id="form")
             with Vertical(id="dialog-foot"):
                 yield Static(id="form-error")

@@ -97,8 +97,15 @@ def tag_trends(
             if recent == 0
             else ""
         )
-        rows.append({"tag": spelled[k], "spark": sparkline(weekly[k]), "recent": recent,
-                     "total": len(notes[k]), "mark": mark})  # fmt: skip
+        rows.append(
+            {
+                "tag": spelled[k],
+                "spark": sparkline(weekly[k]),
+                "recent": recent,
+                "total": len(notes[k]),
+                "mark": mark,
+            }
+        )
     rows.sort(key=lambda r: (-r["recent"], -r["total"], r["tag"].casefold()))  # type: ignore[operator,attr-defined]
     return rows, {spelled[k]: sorted(v) for k, v in notes.items()}
 

@@ -26,11 +26,19 @@ from ..feed import Row
 from ..history import line_counts
 
 KIND_STYLE = {
-    "ai": "bold $text-primary", "conflict": "bold $text-warning", "rejected": "bold $text-error",
-    "error": "bold $text-error", "noop": "$text-muted", "server": "$text-muted",
-    "revert": "bold $text-accent", "snapshot": "$text-secondary", "human": "$text-secondary",
-    "move": "bold $text-accent", "create": "bold $text-accent", "remove": "bold $text-accent",
-}  # fmt: skip
+    "ai": "bold $text-primary",
+    "conflict": "bold $text-warning",
+    "rejected": "bold $text-error",
+    "error": "bold $text-error",
+    "noop": "$text-muted",
+    "server": "$text-muted",
+    "revert": "bold $text-accent",
+    "snapshot": "$text-secondary",
+    "human": "$text-secondary",
+    "move": "bold $text-accent",
+    "create": "bold $text-accent",
+    "remove": "bold $text-accent",
+}
 HEADINGS = ("time", "kind", "who", "note", "±", "summary")
 REVERTED_MARK = "↺ reverted"
 
@@ -247,8 +255,11 @@ class Timeline(ScrollView, can_focus=True):
         self.refresh()
 
     def _strip(self, row: list[Content], width: int, style: VisualStyle) -> Strip:
-        line = Content(" ").join(c.truncate(w, ellipsis=True, pad=True)
-                                 for c, w in zip(row, widths(width), strict=True) if w)  # fmt: skip
+        line = Content(" ").join(
+            c.truncate(w, ellipsis=True, pad=True)
+            for c, w in zip(row, widths(width), strict=True)
+            if w
+        )
         strips = Visual.to_strips(self, line, width, 1, style)
         strip = strips[0] if strips else Strip.blank(width)
         return strip.extend_cell_length(width, style.rich_style).crop(0, width)
