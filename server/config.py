@@ -46,6 +46,13 @@ class ConfigError(Exception):
         self.vocabulary = vocabulary  # the vocabulary file the config names, if it got that far
 
 
+# The embedding models recall can load (server/semantic.py builds one per name). Named here so
+# the config is checked without importing the embedder, and numpy with it, at start.
+DEFAULT_MODEL = "use-multilingual-v3"
+HASH_MODEL = "hash-ngrams"
+EMBEDDING_MODELS = (DEFAULT_MODEL, HASH_MODEL)
+
+
 @dataclass(frozen=True)
 class Author:
     name: str = "Claude"
@@ -91,7 +98,7 @@ class SemanticConfig:
     """`semantic:` in the config: recall's embedding model and where its vectors live."""
 
     enabled: bool = True
-    model: str = "use-multilingual-v3"
+    model: str = DEFAULT_MODEL
     backend: str = "sqlite"  # or "qdrant"
     url: str | None = None  # qdrant server
     path: str | None = None  # qdrant local mode folder (relative to .git/vaultwatch)
@@ -352,21 +359,18 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
             if v is not None and not isinstance(v, str):
                 rp.fail(f"semantic.{k} must be text", "semantic", k)
                 strings[k] = None
-        if strings["model"] is not None:
-            from .semantic import EMBEDDERS  # the models recall can load (imported late: numpy)
-
-            if strings["model"] not in EMBEDDERS:
-                models = ", ".join(sorted(EMBEDDERS))
-                rp.fail(
-                    f"semantic.model {strings['model']!r} is not a known embedding model; "
-                    f"use one of: {models}",
-                    "semantic",
-                    "model",
-                )
-                strings["model"] = None
+        if strings["model"] is not None and strings["model"] not in EMBEDDING_MODELS:
+            models = ", ".join(sorted(EMBEDDING_MODELS))
+            rp.fail(
+                f"semantic.model {strings['model']!r} is not a known embedding model; "
+                f"use one of: {models}",
+                "semantic",
+                "model",
+            )
+            strings["model"] = None
         out["semantic"] = SemanticConfig(
             enabled=sem.get("enabled", True) is not False,
-            model=strings["model"] or "use-multilingual-v3",
+            model=strings["model"] or DEFAULT_MODEL,
             backend=backend,
             url=strings["url"],
             path=strings["path"],

@@ -31,12 +31,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .config import DEFAULT_MODEL, EMBEDDING_MODELS, HASH_MODEL
 from .docs import Doc, decode, parse_doc
 from .gitrepo import make_state_dir, state_file
 
 log = logging.getLogger("vaultwatch.semantic")
 
-DEFAULT_MODEL = "use-multilingual-v3"
 WHOLE_CHARS = 400  # of a note's text in its whole-note unit (USE averages: more only blurs)
 SECTION_CHARS = 160
 MAX_SECTIONS = 32  # every section of a long note (was 2: a note of many topics was a blur)
@@ -165,7 +165,7 @@ class HashEmbedder:
     """Character n-grams hashed into 256 dimensions: a lexical baseline that needs no model,
     for comparing against with `eval --model hash-ngrams` (it knows no meaning, no language)."""
 
-    name = "hash-ngrams"
+    name = HASH_MODEL
     dim = 256
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -184,6 +184,7 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     UseEmbedder.name: UseEmbedder,
     HashEmbedder.name: HashEmbedder,
 }
+assert set(EMBEDDERS) == set(EMBEDDING_MODELS), "config.EMBEDDING_MODELS names every embedder"
 
 
 def make_embedder(name: str) -> Embedder:
