@@ -78,7 +78,9 @@ class ModifiedTimes:
         self._generation: int | None = None
         self._commits: dict[str, int] = {}  # path -> ns of the last commit that touched it
         self._dirty: set[str] = set()
-        self.version = 0  # bumped whenever a path's modified time may have changed
+        # bumped whenever a path's modified time may have changed, other than the paths
+        # changed on disk since the last call (the caller classifies those again anyway)
+        self.version = 0
         self.log_passes = 0  # full `git log` passes (tests and the bench read it)
         self._tree: _Tree | None = None  # HEAD's blob ids, read when a change needs them
         self._settings: _GitSettings | None = None
@@ -94,16 +96,21 @@ class ModifiedTimes:
             if head == self._head and generation == self._generation:
                 return self.version, self._commits, self._dirty
             recheck: set[str] | None = None  # None: every path
+            disk: set[str] | None = None
             if head != self._head:
                 moved = self._follow(self._head, head)
                 if moved is not None and self._generation is not None:
                     disk = changed_since(self._generation)
                     recheck = None if disk is None else moved | disk
             elif self._generation is not None:
-                recheck = changed_since(self._generation)
+                recheck = disk = changed_since(self._generation)
+            before = self._dirty
             self._refresh_dirty(recheck if head is not None else set(), head)
+            # The caller re-reads the notes changed on disk anyway; only a change elsewhere (a
+            # commit, a full status) makes it re-date every note, which costs ms at 10,000.
+            if head != self._head or disk is None or (before ^ self._dirty) - disk:
+                self.version += 1
             self._head, self._generation = head, generation
-            self.version += 1
             return self.version, self._commits, self._dirty
 
     # -- HEAD and the log -------------------------------------------------------------------------
@@ -355,7 +362,7 @@ class ModifiedTimes:
         """core.autocrlf, core.symlinks, core.filemode and the attributes files outside the tree:
         one `git config`, read again only when one of git's config files changes (not a file
         they include), so a reconcile runs no git. The attributes files are checked by stat."""
-        env = tuple((k, v) for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG"))
+        env = tuple(map(os.environ.get, CONFIG_ENV))
         key: tuple[object, ...] = (env, *(_stamp(f) for f in self._config_files()))
         if self._settings is None or self._settings.key != key:
             r = git(self.root, "config", "-z", "--get-regexp", CONFIG_KEYS, check=False)
@@ -427,6 +434,16 @@ class ModifiedTimes:
         return {_path(e[3:]) for e in r.stdout.split(b"\x00") if len(e) > 3}
 
 
+# what changes which config files git reads, or adds settings of its own
+CONFIG_ENV = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+)
 CONFIG_KEYS = r"^core\.(autocrlf|symlinks|filemode|attributesfile)$"
 
 

@@ -94,14 +94,16 @@ def test_a_changed_note_is_dated_without_a_git_process_per_change(
             _touch_later(root / f"n{i}.md", f"# N{i}\n\nedited\n".encode())
         assert [_day(vault, f"n{i}.md") for i in range(3)] == [TODAY] * 3
         assert len(git_runs) <= 2, git_runs
-        # then a reconcile of one changed note runs no git at all
+        # then a reconcile of one changed note runs no git at all, nor re-dates every note
         del git_runs[:]
+        version = vault.modified.version
         _touch_later(root / "n3.md", b"# N3\n\nedited\n")
         assert _day(vault, "n3.md") == TODAY
         _touch_later(root / "n0.md", notes["n0.md"].encode())  # as committed again
         assert _day(vault, "n0.md") == "2025-01-05"
         assert _day(vault, "n3.md") == TODAY and _day(vault, "n1.md") == TODAY
         assert git_runs == []
+        assert vault.modified.version == version
     finally:
         vault.close()
 
