@@ -53,6 +53,7 @@ BEST_FIRST = "SELECT rowid, bm25(fts, 0.0, 1.0) AS body FROM fts WHERE fts MATCH
 # the same score for some rows only: `+rowid` keeps the test out of FTS5 (which would run the
 # query once per row), so SQLite checks it before it computes bm25 for a row
 BEST_OF = "SELECT rowid, bm25(fts, 0.0, 1.0) AS body FROM fts WHERE fts MATCH ? AND +rowid IN"
+MAX_ALONE = 2_000  # more title matches left than this (a word in every file name): read all
 
 
 class IndexBroken(Exception):
@@ -332,12 +333,13 @@ class SearchIndex:
                     sql, args = f"{BEST_FIRST} LIMIT ?", [expr, first]
                 seen: set[int] = set()
                 wants = self._feed(db.execute(sql, args), ranker, in_title, seen)
-                if wants is Wants.TITLES and first is not None and len(seen) >= first:
-                    left = sorted(in_title - seen)  # below the first rows: score those alone
-                    marks = ",".join("?" * len(left))
+                left = sorted(in_title - seen)  # title matches below the first rows
+                more = first is not None and len(seen) >= first
+                if wants is Wants.TITLES and more and len(left) <= MAX_ALONE:
+                    marks = ",".join("?" * len(left))  # scored alone, best first
                     cur = db.execute(f"{BEST_OF} ({marks}) ORDER BY body", [expr, *left])
                     wants = self._feed(cur, ranker, in_title, seen)
-                if wants is Wants.ALL and first is not None and len(seen) >= first:
+                if wants is not Wants.NONE and more:
                     ranker.start([ids[r] for r in rows], len(in_title))  # not enough: all
                     self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, set())
             except sqlite3.OperationalError as exc:

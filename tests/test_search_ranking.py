@@ -120,9 +120,17 @@ def test_every_page_is_the_full_rankings(
     assert got == full
 
 
-def test_titles_deep_in_body_order_keep_their_place(vault: Vault) -> None:
+@pytest.mark.parametrize("alone", [True, False])
+def test_titles_deep_in_body_order_keep_their_place(
+    vault: Vault, alone: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Notes with the word in their title and once in a long body come late by body score; the
-    title weight puts some of them on the first page, as the full ranking does."""
+    title weight puts some of them on the first page, as the full ranking does: whether those
+    are scored alone or, when there are too many (a word in every file name), all are read."""
+    import server.search
+
+    if not alone:
+        monkeypatch.setattr(server.search, "MAX_ALONE", 0)
     full, _ = _full(vault, "widget")
     first = [h["path"] for h in search_text(vault, "widget", limit=20)["hits"]]
     assert first == full[:20]
