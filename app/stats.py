@@ -162,25 +162,32 @@ def sparkline(values: list[int]) -> str:
 
 def period_start(root: Path, since: str | None, now: datetime | None = None) -> datetime | None:
     """When `--since` starts, as a local time: today, Nd, Nw (this ISO week and the N-1 before,
-    from Monday 00:00), YYYY-MM-DD, or a commit (the period starts after it). None: the whole
-    history. ActionError when it is none of these."""
+    from Monday 00:00), YYYY-MM-DD, or a commit (its time). None: the whole history.
+    ActionError when it is none of these."""
+    return _period(root, since, now)[0]
+
+
+def _period(
+    root: Path, since: str | None, now: datetime | None = None
+) -> tuple[datetime | None, str | None]:
+    """(start, the commit the period starts after when `since` names one)."""
     if since is None:
-        return None
+        return None, None
     now = (now or datetime.now()).astimezone()
     if m := re.fullmatch(r"(\d+)w", since):
         if int(m[1]) < 1:
             raise ActionError(f"--since {since}: a number of weeks is 1 or more")
         monday = now.date() - timedelta(days=now.weekday() + 7 * (int(m[1]) - 1))
-        return datetime(monday.year, monday.month, monday.day).astimezone()
+        return datetime(monday.year, monday.month, monday.day).astimezone(), None
     when = since_time(since, now)
     if when is not None:
-        return when
+        return when, None
     try:
         sha = parse_since(root, since)
     except ActionError:
         raise ActionError(f"--since {since!r}: not {SINCE_HELP}") from None
     r = git(root, "log", "-1", "--format=%ct", sha or "HEAD", check=False)
-    return datetime.fromtimestamp(int(r.stdout.strip() or 0), UTC).astimezone()
+    return datetime.fromtimestamp(int(r.stdout.strip() or 0), UTC).astimezone(), sha
 
 
 def week_of(when: datetime) -> tuple[str, date]:
@@ -277,11 +284,12 @@ def compute(
     """The statistics of the period `since` (see `period_start`) up to now. `events`: the
     journal already read (the dashboard has it); else the journal is read here."""
     now = (now or datetime.now()).astimezone()
-    start = period_start(root, since, now)
-    args = ["HEAD"]
-    if start is not None:
-        args.append(f"--since={int(start.timestamp())}")
-    rows = [row for row in _read(root, *args) if start is None or row.commit.time >= start]
+    start, after = _period(root, since, now)
+    if after is not None:  # exactly the commits after it; journal events from its time on
+        rows = _read(root, f"{after}..HEAD")
+    else:
+        args = ["HEAD"] if start is None else ["HEAD", f"--since={int(start.timestamp())}"]
+        rows = [row for row in _read(root, *args) if start is None or row.commit.time >= start]
     if events is None:
         events = read_all(state_dir(root) / "events.jsonl")
 
