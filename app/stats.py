@@ -394,15 +394,17 @@ def _ranked(counter: Counter[str]) -> list[str]:
 
 
 def week_table(stats: Stats) -> tuple[list[str], list[list[Cell]]]:
-    """A row per week with anything in it (newest first), then the period's total."""
+    """A row per week with anything in it (newest first), then the period's total. The AI's
+    commits per tool come right after its count: they are what a week is read for."""
     tools = _ranked(stats.total.tools)
-    headings = ["week", "AI", "yours", "reverts", "+lines", "−lines", "conflicts"]
-    headings += ["rejected", "no-ops", *tools]
+    headings = ["week", "AI", *tools, "yours", "reverts", "+lines", "−lines", "conflicts"]
+    headings += ["rejected", "no-ops"]
 
     def row(label: str, t: Tally) -> list[Cell]:
         return [
             label,
             t.ai_commits,
+            *(t.tools[k] for k in tools),
             t.owner_commits,
             t.reverts,
             t.added,
@@ -410,7 +412,6 @@ def week_table(stats: Stats) -> tuple[list[str], list[list[Cell]]]:
             t.conflicts,
             t.rejected,
             t.noops,
-            *(t.tools[k] for k in tools),
         ]
 
     rows = [row(w.week, w.tally) for w in reversed(stats.weeks) if not w.quiet]
