@@ -8,6 +8,7 @@ trailers."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -25,11 +26,15 @@ from app.actions import ActionError
 from app.revert import revert
 from app.review import undo_hunk
 from app.stats import compute, period_start, week_of
+from app.ui.dashboard import Dashboard
+from app.ui.stats_screen import StatsScreen
 from server.gitrepo import commit_message
 from server.tools import build_server
 from server.vault import Vault
 
 from .conftest import Session, git
+from .test_dashboard import until
+from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -375,3 +380,118 @@ def test_cli_since(owners_vault: Path) -> None:
     assert total()["total"]["ai_commits"] == 272
     first_owner = git(owners_vault, "log", "--reverse", "--format=%H", "--author=Owner").split()[0]
     assert total("--since", first_owner)["total"]["owner_commits"] == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# the screen (S), under Pilot
+
+
+def _row(text: str, first: str) -> list[str]:
+    """The screen line whose first word is `first`, as words."""
+    return next(ln.split() for ln in text.splitlines() if ln.split()[:1] == [first])
+
+
+def _from(text: str, word: str, n: int) -> list[str]:
+    """`n` words from `word` on, in the first line that has it (tables may sit side by side)."""
+    words = next(ln.split() for ln in text.splitlines() if word in ln.split())
+    return words[words.index(word) : words.index(word) + n]
+
+
+async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
+    await until(pilot, lambda: bool(app.feed.rows))
+    await pilot.press("S")
+    await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+    screen = app.screen
+    assert isinstance(screen, StatsScreen)
+    await until(pilot, lambda: screen.stats is not None)
+    await pilot.pause(0.1)
+    return screen
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_the_screen_shows_the_owners_week(
+    owners_vault: Path, settings_home: Path, size: tuple[int, int]
+) -> None:
+    app = Dashboard(owners_vault, poll_seconds=0.1)
+    app.today = NOW.date()
+    async with app.run_test(size=size) as pilot:
+        await _open_stats(app, pilot)
+        text = screen_text(app)
+        heads = _row(text, "week")
+        w48 = _row(text, "2026-W48")
+        # his week: the counts per tool, under their names, as far as the width shows them
+        # (the table scrolls sideways for the rest; the week stays in its column)
+        shown = dict(zip(heads, w48, strict=False))
+        assert shown["AI"] == "165"
+        for tool, n in OWNERS_WEEK.items():
+            if tool in heads:
+                assert shown[tool] == str(n), (tool, text)
+        assert {"append_section", "batch", "create_doc", "edit_text"} <= set(heads), text
+        if size[0] >= 200:
+            assert set(OWNERS_WEEK) <= set(heads)
+            total = dict(zip(heads, _row(text, "total"), strict=True))
+            assert (total["+lines"], total["−lines"], total["yours"]) == ("3,908", "153", "3")
+        # the table scrolls sideways: the rest of his week is there, the week stays put
+        await pilot.press(*["right"] * 40)
+        await pilot.pause(0.1)
+        moved = screen_text(app)
+        heads = _row(moved, "week")
+        shown = dict(zip(heads, _row(moved, "2026-W48"), strict=False))
+        assert shown.get("replace_doc") == "3" or shown.get("−lines") == "119", moved
+        # each measure's sparkline over 12 weeks, with its total
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert re.search(r"AI commits +▃█▃ +272 ", text), text
+        assert re.search(r"  update_frontmatter +█ +15 ", text), text
+
+
+@pytest.fixture
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+async def test_the_screen_counts_the_scripted_vault_and_follows_it(
+    scripted: dict[str, Any], settings_home: Path
+) -> None:
+    root = scripted["root"]
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = await _open_stats(app, pilot)
+        text = screen_text(app)
+        total = dict(zip(_row(text, "week"), _row(text, "total"), strict=True))
+        assert total["AI"] == "6" and total["yours"] == "4" and total["reverts"] == "2"
+        assert (total["conflicts"], total["rejected"], total["no-ops"]) == ("1", "3", "2")
+        assert _from(text, "unknown_tag", 3) == ["unknown_tag", "█", "2"]
+        assert _from(text, "no_match", 3) == ["no_match", "█", "1"]
+        code = _from(text, "claude-code", 9)
+        assert code[:8] == [
+            "claude-code",
+            "4",
+            *_counts(root, scripted, "claude-code"),
+            "0",
+            "2",
+            "1",
+            "1",
+        ]
+        assert _from(text, "claude-ai", 2) == ["claude-ai", "2"]
+        # a new rejection through the real server: the open screen counts it
+        async with as_client(root, DESKTOP) as s:
+            await s.error("create_doc", path="notes/g.md", body="# G\n", tags=["still-no"])
+        await until(pilot, lambda: screen.stats is not None and screen.stats.total.rejected == 4)
+        await pilot.pause(0.2)
+        assert _from(screen_text(app), "unknown_tag", 3) == ["unknown_tag", "█", "3"]
+        # the period goes round: 52 weeks, all history, 12 weeks
+        await pilot.press("p")
+        await until(pilot, lambda: screen.stats is not None and screen.stats.since == "52w")
+        await pilot.press("p")
+        await until(pilot, lambda: screen.stats is not None and screen.stats.since is None)
+        assert "all history" in screen_text(app).splitlines()[0]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, StatsScreen)
+
+
+def _counts(root: Path, done: dict[str, Any], client: str) -> list[str]:
+    added, removed = _ai_lines(root, [s for s, (c, _) in done["ai"].items() if c == client])
+    return [f"{added:,}", f"{removed:,}"]
