@@ -232,14 +232,18 @@ def test_cli_refusals(tmp_path: Path, scripted: dict[str, Any]) -> None:
 # --since, and the weeks of a history with dates
 
 
-def _fast_import(root: Path, commits: list[tuple[int, str, str, str, str]]) -> None:
-    """(unix time, 'Name <email>', message, path, text): real commits, built in one process."""
+def _fast_import(
+    root: Path, commits: list[tuple[int, str, str, str, str]], parent: str | None = None
+) -> None:
+    """(unix time, 'Name <email>', message, path, text): real commits on master, built in one
+    process (after `parent` when given)."""
     out = []
-    for t, who, msg, path, text in commits:
+    for n, (t, who, msg, path, text) in enumerate(commits):
         data, m = text.encode(), msg.encode()
+        after = f"from {parent}\n" if parent and n == 0 else ""
         out.append(
             f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
-            f"data {len(m)}\n{msg}\nM 100644 inline {path}\ndata {len(data)}\n{text}\n"
+            f"data {len(m)}\n{msg}\n{after}M 100644 inline {path}\ndata {len(data)}\n{text}\n"
         )
     stream = "".join(out).encode()
     subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=stream, check=True)

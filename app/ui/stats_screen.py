@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,24 +22,35 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
-from .insights import fill
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
 CHECK_SECONDS = 1.0  # how often an open screen looks whether the feed moved
 
 
-def right_aligned(headings: Sequence[str], rows: Sequence[Sequence[Cell]]) -> list[list[Cell]]:
-    """Counts as text padded to their column's width, so they line up on the right (the
-    table's own cells are left-aligned); text cells as they are."""
-    widths = [len(h) for h in headings]
-    for row in rows:
-        for i, c in enumerate(row):
-            if isinstance(c, int):
-                widths[i] = max(widths[i], len(f"{c:,}"))
-    return [
-        [f"{c:,}".rjust(widths[i]) if isinstance(c, int) else c for i, c in enumerate(r)]
-        for r in rows
-    ]
+def put(
+    table: DataTable[Any],
+    headings: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    bold_last: bool = False,
+) -> None:
+    """Fill a table: columns as wide as their widest cell in terminal cells (a Chinese
+    character takes two), counts right-aligned under their headings, text as it is (the
+    indent of a tool under its measure kept), the last row in bold when it is a total.
+    (`insights.fill` gives Content cells, which wrap and so drop leading spaces.)"""
+    counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
+    texts = [[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]
+    for i, heading in enumerate(headings):
+        width = max([cell_len(heading), *(cell_len(r[i]) for r in texts)])
+        label = Text(heading, justify="right" if counts[i] else "left")
+        table.add_column(label, width=width)
+    for n, row in enumerate(texts):
+        style = "bold" if bold_last and n == len(texts) - 1 else ""
+        table.add_row(
+            *(
+                Text(c, style=style, no_wrap=True, justify="right" if counts[i] else "left")
+                for i, c in enumerate(row)
+            )
+        )
 
 
 class StatsScreen(Screen[None]):
@@ -52,10 +65,13 @@ class StatsScreen(Screen[None]):
     StatsScreen #title { height: auto; background: $panel; }
     StatsScreen #stats-body { height: 1fr; }
     StatsScreen .heading { height: 1; margin: 1 1 0 1; text-style: bold; }
-    StatsScreen DataTable { height: auto; max-width: 100%; margin: 0 1; }
+    StatsScreen DataTable { height: auto; width: auto; max-width: 100%; margin: 0 1; }
     StatsScreen #stats-lower { height: auto; }
-    StatsScreen #stats-lower > Vertical { height: auto; width: 1fr; }
+    /* side by side: the trend as wide as it needs, the clients (their tools) the rest */
+    StatsScreen #stats-lower > Vertical { height: auto; width: auto; max-width: 50%; }
+    StatsScreen #stats-lower > #stats-clients-pane { width: 1fr; max-width: 100%; }
     StatsScreen.-narrow #stats-lower { layout: vertical; }
+    StatsScreen.-narrow #stats-lower > Vertical { width: 1fr; max-width: 100%; }
     """
 
     def __init__(
@@ -85,7 +101,7 @@ class StatsScreen(Screen[None]):
                 with Vertical():
                     yield Static(Content("trend: weekly, oldest on the left"), classes="heading")
                     yield DataTable(id="stats-trend", cursor_type="row", fixed_columns=1)
-                with Vertical():
+                with Vertical(id="stats-clients-pane"):
                     yield Static(Content("per client"), classes="heading")
                     yield DataTable(id="stats-clients", cursor_type="row", fixed_columns=1)
         yield Footer()
@@ -147,9 +163,6 @@ class StatsScreen(Screen[None]):
         table = self.query_one(selector, DataTable)
         at = table.cursor_row
         table.clear(columns=True)
-        cells: list[list[Content | int | str]] = [list(r) for r in right_aligned(headings, rows)]
-        if bold_last and cells:
-            cells[-1] = [Content.styled(str(c), "bold") for c in cells[-1]]
-        fill(table, headings, cells, most=200)
+        put(table, headings, rows, bold_last)
         if table.row_count:
             table.move_cursor(row=min(at, table.row_count - 1))
