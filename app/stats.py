@@ -15,9 +15,12 @@ timeline names it: an upgrade does not split one assistant in two.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -208,50 +211,67 @@ def client_name(raw: object) -> str:
 
 @dataclass(frozen=True)
 class _Row:
-    commit: Commit
+    commit: Commit  # its file list is left empty: the counts are all stats needs
     added: int
     removed: int
     targets: tuple[str, ...]  # what a revert or undo took back
 
 
-def _read(root: Path, *args: str, stdin: list[str] | None = None) -> list[_Row]:
-    """Commits with their trailers and line counts, through one `git log`."""
-    extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-    r = git(
-        root,
-        "log",
-        f"--format={_FORMAT}",
-        "--numstat",
-        "-z",
-        "--no-renames",
-        *extra,
-        *args,
-        check=False,
-        input=("\n".join(stdin) + "\n").encode() if stdin else None,
-    )
-    if r.returncode != 0:
-        return []  # an unborn branch: no history yet
-    rows = []
-    for rec in r.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
-        parts = rec.split(FIELD)
-        if len(parts) < 12:
-            continue
-        commit = parse_commit(parts[:9], "")
-        if commit is None:
-            continue
-        added = removed = 0
-        files = []
-        for item in parts[11].split("\x00"):
-            stat = item.strip("\n").split("\t", 2)
-            if len(stat) == 3:
-                added += int(stat[0]) if stat[0].isdigit() else 0  # "-": a binary file
-                removed += int(stat[1]) if stat[1].isdigit() else 0
-                files.append(stat[2])
-        undoes = [s.strip() for s in parts[9].split(",") if s.strip()]
-        one_file = [v.strip().split(" ", 1)[0] for v in parts[10].split("\x1d") if v.strip()]
-        targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
-        rows.append(_Row(replace(commit, files=tuple(files)), added, removed, targets))
-    return rows
+class _Log:
+    """`git log` of commits with their trailers and line counts. Started first, so git works
+    while the journal is read; `rows()` parses each commit as its record arrives, so the
+    parsing overlaps git's diffing too."""
+
+    def __init__(self, root: Path, *args: str, stdin: list[str] | None = None) -> None:
+        extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
+        cmd = ["git", "-C", str(root), "log", f"--format={_FORMAT}", "--numstat", "-z"]
+        cmd += ["--no-renames", *extra, *args]
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        if stdin:  # `--no-walk --stdin` reads every name before it writes anything
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(("\n".join(stdin) + "\n").encode())
+            self._proc.stdin.close()
+
+    def rows(self) -> list[_Row]:
+        assert self._proc.stdout is not None
+        rows: list[_Row] = []
+        rest = b""
+        sep = RECORD.encode()
+        while chunk := self._proc.stdout.read(1 << 16):
+            records = (rest + chunk).split(sep)
+            rest = records.pop()  # perhaps incomplete: completed by the next chunk
+            rows += filter(None, map(_row, records))
+        if self._proc.wait() != 0:
+            return []  # an unborn branch: no history yet
+        return [*rows, *filter(None, [_row(rest)])]
+
+
+def _row(record: bytes) -> _Row | None:
+    """One commit's record: its fields, the targets of an undo or one-file revert, numstat."""
+    parts = record.decode("utf-8", "replace").split(FIELD)
+    if len(parts) < 12:
+        return None
+    commit = parse_commit(parts[:9], "")
+    if commit is None:
+        return None
+    added = removed = 0
+    for item in parts[11].split("\x00"):
+        stat = item.split("\t", 2)
+        if len(stat) == 3:
+            a, r = stat[0].strip(), stat[1]
+            added += int(a) if a.isdigit() else 0  # "-": a binary file
+            removed += int(r) if r.isdigit() else 0
+    undoes = [s.strip() for s in parts[9].split(",") if s.strip()]
+    one_file = [v.strip().split(" ", 1)[0] for v in parts[10].split("\x1d") if v.strip()]
+    targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
+    return _Row(commit, added, removed, targets)
 
 
 def _what(c: Commit | None) -> str:
@@ -286,25 +306,29 @@ def compute(
     now = (now or datetime.now()).astimezone()
     start, after = _period(root, since, now)
     if after is not None:  # exactly the commits after it; journal events from its time on
-        rows = _read(root, f"{after}..HEAD")
+        log = _Log(root, f"{after}..HEAD")
     else:
-        args = ["HEAD"] if start is None else ["HEAD", f"--since={int(start.timestamp())}"]
-        rows = [row for row in _read(root, *args) if start is None or row.commit.time >= start]
+        log = _Log(root, "HEAD", *([f"--since={int(start.timestamp())}"] if start else []))
     if events is None:
-        events = read_all(state_dir(root) / "events.jsonl")
+        events = read_all(state_dir(root) / "events.jsonl", EVENT_KINDS)
 
     weeks: dict[str, Week] = {}
+    by_day: dict[date, Week] = {}
 
     def week(when: datetime) -> Week:
-        label, monday = week_of(when)
-        if label not in weeks:
-            weeks[label] = Week(label, monday)
-        return weeks[label]
+        day = when.astimezone().date()
+        if day not in by_day:
+            label, monday = week_of(when)
+            by_day[day] = weeks.get(label) or weeks.setdefault(label, Week(label, monday))
+        return by_day[day]
+
+    _count_events(events, start, week)
+    rows = [r for r in log.rows() if after is not None or start is None or r.commit.time >= start]
 
     by_sha = {row.commit.sha: row.commit for row in rows}
     wanted = sorted({t for row in rows for t in row.targets if t not in by_sha})
     if wanted:  # reverts of commits older than the period: what they were
-        by_sha.update({r.commit.sha: r.commit for r in _read(root, stdin=wanted)})
+        by_sha.update({r.commit.sha: r.commit for r in _Log(root, stdin=wanted).rows()})
     for row in rows:
         c = row.commit
         w = week(c.time)
@@ -328,6 +352,13 @@ def compute(
                 mine.reverts += 1
                 mine.reverted[_what(took)] += 1
 
+    return _assemble(since, start, now, weeks)
+
+
+def _count_events(
+    events: list[dict[str, Any]], start: datetime | None, week: Callable[[datetime], Week]
+) -> None:
+    """Conflicts, rejections by code and no-ops, per week and client, from the journal."""
     for e in events:
         kind = e.get("kind")
         if kind not in EVENT_KINDS:
@@ -343,8 +374,6 @@ def compute(
                 t.noops += 1
             else:
                 t.rejections[str(e.get("code") or "unknown")] += 1
-
-    return _assemble(since, start, now, weeks)
 
 
 def _assemble(

@@ -499,3 +499,21 @@ async def test_the_screen_counts_the_scripted_vault_and_follows_it(
 def _counts(root: Path, done: dict[str, Any], client: str) -> list[str]:
     added, removed = _ai_lines(root, [s for s, (c, _) in done["ai"].items() if c == client])
     return [f"{added:,}", f"{removed:,}"]
+
+
+def test_the_journal_read_of_some_kinds(tmp_path: Path) -> None:
+    """`read_all(path, kinds)`: exactly the events of those kinds, in order; a line that only
+    mentions a kind (a path named "conflict") and a torn last line are not events of it."""
+    from server.journal import Journal, read_all
+
+    path = tmp_path / "events.jsonl"
+    j = Journal(path, client="c/1")
+    j.append("read", tool="read_doc", paths=["conflict.md"], chars=3)
+    j.append("conflict", tool="replace_doc", path="a.md", expected="x", actual="y")
+    j.append("noop", tool="edit_text", paths=["b.md"])
+    j.append("rejected", tool="create_doc", paths=["noop.md"], code="unknown_tag")
+    with path.open("ab") as fh:
+        fh.write(b'{"v": 1, "kind": "conflict", "ts": "2026')  # a writer mid-line
+    got = read_all(path, ("conflict", "noop"))
+    assert [e["kind"] for e in got] == ["conflict", "noop"]
+    assert [e["kind"] for e in read_all(path)] == ["read", "conflict", "noop", "rejected"]
