@@ -482,5 +482,11 @@ def describe(stats: Stats) -> str:
     """The period in words: "2026-W47 – 2026-W49 (3 weeks, local time)"."""
     n = len(stats.weeks)
     span = f"{stats.weeks[0].week} – {stats.weeks[-1].week}" if n > 1 else stats.weeks[0].week
-    what = f"since {stats.since}" if stats.since else "all history"
-    return f"{span} ({n} week{'s' if n != 1 else ''}, {what}, local time)"
+    what = (
+        ""
+        if stats.since is None or re.fullmatch(r"\d+w", stats.since)
+        else f"since {stats.since}, "
+    )
+    if stats.since is None:
+        what = "all history, "
+    return f"{span} ({n} week{'s' if n != 1 else ''}, {what}local time)"

@@ -129,7 +129,8 @@ class StatsScreen(Screen[None]):
         self.count()
 
     def action_period(self) -> None:
-        self.since = PERIODS[(PERIODS.index(self.since) + 1) % len(PERIODS)]
+        at = PERIODS.index(self.since) if self.since in PERIODS else -1
+        self.since = PERIODS[(at + 1) % len(PERIODS)]
         self.count()
 
     @work(thread=True, exclusive=True, group="stats")
