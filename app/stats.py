@@ -381,8 +381,9 @@ def _assemble(
 ) -> Stats:
     """Every week from the period's first to now (quiet weeks as zeros: a sparkline is a time
     line), the totals, and each client's, busiest first."""
-    mondays = [w.monday for w in seen.values()]
-    first = week_of(start)[1] if start is not None else min(mondays, default=week_of(now)[1])
+    # (a commit after a --since commit may carry an older author date: its week is shown too)
+    mondays = [w.monday for w in seen.values()] + ([week_of(start)[1]] if start else [])
+    first = min(mondays, default=week_of(now)[1])
     last = max([week_of(now)[1], *mondays])
     weeks = []
     day = first
