@@ -517,3 +517,17 @@ def test_the_journal_read_of_some_kinds(tmp_path: Path) -> None:
     got = read_all(path, ("conflict", "noop"))
     assert [e["kind"] for e in got] == ["conflict", "noop"]
     assert [e["kind"] for e in read_all(path)] == ["read", "conflict", "noop", "rejected"]
+
+
+def test_a_commit_authored_before_the_period_still_counts(owners_vault: Path) -> None:
+    """A commit after the --since commit whose author date is older (a cherry-pick, a rebase)
+    is counted in its week, never dropped from the totals."""
+    head = git(owners_vault, "rev-parse", "HEAD").strip()
+    old = int(datetime(2026, 10, 28, 12).astimezone().timestamp())
+    msg = commit_message(
+        "append_section: old.md", {"Vaultwatch-Tool": "append_section", "Vaultwatch-Client": "x/1"}
+    )
+    _fast_import(owners_vault, [(old, AI_WHO, msg, "old.md", "- a\n")], parent=head)
+    stats = compute(owners_vault, head, now=NOW)
+    assert stats.total.ai_commits == 1
+    assert [w.week for w in stats.weeks if not w.quiet] == ["2026-W44"]
