@@ -7,6 +7,7 @@ message; anything unexpected becomes a short ToolError that says nothing was cha
 A tool's name is its `ToolName`; a write tool's parameters are its `write_ops` model's fields.
 """
 
+import functools
 import inspect
 import json
 import logging
@@ -21,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import __version__
+from . import __version__, journal
 from .budget import cap_message, json_len, shrink
 from .context import build_context
 from .gitrepo import trailer_value
@@ -164,10 +165,12 @@ class ToolKit:
         tool: ToolName,
         data: dict[str, Any],
         paths: list[str],
-        kind: str = "read",
-        **event: Any,
+        *,
+        commit: str | None = None,
+        noop: bool = False,
     ) -> CallToolResult:
-        """The tool's answer: compact JSON text plus the same as structured content.
+        """The tool's answer: compact JSON text plus the same as structured content, journaled
+        as a `read`, a `noop`, or (with its sha) a `commit`.
 
         Shapes are plain dicts here (the SDK validates them once against the output model), and
         None-valued keys are left out so results stay short.
@@ -180,15 +183,15 @@ class ToolKit:
             # huge title, tags or field of a single note): cut the biggest values, never ids.
             data = shrink(data, limit)
             text = compact(data)
-        self.vault.journal.append(
-            kind,
-            client=client_name(ctx),
-            tool=tool,
-            paths=paths,
-            chars=len(text),
-            tokens=estimate_tokens(text),
-            **event,
-        )
+        chars, tokens = len(text), estimate_tokens(text)
+        event: journal.Event
+        if commit is not None:
+            event = journal.Commit(tool, paths, commit, chars, tokens)
+        elif noop:
+            event = journal.Noop(tool, paths, chars, tokens)
+        else:
+            event = journal.Read(tool, paths, chars, tokens)
+        self.vault.journal.append(event, client=client_name(ctx))
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data
         )
@@ -202,40 +205,24 @@ class ToolKit:
     ) -> CallToolResult:
         """Run write operations as one commit and report the outcome (journal included)."""
         client = client_name(ctx)
-        journal = self.vault.journal
+        log_event = functools.partial(self.vault.journal.append, client=client)
         try:
             res = apply(self.vault, self.vault.store, tool, client, ops, message)
         except Rejected as exc:
-            journal.append(
-                "rejected",
-                client=client,
-                tool=tool,
-                paths=exc.paths,
-                code=exc.code,
-                message=exc.message,
-                hint=exc.hint,
-                diff=exc.diff,
-            )
+            log_event(journal.Rejected(tool, exc.paths, exc.code, exc.message, exc.hint, exc.diff))
             raise ToolError(
                 f"rejected ({exc.code}): {exc.message.rstrip('.')}. To fix: {exc.hint}. "
                 "Nothing was written."
             ) from exc
         except Conflict as exc:
-            journal.append(
-                "conflict",
-                client=client,
-                tool=tool,
-                path=exc.path,
-                expected=exc.expected,
-                actual=exc.actual,
-            )
+            log_event(journal.Conflict(tool, exc.path, exc.expected, exc.actual))
             raise ToolError(exc.message) from exc
         except StoreError as exc:
-            journal.append("error", client=client, tool=tool, code=exc.code, message=exc.message)
+            log_event(journal.Error(tool, exc.code, exc.message))
             raise ToolError(exc.message) from exc
         data = batch_result_for(res) if tool == ToolName.BATCH else result_for(res)
         if res.commit is None:
-            return self.result(ctx, tool, data, res.paths, kind="noop")
+            return self.result(ctx, tool, data, res.paths, noop=True)
         # The commit exists: whatever fails from here is reported beside it, never instead.
         after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
         created = [o.path for o in res.outcomes if o.created]
@@ -246,7 +233,7 @@ class ToolKit:
 
             after_commit(res, "similar notes", similar)
         data["after_commit"] = res.after_commit or None
-        return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
+        return self.result(ctx, tool, data, res.paths, commit=res.commit)
 
     def add(
         self,
@@ -277,7 +264,7 @@ class ToolKit:
                 message = getattr(exc, "message", None) or str(exc)
                 code = getattr(exc, "code", "bad_arguments")
                 self.vault.journal.append(
-                    "error", client=client_name(ctx), tool=name, code=code, message=message
+                    journal.Error(name, code, message), client=client_name(ctx)
                 )
                 raise ToolError(self.why(message)) from exc
             except ToolError as exc:
@@ -288,11 +275,7 @@ class ToolKit:
             except Exception as exc:
                 traceback.print_exc(file=sys.stderr)
                 self.vault.journal.append(
-                    "error",
-                    client=client_name(ctx),
-                    tool=name,
-                    code="internal",
-                    message=repr(exc)[:500],
+                    journal.Error(name, "internal", repr(exc)[:500]), client=client_name(ctx)
                 )
                 raise ToolError(
                     f"{name} failed inside the server ({type(exc).__name__}); nothing was "
