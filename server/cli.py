@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         stop(vault)
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
