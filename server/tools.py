@@ -529,6 +529,14 @@ def _write_annotations(idempotent: bool) -> ToolAnnotations:
     )
 
 
+# batch's operations: each write tool with its arguments, from the same models (`?`: optional).
+BATCH_OPS = (
+    'operations in order: [{"tool": "append_section", "args": {...}}, '
+    '{"tool": "update_frontmatter", "args": {...}}]; tools: '
+    + ", ".join(signature_line(m) for m in WRITE_OPS.values())
+)
+
+
 def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     vault = kit.vault
 
@@ -614,14 +622,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         annotations=_write_annotations(False),
         output=BatchOut,
     )
-
-
-# batch's operations: each write tool with its arguments, from the same models (`?`: optional).
-BATCH_OPS = (
-    'operations in order: [{"tool": "append_section", "args": {...}}, '
-    '{"tool": "update_frontmatter", "args": {...}}]; tools: '
-    + ", ".join(signature_line(m) for m in WRITE_OPS.values())
-)
 
 
 class VaultServer(MCPServer):
