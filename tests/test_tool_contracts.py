@@ -117,3 +117,26 @@ async def test_write_tools_take_their_parameters_from_the_operation_models(
     ops_help = tools["batch"].input_schema["properties"]["ops"]["description"]
     assert "update_frontmatter(path, set?, unset?, add_tags?, remove_tags?, hash?)" in ops_help
     assert all(f"{name}(" in ops_help for name in WRITE_OPS)
+
+
+@pytest.mark.anyio
+async def test_batch_checks_each_operation_against_the_tools_model(
+    connect: Any, example_vault: Path
+) -> None:
+    """A limit the tool's schema sets (edit_text's count is 1 to 1000) holds inside a batch too,
+    and a misspelt argument is named instead of dropped; nothing is written."""
+    note = "weeks/2026-W49.md"
+    before = (example_vault / note).read_bytes()
+    edit = {"path": note, "old": "Log", "new": "Journal", "count": 0}
+    async with connect(example_vault) as s:
+        direct = await s.error("edit_text", **edit)
+        in_batch = await s.error("batch", ops=[{"tool": "edit_text", "args": edit}])
+        misspelt = await s.error(
+            "batch", ops=[{"tool": "append_section", "args": {"path": note, "headng": "Log"}}]
+        )
+    assert "count" in direct and "greater than or equal to 1" in direct
+    assert "bad_arguments" in in_batch and "count: Input should be greater than or equal to 1" in (
+        in_batch
+    )
+    assert "headng: Extra inputs are not permitted" in misspelt
+    assert (example_vault / note).read_bytes() == before
