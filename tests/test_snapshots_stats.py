@@ -18,7 +18,7 @@ import pytest
 from app.revert import revert
 from app.ui.dashboard import Dashboard
 from server.gitrepo import commit_message, state_dir
-from server.journal import Journal
+from server.journal import Conflict, Journal, Noop, Rejected
 
 from .test_dashboard_snapshots import SIZES, settle, settle_on_screen
 from .test_stats import AI_WHO, START, _fast_import, owners_history
@@ -60,14 +60,10 @@ def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     # the journal: written by the real Journal, then its clock and pids pinned
     for client in (f"{HELPER}/1.0", "claude-ai/0.9.1"):
         j = Journal(state_dir(ROOT) / "events.jsonl", client=client)
-        j.append(
-            "conflict", tool="replace_doc", path="notes/n1.md", expected="a" * 16, actual="b" * 16
-        )
-        j.append(
-            "rejected", tool="create_doc", paths=["x.md"], code="unknown_tag", message="m", hint="h"
-        )
-        j.append("noop", tool="update_frontmatter", paths=["notes/n2.md"])
-    j.append("rejected", tool="edit_text", paths=["y.md"], code="no_match", message="m", hint="h")
+        j.append(Conflict("replace_doc", "notes/n1.md", "a" * 16, "b" * 16))
+        j.append(Rejected("create_doc", ["x.md"], "unknown_tag", "m", "h", ""))
+        j.append(Noop("update_frontmatter", ["notes/n2.md"], 10, 3))
+    j.append(Rejected("edit_text", ["y.md"], "no_match", "m", "h", ""))
     journal = state_dir(ROOT) / "events.jsonl"
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     for i, e in enumerate(events):

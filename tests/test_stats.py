@@ -504,14 +504,18 @@ def _counts(root: Path, done: dict[str, Any], client: str) -> list[str]:
 def test_the_journal_read_of_some_kinds(tmp_path: Path) -> None:
     """`read_all(path, kinds)`: exactly the events of those kinds, in order; a line that only
     mentions a kind (a path named "conflict") and a torn last line are not events of it."""
-    from server.journal import Journal, read_all
+    from server.journal import Conflict, Journal, Noop, Read, Rejected, read_all
 
     path = tmp_path / "events.jsonl"
     j = Journal(path, client="c/1")
-    j.append("read", tool="read_doc", paths=["conflict.md"], chars=3)
-    j.append("conflict", tool="replace_doc", path="a.md", expected="x", actual="y")
-    j.append("noop", tool="edit_text", paths=["b.md"])
-    j.append("rejected", tool="create_doc", paths=["noop.md"], code="unknown_tag")
+    j.append(Read(tool="read_doc", paths=["conflict.md"], chars=3, tokens=1))
+    j.append(Conflict(tool="replace_doc", path="a.md", expected="x", actual="y"))
+    j.append(Noop(tool="edit_text", paths=["b.md"], chars=10, tokens=3))
+    j.append(
+        Rejected(
+            tool="create_doc", paths=["noop.md"], code="unknown_tag", message="m", hint="h", diff=""
+        )
+    )
     with path.open("ab") as fh:
         fh.write(b'{"v": 1, "kind": "conflict", "ts": "2026')  # a writer mid-line
     got = read_all(path, ("conflict", "noop"))
