@@ -155,7 +155,8 @@ def plural(n: int, word: str) -> str:
 
 def review_segment(commits: int, notes: int) -> Segment:
     """How many AI changes wait for review, in how many notes: both numbers stay at 80
-    columns (the key that opens the review screen goes first)."""
+    columns (the key that opens the review screen gives way first; the notes only beside
+    recall's indexing progress, which never shortens)."""
     if not commits:
         return Segment([Content.styled("  nothing to review", "$text-muted"), Content("")], shed=1)
     style = "bold $text-warning"
@@ -165,6 +166,7 @@ def review_segment(commits: int, notes: int) -> Segment:
             Content.styled(f"  {many} to review in {plural(notes, 'note')} (v)", style),
             Content.styled(f"  {commits:,} to review in {plural(notes, 'note')} (v)", style),
             Content.styled(f"  {commits:,} to review in {plural(notes, 'note')}", style),
+            Content.styled(f"  {commits:,} to review", style),  # beside recall's progress
         ],
         shed=6,
     )

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..history import Commit
 from ..review import NoteView, note_view
+from .header import plural
 from .insights import fill
 from .lines import LinesView
 
@@ -181,7 +182,7 @@ class NoteScreen(Screen[None]):
             Content.styled(f" {self.path}", "bold")
             + Content(
                 f"  ·  the AI wrote {view.ai_lines:,} of {view.lines:,} lines ({share})"
-                f"  ·  {len(view.history):,} commits, {ai:,} by the AI"
+                f"  ·  {plural(len(view.history), 'commit')}, {ai:,} by the AI"
             )
         )
         self.query_one("#note-text", NoteText).update(note_lines(view))

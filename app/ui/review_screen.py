@@ -92,7 +92,7 @@ def shorten_middle(text: str, most: int) -> str:
 def span(n: NoteSummary, wide: bool) -> str:
     """When the AI changed the note: first to last, local time (one time for one commit)."""
     first, last = n.first.astimezone(), n.last.astimezone()
-    if not wide or first == last:
+    if not wide or f"{first:%m-%d %H:%M}" == f"{last:%m-%d %H:%M}":
         return f"{last:%m-%d %H:%M}"
     if first.date() == last.date():
         return f"{first:%m-%d %H:%M}–{last:%H:%M}"
@@ -148,7 +148,7 @@ def render_net(
         Content(
             f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net · "
             f"{', '.join(note.tools) or '?'} · {', '.join(note.clients) or '?'} · "
-            f"{note.first.astimezone():%Y-%m-%d %H:%M} – {note.last.astimezone():%H:%M}"
+            f"{note.last.astimezone():%Y}-{span(note, True)}"
         ),
     ]
     if since == "last":
@@ -192,19 +192,15 @@ class Shown:
 
 
 class ReviewScreen(Screen[None]):
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
     AUTO_FOCUS = "#review-notes"
     DEFAULT_CSS = """
     ReviewScreen #review-title { height: auto; background: $panel; }
-    ReviewScreen #review-body { height: 1fr; }
-    ReviewScreen #review-notes { width: 2fr; border: round $panel; }
-    ReviewScreen #review-diff { width: 3fr; border: round $panel; padding: 0 1; }
+    ReviewScreen #review-body { height: 1fr; layout: vertical; }
+    ReviewScreen #review-notes { height: 2fr; min-height: 6; border: round $panel; }
+    ReviewScreen #review-diff { height: 3fr; border: round $panel; padding: 0 1; }
     ReviewScreen #review-notes:focus, ReviewScreen #review-diff:focus {
         border: round $primary;
     }
-    ReviewScreen.-narrow #review-body { layout: vertical; }
-    ReviewScreen.-narrow #review-notes { width: 1fr; height: 2fr; min-height: 6; }
-    ReviewScreen.-narrow #review-diff { width: 1fr; height: 3fr; }
     ReviewScreen #review-status { height: auto; max-height: 4; padding: 0 1; }
     ReviewScreen #review-since { dock: bottom; margin-bottom: 1; }
     """
@@ -251,7 +247,8 @@ class ReviewScreen(Screen[None]):
         self.listed_in: float | None = None  # seconds from opening to the list on screen
         self.diff_in: float | None = None  # seconds from selecting a note to its diff shown
         self._asked: float = 0.0
-        self._busy = False  # an action is running: keys that write wait for it
+        self._busy = False  # an action is running: the list waits to follow the vault
+        self._good_since = since  # the last period that listed
 
     @property
     def dash(self) -> Dashboard:
@@ -321,14 +318,23 @@ class ReviewScreen(Screen[None]):
             review = summaries(self.root, since)
         except ActionError as exc:
             with contextlib.suppress(RuntimeError):
-                self.app.call_from_thread(self.say, str(exc), "error")
+                self.app.call_from_thread(self._not_a_period, since, str(exc))
             return
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._listed, review, since, stamp)
 
+    def _not_a_period(self, since: str, why: str) -> None:
+        """A period typed in that is none: said, and the last one shown stays."""
+        if since == self.since and since != self._good_since:
+            self.say(f"{why}; still showing {period_words(self._good_since)}", "error")
+            self.since = self._good_since
+            self._title()
+            self.load()
+
     def _listed(self, review: Review, since: str, stamp: object) -> None:
         if since != self.since or not self.is_attached:
             return
+        self._good_since = since
         table = self.query_one("#review-notes", DataTable)
         was = self.current()
         keep = was.path if was is not None else None
@@ -348,7 +354,10 @@ class ReviewScreen(Screen[None]):
     def _fill(self, table: DataTable[Any]) -> None:
         assert self.review is not None
         notes = self.review.notes
-        width = max(40, (table.size.width or self.size.width or 120) - 2)
+        # the list is as wide as the screen, above the diff: every column readable (beside the
+        # diff, at 200 columns, the tools and clients were cut to a word). Its own size is not
+        # laid out yet on the first fill.
+        width = max(40, (self.app.size.width or 120) - 2)
         wide = width >= 110
         period = self.since != "last"
         # fixed columns, then the rest shared: the path first (cut in the middle), the title,
@@ -357,8 +366,8 @@ class ReviewScreen(Screen[None]):
         fixed = 3 + 11 + when_w + (1 if period else 0)
         ncols = 6 + (1 if period else 0)
         free = max(24, width - fixed - 2 * ncols - 1)
-        path_w = max(14, min(60, free * 9 // 20))
-        title_w = max(6, min(40, free * 5 // 20))
+        path_w = max(14, min(60, free * 2 // 5))
+        title_w = max(6, min(40, free // 5))
         tools_w = max(8, free - path_w - title_w)
         table.clear(columns=True)
         heads: list[tuple[str, int]] = [("note", path_w), ("title", title_w), ("AI", 3)]
