@@ -12,7 +12,7 @@ from pathlib import Path
 
 from server.gitrepo import git
 
-from .review import NOTES_REF, summaries
+from .review import NOTES_REF, Review, summaries
 
 Stamp = tuple[object, ...]
 
@@ -21,6 +21,7 @@ class ReviewWatch:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.count: tuple[int, int] | None = None  # (AI commits, notes) not yet reviewed
+        self.review: Review | None = None  # what the count was read from (the review screen's list)
         self.counted: Stamp | None = None  # the state of the refs the count was read at
         self._dirs: tuple[Path, Path] | None = None
         self._lock = threading.Lock()
@@ -81,5 +82,11 @@ class ReviewWatch:
                 return False
             review = summaries(self.root)
             self.count = (review.unreviewed_commits, len(review.notes))
-            self.counted = stamp
+            self.review, self.counted = review, stamp
             return True
+
+    def current(self) -> Review | None:
+        """The review as last read, if the refs have not moved since (the review screen opens
+        on it at once instead of reading it again)."""
+        review, counted = self.review, self.counted
+        return review if review is not None and counted == self.stamp() else None

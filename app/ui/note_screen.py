@@ -190,11 +190,12 @@ class NoteScreen(Screen[None]):
         table.clear(columns=True)
         fill(
             table,
-            ["when", "who", "what", "commit"],
+            ["when", "who", "commit", "what"],  # the subject last: it is the one that gets cut
             [
-                [f"{c.time.astimezone():%Y-%m-%d %H:%M}", who(c), c.subject, c.short]
+                [f"{c.time.astimezone():%Y-%m-%d %H:%M}", who(c), c.short, c.subject]
                 for c in view.history
             ],
+            most=120,
         )
 
     def action_edit(self) -> None:

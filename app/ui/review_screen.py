@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.cells import cell_len, get_character_cell_size
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -64,7 +65,7 @@ def period_words(since: str) -> str:
 
 
 def cells(text: str) -> int:
-    return Content(text).cell_length
+    return cell_len(text)
 
 
 def shorten_middle(text: str, most: int) -> str:
@@ -76,17 +77,35 @@ def shorten_middle(text: str, most: int) -> str:
         return "…"[:most]
     keep_tail = (most - 1) * 2 // 3
     keep_head = most - 1 - keep_tail
-    head = ""
+    head, used = "", 0
     for ch in text:
-        if cells(head + ch) > keep_head:
+        used += get_character_cell_size(ch)
+        if used > keep_head:
             break
         head += ch
-    tail = ""
+    tail, used = "", 0
     for ch in reversed(text):
-        if cells(ch + tail) > keep_tail:
+        used += get_character_cell_size(ch)
+        if used > keep_tail:
             break
         tail = ch + tail
     return head + "…" + tail
+
+
+def share(
+    room: int, needs: list[int], mins: list[int], order: list[tuple[int, int | None]]
+) -> list[int]:
+    """Column widths in `room` cells: each column what it needs up to its minimum, then what
+    is left to the columns in `order` (column, at most that wide), each up to its need; a
+    column never gets more than it needs (no blank cells while another is cut)."""
+    widths = [min(n, m) if m else n for n, m in zip(needs, mins, strict=True)]
+    left = room - sum(widths)
+    for i, cap in order:
+        most = needs[i] if cap is None else min(needs[i], cap)
+        give = max(0, min(most - widths[i], left))
+        widths[i] += give
+        left -= give
+    return [max(1, w) for w in widths]
 
 
 def span(n: NoteSummary, wide: bool) -> str:
@@ -154,9 +173,12 @@ def render_net(
     if since == "last":
         frm = f"before {c[-1].short}, your reviewed state" if c else "your reviewed state"
     else:
-        frm = period_words(since)
+        frm = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
     out.append(
-        Content.styled(f"one diff from {frm} to now · lines under YOU are yours", "$text-muted")
+        Content.styled(
+            f"one diff from {frm} to now · lines under YOU are yours · ] [ pick the hunk u undoes",
+            "$text-muted",
+        )
     )
     out.append(Content(""))
     starts: list[int] = []
@@ -196,8 +218,10 @@ class ReviewScreen(Screen[None]):
     DEFAULT_CSS = """
     ReviewScreen #review-title { height: auto; background: $panel; }
     ReviewScreen #review-body { height: 1fr; layout: vertical; }
-    ReviewScreen #review-notes { height: 2fr; min-height: 6; border: round $panel; }
-    ReviewScreen #review-diff { height: 3fr; border: round $panel; padding: 0 1; }
+    ReviewScreen #review-notes {
+        height: auto; max-height: 40%; min-height: 5; border: round $panel;
+    }
+    ReviewScreen #review-diff { height: 1fr; border: round $panel; padding: 0 1; }
     ReviewScreen #review-notes:focus, ReviewScreen #review-diff:focus {
         border: round $primary;
     }
@@ -210,20 +234,20 @@ class ReviewScreen(Screen[None]):
         Binding("j", "move(1)", "Down", show=False),
         Binding("k", "move(-1)", "Up", show=False),
         Binding("enter", "focus_diff", "Diff", show=False, tooltip="focus the diff (esc returns)"),
-        Binding("space", "mark", "Reviewed", tooltip="mark this note reviewed"),
+        Binding("space", "mark", "Mark", tooltip="mark this note reviewed"),
         Binding("n", "next", "Next", tooltip="next unreviewed note"),
-        Binding("A", "mark_all", "All reviewed", tooltip="mark every note listed reviewed"),
-        Binding("right_square_bracket", "hunk(1)", "Hunk", tooltip="select the next hunk"),
+        Binding("A", "mark_all", "All", tooltip="mark every note listed reviewed"),
+        Binding(
+            "right_square_bracket", "hunk(1)", "Hunk", show=False, tooltip="select the next hunk"
+        ),
         Binding(
             "left_square_bracket", "hunk(-1)", "Prev hunk", show=False, tooltip="previous hunk"
         ),
-        Binding(
-            "u", "undo_hunk", "Undo hunk", tooltip="undo the selected hunk's AI lines (yours stay)"
-        ),
+        Binding("u", "undo_hunk", "Undo", tooltip="undo the selected hunk's AI lines (yours stay)"),
         Binding(
             "R",
             "revert_note",
-            "Revert note",
+            "Revert",
             tooltip="revert every unreviewed AI change to this note (your commits stay)",
         ),
         Binding(
@@ -249,6 +273,7 @@ class ReviewScreen(Screen[None]):
         self._asked: float = 0.0
         self._busy = False  # an action is running: the list waits to follow the vault
         self._good_since = since  # the last period that listed
+        self._diffs: dict[tuple[object, ...], NetDiff] = {}  # read ahead, by what they depend on
 
     @property
     def dash(self) -> Dashboard:
@@ -275,7 +300,11 @@ class ReviewScreen(Screen[None]):
         )
         self.show_header()
         self._title()
-        self.load()
+        ready = self.dash.review_watch.current() if self.since == "last" else None
+        if ready is not None:  # the header's count was read from it: no need to read it again
+            self._listed(ready, "last", self.dash.review_watch.counted)
+        else:
+            self.load()
 
     def show_header(self) -> None:
         with contextlib.suppress(NoMatches):
@@ -307,7 +336,13 @@ class ReviewScreen(Screen[None]):
 
     def follow(self) -> None:
         """The branch or the marks moved (a new AI commit, another dashboard's marks)."""
-        if self.loaded_at != self.dash.review_watch.counted and not self._busy:
+        watch = self.dash.review_watch
+        if self.loaded_at == watch.counted or self._busy:
+            return
+        ready = watch.current() if self.since == "last" else None
+        if ready is not None:  # the header's recount has just read it
+            self._listed(ready, "last", watch.counted)
+        else:
             self.load()
 
     @work(thread=True, exclusive=True, group="review-list")
@@ -359,36 +394,35 @@ class ReviewScreen(Screen[None]):
         # laid out yet on the first fill.
         width = max(40, (self.app.size.width or 120) - 2)
         wide = width >= 110
-        period = self.since != "last"
-        # fixed columns, then the rest shared: the path first (cut in the middle), the title,
-        # the tools and clients; DataTable pads every column by one cell on each side
-        when_w = 17 if wide else 11
-        fixed = 3 + 11 + when_w + (1 if period else 0)
-        ncols = 6 + (1 if period else 0)
-        free = max(24, width - fixed - 2 * ncols - 1)
-        path_w = max(14, min(60, free * 2 // 5))
-        title_w = max(6, min(40, free // 5))
-        tools_w = max(8, free - path_w - title_w)
-        table.clear(columns=True)
-        heads: list[tuple[str, int]] = [("note", path_w), ("title", title_w), ("AI", 3)]
-        heads += [("+/−", 11), ("when", when_w), ("tools · clients", tools_w)]
-        if period:
-            heads.insert(0, ("✓", 1))
-        for name, w in heads:
-            table.add_column(Text(name), width=w)
-        for n in notes:
-            row: list[Content] = [
-                Content(shorten_middle(n.path, path_w)),
-                Content(shorten_middle(n.title, title_w)),
-                Content(f"{len(n.commits):,}"),
-                Content.assemble(
-                    (f"+{n.added:,}", "$text-success"), " ", (f"−{n.removed:,}", "$text-error")
-                ),
-                Content(span(n, wide)),
-                Content(
-                    shorten_middle(f"{', '.join(n.tools)} · {', '.join(n.clients) or '?'}", tools_w)
-                ),
+        heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
+        texts = [
+            [
+                n.path,
+                n.title,
+                f"{len(n.commits):,}",
+                f"+{n.added:,} −{n.removed:,}",
+                span(n, wide),
+                f"{', '.join(n.tools)} · {', '.join(n.clients) or '?'}",
             ]
+            for n in notes
+        ]
+        needs = [max([cells(h), *(cells(t[i]) for t in texts)]) for i, h in enumerate(heads)]
+        # DataTable pads every column by one cell on each side; a period adds the ✓ column
+        period = self.since != "last"
+        room = width - 2 * len(heads) - (3 if period else 0) - 1
+        # the path first (to nearly half), then the title, the tools, the rest of the path
+        order = [(0, room * 9 // 20), (1, 30), (5, None), (0, None), (1, None)]
+        widths = share(room, needs, mins=[16, 8, 0, 0, 0, 15], order=order)
+        table.clear(columns=True)
+        if period:
+            table.add_column(Text("✓"), width=1)
+        for name, w in zip(heads, widths, strict=True):
+            table.add_column(Text(name), width=w)
+        for n, t in zip(notes, texts, strict=True):
+            row = [Content(shorten_middle(text, w)) for text, w in zip(t, widths, strict=True)]
+            row[3] = Content.assemble(
+                (f"+{n.added:,}", "$text-success"), " ", (f"−{n.removed:,}", "$text-error")
+            )
             if period:
                 row.insert(0, Content.styled("✓", "$text-success") if n.reviewed else Content("•"))
             table.add_row(*row, key=n.path)
@@ -443,13 +477,39 @@ class ReviewScreen(Screen[None]):
         if shown is not None and shown.note == note:
             return  # that diff is on screen already
         self._asked = time.perf_counter()
-        self.load_diff(note, self.since)
+        cached = self._diffs.get(self._diff_key(note, self.since))
+        if cached is not None:  # read ahead while the owner looked at the one before
+            self._diff_loaded(note, self.since, cached)
+        else:
+            self.load_diff(note, self.since)
+
+    def _diff_key(self, note: NoteSummary, since: str) -> tuple[object, ...]:
+        """What a note's net diff depends on: its commits, the branch and the file on disk."""
+        try:
+            st = (self.root / note.path).stat()
+            disk: object = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            disk = None
+        shas = tuple(c.sha for c in note.commits)
+        return (note.path, since, note.base, shas, disk, self.dash.review_watch.stamp())
 
     @work(thread=True, exclusive=True, group="review-diff")
     def load_diff(self, note: NoteSummary, since: str) -> None:
+        key = self._diff_key(note, since)
         [diff] = net_diffs(self.root, [note])
+        self._diffs[key] = diff
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._diff_loaded, note, since, diff)
+
+    @work(thread=True, exclusive=True, group="review-ahead")
+    def read_ahead(self, notes: list[NoteSummary], since: str) -> None:
+        """The diffs of the notes next to the one shown, so `j`, `k` and `n` show them at once."""
+        for note in notes:
+            key = self._diff_key(note, since)
+            if key not in self._diffs:
+                self._diffs[key] = net_diffs(self.root, [note])[0]
+        while len(self._diffs) > 8:  # oldest first out (dicts keep their order)
+            self._diffs.pop(next(iter(self._diffs)))
 
     def _diff_loaded(self, note: NoteSummary, since: str, diff: NetDiff) -> None:
         if since != self.since or self.current() != note or not self.is_attached:
@@ -458,6 +518,11 @@ class ReviewScreen(Screen[None]):
         self.shown = Shown(note, diff, first_ai)
         self._draw(scroll=False)
         self.diff_in = time.perf_counter() - self._asked
+        notes = self.review.notes if self.review else []
+        at = notes.index(note) if note in notes else -1
+        near = [notes[i] for i in (at + 1, at - 1) if 0 <= i < len(notes) and at >= 0]
+        if near:
+            self.read_ahead(near, since)
 
     def _draw(self, scroll: bool = True) -> None:
         s = self.shown
