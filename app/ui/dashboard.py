@@ -89,6 +89,7 @@ class Dashboard(App[None]):
         self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
         self.review_watch = ReviewWatch(root)
         self._review_prompted = False  # the launch prompt shows once
+        self._feed_shown = False  # the timeline has been filled once
 
     def get_default_screen(self) -> Screen[Any]:
         return MainScreen()
@@ -150,7 +151,10 @@ class Dashboard(App[None]):
             with contextlib.suppress(RuntimeError):  # the app is closing
                 said = f"the vault server stopped ({self.restart_why}) and was restarted"
                 self.call_from_thread(self.notify, said, severity="warning", timeout=8)
-        if not self.review_watch.busy and self.review_watch.stale():  # a few stat calls
+        # the count once the timeline has its rows (it reads git in a thread: not before the
+        # first screen is drawn), then whenever the branch or the marks move
+        watch = self.review_watch
+        if self._feed_shown and not watch.busy and watch.stale():  # a few stat calls
             with contextlib.suppress(RuntimeError):  # the app is closing
                 self.call_from_thread(self.recount_review)
         op = operation_in_progress(self.root)  # a few stat calls
@@ -207,6 +211,9 @@ class Dashboard(App[None]):
     def on_feed_changed(self, _: FeedChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
             self.main.feed_changed()
+            if not self._feed_shown:  # the timeline has its rows: now the review count
+                self._feed_shown = True
+                self.recount_review()
         newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
         if newest != self._newest_commit:  # notes changed: an open tags screen follows
             self._newest_commit = newest
