@@ -46,6 +46,7 @@ from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
 from .revert_dialog import BlockersModal
+from .review_screen import ReviewScreen
 from .timeline import Timeline
 
 if TYPE_CHECKING:
@@ -210,6 +211,9 @@ class MainScreen(Screen[None]):
         Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
+        Binding(
+            "v", "review", "Review", tooltip="review what the AI changed since you last looked"
+        ),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -481,6 +485,9 @@ class MainScreen(Screen[None]):
                 self.filters, notes=frozenset(notes), notes_label=f"#{tag}"
             )
             self.refill(to_top=True)
+
+    def action_review(self) -> None:
+        self.dash.push_screen(ReviewScreen(self.dash.root))
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))
