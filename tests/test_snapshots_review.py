@@ -5,9 +5,6 @@ screens it would cover; it has its own snapshot. Each baseline was looked at as 
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +17,6 @@ from app.ui.review_screen import ReviewScreen
 from .test_dashboard_snapshots import LONG, SIZES, make_app, pinned_vault, settle, settle_on_screen
 
 __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
-
-
-@pytest.fixture(autouse=True)
-def _threads_done() -> Iterator[None]:
-    """The screens read git in worker threads (the list, diffs read ahead, the count); one
-    still running when the next test rebuilds the pinned vault at the same path saw it half
-    deleted and wrote into it. Each test waits for its threads (bounded) before the next."""
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 20
-    for t in set(threading.enumerate()) - before:
-        t.join(max(0.0, deadline - time.monotonic()))
 
 
 async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
