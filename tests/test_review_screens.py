@@ -201,7 +201,7 @@ async def test_the_net_diff_sets_the_owners_lines_apart(connect: Any, vault: Pat
         ai = lines.index("+ - ai four")
         assert lines[mine - 2].startswith(f"  ┌ YOU · {own[:8]}")  # above "- two", removed by you
         assert lines[ai - 1].startswith(f"  ┌ AI {a1['commit'][:8]} · append_section · ")
-        assert "one diff from before" in text and "your reviewed state to now" in text
+        assert "one diff from your last reviewed state (before " in text and ") to now" in text
         pane = app.screen.query_one(ReviewDiff)
         styles = {str(span.style) for span in pane.lines[mine].spans}
         assert OWNER_ADD in styles  # drawn apart from the AI's green lines

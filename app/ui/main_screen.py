@@ -487,6 +487,7 @@ class MainScreen(Screen[None]):
             self.refill(to_top=True)
 
     def action_review(self) -> None:
+        self.dash.clear_notifications()  # the launch prompt said to press v: it is answered
         self.dash.push_screen(ReviewScreen(self.dash.root))
 
     def action_cost(self) -> None:

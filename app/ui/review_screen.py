@@ -42,6 +42,7 @@ from ..review import (
     undo_hunk,
     write_marks,
 )
+from ..stats import client_name
 from .header import StatusHeader, plural
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -157,6 +158,12 @@ def render_hunk(h: Hunk, index: int, total: int, selected: bool) -> list[Content
     return out
 
 
+def clients(note: NoteSummary) -> str:
+    """The clients without their versions (claude-code, not claude-code/2.1.0): the version
+    took the room the tools needed."""
+    return ", ".join(dict.fromkeys(client_name(c) for c in note.clients)) or "?"
+
+
 def render_net(
     note: NoteSummary, diff: NetDiff, since: str, selected: int
 ) -> tuple[list[Content], list[int]]:
@@ -166,12 +173,12 @@ def render_net(
         Content.styled(f"{note.path}", "bold") + Content(f" — {note.title}"),
         Content(
             f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net · "
-            f"{', '.join(note.tools) or '?'} · {', '.join(note.clients) or '?'} · "
+            f"{', '.join(note.tools) or '?'} · {clients(note)} · "
             f"{note.last.astimezone():%Y}-{span(note, True)}"
         ),
     ]
     if since == "last":
-        frm = f"before {c[-1].short}, your reviewed state" if c else "your reviewed state"
+        frm = f"your last reviewed state (before {c[-1].short})" if c else "your reviewed state"
     else:
         frm = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
     out.append(
@@ -402,7 +409,7 @@ class ReviewScreen(Screen[None]):
                 f"{len(n.commits):,}",
                 f"+{n.added:,} −{n.removed:,}",
                 span(n, wide),
-                f"{', '.join(n.tools)} · {', '.join(n.clients) or '?'}",
+                f"{', '.join(n.tools)} · {clients(n)}",
             ]
             for n in notes
         ]
