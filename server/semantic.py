@@ -758,6 +758,26 @@ class SemanticIndex:
             n = self._loaded().get(path)
             return None if n is None or not len(n.vecs) else n.vecs[0]
 
+    def whole_vectors(self, docs: dict[str, Doc]) -> tuple[list[str], np.ndarray, list[str]]:
+        """(paths, their whole-note vectors as float32 rows, paths of `docs` without a vector
+        for the note as it is now): the stored vectors only, nothing is embedded."""
+        with self._lock:
+            have = self._loaded()
+            paths, rows, missing = [], [], []
+            for p, d in docs.items():
+                n = have.get(p)
+                if n is None or (n.mtime_ns, n.size) != (d.mtime_ns, d.size) or not len(n.vecs):
+                    missing.append(p)
+                    continue
+                paths.append(p)
+                rows.append(n.vecs[0])
+        mat = (
+            np.vstack(rows).astype(np.float32)
+            if rows
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+        return paths, mat, missing
+
     def similar(
         self,
         path: str,
