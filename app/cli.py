@@ -7,6 +7,7 @@ a refusal writes nothing.
     vaultwatch revert [VAULT] SHA [--path PATH] [--json]
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
     vaultwatch rm [VAULT] PATH [--yes] [--json]
+    vaultwatch health [VAULT] [--json] [--include-ignored]
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -27,7 +28,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm")
+COMMANDS = ("review", "revert", "mv", "rm", "health")
 
 
 class Refused(Exception):
@@ -256,6 +257,40 @@ def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
     return 0
 
 
+# -- health -----------------------------------------------------------------------------------
+
+
+def _health(args: argparse.Namespace) -> int:
+    from server.health import TITLES, check_root
+
+    root = _vault(args.vault)
+    report = check_root(root, include_ignored=args.include_ignored)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    for w in report.warnings:
+        print(f"! {w}")
+    hidden = (
+        f", {len(report.ignored)} ignored (--include-ignored shows them)"
+        if report.ignored and not args.include_ignored
+        else ""
+    )
+    n = len(report.findings)
+    print(f"{report.notes} notes · {n} finding{'' if n == 1 else 's'}{hidden}")
+    ignored = {f.id for f in report.ignored}
+    for kind, title in TITLES.items():
+        found = report.by_kind(kind)
+        if not found:
+            continue
+        print(f"\n{title} ({len(found)}) · {', '.join(found[0].actions)}")
+        for f in found:
+            where = f"{f.path}:{f.line}" if f.line else f.path
+            what = f"{f.link}  " if f.link else ""
+            mark = " [ignored]" if f.id in ignored else ""
+            print(f"  {where}  {what}{f.reason}{mark}")
+    return 0
+
+
 # -- the parser ---------------------------------------------------------------------------------
 
 
@@ -298,6 +333,12 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("args", nargs="+", metavar="[VAULT] PATH")
     d.add_argument("--yes", action="store_true", help="do not ask")
     d.add_argument("--json", action="store_true")
+    h = sub.add_parser("health", help="library health: problems, broken links, orphans, ...")
+    h.add_argument("vault", nargs="?", default=".")
+    h.add_argument("--json", action="store_true")
+    h.add_argument(
+        "--include-ignored", action="store_true", help="also list the findings you ignored"
+    )
     return ap
 
 
@@ -306,6 +347,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "revert": _revert,
     "mv": _mv,
     "rm": _rm,
+    "health": _health,
 }
 
 
