@@ -240,3 +240,55 @@ def test_the_cli_refuses_what_is_not_a_vault(tmp_path: Path) -> None:
         assert len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
         assert r.stdout == ""
     assert not (plain / ".git").exists()
+
+
+APISIX = Path(__file__).parent / "apisix_docs"
+
+
+@pytest.mark.semantic
+def test_an_english_and_chinese_near_duplicate_pair_is_found(make_vault: Any) -> None:
+    """The same page in English and in Chinese (tests/apisix_docs) pairs across languages with
+    its score; an unrelated note does not, and a private copy never appears."""
+    en = (APISIX / "en/support-fips-in-apisix.md").read_text(encoding="utf-8")
+    zh = (APISIX / "zh/support-fips-in-apisix.md").read_text(encoding="utf-8")
+    root = make_vault(
+        {
+            "vault.config.yaml": 'private: ["private/**"]\n',
+            "en/fips.md": en,
+            "zh/fips.md": zh,
+            "private/fips-copy.md": en,
+            "other.md": (APISIX / "en/plugins/cors.md").read_text(encoding="utf-8"),
+        }
+    )
+    vault = Vault(root)
+    try:
+        vault.start_semantic()
+        sem = vault.semantic()
+        assert sem is not None and sem.thread is not None
+        sem.thread.join(120)
+        r = health.check(vault, today=LATER).to_json()
+    finally:
+        vault.close()
+    assert r["duplicates_checked"] is True
+    assert [(d["a"], d["b"]) for d in r["duplicates"]] == [("en/fips.md", "zh/fips.md")]
+    assert r["duplicates"][0]["score"] >= 0.85
+    assert "private" not in json.dumps(r)
+
+
+def test_near_duplicates_wait_for_recall_and_say_so(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall on but not indexed: the finding is skipped, the result says why, nothing is
+    embedded (no model is loaded)."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    r = report(vault)
+    assert r.duplicates_checked is False
+    assert any("recall has not indexed this vault yet" in w for w in r.warnings)
+    v = Vault(vault)
+    try:
+        sem = v.semantic()
+        assert sem is not None
+        paths, _, missing = sem.whole_vectors({p: e.doc for p, e in v.entries().items()})
+    finally:
+        v.close()
+    assert paths == [] and len(missing) == r.notes  # nothing was embedded
