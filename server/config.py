@@ -471,7 +471,9 @@ def _parse_health(
                 key,
             )
     default = HealthConfig()
-    orphan_days = p.positive_int(spec.get("orphan_days"), default.orphan_days, "health", "orphan_days")
+    orphan_days = p.positive_int(
+        spec.get("orphan_days"), default.orphan_days, "health", "orphan_days"
+    )
     score = spec.get("duplicate_score", default.duplicate_score)
     if isinstance(score, bool) or not isinstance(score, int | float) or not 0 < score <= 1:
         p.fail(
@@ -486,7 +488,12 @@ def _parse_health(
     for name, tspec in p.mapping(spec.get("types"), "health", "types").items():
         if str(name) not in types:
             known = ", ".join(sorted(types)) or "none are configured"
-            p.fail(f"health.types names unknown type {name!r} (types: {known})", "health", "types", name)
+            p.fail(
+                f"health.types names unknown type {name!r} (types: {known})",
+                "health",
+                "types",
+                name,
+            )
             continue
         tspec = p.mapping(tspec, "health", "types", name)
         extra = set(tspec) - {"stale_days", "status_field", "open"}

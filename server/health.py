@@ -129,7 +129,8 @@ class Report:
         return {
             "notes": self.notes,
             "problems": [
-                {"path": f.path, "code": f.code, "message": f.reason} for f in self.by_kind("problem")
+                {"path": f.path, "code": f.code, "message": f.reason}
+                for f in self.by_kind("problem")
             ],
             "broken_links": [
                 {"path": f.path, "link": f.link, "line": f.line, "reason": f.reason}
@@ -306,7 +307,9 @@ def _links(
             if target is None:
                 if private(_target_path(link, src)):
                     continue  # a link into a private folder: not shown, even as broken
-                what = "embed" if link.embed else ("link" if link.kind == "wiki" else "markdown link")
+                what = (
+                    "embed" if link.embed else ("link" if link.kind == "wiki" else "markdown link")
+                )
                 reason = f"{what} to {link.target!r}: no such note or file"
             elif private(target):
                 continue  # neither a link nor a broken one: private notes never appear
@@ -314,9 +317,10 @@ def _links(
                 if target != src:
                     incoming[target] = incoming.get(target, 0) + 1
                     linking.add(src)
-                reason = _missing_heading(link, target, parsed)
-                if reason is None:
+                missing = _missing_heading(link, target, parsed)
+                if missing is None:
                     continue
+                reason = missing
             line = p.text.count("\n", 0, link.start) + 1
             broken.append(Finding("broken_link", src, reason, link=written, line=line))
     return broken, incoming, linking
@@ -357,10 +361,14 @@ def _duplicates(
 
     paths, mat, missing = sem.whole_vectors({p: e.doc for p, e in entries.items()})
     if len(paths) < 2:
-        return [], (
-            "near-duplicates not checked: recall has not indexed this vault yet (run the "
-            "dashboard or a client on it and wait for recall's indexing to finish)"
-        ), False
+        return (
+            [],
+            (
+                "near-duplicates not checked: recall has not indexed this vault yet (run the "
+                "dashboard or a client on it and wait for recall's indexing to finish)"
+            ),
+            False,
+        )
     warning = (
         f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
         "not compared (recall embeds them while a server runs)"

@@ -208,6 +208,7 @@ class MainScreen(Screen[None]):
         ),
         Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
+        Binding("H", "health", "Health", show=False, tooltip="library health: what needs a look"),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -483,6 +484,11 @@ class MainScreen(Screen[None]):
                 self.filters, notes=frozenset(notes), notes_label=f"#{tag}"
             )
             self.refill(to_top=True)
+
+    def action_health(self) -> None:
+        from .health_screen import HealthScreen  # imports main_screen for the preview body
+
+        self.dash.push_screen(HealthScreen(self.dash.root, today=self.dash.today))
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))
