@@ -310,7 +310,7 @@ def _links(
                 what = (
                     "embed" if link.embed else ("link" if link.kind == "wiki" else "markdown link")
                 )
-                reason = f"{what} to {link.target!r}: no such note or file"
+                reason = f"{what} {link.target!r}: no such note or file"
             elif private(target):
                 continue  # neither a link nor a broken one: private notes never appear
             else:
@@ -364,8 +364,9 @@ def _duplicates(
         return (
             [],
             (
-                "near-duplicates not checked: recall has not indexed this vault yet (run the "
-                "dashboard or a client on it and wait for recall's indexing to finish)"
+                "near-duplicates not checked: recall has not indexed this vault yet (a server "
+                "embeds the notes in the background while the dashboard or a client is "
+                "connected; check again when it is done)"
             ),
             False,
         )

@@ -79,8 +79,8 @@ def detail_text(f: Finding) -> str:
         return f.reason
     if f.kind == "duplicate":
         return f"{f.score:.2f}  {f.other}"
-    if f.kind in ("orphan", "stale"):
-        return f"{f.days} days unchanged"
+    if f.kind == "orphan":
+        return f"no links in or out · {f.days} days unchanged"
     return f.reason
 
 
