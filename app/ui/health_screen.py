@@ -74,7 +74,7 @@ def note_cell(path: str, width: int) -> Content:
 def detail_text(f: Finding) -> str:
     """What the second column says about a finding: the link, the problem, the partner note."""
     if f.kind == "broken_link":
-        return f"{f.link}  line {f.line}"
+        return f"line {f.line}  {f.link}"
     if f.kind == "problem":
         return f.reason
     if f.kind == "duplicate":
@@ -221,7 +221,8 @@ class HealthScreen(Screen[None]):
         # measured in cells: the path column takes what its widest cell needs, up to half
         inner = max(24, self.size.width - 6)  # cell padding of two columns and the scrollbar
         path_w = min(max((cell_len(f.path) for f in shown), default=10) + 2, inner // 2)
-        path_w = max(path_w, min(24, inner // 2))
+        headings = [f"{TITLES[k]} ({n})" for k in TITLES if (n := sum(f.kind == k for f in shown))]
+        path_w = max(path_w, min(max(map(cell_len, headings), default=24), inner // 2))
         detail_w = max(8, inner - path_w)
         table.clear(columns=True)
         table.add_column("note", width=path_w, key="note")
@@ -238,10 +239,11 @@ class HealthScreen(Screen[None]):
                 key=f"group:{kind}",
             )
             for f in group:
-                detail = Content(shorten(detail_text(f), detail_w))
+                # prose is cut at its end (a path in the middle: its file name matters)
+                detail = Content(detail_text(f)).truncate(detail_w, ellipsis=True)
                 if f.id in self.ignored:
-                    detail = Content.styled(
-                        shorten("ignored · " + detail_text(f), detail_w), "$text-muted"
+                    detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
+                        detail_w, ellipsis=True
                     )
                 table.add_row(note_cell(f.path, path_w), detail, key=f.id)
         keys = [str(k.value) for k in table.rows]
