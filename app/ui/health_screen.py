@@ -89,6 +89,7 @@ class NoteModal(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,o,enter", "screen.dismiss", "Close")]
     AUTO_FOCUS = "#dialog-body"
+    DEFAULT_CSS = "NoteModal { align: center middle; }"  # the dialog shape of dashboard.tcss
 
     def __init__(self, title: str, lines: list[Content], at: int | None) -> None:
         super().__init__()
@@ -162,6 +163,7 @@ class HealthScreen(Screen[None]):
         self.show_ignored = False
         self.ignored: set[str] = set()
         self.by_id: dict[str, Finding] = {}
+        self._filled_width = 0
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(" Library health · checking…", "bold"), id="health-title")
@@ -203,6 +205,7 @@ class HealthScreen(Screen[None]):
         report = self.report
         if report is None:
             return
+        self._filled_width = self.app.size.width
         table = self.query_one("#findings", DataTable)
         keep = self._current_key()
         shown = self.shown_findings()
@@ -213,13 +216,13 @@ class HealthScreen(Screen[None]):
         elif self.ignored:
             title += f" · {len(self.ignored)} ignored shown"
         self.query_one("#health-title", Static).update(Content.styled(title, "bold"))
-        width = max(20, self.size.width - 4)
+        width = max(20, self.app.size.width - 4)
         self.query_one("#health-warnings", Static).update(
             Content("\n".join(shorten(w, width * 2) for w in report.warnings))
         )
         self.query_one("#health-warnings", Static).display = bool(report.warnings)
         # measured in cells: the path column takes what its widest cell needs, up to half
-        inner = max(24, self.size.width - 6)  # cell padding of two columns and the scrollbar
+        inner = max(24, self.app.size.width - 6)  # cell padding of two columns and the scrollbar
         path_w = min(max((cell_len(f.path) for f in shown), default=10) + 2, inner // 2)
         headings = [f"{TITLES[k]} ({n})" for k in TITLES if (n := sum(f.kind == k for f in shown))]
         path_w = max(path_w, min(max(map(cell_len, headings), default=24), inner // 2))
@@ -255,7 +258,9 @@ class HealthScreen(Screen[None]):
         self._describe()
 
     def on_resize(self) -> None:
-        self.fill()
+        # the screen always spans the app; a modal on top must not re-lay the table out
+        if self.app.size.width != self._filled_width:
+            self.fill()
 
     # -- the selection ----------------------------------------------------------------------------
 
