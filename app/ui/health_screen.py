@@ -296,8 +296,14 @@ class HealthScreen(Screen[None]):
         )
 
     def action_cursor(self, delta: int) -> None:
+        """j/k: to the next finding, over the group rows between."""
         table = self.query_one("#findings", DataTable)
-        table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + delta)))
+        keys = [str(k.value) for k in table.rows]
+        row = table.cursor_row + delta
+        while 0 <= row < len(keys) and keys[row] not in self.by_id:
+            row += delta
+        if 0 <= row < len(keys):
+            table.move_cursor(row=row)
 
     def _need(self, action: str) -> Finding | None:
         f = self.selected()
