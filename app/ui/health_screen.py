@@ -180,9 +180,20 @@ class HealthScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="health")
     def recheck(self) -> None:
-        report = health.check_root(self.root, include_ignored=True, today=self.today)
+        try:
+            report = health.check_root(self.root, include_ignored=True, today=self.today)
+        except Exception as exc:  # a vault gone or unreadable: said on the screen, no crash
+            with contextlib.suppress(RuntimeError):
+                self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
+            return
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._show, report)
+
+    def _failed(self, why: str) -> None:
+        if self.is_attached:
+            self.query_one("#health-title", Static).update(
+                Content.styled(f" Library health · the check failed: {why}", "bold $text-error")
+            )
 
     def action_recheck(self) -> None:
         self.recheck()
