@@ -21,6 +21,7 @@ import os
 import posixpath
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,13 +29,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .budget import escaped_len
 from .config import Config
-from .docs import Doc, decode, parse_doc
+from .docs import Doc, content_hash, decode, parse_doc
 from .entry import Entry
 from .gitrepo import make_state_dir, state_dir
-from .links import Link, LinkIndex
+from .links import Link, LinkIndex, code_spans, mask_code, parse_links
+from .reading import FOOTER_ROOM, fits_one_read
 from .reading import _norm as heading_key
-from .reading import fits_one_read
 from .validate import problems as note_problems
 
 if TYPE_CHECKING:
@@ -260,28 +262,70 @@ def _link_key(heading: str) -> str:
 
 @dataclass
 class _Parsed:
-    doc: Doc  # parsed in full: links and headings
+    """What health needs of one note, kept per process by content hash (the index's, kept
+    current by stat), so the screen's re-checks read only the notes that changed."""
+
+    hash: str
     text: str
-    headings: set[str]
-    blocks: set[str]
+    links: tuple[Link, ...]
+    fits: bool  # read_doc returns it whole in one call
+    limit: int  # the budget `fits` was judged under
+    anchors: tuple[set[str], set[str]] | None = None  # headings and ^blocks, when asked
 
 
-def _parse_all(vault: Vault, entries: dict[str, Entry]) -> dict[str, _Parsed]:
+_CACHE: dict[tuple[str, str], _Parsed] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _fits(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
+    # Every note of a few KB fits whatever its outline (at most a third) and the note's
+    # own fields (at most a quarter) take, and measuring that costs one JSON encode of the
+    # text; only longer notes get read_doc's exact rule, which needs their headings.
+    if escaped_len(text) + 2 + limit // 3 + limit // 4 + FOOTER_ROOM + 20 <= limit:
+        return True
+    full = parse_doc(doc.path, text.encode("utf-8"), disk=doc.disk, mtime_ns=doc.mtime_ns)
+    return fits_one_read(full, text, type_name, limit)
+
+
+def _parse(vault: Vault, e: Entry, limit: int) -> _Parsed | None:
+    key = (str(vault.root), e.doc.path)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None and hit.hash == e.doc.hash and hit.limit == limit:
+        return hit
+    try:
+        data = (vault.root / e.doc.disk).read_bytes()
+    except OSError:
+        return None  # gone since the index saw it
+    text, _ = decode(data)
+    links: tuple[Link, ...] = ()
+    if "[[" in text or "](" in text:  # every link has one of these; most notes have neither
+        spans = code_spans(text) if ("`" in text or "~~~" in text) else []  # as parse_doc does
+        links = tuple(parse_links(text, mask_code(text, spans)))
+    out = _Parsed(content_hash(data), text, links, _fits(e.doc, text, e.type, limit), limit)
+    with _CACHE_LOCK:
+        _CACHE[key] = out
+    return out
+
+
+def _parse_all(vault: Vault, entries: dict[str, Entry], limit: int) -> dict[str, _Parsed]:
     out: dict[str, _Parsed] = {}
     for path, e in entries.items():
-        try:
-            data = (vault.root / e.doc.disk).read_bytes()
-        except OSError:
-            continue  # gone since the index saw it
-        text, _ = decode(data)
-        full = parse_doc(path, data, disk=e.doc.disk, mtime_ns=e.doc.mtime_ns)
-        out[path] = _Parsed(
-            full,
-            text,
-            {_link_key(h.text) for h in full.headings},
-            set(BLOCK_ID.findall(text)) if "^" in text else set(),
-        )
+        p = _parse(vault, e, limit)
+        if p is not None:
+            out[path] = p
     return out
+
+
+def _anchors(path: str, p: _Parsed) -> tuple[set[str], set[str]]:
+    """The note's headings (as links compare them) and block ids, parsed when first asked."""
+    if p.anchors is None:
+        full = parse_doc(path, p.text.encode("utf-8"))
+        p.anchors = (
+            {_link_key(h.text) for h in full.headings},
+            set(BLOCK_ID.findall(p.text)) if "^" in p.text else set(),
+        )
+    return p.anchors
 
 
 def _target_path(link: Link, source: str) -> str:
@@ -301,7 +345,7 @@ def _links(
     incoming: dict[str, int] = {}
     linking: set[str] = set()
     for src, p in parsed.items():
-        for link in p.doc.links:
+        for link in p.links:
             written = p.text[link.start : link.end]
             target = index.resolve(link, src)
             if target is None:
@@ -331,13 +375,13 @@ def _missing_heading(link: Link, target: str, parsed: dict[str, _Parsed]) -> str
     link names none). Markdown links' fragments are slugs in many tools: not judged."""
     if link.kind != "wiki" or not link.heading or target not in parsed:
         return None
-    t = parsed[target]
+    headings, blocks = _anchors(target, parsed[target])
     part = link.heading.rsplit("#", 1)[-1].strip()  # [[Note#Top#Sub]]: the last one
     if part.startswith("^"):
-        if part[1:] in t.blocks:
+        if part[1:] in blocks:
             return None
         return f"no block ^{part[1:]} in {target}"
-    if not part or _link_key(part) in t.headings:
+    if not part or _link_key(part) in headings:
         return None
     return f"no heading {part!r} in {target}"
 
@@ -417,7 +461,8 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
         warnings.append(vault.config_notice)
     warnings += [f"health config: {p}" for p in cfg.health_problems]
     entries = vault.entries()
-    parsed = _parse_all(vault, entries)
+    limit = cfg.limits.result_chars
+    parsed = _parse_all(vault, entries, limit)
     found: list[Finding] = []
 
     for path, e in entries.items():
@@ -466,9 +511,8 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
                 )
             )
 
-    limit = cfg.limits.result_chars
     for path, p in parsed.items():
-        if not fits_one_read(p.doc, p.text, entries[path].type, limit):
+        if not p.fits:
             found.append(
                 Finding(
                     "too_big",
