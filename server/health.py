@@ -422,21 +422,39 @@ def _duplicates(
     )
     norms = np.linalg.norm(mat, axis=1)
     mat = mat / np.where(norms == 0, 1, norms)[:, None]
-    found: list[tuple[float, int, int]] = []
-    n = len(paths)
-    for a in range(0, n, BLOCK):
-        sims = mat[a : a + BLOCK] @ mat.T
+    # In blocks of rows against all columns, each pair once (the upper triangle), every pair
+    # at or above the threshold counted and only the best MAX_DUPLICATES kept, in numpy: a
+    # vault of look-alike notes has hundreds of thousands of pairs.
+    total = 0
+    keep_s = np.zeros(0, np.float32)
+    keep_i = np.zeros(0, np.int64)
+    keep_j = np.zeros(0, np.int64)
+    for a in range(0, len(paths), BLOCK):
+        # against the columns from this block on only (half the work); column > row, so a
+        # pair comes once and never a note with itself
+        sims = np.triu(mat[a : a + BLOCK] @ mat[a:].T, k=1)
         rows, cols = np.nonzero(sims >= threshold)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if c > a + r:  # each pair once, never a note with itself
-                found.append((float(sims[r, c]), a + r, c))
-    found.sort(key=lambda x: (-x[0], paths[x[1]], paths[x[2]]))
-    if len(found) > MAX_DUPLICATES:
-        more = len(found) - MAX_DUPLICATES
-        note = f"near-duplicates: {more} more pairs above {threshold} not listed"
+        total += len(rows)
+        if not len(rows):
+            continue
+        keep_s = np.concatenate([keep_s, sims[rows, cols]])
+        keep_i = np.concatenate([keep_i, rows + a])
+        keep_j = np.concatenate([keep_j, cols + a])
+        if len(keep_s) > 4 * MAX_DUPLICATES:
+            top = np.argpartition(-keep_s, MAX_DUPLICATES)[:MAX_DUPLICATES]
+            keep_s, keep_i, keep_j = keep_s[top], keep_i[top], keep_j[top]
+    found = sorted(
+        zip(keep_s.tolist(), keep_i.tolist(), keep_j.tolist(), strict=True),
+        key=lambda x: (-x[0], paths[x[1]], paths[x[2]]),
+    )[:MAX_DUPLICATES]
+    if total > MAX_DUPLICATES:
+        note = (
+            f"near-duplicates: {total - MAX_DUPLICATES:,} more pairs at or above "
+            f"{threshold} not listed (raise health.duplicate_score to see the closest only)"
+        )
         warning = f"{warning}; {note}" if warning else note
     out = []
-    for score, i, j in found[:MAX_DUPLICATES]:
+    for score, i, j in found:
         a_path, b_path = sorted((paths[i], paths[j]))
         out.append(
             Finding(
