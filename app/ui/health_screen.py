@@ -174,7 +174,9 @@ class HealthScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#findings", DataTable).focus()
-        self.recheck()
+        # after the first paint: the check holds the GIL for long stretches on a big vault,
+        # and the screen must be up (and say "checking…") before it starts
+        self.call_after_refresh(self.recheck)
 
     # -- the check, off the UI thread -------------------------------------------------------------
 
