@@ -40,23 +40,35 @@ def _index(root: Path) -> float:
 
 
 async def _screen(root: Path) -> tuple[float, float]:
+    """(pushed to first painted, pushed to findings shown). The screen starts its check right
+    after its first paint; that moment is taken as "open" (the check's thread then competes
+    for the interpreter, which would blur a later measure)."""
+    from textual.worker import Worker
+
     from app.ui.health_screen import HealthScreen
+
+    class Timed(HealthScreen):
+        painted: float | None = None
+
+        def recheck(self) -> Worker[None]:
+            if self.painted is None:
+                self.painted = time.perf_counter()
+            return super().recheck()
 
     class Bench(App[None]):
         pass
 
     app = Bench()
     async with app.run_test(size=(120, 36)) as pilot:
+        screen = Timed(root)
         t0 = time.perf_counter()
-        screen = HealthScreen(root)
         await app.push_screen(screen)
-        await pilot.pause()  # mounted and drawn, the check running in its worker
-        opened = time.perf_counter() - t0
         while screen.report is None:
             await asyncio.sleep(0.01)
         await pilot.pause()
         filled = time.perf_counter() - t0
-    return opened, filled
+    assert screen.painted is not None
+    return screen.painted - t0, filled
 
 
 def run(root: Path, runs: int = 3) -> dict[str, Any]:
@@ -85,6 +97,6 @@ def run(root: Path, runs: int = 3) -> dict[str, Any]:
         filled.append(f)
     res["screen_open_s"] = statistics.median(opened)
     res["screen_filled_s"] = statistics.median(filled)
-    print(f"  health screen open (pushed to drawn)        median {ms(res['screen_open_s'])}")
+    print(f"  health screen open (pushed to first paint)  median {ms(res['screen_open_s'])}")
     print(f"  health screen with its findings shown       median {ms(res['screen_filled_s'])}")
     return res
