@@ -8,6 +8,7 @@ a refusal writes nothing.
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
     vaultwatch rm [VAULT] PATH [--yes] [--json]
     vaultwatch stats [VAULT] [--since today|7d|4w|YYYY-MM-DD|REV] [--json]
+    vaultwatch health [VAULT] [--json] [--include-ignored]
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -28,7 +29,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm", "stats")
+COMMANDS = ("review", "revert", "mv", "rm", "stats", "health")
 
 
 class Refused(Exception):
@@ -302,6 +303,40 @@ def _columns(headings: list[str], rows: list[list[str | int]]) -> list[str]:
     return out
 
 
+# -- health -----------------------------------------------------------------------------------
+
+
+def _health(args: argparse.Namespace) -> int:
+    from server.health import TITLES, check_root
+
+    root = _vault(args.vault)
+    report = check_root(root, include_ignored=args.include_ignored)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0
+    for w in report.warnings:
+        print(f"! {w}")
+    hidden = (
+        f", {len(report.ignored)} ignored (--include-ignored shows them)"
+        if report.ignored and not args.include_ignored
+        else ""
+    )
+    n = len(report.findings)
+    print(f"{report.notes} notes · {n} finding{'' if n == 1 else 's'}{hidden}")
+    ignored = {f.id for f in report.ignored}
+    for kind, title in TITLES.items():
+        found = report.by_kind(kind)
+        if not found:
+            continue
+        print(f"\n{title} ({len(found)}) · {', '.join(found[0].actions)}")
+        for f in found:
+            where = f"{f.path}:{f.line}" if f.line else f.path
+            what = f"{f.link}  " if f.link else ""
+            mark = " [ignored]" if f.id in ignored else ""
+            print(f"  {where}  {what}{f.reason}{mark}")
+    return 0
+
+
 # -- the parser ---------------------------------------------------------------------------------
 
 
@@ -350,6 +385,12 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("vault", nargs="?", default=".")
     st.add_argument("--since", help="the period (default: all history): " + _since_help())
     st.add_argument("--json", action="store_true")
+    h = sub.add_parser("health", help="library health: problems, broken links, orphans, ...")
+    h.add_argument("vault", nargs="?", default=".")
+    h.add_argument("--json", action="store_true")
+    h.add_argument(
+        "--include-ignored", action="store_true", help="also list the findings you ignored"
+    )
     return ap
 
 
@@ -365,6 +406,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "mv": _mv,
     "rm": _rm,
     "stats": _stats,
+    "health": _health,
 }
 
 

@@ -26,6 +26,7 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    health_bench,
     review_bench,
     search_bench,
     semantic_bench,
@@ -172,7 +173,8 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="read,search,write",
-        help="comma list of: read, search, write, semantic, dashboard, startup, review, stats",
+        help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
+        "health",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -199,6 +201,9 @@ def main() -> None:
                     for k, v in semantic_bench.run(vault_for(n), args.iters).items()
                 }
             )
+        if "health" in only:
+            print(f"\nlibrary health, {n} notes (recall indexed)")
+            r.update({f"health_{k}": v for k, v in health_bench.run(vault_for(n)).items()})
         if "write" in only and n <= 2000:
             print(f"\nwrites, {n} notes")
             r.update(

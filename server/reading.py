@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .budget import fit_text, json_len, prefix_fitting
+from .budget import fit_text, json_len, prefix_fitting, shrink
 from .docs import Doc, Heading
 from .textfold import fold
 
@@ -92,6 +92,38 @@ def _skip_blank(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\r\n":
         pos += 1
     return pos
+
+
+def about_note(doc: Doc, type_name: str | None, chars: int, limit: int) -> dict[str, Any]:
+    """What read_doc says about a note besides its content; thousands of tags or a huge title
+    take at most a quarter of the budget (they are in the text too)."""
+    about = {
+        "path": doc.path,
+        "title": doc.title,
+        "type": type_name,
+        "hash": doc.hash,
+        "chars": chars,
+        "tags": list(doc.tags),
+        "problems": list(doc.problems) or None,
+    }
+    out: dict[str, Any] = shrink(about, limit // 4)
+    return out
+
+
+def content_budget(about: dict[str, Any], limit: int) -> int:
+    """The room read_doc leaves for a slice of the note (read_slice's `budget`)."""
+    return limit - json_len(about) - 20
+
+
+def fits_one_read(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
+    """Whether read_doc(path) returns the whole note in one call under `limit`: the one rule
+    for "too big to read at once" (the library health check asks it)."""
+    budget = content_budget(about_note(doc, type_name, len(text), limit), limit)
+    if len(text) * 6 + 8 + budget // 3 + FOOTER_ROOM < budget:
+        return True  # even escaped at six chars a char, with the largest outline, it fits
+    return bool(
+        read_slice(doc, text, section=None, tail=None, offset=None, budget=budget)["complete"]
+    )
 
 
 def _cut(text: str, start: int, end: int, room: int) -> int:

@@ -365,6 +365,19 @@ class SqliteVectors:
             )
         return out
 
+    def load_whole(self) -> dict[str, tuple[int, int, np.ndarray]]:
+        """path -> (mtime_ns, size, the whole-note vector): only each row's first vector."""
+        with self._lock:
+            rows = self.db.execute(
+                f"SELECT path, mtime_ns, size, substr(vecs, 1, ?) FROM {self.table}",
+                (2 * self.dim,),
+            ).fetchall()
+        out = {}
+        for path, mtime_ns, size, blob in rows:
+            if blob is not None and len(blob) == 2 * self.dim:
+                out[path] = (mtime_ns, size, np.frombuffer(blob, dtype=np.float16))
+        return out
+
     def put(self, notes: list[NoteVectors]) -> None:
         rows = []
         for n in notes:
@@ -757,6 +770,37 @@ class SemanticIndex:
         with self._lock:
             n = self._loaded().get(path)
             return None if n is None or not len(n.vecs) else n.vecs[0]
+
+    def whole_vectors(self, docs: dict[str, Doc]) -> tuple[list[str], np.ndarray, list[str]]:
+        """(paths, their whole-note vectors as float32 rows, paths of `docs` without a vector
+        for the note as it is now): the stored vectors only, nothing is embedded."""
+        with self._lock:
+            # a process that has not loaded every unit (the shell's health check) reads only
+            # each note's first vector from the index: a tenth of the bytes, no JSON
+            have: dict[str, tuple[int, int, np.ndarray]]
+            whole_only = getattr(self.store, "load_whole", None)
+            if self._notes is None and whole_only is not None:
+                have = whole_only()
+            else:
+                have = {
+                    p: (n.mtime_ns, n.size, n.vecs[0])
+                    for p, n in self._loaded().items()
+                    if len(n.vecs)
+                }
+            paths, rows, missing = [], [], []
+            for p, d in docs.items():
+                hit = have.get(p)
+                if hit is None or (hit[0], hit[1]) != (d.mtime_ns, d.size):
+                    missing.append(p)
+                    continue
+                paths.append(p)
+                rows.append(hit[2])
+        mat = (
+            np.vstack(rows).astype(np.float32)
+            if rows
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+        return paths, mat, missing
 
     def similar(
         self,

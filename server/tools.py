@@ -23,14 +23,14 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import __version__, journal
-from .budget import cap_message, json_len, shrink
+from .budget import cap_message, shrink
 from .context import build_context
 from .gitrepo import trailer_value
 from .journal import estimate_tokens
 from .listing import list_docs as run_list_docs
 from .listing import list_tags as run_list_tags
 from .query import Filters, QueryError
-from .reading import ReadError, read_slice
+from .reading import ReadError, about_note, content_budget, read_slice
 from .recall import recall as run_recall
 from .recall import similar_notes
 from .results import (
@@ -453,18 +453,8 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         note's outline and `next` says exactly how to get the rest."""
         entry, res = vault.read(path)
         limit = vault.config.limits.result_chars
-        about = {
-            "path": entry.doc.path,
-            "title": entry.doc.title,
-            "type": entry.type,
-            "hash": entry.doc.hash,
-            "chars": len(res.text),
-            "tags": list(entry.doc.tags),
-            "problems": list(entry.doc.problems) or None,
-        }
-        # thousands of tags or a huge title take at most a quarter: they are in the text too
-        about = shrink(about, limit // 4)
-        room = limit - json_len(about) - 20
+        about = about_note(entry.doc, entry.type, len(res.text), limit)
+        room = content_budget(about, limit)
         sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
         return {**about, **sl}, [entry.doc.path]
 

@@ -214,6 +214,7 @@ class MainScreen(Screen[None]):
         Binding(
             "v", "review", "Review", tooltip="review what the AI changed since you last looked"
         ),
+        Binding("H", "health", "Health", show=False, tooltip="library health: what needs a look"),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -489,6 +490,11 @@ class MainScreen(Screen[None]):
     def action_review(self) -> None:
         self.dash.clear_notifications()  # the launch prompt said to press v: it is answered
         self.dash.push_screen(ReviewScreen(self.dash.root))
+
+    def action_health(self) -> None:
+        from .health_screen import HealthScreen  # imports main_screen for the preview body
+
+        self.dash.push_screen(HealthScreen(self.dash.root, today=self.dash.today))
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))

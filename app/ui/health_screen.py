@@ -1,0 +1,453 @@
+"""Library health (`H`): the findings of server/health.py grouped by kind with counts, each with
+its reason and what can be done: open the note (at the link's line), move it or delete it
+through the owner's flows, ignore it (or bring an ignored one back). The check and every action
+run in workers, off the UI thread; health itself never changes a note."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Static
+
+from server import health
+from server.docs import decode
+from server.health import TITLES, Finding, Report
+
+from .. import owner_flows as flows
+from ..actions import ActionError
+from ..file_actions import apply_move, apply_remove, folders_of, suggest_folder, vault_files
+from .file_dialogs import DestinationPrompt, FileFinder
+from .lines import LinesView
+from .modals import ConfirmModal
+
+ELLIPSIS = "…"
+
+
+def shorten(text: str, width: int) -> str:
+    """`text` in at most `width` terminal cells (a Chinese character takes two): whole when it
+    fits, else its start and its end around an ellipsis (a path keeps its file name's end and
+    extension), never cut to nothing."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    room = width - 1
+    head_room = room // 3
+    head, used = "", 0
+    for ch in text:
+        w = cell_len(ch)
+        if used + w > head_room:
+            break
+        head, used = head + ch, used + w
+    tail, used_tail = "", 0
+    for ch in reversed(text[len(head) :]):
+        w = cell_len(ch)
+        if used + used_tail + w > room:
+            break
+        tail, used_tail = ch + tail, used_tail + w
+    return head + ELLIPSIS + tail
+
+
+def note_cell(path: str, width: int) -> Content:
+    """The file name first, then its folder muted (a narrow column drops the folder first, as
+    the timeline does); a name longer than the column is shortened in the middle."""
+    folder, _, name = path.rpartition("/")
+    name = shorten(name, width)
+    cell = Content(name)
+    room = width - cell_len(name) - 2
+    if folder and room >= 4:
+        cell += Content.styled("  " + shorten(folder + "/", room), "$text-muted")
+    return cell
+
+
+def detail_text(f: Finding) -> str:
+    """What the second column says about a finding: the link, the problem, the partner note."""
+    if f.kind == "broken_link":
+        return f"line {f.line}  {f.link}"
+    if f.kind == "problem":
+        return f.reason
+    if f.kind == "duplicate":
+        return f"{f.score:.2f}  {f.other}"
+    if f.kind == "orphan":
+        return f"no links in or out · {f.days} days unchanged"
+    return f.reason
+
+
+class NoteModal(ModalScreen[None]):
+    """A note's text with line numbers, its finding's line marked and scrolled into view."""
+
+    BINDINGS = [Binding("escape,q,o,enter", "screen.dismiss", "Close")]
+    AUTO_FOCUS = "#dialog-body"
+    DEFAULT_CSS = "NoteModal { align: center middle; }"  # the dialog shape of dashboard.tcss
+
+    def __init__(self, title: str, lines: list[Content], at: int | None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = lines
+        self.at = at
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
+            yield LinesView(id="dialog-body")
+            yield Static(
+                Content("↑/↓ PgUp/PgDn scroll · esc closes"), id="dialog-foot", classes="hint"
+            )
+
+    def on_mount(self) -> None:
+        view = self.query_one("#dialog-body", LinesView)
+        view.update(self.body)
+        if self.at:
+            self.call_after_refresh(self._scroll_to_line)
+
+    def _scroll_to_line(self) -> None:
+        view = self.query_one("#dialog-body", LinesView)
+        view._layout()  # the wrapped rows of each line, for the screen row of the marked one
+        row = view._starts[min(self.at or 1, len(view._starts) - 1) - 1]
+        view.scroll_to(y=max(0, row - 3), animate=False)
+
+
+def note_lines(root: Path, path: str, at: int | None) -> list[Content]:
+    try:
+        text, _ = decode((root / path).read_bytes())
+    except OSError as exc:
+        return [Content.styled(f"cannot read {path}: {exc.strerror or exc}", "$text-error")]
+    rows = text.split("\n")
+    width = len(str(len(rows)))
+    out = []
+    for n, line in enumerate(rows, 1):
+        number = Content.styled(f"{n:>{width}} ", "$text-muted")
+        body = Content(line)
+        out.append(number + (body.stylize("reverse") if n == at else body))
+    return out
+
+
+class HealthScreen(Screen[None]):
+    """Findings by kind; `a` shows the ignored ones too. The check runs when the screen opens
+    and again after each move or delete (`r` runs it by hand)."""
+
+    BINDINGS = [
+        Binding("escape,q,H", "app.pop_screen", "Back"),
+        Binding("j", "cursor(1)", "Down", show=False),
+        Binding("k", "cursor(-1)", "Up", show=False),
+        Binding("o,enter", "open", "Open", tooltip="the note, at the broken link's line"),
+        Binding("m", "move", "Move", tooltip="move or rename the note (links rewritten)"),
+        Binding("x", "delete", "Delete", tooltip="delete the note (git rm; revertable)"),
+        Binding("i", "ignore", "Ignore", tooltip="ignore this finding, or bring it back"),
+        Binding("a", "show_ignored", "Ignored", tooltip="show ignored findings too (on / off)"),
+        Binding("r", "recheck", "Re-check", show=False, tooltip="run the health check again"),
+    ]
+    DEFAULT_CSS = """
+    HealthScreen #health-title { height: 1; padding: 0 1; }
+    HealthScreen #health-warnings { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
+    HealthScreen #findings { height: 1fr; }
+    HealthScreen #finding-detail { height: 4; padding: 0 1; border-top: solid $primary-muted; }
+    """
+
+    def __init__(self, root: Path, today: date | None = None) -> None:
+        super().__init__()
+        self.root = root
+        self.today = today
+        self.report: Report | None = None
+        self.show_ignored = False
+        self.ignored: set[str] = set()
+        self.by_id: dict[str, Finding] = {}
+        self._filled_width = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content.styled(" Library health · checking…", "bold"), id="health-title")
+        yield Static(id="health-warnings")
+        yield DataTable(id="findings", cursor_type="row", zebra_stripes=False)
+        yield Static(id="finding-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#findings", DataTable).focus()
+        # after the first paint: the check holds the GIL for long stretches on a big vault,
+        # and the screen must be up (and say "checking…") before it starts
+        self.call_after_refresh(self.recheck)
+
+    # -- the check, off the UI thread -------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="health")
+    def recheck(self) -> None:
+        try:
+            report = health.check_root(self.root, include_ignored=True, today=self.today)
+        except Exception as exc:  # a vault gone or unreadable: said on the screen, no crash
+            with contextlib.suppress(RuntimeError):
+                self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
+            return
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._show, report)
+
+    def _failed(self, why: str) -> None:
+        if self.is_attached:
+            self.query_one("#health-title", Static).update(
+                Content.styled(f" Library health · the check failed: {why}", "bold $text-error")
+            )
+
+    def action_recheck(self) -> None:
+        self.recheck()
+
+    def _show(self, report: Report) -> None:
+        if not self.is_attached:
+            return
+        self.report = report
+        self.ignored = {f.id for f in report.ignored}
+        self.by_id = {f.id: f for f in report.findings}
+        self.fill()
+
+    def shown_findings(self) -> list[Finding]:
+        if self.report is None:
+            return []
+        return [f for f in self.report.findings if self.show_ignored or f.id not in self.ignored]
+
+    def fill(self) -> None:
+        """The table from the report, grouped by kind, the cursor kept on the same finding."""
+        report = self.report
+        if report is None:
+            return
+        self._filled_width = self.app.size.width
+        table = self.query_one("#findings", DataTable)
+        keep = self._current_key()
+        shown = self.shown_findings()
+        quiet = len(self.ignored) if not self.show_ignored else 0
+        title = f" Library health · {report.notes:,} notes · {len(shown)} findings"
+        if quiet:
+            title += f" · {quiet} ignored (a shows them)"
+        elif self.ignored:
+            title += f" · {len(self.ignored)} ignored shown"
+        self.query_one("#health-title", Static).update(Content.styled(title, "bold"))
+        width = max(20, self.app.size.width - 4)
+        self.query_one("#health-warnings", Static).update(
+            Content("\n".join(shorten(w, width * 2) for w in report.warnings))
+        )
+        self.query_one("#health-warnings", Static).display = bool(report.warnings)
+        # measured in cells: the path column takes what its widest cell needs, up to half
+        inner = max(24, self.app.size.width - 6)  # cell padding of two columns and the scrollbar
+        path_w = min(max((cell_len(f.path) for f in shown), default=10) + 2, inner // 2)
+        headings = [f"{TITLES[k]} ({n})" for k in TITLES if (n := sum(f.kind == k for f in shown))]
+        path_w = max(path_w, min(max(map(cell_len, headings), default=24), inner // 2))
+        detail_w = max(8, inner - path_w)
+        table.clear(columns=True)
+        table.add_column("note", width=path_w, key="note")
+        table.add_column("finding", width=detail_w, key="finding")
+        if not shown:
+            table.add_row(Content.styled("nothing to look at", "$text-muted"), "", key="none")
+        for kind, heading in TITLES.items():
+            group = [f for f in shown if f.kind == kind]
+            if not group:
+                continue
+            table.add_row(
+                Content.styled(shorten(f"{heading} ({len(group)})", path_w), "bold $text-accent"),
+                Content.styled(shorten(" · ".join(group[0].actions), detail_w), "$text-muted"),
+                key=f"group:{kind}",
+            )
+            for f in group:
+                # prose is cut at its end (a path in the middle: its file name matters)
+                detail = Content(detail_text(f)).truncate(detail_w, ellipsis=True)
+                if f.id in self.ignored:
+                    detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
+                        detail_w, ellipsis=True
+                    )
+                table.add_row(note_cell(f.path, path_w), detail, key=f.id)
+        keys = [str(k.value) for k in table.rows]
+        if keep in keys:
+            table.move_cursor(row=keys.index(keep))
+        else:
+            first = next((i for i, k in enumerate(keys) if k in self.by_id), 0)
+            table.move_cursor(row=first)
+        self._describe()
+
+    def on_resize(self) -> None:
+        # the screen always spans the app; a modal on top must not re-lay the table out
+        if self.app.size.width != self._filled_width:
+            self.fill()
+
+    # -- the selection ----------------------------------------------------------------------------
+
+    def _current_key(self) -> str | None:
+        table = self.query_one("#findings", DataTable)
+        if not table.row_count:
+            return None
+        with contextlib.suppress(Exception):
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return None
+
+    def selected(self) -> Finding | None:
+        key = self._current_key()
+        return self.by_id.get(key) if key else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._describe()
+
+    def _describe(self) -> None:
+        f = self.selected()
+        out = self.query_one("#finding-detail", Static)
+        if f is None:
+            out.update(Content.styled("a group: j/k to its findings", "$text-muted"))
+            return
+        where = f"{f.path}:{f.line}" if f.line else f.path
+        keys = {"open": "o open", "move": "m move", "delete": "x delete"}
+        acts = [keys[a] for a in f.actions if a in keys]
+        acts.append("i bring back" if f.id in self.ignored else "i ignore")
+        out.update(
+            Content.styled(where + (f"  ↔  {f.other}" if f.other else ""), "bold")
+            + Content("\n" + f.reason + "\n")
+            + Content.styled(" · ".join(acts), "$text-muted")
+        )
+
+    def action_cursor(self, delta: int) -> None:
+        """j/k: to the next finding, over the group rows between."""
+        table = self.query_one("#findings", DataTable)
+        keys = [str(k.value) for k in table.rows]
+        row = table.cursor_row + delta
+        while 0 <= row < len(keys) and keys[row] not in self.by_id:
+            row += delta
+        if 0 <= row < len(keys):
+            table.move_cursor(row=row)
+
+    def _need(self, action: str) -> Finding | None:
+        f = self.selected()
+        if f is None:
+            self.notify("pick a finding first (j/k)", timeout=3)
+            return None
+        if action not in f.actions:
+            what = TITLES[f.kind].lower()
+            self.notify(f"{action} is not offered for {what}", severity="warning", timeout=4)
+            return None
+        return f
+
+    # -- the actions ------------------------------------------------------------------------------
+
+    @work(exclusive=True, group="health-open")
+    async def action_open(self) -> None:
+        f = self._need("open")
+        if f is None:
+            return
+        lines = await asyncio.to_thread(note_lines, self.root, f.path, f.line)
+        if f.other:  # a near-duplicate: both notes, one under the other
+            lines = [
+                *lines,
+                Content(""),
+                Content.styled(f"── {f.other}", "bold $text-accent"),
+                *await asyncio.to_thread(note_lines, self.root, f.other, None),
+            ]
+        title = f"{f.path}:{f.line}" if f.line else f.path
+        await self.app.push_screen_wait(NoteModal(title, lines, f.line))
+
+    async def _confirm(self, p: flows.Preview) -> bool:
+        from .main_screen import preview_body  # the main screen imports this module
+
+        ok: bool = await self.app.push_screen_wait(
+            ConfirmModal(p.title, preview_body(p), yes=p.yes)
+        )
+        return ok
+
+    def _done(self, out: flows.Outcome) -> None:
+        if out.ok:
+            self.notify(out.message, timeout=4)
+            self.recheck()
+        else:
+            self.notify(out.message, title=out.title, severity=out.severity, timeout=8)
+
+    @work(exclusive=True, group="health-files")
+    async def action_move(self) -> None:
+        f = self._need("move")
+        if f is None:
+            return
+        files = await asyncio.to_thread(vault_files, self.root)
+        suggested = await asyncio.to_thread(suggest_folder, self.root, f.path)
+        dest = await self.app.push_screen_wait(
+            DestinationPrompt(f.path, folders_of(files), suggested)
+        )
+        if not dest:
+            return
+        try:
+            plan, preview = await asyncio.to_thread(flows.move_preview, self.root, f.path, dest)
+        except ActionError as exc:
+            self.notify(str(exc), title="cannot move", severity="error", timeout=8)
+            return
+        if await self._confirm(preview):
+            self._done(
+                await asyncio.to_thread(flows.apply_plan, self.root, apply_move, plan, "moved")
+            )
+
+    @work(exclusive=True, group="health-files")
+    async def action_delete(self) -> None:
+        f = self._need("delete")
+        if f is None:
+            return
+        path: str | None = f.path
+        if f.other:  # a near-duplicate: which of the two goes
+            path = await self.app.push_screen_wait(
+                FileFinder("Delete which of the two?", [f.path, f.other], f.other)
+            )
+        if not path:
+            return
+        try:
+            plan, preview = await asyncio.to_thread(flows.delete_preview, self.root, path)
+        except ActionError as exc:
+            self.notify(str(exc), title="cannot delete", severity="error", timeout=8)
+            return
+        if await self._confirm(preview):
+            done = f"deleted {path}"
+            self._done(
+                await asyncio.to_thread(flows.apply_plan, self.root, apply_remove, plan, done)
+            )
+
+    @work(exclusive=True, group="health-ignore")
+    async def action_ignore(self) -> None:
+        f = self.selected()
+        if f is None:
+            self.notify("pick a finding first (j/k)", timeout=3)
+            return
+        back = f.id in self.ignored
+        try:
+            if back:
+                note = await asyncio.to_thread(health.unignore, self.root, f.id)
+            else:
+                note = await asyncio.to_thread(health.ignore, self.root, f)
+        except OSError as exc:
+            self.notify(f"the ignore list was not written: {exc}", severity="error", timeout=8)
+            return
+        if note:
+            self.notify(note, severity="warning", timeout=8)
+        if back:
+            self.ignored.discard(f.id)
+            self.notify(f"brought back: {f.path}", timeout=3)
+        else:
+            self.ignored.add(f.id)
+            self.notify(f"ignored: {f.path} (a shows ignored findings)", timeout=3)
+            if not self.show_ignored:  # the cursor goes on to the next finding
+                self._move_past(f.id)
+        self.fill()
+
+    def _move_past(self, key: str) -> None:
+        table = self.query_one("#findings", DataTable)
+        keys = [str(k.value) for k in table.rows]
+        if key in keys:
+            after = [k for k in keys[keys.index(key) + 1 :] if k in self.by_id]
+            before = [k for k in keys[: keys.index(key)] if k in self.by_id]
+            nxt = after or before[-1:]
+            if nxt:
+                table.move_cursor(row=keys.index(nxt[0]))
+
+    def action_show_ignored(self) -> None:
+        self.show_ignored = not self.show_ignored
+        self.fill()
+
+    def data(self) -> dict[str, Any]:
+        """The report as shown (tests read it)."""
+        return self.report.to_json() if self.report else {}

@@ -1,0 +1,294 @@
+"""Library health (server/health.py, `vaultwatch health`): every kind of finding planted in a real
+git vault, private notes that never appear, the ignore list, the CLI's JSON and refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server import health
+from server.vault import Vault
+
+from .conftest import git
+
+VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
+LATER = date.today() + timedelta(days=40)  # every committed note is 40 days old then
+
+CONFIG = """\
+private: ["private/**"]
+types:
+  task:
+    folder: tasks
+    required: [status]
+limits: {result_chars: 2000}
+health:
+  orphan_days: 30
+  stale_days: 60
+  types:
+    task: {stale_days: 14, open: [open, todo]}
+"""
+
+FILES: dict[str, str | bytes] = {
+    "vault.config.yaml": CONFIG,
+    "notes/a.md": (
+        "# A\n\nSee [[b]] and [[b#Real heading]] and [[b#^blk1]].\n"
+        "Broken: [[nothere]] and ![[missing-image.png]] and [doc](missing%20doc.md).\n"
+        "Heading gone: [[b#No such heading]]; block gone: [[b#^nope]].\n\n"
+        "| col | link |\n| --- | --- |\n| x | [[ghost\\|alias]] |\n\n"
+        "Private: [[salary]] and [[private/ghost]] and [pay](../private/salary.md).\n"
+        "In code: `[[not-a-link]]`.\n"
+    ),
+    "notes/b.md": "# B\n\n## Real heading\n\nA paragraph ^blk1\n\nBack to [[a]].\n",
+    "notes/lonely.md": "# Lonely\n\nNobody links here and it links nowhere.\n",
+    "private/salary.md": "# Salary\n\nSee [[lonely]] and [[a]] and [[nowhere-private]].\n",
+    "tasks/t1.md": "---\nstatus: open\n---\n# Open task\n\nLinked from [[t2]].\n",
+    "tasks/t2.md": "---\nstatus: done\n---\n# Done task\n\nSee [[t1]].\n",
+    "tasks/t3.md": "---\ntitle: no status\n---\n# Missing status\n\nSee [[t1]].\n",
+    "big.md": "# Big\n\n" + "a line of a long note, [[a]]\n" * 120,
+}
+
+
+@pytest.fixture
+def vault(make_vault: Any) -> Path:
+    return make_vault(FILES)
+
+
+def report(root: Path, **kw: Any) -> health.Report:
+    return health.check_root(root, today=kw.pop("today", LATER), **kw)
+
+
+def test_every_planted_finding_with_its_reason(vault: Path) -> None:
+    r = report(vault)
+    out = r.to_json()
+    broken = {(b["path"], b["link"]) for b in out["broken_links"]}
+    assert broken == {
+        ("notes/a.md", "[[nothere]]"),
+        ("notes/a.md", "![[missing-image.png]]"),
+        ("notes/a.md", "[doc](missing%20doc.md)"),
+        ("notes/a.md", "[[b#No such heading]]"),
+        ("notes/a.md", "[[b#^nope]]"),
+        ("notes/a.md", "[[ghost\\|alias]]"),
+    }
+    lines = {b["link"]: b["line"] for b in out["broken_links"]}
+    assert lines["[[ghost\\|alias]]"] == 9
+    reasons = {b["link"]: b["reason"] for b in out["broken_links"]}
+    assert "no heading 'No such heading' in notes/b.md" in reasons["[[b#No such heading]]"]
+    assert "no block ^nope" in reasons["[[b#^nope]]"]
+    assert "embed" in reasons["![[missing-image.png]]"]
+
+    assert out["orphans"] == ["notes/lonely.md"]
+    assert out["stale"] == ["tasks/t1.md"]
+    assert [(p["path"], p["code"]) for p in out["problems"]] == [("tasks/t3.md", "missing_field")]
+    assert out["too_big"] == ["big.md"]
+    assert out["duplicates"] == [] and out["duplicates_checked"] is False
+    assert any("recall is off" in w for w in out["warnings"])
+    for f in out["findings"]:
+        assert f["reason"] and f["actions"] and f["id"].startswith(f["kind"])
+
+
+def test_private_notes_never_appear(vault: Path) -> None:
+    """Not as a finding, not as a link target, not as a broken link into the folder; and its
+    own links neither save a note from being an orphan nor count as broken."""
+    text = json.dumps(report(vault, include_ignored=True).to_json(), ensure_ascii=False)
+    assert "salary" not in text and "private/" not in text and "nowhere-private" not in text
+    assert "[pay]" not in text
+
+
+def test_orphans_and_stale_items_wait_their_days(vault: Path) -> None:
+    soon = report(vault, today=date.today() + timedelta(days=20)).to_json()
+    assert soon["orphans"] == []  # 20 days: younger than orphan_days
+    assert soon["stale"] == ["tasks/t1.md"]  # tasks: 14 days
+    assert report(vault, today=date.today()).to_json()["stale"] == []
+
+
+def test_a_note_with_unsaved_edits_is_as_old_as_its_last_save(vault: Path) -> None:
+    p = vault / "notes/lonely.md"
+    p.write_text("# Lonely\n\nEdited just now.\n", encoding="utf-8")
+    t = time.mktime((LATER - timedelta(days=1)).timetuple())
+    os.utime(p, (t, t))
+    assert report(vault).to_json()["orphans"] == []
+
+
+def test_health_changes_nothing(vault: Path) -> None:
+    before = git(vault, "status", "--porcelain"), git(vault, "rev-parse", "HEAD")
+    report(vault)
+    assert (git(vault, "status", "--porcelain"), git(vault, "rev-parse", "HEAD")) == before
+
+
+def test_the_ignore_list_keeps_findings_quiet(vault: Path) -> None:
+    r = report(vault)
+    orphan = next(f for f in r.findings if f.kind == "orphan")
+    link = next(f for f in r.findings if f.link == "[[nothere]]")
+    assert health.ignore(vault, orphan) is None
+    assert health.ignore(vault, link) is None
+    path = vault / ".git/vaultwatch/health-ignore.json"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert set(json.loads(path.read_text())["ignored"]) == {orphan.id, link.id}
+
+    # a line added above the link does not bring it back: the id has no line number
+    a = vault / "notes/a.md"
+    a.write_text("new first line\n" + a.read_text(encoding="utf-8"), encoding="utf-8")
+    quiet = report(vault)
+    assert orphan.id not in {f.id for f in quiet.findings}
+    assert link.id not in {f.id for f in quiet.findings}
+    assert {f.id for f in quiet.ignored} == {orphan.id, link.id}
+    assert quiet.to_json()["orphans"] == [] and quiet.to_json()["ignored"] == 2
+
+    everything = report(vault, include_ignored=True).to_json()
+    assert everything["orphans"] == ["notes/lonely.md"]
+    assert [f["ignored"] for f in everything["findings"] if f["id"] == orphan.id] == [True]
+
+    assert health.unignore(vault, orphan.id) is None
+    assert report(vault).to_json()["orphans"] == ["notes/lonely.md"]
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"ignored": ["a list"]}', "[]"])
+def test_a_damaged_ignore_list_is_a_warning_not_a_crash(vault: Path, damage: str) -> None:
+    path = vault / ".git/vaultwatch/health-ignore.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(damage, encoding="utf-8")
+    r = report(vault)
+    assert any("health ignore list" in w and "nothing is ignored" in w for w in r.warnings)
+    assert r.to_json()["orphans"] == ["notes/lonely.md"]
+    # the next ignore keeps the damaged file beside it and starts a new list
+    orphan = next(f for f in r.findings if f.kind == "orphan")
+    note = health.ignore(vault, orphan)
+    assert note is not None and "health-ignore.json.damaged" in note
+    assert (path.parent / "health-ignore.json.damaged").read_text(encoding="utf-8") == damage
+    assert report(vault).to_json()["orphans"] == []
+
+
+def test_health_config_errors_are_clear_and_keep_the_vault_open(make_vault: Any) -> None:
+    root = make_vault(
+        {
+            "vault.config.yaml": "types: {task: {folder: tasks}}\nhealth:\n  orphan_days: -3\n"
+            "  duplicate_score: 2\n  open: open\n  types: {nope: {stale_days: 3}}\n  colour: red\n",
+            "a.md": "# A\n",
+        }
+    )
+    vault = Vault(root)
+    try:
+        problems = [str(p) for p in vault.config.health_problems]
+        assert vault.config_notice is None  # the rest of the config is in force
+        assert "a" in {p.rsplit(".", 1)[0] for p in vault.entries()}
+    finally:
+        vault.close()
+    text = "\n".join(problems)
+    assert "vault.config.yaml:3: health.orphan_days must be a whole number above 0" in text
+    assert "vault.config.yaml:4: health.duplicate_score must be a number above 0" in text
+    assert "health.open must be a list of the status values" in text
+    assert "health.types names unknown type 'nope'" in text
+    assert "unknown key 'colour' in health" in text
+    r = report(root)
+    assert sum("health config:" in w for w in r.warnings) == 5
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [VAULTWATCH, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
+    )
+
+
+def test_the_cli_json_and_text(vault: Path) -> None:
+    r = run(vault, "health", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {"problems", "broken_links", "orphans", "duplicates", "stale"} <= set(out)
+    assert out["problems"][0].keys() >= {"path", "code", "message"}
+    assert out["broken_links"][0].keys() >= {"path", "link"}
+    assert "salary" not in r.stdout
+
+    text = run(vault.parent, "health", str(vault))
+    assert text.returncode == 0, text.stderr
+    assert "Broken links (6)" in text.stdout and "[[nothere]]" in text.stdout
+    assert "notes/a.md:9  [[ghost\\|alias]]" in text.stdout
+
+
+def test_the_cli_hides_ignored_findings_unless_asked(vault: Path) -> None:
+    r = report(vault)
+    health.ignore(vault, next(f for f in r.findings if f.kind == "too_big"))
+    text = run(vault, "health").stdout
+    assert "1 ignored (--include-ignored shows them)" in text and "big.md" not in text
+    assert "big.md  " in run(vault, "health", "--include-ignored").stdout
+    assert "[ignored]" in run(vault, "health", "--include-ignored").stdout
+
+
+def test_the_cli_refuses_what_is_not_a_vault(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for args, why in (
+        (("health", str(tmp_path / "missing")), "is not a folder"),
+        (("health", str(plain)), "is not a vault with git history"),
+        (("health", "--bogus"), "unrecognized arguments"),
+    ):
+        r = run(tmp_path, *args)
+        assert r.returncode == 1, r.stdout
+        assert len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
+        assert r.stdout == ""
+    assert not (plain / ".git").exists()
+
+
+APISIX = Path(__file__).parent / "apisix_docs"
+
+
+@pytest.mark.semantic
+def test_an_english_and_chinese_near_duplicate_pair_is_found(make_vault: Any) -> None:
+    """The same page in English and in Chinese (tests/apisix_docs) pairs across languages with
+    its score; an unrelated note does not, and a private copy never appears."""
+    en = (APISIX / "en/support-fips-in-apisix.md").read_text(encoding="utf-8")
+    zh = (APISIX / "zh/support-fips-in-apisix.md").read_text(encoding="utf-8")
+    root = make_vault(
+        {
+            "vault.config.yaml": 'private: ["private/**"]\n',
+            "en/fips.md": en,
+            "zh/fips.md": zh,
+            "private/fips-copy.md": en,
+            "other.md": (APISIX / "en/plugins/cors.md").read_text(encoding="utf-8"),
+        }
+    )
+    vault = Vault(root)
+    try:
+        vault.start_semantic()
+        sem = vault.semantic()
+        assert sem is not None and sem.thread is not None
+        sem.thread.join(120)
+        r = health.check(vault, today=LATER).to_json()
+    finally:
+        vault.close()
+    assert r["duplicates_checked"] is True
+    assert [(d["a"], d["b"]) for d in r["duplicates"]] == [("en/fips.md", "zh/fips.md")]
+    assert r["duplicates"][0]["score"] >= 0.85
+    assert "private" not in json.dumps(r)
+
+
+def test_near_duplicates_wait_for_recall_and_say_so(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recall on but not indexed: the finding is skipped, the result says why, nothing is
+    embedded (no model is loaded)."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    r = report(vault)
+    assert r.duplicates_checked is False
+    assert any("recall has not indexed this vault yet" in w for w in r.warnings)
+    v = Vault(vault)
+    try:
+        sem = v.semantic()
+        assert sem is not None
+        paths, _, missing = sem.whole_vectors({p: e.doc for p, e in v.entries().items()})
+    finally:
+        v.close()
+    assert paths == [] and len(missing) == r.notes  # nothing was embedded

@@ -1,0 +1,167 @@
+"""The library health screen (`H`) under Pilot on a real vault: findings grouped with counts, open
+at the link's line, ignore and bring back, move and delete through the owner's flows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable, Static
+
+from app.ui.dashboard import Dashboard
+from app.ui.file_dialogs import DestinationPrompt
+from app.ui.health_screen import HealthScreen, NoteModal, note_cell, shorten
+from app.ui.lines import LinesView
+from app.ui.modals import ConfirmModal
+
+from .conftest import git
+from .test_dashboard import until
+from .test_health import FILES, LATER
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return make_vault(FILES)
+
+
+def table_text(screen: HealthScreen) -> str:
+    t = screen.query_one("#findings", DataTable)
+    return "\n".join(
+        " ".join(str(getattr(c, "plain", c)) for c in t.get_row_at(i)) for i in range(t.row_count)
+    )
+
+
+async def open_health(pilot: Any) -> HealthScreen:
+    app = pilot.app
+    await pilot.press("H")
+    await until(pilot, lambda: isinstance(app.screen, HealthScreen))
+    screen = app.screen
+    assert isinstance(screen, HealthScreen)
+    await until(pilot, lambda: screen.report is not None)
+    await pilot.pause(0.1)
+    return screen
+
+
+async def select(pilot: Any, screen: HealthScreen, finding_id: str) -> None:
+    t = screen.query_one("#findings", DataTable)
+    keys = [str(k.value) for k in t.rows]
+    t.move_cursor(row=keys.index(finding_id))
+    await pilot.pause(0.05)
+    assert screen.selected() is not None and screen.selected().id == finding_id  # type: ignore[union-attr]
+
+
+def make_app(vault: Path) -> Dashboard:
+    app = Dashboard(vault, poll_seconds=0.1)
+    app.today = LATER
+    return app
+
+
+async def test_the_screen_groups_findings_and_never_shows_private_notes(vault: Path) -> None:
+    app = make_app(vault)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_health(pilot)
+        text = table_text(screen)
+        for heading in (
+            "Problems under the config (1)",
+            "Broken links (6)",
+            "Orphans (1)",
+            "Stale open items (1)",
+            "Too big to read in one call (1)",
+        ):
+            assert heading in text
+        assert "salary" not in text and "private" not in text
+        title = screen.query_one("#health-title", Static).render()
+        assert "10 findings" in str(title)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HealthScreen))
+
+
+async def test_open_shows_the_note_at_the_broken_links_line(vault: Path) -> None:
+    app = make_app(vault)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_health(pilot)
+        await select(pilot, screen, "broken_link:notes/a.md:[[ghost\\|alias]]")
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, NoteModal))
+        modal = app.screen
+        assert isinstance(modal, NoteModal) and modal.at == 9
+        view = modal.query_one("#dialog-body", LinesView)
+        assert "9 | x | [[ghost\\|alias]] |" in view.plain
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+
+
+async def test_ignore_and_bring_back(vault: Path) -> None:
+    app = make_app(vault)
+    orphan = "orphan:notes/lonely.md"
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_health(pilot)
+        await select(pilot, screen, orphan)
+        await pilot.press("i")
+        await until(pilot, lambda: orphan in screen.ignored)
+        await until(pilot, lambda: "Orphans" not in table_text(screen))
+        saved = json.loads((vault / ".git/vaultwatch/health-ignore.json").read_text())
+        assert list(saved["ignored"]) == [orphan]
+        assert "1 ignored (a shows them)" in str(screen.query_one("#health-title", Static).render())
+
+        await pilot.press("a")  # ignored ones shown, marked
+        await until(pilot, lambda: "lonely.md  notes/ ignored · no links" in table_text(screen))
+        await select(pilot, screen, orphan)
+        await pilot.press("i")
+        await until(pilot, lambda: orphan not in screen.ignored)
+    saved = json.loads((vault / ".git/vaultwatch/health-ignore.json").read_text())
+    assert saved["ignored"] == {}
+    assert git(vault, "status", "--porcelain") == ""  # ignoring changes no note
+
+
+async def test_move_an_orphan_through_the_owner_flow(vault: Path) -> None:
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        await select(pilot, screen, "orphan:notes/lonely.md")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        await pilot.press("ctrl+u", *"archive/lonely.md", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        preview = app.screen.query_one("#dialog-body", LinesView).plain
+        assert "notes/lonely.md  →  archive/lonely.md" in preview
+        await pilot.press("y")
+        await until(pilot, lambda: app.screen is screen)
+        await until(pilot, lambda: "archive/lonely.md" in json.dumps(screen.data()))
+        await until(pilot, lambda: "notes/lonely.md" not in json.dumps(screen.data()))
+    assert (vault / "archive/lonely.md").exists() and not (vault / "notes/lonely.md").exists()
+    assert "Vaultwatch-Action: move" in git(vault, "log", "-1", "--format=%B")
+
+
+async def test_delete_a_note_through_the_owner_flow(vault: Path) -> None:
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        await select(pilot, screen, "too_big:big.md")
+        await pilot.press("x")
+        await pilot.pause(0.3)
+        assert app.screen is screen  # too big: delete is not offered for it
+        await select(pilot, screen, "orphan:notes/lonely.md")
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await until(pilot, lambda: "orphan:notes/lonely.md" not in screen.by_id)
+    assert not (vault / "notes/lonely.md").exists()
+    assert "Vaultwatch-Action: remove" in git(vault, "log", "-1", "--format=%B")
+
+
+def test_paths_are_shortened_in_cells_never_to_nothing() -> None:
+    name = "非常长的项目名称-离线同步与冲突解决方案的设计评审记录-第三版.md"
+    short = shorten(name, 20)
+    from rich.cells import cell_len
+
+    assert cell_len(short) <= 20 and short.endswith("第三版.md") and "…" in short
+    assert shorten("a.md", 20) == "a.md"
+    assert shorten(name, 1) == "…"
+    cell = note_cell("项目/二零二六年度/" + name, 30)
+    assert cell.cell_length <= 30 and cell.plain.startswith("非常")
