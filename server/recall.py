@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .docs import Doc, decode
 from .query import QueryError
-from .search import note_words
+from .search import IndexBroken, IndexUnavailable, note_words
 from .search_query import ParsedQuery, SearchError, contains_all, excluded, parse
 from .text_search import keep_entry
 from .vault import Vault
@@ -38,6 +38,27 @@ def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
     """recall's lexical match: the note has every word of the query, as search_text reads it."""
     w = indexed_words(vault, doc)
     return w is not None and contains_all(pq, w)
+
+
+def keyword_scores(vault: Vault, pq: ParsedQuery) -> dict[str, float]:
+    """Each note that has any word of the query, with its bm25 from the full-text index (higher
+    is better): recall adds a bounded boost for it (semantic.KEYWORD_WEIGHT). Any word, not
+    every word, so one rare word that the model cannot place (a product name, WebAssembly in a
+    Chinese question) still counts. The text index is upkeep here: if it cannot answer, recall
+    ranks by meaning alone."""
+    toks = {
+        '"' + tok.replace('"', '""') + '"' + ("*" if prefix else "")
+        for t in pq.positive
+        for tok, prefix in t.tokens
+        if tok
+    }
+    if not toks:
+        return {}
+    try:
+        hits = vault.search.query(" OR ".join(sorted(toks)))
+    except (ValueError, IndexUnavailable, IndexBroken):
+        return {}
+    return {h.path: -h.body for h in hits}
 
 
 def recall(
@@ -90,7 +111,7 @@ def recall(
             "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
             "in a few seconds, or use search_text meanwhile",
         }
-    entries = vault.entries()
+    entries = vault.searchable_entries()  # the text index too: keyword_scores reads it
     docs = {p: e.doc for p, e in entries.items()}
     sem.reconcile(docs, vault.note_meta)  # an edit made in Obsidian since: embedded now
 
@@ -129,7 +150,15 @@ def recall(
         return pq is not None and has_every_word(vault, entries[p].doc, pq)
 
     hits = []
-    for m in sem.rank(vec, keep, limit=limit, exclude=exclude, lexical=lexical if pq else None):
+    ranked = sem.rank(
+        vec,
+        keep,
+        limit=limit,
+        exclude=exclude,
+        lexical=lexical if pq else None,
+        keyword=keyword_scores(vault, pq) if pq else None,
+    )
+    for m in ranked:
         e = entries[m.path]
         # lexical: the note has every word of the query; semantic: found by meaning alone
         how = "lexical" if m.lexical else "semantic"

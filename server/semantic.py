@@ -50,6 +50,13 @@ SIMILAR_THRESHOLD = 0.65
 STUB_CHARS = 80  # a note whose text is shorter is a stub: see _stub_penalty
 STUB_PENALTY = 0.2
 LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
+# A note's keyword score (bm25 over its body, the query's words ORed) adds up to KEYWORD_WEIGHT,
+# half of it at a bm25 of KEYWORD_HALF: s / (s + KEYWORD_HALF) is bounded, so a note that only
+# shares common words gains little and meaning still decides. Measured on tests/apisix_docs
+# (recall@5/MRR en 0.80/0.58 -> 0.85/0.62, zh 0.89/0.60 -> 0.93/0.78) with the example baseline
+# unchanged; rank fusion (RRF) instead lost 0.17 on the example's cross-language questions.
+KEYWORD_WEIGHT = 0.2
+KEYWORD_HALF = 5.0
 BATCH = 64
 UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
@@ -554,6 +561,8 @@ class SemanticIndex:
             None  # vecs, note starts, paths
         )
         self._stub: np.ndarray | None = None
+        # the matrix's note paths -> row, for the paths list it was built from
+        self._pos: tuple[list[str], dict[str, int]] | None = None
         self.indexed = 0
         self.total = 0
         self.ready = False
@@ -690,6 +699,7 @@ class SemanticIndex:
                     else np.zeros((0, self.embedder.dim), np.float32)
                 )
                 self._stub = None
+                self._pos = None
                 self._matrix = (np.ascontiguousarray(mat, dtype=np.float32), starts, paths)
             return self._matrix
 
@@ -703,13 +713,15 @@ class SemanticIndex:
         limit: int = 8,
         exclude: set[str] | None = None,
         lexical: Callable[[str], bool] | None = None,
+        keyword: dict[str, float] | None = None,
     ) -> list[Match]:
-        """The `limit` best notes by meaning. With `lexical` (does this note have every word of
-        the query?), the notes that do are listed first among the best LEXICAL_POOL: a note that
-        says it in the asker's own words is the surest hit."""
+        """The `limit` best notes by meaning. `keyword` (path -> bm25 of the query's words, higher
+        is better) adds a bounded boost, see KEYWORD_WEIGHT. With `lexical` (does this note have
+        every word of the query?), the notes that do are listed first among the best
+        LEXICAL_POOL: a note that says it in the asker's own words is the surest hit."""
         if lexical is None:
-            return self._rank(query, keep, limit, exclude)
-        pool = self._rank(query, keep, max(limit, LEXICAL_POOL), exclude)
+            return self._rank(query, keep, limit, exclude, keyword)
+        pool = self._rank(query, keep, max(limit, LEXICAL_POOL), exclude, keyword)
         for m in pool:
             m.lexical = lexical(m.path)
         return sorted(pool, key=lambda m: not m.lexical)[:limit]  # stable: by meaning within
@@ -720,6 +732,7 @@ class SemanticIndex:
         keep: Callable[[str], bool] | None,
         limit: int,
         exclude: set[str] | None,
+        keyword: dict[str, float] | None = None,
     ) -> list[Match]:
         mat, starts, paths = self._matrix_now()
         if not paths:
@@ -729,6 +742,8 @@ class SemanticIndex:
         best = np.maximum.reduceat(sims, starts)
         ends = np.append(starts[1:], len(sims))
         scores = WHOLE_WEIGHT * whole + (1 - WHOLE_WEIGHT) * best - self._stub_penalty(paths)
+        if keyword:
+            scores += self._keyword_boost(paths, keyword)
         order = np.argsort(-scores)
         out: list[Match] = []
         for i in order:
@@ -742,6 +757,18 @@ class SemanticIndex:
             if len(out) >= limit:
                 break
         return out
+
+    def _keyword_boost(self, paths: list[str], keyword: dict[str, float]) -> np.ndarray:
+        with self._lock:
+            if self._pos is None or self._pos[0] is not paths:
+                self._pos = (paths, {p: i for i, p in enumerate(paths)})
+            pos = self._pos[1]
+        boost = np.zeros(len(paths), np.float32)
+        for p, s in keyword.items():
+            i = pos.get(p)
+            if i is not None and s > 0:
+                boost[i] = KEYWORD_WEIGHT * s / (s + KEYWORD_HALF)
+        return boost
 
     def _stub_penalty(self, paths: list[str]) -> np.ndarray:
         """A note of a few words is near every vague query (a hub): it loses up to STUB_PENALTY,
