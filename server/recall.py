@@ -16,6 +16,10 @@ from .vault import Vault
 if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
     from .semantic import SemanticIndex
 
+# a word in more notes than this adds no keyword boost: in a large vault bm25 gives it little
+# weight, and scoring every note that has it is what a query would spend its time on
+KEYWORD_MAX_NOTES = 400
+KEYWORD_BEST = 100  # notes the keyword boost looks at: below these it is a few thousandths
 READY_WAIT_S = 3.0  # a small vault is embedded in about this long: wait instead of saying "later"
 
 
@@ -41,21 +45,25 @@ def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
 
 
 def keyword_scores(vault: Vault, pq: ParsedQuery) -> dict[str, float]:
-    """Each note that has any word of the query, with its bm25 from the full-text index (higher
-    is better): recall adds a bounded boost for it (semantic.KEYWORD_WEIGHT). Any word, not
-    every word, so one rare word that the model cannot place (a product name, WebAssembly in a
-    Chinese question) still counts. The text index is upkeep here: if it cannot answer, recall
-    ranks by meaning alone."""
-    toks = {
-        '"' + tok.replace('"', '""') + '"' + ("*" if prefix else "")
-        for t in pq.positive
-        for tok, prefix in t.tokens
-        if tok
-    }
-    if not toks:
-        return {}
+    """The best notes that have any word of the query, with their bm25 from the full-text index
+    (higher is better): recall adds a bounded boost for them (semantic.KEYWORD_WEIGHT). Any
+    word, not every word, so one rare word that the model cannot place (a product name,
+    WebAssembly in a Chinese question) still counts. Common words are left out (see
+    KEYWORD_MAX_NOTES): scoring the thousands of notes that have them doubled the time of a query
+    at 10,000 notes. The text index is upkeep here: if it cannot answer, recall ranks by
+    meaning alone."""
+    # whole tokens: search_text's prefix match would count "a" in every word that starts with it
+    tokens = sorted({tok for t in pq.positive for tok, _ in t.tokens if tok})
     try:
-        hits = vault.search.query(" OR ".join(sorted(toks)))
+        counts = vault.search.doc_counts(tokens)
+        keep = [
+            '"' + tok.replace('"', '""') + '"'
+            for tok in tokens
+            if 0 < counts[tok] <= KEYWORD_MAX_NOTES
+        ]
+        if not keep:
+            return {}
+        hits = vault.search.query(" OR ".join(keep), best=KEYWORD_BEST)
     except (ValueError, IndexUnavailable, IndexBroken):
         return {}
     return {h.path: -h.body for h in hits}
@@ -111,9 +119,12 @@ def recall(
             "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
             "in a few seconds, or use search_text meanwhile",
         }
+    generation = vault.index.generation  # read first: a change during entries() is seen next time
     entries = vault.searchable_entries()  # the text index too: keyword_scores reads it
-    docs = {p: e.doc for p, e in entries.items()}
-    sem.reconcile(docs, vault.note_meta)  # an edit made in Obsidian since: embedded now
+    if not sem.in_step(generation):  # an edit made in Obsidian since: embedded now
+        sem.reconcile(
+            {p: e.doc for p, e in entries.items()}, vault.note_meta, generation=generation
+        )
 
     exclude: set[str] = set()
     if path:

@@ -280,16 +280,20 @@ class SearchIndex:
 
     # -- asking ---------------------------------------------------------------------------------
 
-    def query(self, expr: str, title_expr: str | None = None) -> list[Hit]:
+    def query(self, expr: str, title_expr: str | None = None, best: int | None = None) -> list[Hit]:
         """Every note matching an FTS5 expression, with its body score (bm25 over the body
         alone; title words count through `title_expr`, see Hit) and whether the title matches
-        `title_expr`. Ranking is the caller's: it knows the notes' dates and filters."""
+        `title_expr`. Ranking is the caller's: it knows the notes' dates and filters. `best`:
+        only that many, best body score first (recall's keyword boost: a common word matches
+        every note)."""
+        sql = "SELECT rowid, bm25(fts, 0.0, 1.0) FROM fts WHERE fts MATCH ?"
+        args: tuple[str | int, ...] = (expr,)
+        if best is not None:
+            sql, args = sql + " ORDER BY 2 LIMIT ?", (expr, best)
         with self._lock:
             db = self._connect()
             try:
-                rows = db.execute(
-                    "SELECT rowid, bm25(fts, 0.0, 1.0) FROM fts WHERE fts MATCH ?", (expr,)
-                ).fetchall()
+                rows = db.execute(sql, args).fetchall()
                 in_title: set[int] = set()
                 if title_expr is not None and rows:
                     title_match = f"{{title}} : ({title_expr})"
@@ -305,6 +309,28 @@ class SearchIndex:
                 raise IndexBroken(str(exc)) from exc
             ids = self._ids
             return [Hit(ids[r], s, r in in_title) for r, s in rows if r in ids]
+
+    def doc_counts(self, tokens: list[str]) -> dict[str, int]:
+        """In how many notes each token occurs, for tokens as `query_tokens` gives them. Read through a temp fts5vocab table: nothing is added to the file."""
+        with self._lock:
+            db = self._connect()
+            try:
+                db.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_df USING fts5vocab(main, fts, row)"
+                )
+                counts = {}
+                for tok in tokens:
+                    row = db.execute(
+                        "SELECT doc FROM temp.fts_df WHERE term = ?", (tok,)
+                    ).fetchone()
+                    counts[tok] = row[0] if row else 0
+            except sqlite3.OperationalError as exc:
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
+                raise IndexBroken(str(exc)) from exc
+            except sqlite3.DatabaseError as exc:
+                raise IndexBroken(str(exc)) from exc
+            return counts
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -563,6 +563,7 @@ class SemanticIndex:
         self._stub: np.ndarray | None = None
         # the matrix's note paths -> row, for the paths list it was built from
         self._pos: tuple[list[str], dict[str, int]] | None = None
+        self._generation: int | None = None  # of the last whole reconcile, see in_step
         self.indexed = 0
         self.total = 0
         self.ready = False
@@ -610,10 +611,13 @@ class SemanticIndex:
         meta: Callable[[Doc], dict[str, Any]] | None = None,
         *,
         partial: bool = False,
+        generation: int | None = None,
     ) -> int:
         """Embed new and changed notes of `docs`; returns how many were embedded. With the whole
         vault, notes no longer in it are dropped and progress is counted; `partial` (the notes
-        one write touched) leaves every other note and the progress counts alone."""
+        one write touched) leaves every other note and the progress counts alone. `generation`
+        (the doc index's, read before `docs`): once the whole of it is embedded, `in_step` says
+        so and recall skips comparing every note on every query (60 ms at 10,000 notes)."""
         with self._lock:
             have = self._loaded()
             gone = [] if partial else [p for p in have if p not in docs]
@@ -647,7 +651,13 @@ class SemanticIndex:
             if self.on_progress and (time.monotonic() - last > 2 or self.indexed == self.total):
                 self.on_progress(self.indexed, self.total)
                 last = time.monotonic()
+        if generation is not None and not partial and not self.stopping:
+            self._generation = generation
         return len(todo)
+
+    def in_step(self, generation: int) -> bool:
+        """Every note of this doc-index generation is embedded (see reconcile)."""
+        return self._generation == generation
 
     def _embed(
         self, docs: list[Doc], meta: Callable[[Doc], dict[str, Any]] | None
