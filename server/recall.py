@@ -119,11 +119,15 @@ def recall(
             "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
             "in a few seconds, or use search_text meanwhile",
         }
-    generation = vault.index.generation  # read first: a change during entries() is seen next time
+    before = vault.index.generation
     entries = vault.searchable_entries()  # the text index too: keyword_scores reads it
+    generation = vault.index.generation
     if not sem.in_step(generation):  # an edit made in Obsidian since: embedded now
         sem.reconcile(
-            {p: e.doc for p, e in entries.items()}, vault.note_meta, generation=generation
+            {p: e.doc for p, e in entries.items()},
+            vault.note_meta,
+            # these docs are that generation only if no refresh ran meanwhile
+            generation=generation if generation == before else None,
         )
 
     exclude: set[str] = set()

@@ -14,6 +14,7 @@ or in a Qdrant server (`semantic: {backend: qdrant, ...}`). No MCP here.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -332,6 +333,12 @@ class NoteVectors:
     # (units, dim) L2-normalised; float16 at rest, a float32 view of the ranking matrix once built
     vecs: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)  # title, type, tags, date (payload)
+    # a digest of each unit's embedded text: a write re-embeds only the units whose text changed
+    keys: list[str] = field(default_factory=list)
+
+
+def unit_key(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 def check_dimension(vecs: np.ndarray, dim: int) -> None:
@@ -368,17 +375,20 @@ class SqliteVectors:
         )
         self.db.execute(
             f"CREATE TABLE IF NOT EXISTS {self.table} (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
-            "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB)"
+            "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB, keys TEXT)"
         )
+        cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({self.table})")}
+        if "keys" not in cols:  # a table from before keys: its rows are re-embedded whole once
+            self.db.execute(f"ALTER TABLE {self.table} ADD COLUMN keys TEXT")
         self._lock = threading.Lock()
 
     def load(self) -> dict[str, NoteVectors]:
         out = {}
         with self._lock:
             rows = self.db.execute(
-                f"SELECT path, mtime_ns, size, hash, headings, excerpts, vecs FROM {self.table}"
+                f"SELECT path, mtime_ns, size, hash, headings, excerpts, vecs, keys FROM {self.table}"
             ).fetchall()
-        for path, mtime_ns, size, h, heads, excs, blob in rows:
+        for path, mtime_ns, size, h, heads, excs, blob, keys in rows:
             vecs = np.frombuffer(blob, dtype=np.float16).copy()
             if vecs.size % self.dim:
                 continue  # a damaged row: re-embedded on the next reconcile
@@ -390,6 +400,7 @@ class SqliteVectors:
                 json.loads(heads),
                 json.loads(excs),
                 vecs.reshape(-1, self.dim),
+                keys=json.loads(keys) if keys else [],
             )
         return out
 
@@ -406,11 +417,16 @@ class SqliteVectors:
                     json.dumps(n.headings, ensure_ascii=False),
                     json.dumps(n.excerpts, ensure_ascii=False),
                     n.vecs.astype(np.float16).tobytes(),
+                    json.dumps(n.keys),
                 )
             )
         with self._lock:
             self.db.execute("BEGIN")
-            self.db.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?,?,?,?,?,?,?)", rows)
+            self.db.executemany(
+                f"INSERT OR REPLACE INTO {self.table} "
+                "(path, mtime_ns, size, hash, headings, excerpts, vecs, keys) VALUES (?,?,?,?,?,?,?,?)",
+                rows,
+            )
             self.db.execute("COMMIT")
 
     def delete(self, paths: Iterable[str]) -> None:
@@ -502,6 +518,7 @@ class QdrantVectors:
                 [x[1].get("excerpt", "") for x in items],
                 np.vstack([x[2] for x in items]),
                 {k: first.get(k) for k in ("title", "type", "tags", "date")},
+                keys=[x[1].get("key") or "" for x in items],
             )
         return out
 
@@ -517,6 +534,7 @@ class QdrantVectors:
                     "unit": u,
                     "heading": n.headings[u],
                     "excerpt": n.excerpts[u],
+                    "key": n.keys[u] if u < len(n.keys) else None,
                     "mtime_ns": n.mtime_ns,
                     "size": n.size,
                     "hash": n.hash,
@@ -692,10 +710,32 @@ class SemanticIndex:
             text, _ = decode(data)
             full = parse_doc(d.path, data, disk=d.disk)
             per.append((d, units_of(full, text)))
-        flat = [u.text for _, us in per for u in us]
-        vecs = self.embedder.encode(flat) if flat else np.zeros((0, self.embedder.dim), np.float32)
-        out, pos = [], 0  # the store's put() refuses vectors of another dimension
-        for d, us in per:
+        with self._lock:  # what each note's units were embedded as, from its last version
+            have = self._loaded()
+            known = {
+                k: v
+                for d, _ in per
+                if (old := have.get(d.path)) is not None and len(old.keys) == len(old.vecs)
+                for k, v in zip(old.keys, old.vecs, strict=True)
+            }
+        keys = [[unit_key(u.text) for u in us] for _, us in per]
+        todo = {
+            k: u.text
+            for ks, (_, us) in zip(keys, per, strict=True)
+            for k, u in zip(ks, us, strict=True)
+            if k not in known
+        }
+        # only units whose text is new are embedded: a write to one section of a long note
+        # costs one section, not the whole note again
+        fresh = (
+            self.embedder.encode(list(todo.values()))
+            if todo
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+        got = dict(zip(todo, fresh, strict=True))
+        out = []  # the store's put() refuses vectors of another dimension
+        for ks, (d, us) in zip(keys, per, strict=True):
+            vecs = [got[k] if k in got else known[k] for k in ks]
             out.append(
                 NoteVectors(
                     d.path,
@@ -704,11 +744,11 @@ class SemanticIndex:
                     d.hash,
                     [u.heading for u in us],
                     [u.excerpt for u in us],
-                    vecs[pos : pos + len(us)].astype(np.float16),
+                    np.asarray(vecs).astype(np.float16).reshape(len(us), -1),
                     meta(d) if meta else {},
+                    keys=ks,
                 )
             )
-            pos += len(us)
         return out
 
     # -- ranking --------------------------------------------------------------------------------
