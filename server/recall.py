@@ -63,10 +63,9 @@ def keyword_scores(vault: Vault, pq: ParsedQuery) -> dict[str, float]:
         ]
         if not keep:
             return {}
-        hits = vault.search.query(" OR ".join(keep), best=KEYWORD_BEST)
+        return vault.search.best(" OR ".join(keep), KEYWORD_BEST)
     except (ValueError, IndexUnavailable, IndexBroken):
         return {}
-    return {h.path: -h.body for h in hits}
 
 
 def recall(
