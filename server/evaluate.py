@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from .query import QueryError
-from .recall import has_every_word
+from .recall import has_every_word, keyword_scores
 from .search_query import ParsedQuery, SearchError, parse
 from .semantic import SemanticIndex, SqliteVectors, make_embedder
 from .text_search import search_text
@@ -108,7 +108,9 @@ def evaluate(vault: Vault, questions: list[Question], model: str | None = None) 
         pq = _parsed(question.q)
         lexical = None if pq is None else _lexical(vault, entries, pq)
         vec = index.encode_query(question.q)
-        sem = [m.path for m in index.rank(vec, lambda p: p in entries, limit=20, lexical=lexical)]
+        boost = None if pq is None else keyword_scores(vault, pq)  # as the recall tool ranks
+        ranked = index.rank(vec, lambda p: p in entries, limit=20, lexical=lexical, keyword=boost)
+        sem = [m.path for m in ranked]
         per["keyword"].append((question, kw))
         per["recall"].append((question, sem))
         per["both"].append((question, fuse(kw, sem)))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .docs import Doc, decode
 from .query import QueryError
-from .search import note_words
+from .search import IndexBroken, IndexUnavailable, note_words
 from .search_query import ParsedQuery, SearchError, contains_all, excluded, parse
 from .text_search import keep_entry
 from .vault import Vault
@@ -16,6 +16,10 @@ from .vault import Vault
 if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
     from .semantic import SemanticIndex
 
+# a word in more notes than this adds no keyword boost: in a large vault bm25 gives it little
+# weight, and scoring every note that has it is what a query would spend its time on
+KEYWORD_MAX_NOTES = 400
+KEYWORD_BEST = 100  # notes the keyword boost looks at: below these it is a few thousandths
 READY_WAIT_S = 3.0  # a small vault is embedded in about this long: wait instead of saying "later"
 
 
@@ -38,6 +42,30 @@ def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
     """recall's lexical match: the note has every word of the query, as search_text reads it."""
     w = indexed_words(vault, doc)
     return w is not None and contains_all(pq, w)
+
+
+def keyword_scores(vault: Vault, pq: ParsedQuery) -> dict[str, float]:
+    """The best notes that have any word of the query, with their bm25 from the full-text index
+    (higher is better): recall adds a bounded boost for them (semantic.KEYWORD_WEIGHT). Any
+    word, not every word, so one rare word that the model cannot place (a product name,
+    WebAssembly in a Chinese question) still counts. Common words are left out (see
+    KEYWORD_MAX_NOTES): scoring the thousands of notes that have them doubled the time of a query
+    at 10,000 notes. The text index is upkeep here: if it cannot answer, recall ranks by
+    meaning alone."""
+    # whole tokens: search_text's prefix match would count "a" in every word that starts with it
+    tokens = sorted({tok for t in pq.positive for tok, _ in t.tokens if tok})
+    try:
+        counts = vault.search.doc_counts(tokens)
+        keep = [
+            '"' + tok.replace('"', '""') + '"'
+            for tok in tokens
+            if 0 < counts[tok] <= KEYWORD_MAX_NOTES
+        ]
+        if not keep:
+            return {}
+        return vault.search.best(" OR ".join(keep), KEYWORD_BEST)
+    except (ValueError, IndexUnavailable, IndexBroken):
+        return {}
 
 
 def recall(
@@ -90,9 +118,16 @@ def recall(
             "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
             "in a few seconds, or use search_text meanwhile",
         }
-    entries = vault.entries()
-    docs = {p: e.doc for p, e in entries.items()}
-    sem.reconcile(docs, vault.note_meta)  # an edit made in Obsidian since: embedded now
+    before = vault.index.generation
+    entries = vault.searchable_entries()  # the text index too: keyword_scores reads it
+    generation = vault.index.generation
+    if not sem.in_step(generation):  # an edit made in Obsidian since: embedded now
+        sem.reconcile(
+            {p: e.doc for p, e in entries.items()},
+            vault.note_meta,
+            # these docs are that generation only if no refresh ran meanwhile
+            generation=generation if generation == before else None,
+        )
 
     exclude: set[str] = set()
     if path:
@@ -129,7 +164,15 @@ def recall(
         return pq is not None and has_every_word(vault, entries[p].doc, pq)
 
     hits = []
-    for m in sem.rank(vec, keep, limit=limit, exclude=exclude, lexical=lexical if pq else None):
+    ranked = sem.rank(
+        vec,
+        keep,
+        limit=limit,
+        exclude=exclude,
+        lexical=lexical if pq else None,
+        keyword=keyword_scores(vault, pq) if pq else None,
+    )
+    for m in ranked:
         e = entries[m.path]
         # lexical: the note has every word of the query; semantic: found by meaning alone
         how = "lexical" if m.lexical else "semantic"

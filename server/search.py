@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -368,6 +369,43 @@ class SearchIndex:
                 if wants is Wants.NONE:
                     break
         return wants
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection for one read of recall's (below), its errors as search()'s."""
+        with self._lock:
+            db = self._connect()
+            try:
+                yield db
+            except sqlite3.OperationalError as exc:
+                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                    raise ValueError(f"the search index could not read this query: {exc}") from exc
+                if not is_corrupt(exc):
+                    raise IndexUnavailable(exc) from exc
+                raise IndexBroken(str(exc)) from exc
+            except sqlite3.DatabaseError as exc:
+                raise IndexBroken(str(exc)) from exc
+
+    def best(self, expr: str, limit: int) -> dict[str, float]:
+        """The `limit` notes matching an FTS5 expression with the best body score, each with
+        that score negated (bm25 over the body: higher is better here). recall's keyword boost."""
+        with self._reading() as db:
+            rows = db.execute(f"{BEST_FIRST} LIMIT ?", (expr, limit)).fetchall()
+            ids = self._ids
+            return {ids[r]: -body for r, body in rows if r in ids}
+
+    def doc_counts(self, tokens: list[str]) -> dict[str, int]:
+        """In how many notes each token occurs, for tokens as `query_tokens` gives them. Read
+        through a temp fts5vocab table: nothing is added to the file."""
+        with self._reading() as db:
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_df USING fts5vocab(main, fts, row)"
+            )
+            counts = {}
+            for tok in tokens:
+                row = db.execute("SELECT doc FROM temp.fts_df WHERE term = ?", (tok,)).fetchone()
+                counts[tok] = row[0] if row else 0
+            return counts
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -36,17 +36,23 @@ def test_baseline_questions_in_both_languages(example_vault: Path) -> None:
     vault = Vault(example_vault)
     report = evaluate(vault, questions)
     vault.close()
-    assert report["recall"]["recall@5"] >= 0.75, report
-    assert report["recall_cross"]["recall@5"] >= 0.5, report
+    # measured 1.00 / MRR 0.79 / 1.00 across languages (issue 21: the floor is what is reached)
+    assert report["recall"]["recall@5"] >= 0.97, report
+    assert report["recall"]["mrr"] >= 0.77, report
+    assert report["recall_cross"]["recall@5"] >= 0.97, report
     # embeddings find what the owner does not word the same way; keyword search does not
     assert report["recall"]["recall@5"] > report["keyword"]["recall@5"]
 
 
+# recall@5, MRR, recall@5 across languages: what recall reaches now (en 0.85/0.62/0.86, zh
+# 0.93/0.78/1.00) less a margin, so a change that loses ground fails. Issue 21's targets
+# (0.9/0.75, 0.9 across languages) are met in Chinese, not yet in English.
+REAL_FLOORS = {"en": (0.83, 0.60, 0.85), "zh": (0.91, 0.75, 0.97)}
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_real_vault_baseline(lang: str, tmp_path: Path) -> None:
-    """Apache APISIX's docs in one language, questions written before any tuning. The floors are
-    what recall reaches now (en 0.80/0.58, zh 0.89/0.60 recall@5/MRR) less a margin: a change
-    that loses ground here fails. Issue 21's targets (0.9/0.75) are not reached yet."""
+    """Apache APISIX's docs in one language, questions written before any tuning (REAL_FLOORS)."""
     import shutil
 
     from server.gitrepo import ensure_repo
@@ -59,9 +65,30 @@ def test_real_vault_baseline(lang: str, tmp_path: Path) -> None:
     vault = Vault(root)
     report = evaluate(vault, questions)
     vault.close()
-    assert report["recall"]["recall@5"] >= 0.78, report
-    assert report["recall"]["mrr"] >= 0.55, report
-    assert report["recall_cross"]["recall@5"] >= 0.8, report
+    found, mrr, cross = REAL_FLOORS[lang]
+    assert report["recall"]["recall@5"] >= found, report
+    assert report["recall"]["mrr"] >= mrr, report
+    assert report["recall_cross"]["recall@5"] >= cross, report
+
+
+def test_the_keyword_boost_counts_rare_words_not_common_ones(make_vault: Any) -> None:
+    """recall's keyword boost (bm25 of any word of the query) leaves out words in more than
+    KEYWORD_MAX_NOTES notes, whole words only: scoring every note that has a common word made a
+    query at 10,000 notes twice as slow, for a word bm25 gives almost no weight."""
+    from server.search_query import parse
+
+    notes = {
+        f"n/{i}.md": f"# Note {i}\n\nA common word and a routine line, number {i}.\n"
+        for i in range(recall_mod.KEYWORD_MAX_NOTES + 1)
+    }
+    notes["rare.md"] = "# Rare\n\nThe zorblax gateway, a common thing too.\n"
+    notes["prefix.md"] = "# Prefix\n\nZorblaxes are not the word asked for.\n"
+    vault = Vault(make_vault(notes))
+    vault.searchable_entries()
+    scores = recall_mod.keyword_scores(vault, parse("common zorblax"))
+    assert list(scores) == ["rare.md"] and scores["rare.md"] > 0
+    assert recall_mod.keyword_scores(vault, parse("common routine")) == {}
+    vault.close()
 
 
 async def test_a_stub_does_not_win_and_a_long_notes_section_is_found(
@@ -226,6 +253,51 @@ def test_the_faster_embedder_embeds_what_the_package_would(example_vault: Path) 
     # a batch split across workers, one per core, is the same batch embedded in one piece
     split = UseEmbedder(threads=3).encode(texts * 3)
     assert np.allclose(split, UseEmbedder(threads=1).encode(texts * 3), atol=1e-5)
+
+
+def test_a_write_re_embeds_only_the_units_whose_text_changed(make_vault: Any) -> None:
+    """Every section has its own vector, so re-embedding a whole long note for a one-line edit
+    made writes with recall on about 3x slower. Only the changed section (and the whole-note
+    unit, whose text includes the opening) is embedded again; the rest comes from the index,
+    also after a restart (the digests are stored with the vectors)."""
+    from server.semantic import HashEmbedder, SemanticIndex
+
+    class Counting(HashEmbedder):
+        texts: list[str] = []
+
+        def encode(self, texts: list[str]) -> np.ndarray:
+            self.texts.extend(texts)
+            return super().encode(texts)
+
+    sections = "".join(
+        f"## Part {i}\n\nThe {i}th part says something long enough to be its own unit.\n\n"
+        for i in range(8)
+    )
+    root = make_vault({"long.md": "# Long\n\n" + "An opening line. " * 30 + "\n\n" + sections})
+    vault = Vault(root)
+
+    def index() -> SemanticIndex:
+        emb = Counting()
+        return SemanticIndex(emb, SqliteVectors(vault.state / "t.sqlite", emb.name, emb.dim), root)
+
+    sem = index()
+    sem.reconcile({p: e.doc for p, e in vault.entries().items()})
+    first = len(Counting.texts)
+    assert first == 10  # the whole note, its H1 section and its 8 parts
+    note = root / "long.md"
+    note.write_text(note.read_text().replace("The 5th part", "The fifth part, edited,"))
+    sem.close()
+    Counting.texts.clear()
+    sem = index()  # a restart: what was embedded comes from the file
+    assert sem.reconcile({p: e.doc for p, e in vault.entries().items()}) == 1
+    assert len(Counting.texts) == 1 and "fifth part, edited" in Counting.texts[0]
+    fresh = Counting().encode(
+        ["Long: Part 5\nThe fifth part, edited, says something long enough to be its own unit."]
+    )
+    row = sem._loaded()["long.md"]
+    assert row.headings[7] == "Long/Part 5" and np.allclose(row.vecs[7], fresh[0], atol=1e-3)
+    sem.close()
+    vault.close()
 
 
 def test_one_model_per_table_and_the_dimension_guard(tmp_path: Path) -> None:
