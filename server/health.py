@@ -342,6 +342,7 @@ def _links(
     private = vault.policy.is_private
     index = LinkIndex(_all_files(vault.root))
     broken: list[Finding] = []
+    lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
     incoming: dict[str, int] = {}
     linking: set[str] = set()
     for src, p in parsed.items():
@@ -366,7 +367,16 @@ def _links(
                     continue
                 reason = missing
             line = p.text.count("\n", 0, link.start) + 1
-            broken.append(Finding("broken_link", src, reason, link=written, line=line))
+            lines.setdefault((src, written), (reason, []))[1].append(line)
+    # The same link written twice in a note is one finding (its id has no line, so that one
+    # ignore quiets both), naming every line it is on.
+    for (src, written), (reason, at) in lines.items():
+        more = f" (also on line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})"
+        broken.append(
+            Finding(
+                "broken_link", src, reason + (more if len(at) > 1 else ""), link=written, line=at[0]
+            )
+        )
     return broken, incoming, linking
 
 

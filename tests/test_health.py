@@ -45,6 +45,7 @@ FILES: dict[str, str | bytes] = {
         "| col | link |\n| --- | --- |\n| x | [[ghost\\|alias]] |\n\n"
         "Private: [[salary]] and [[private/ghost]] and [pay](../private/salary.md).\n"
         "In code: `[[not-a-link]]`.\n"
+        "Again: [[nothere]].\n"
     ),
     "notes/b.md": "# B\n\n## Real heading\n\nA paragraph ^blk1\n\nBack to [[a]].\n",
     "notes/lonely.md": "# Lonely\n\nNobody links here and it links nowhere.\n",
@@ -83,6 +84,8 @@ def test_every_planted_finding_with_its_reason(vault: Path) -> None:
     assert "no heading 'No such heading' in notes/b.md" in reasons["[[b#No such heading]]"]
     assert "no block ^nope" in reasons["[[b#^nope]]"]
     assert "embed" in reasons["![[missing-image.png]]"]
+    # written twice: one finding (one ignore quiets both), on its first line, naming the other
+    assert lines["[[nothere]]"] == 4 and reasons["[[nothere]]"].endswith("(also on line 13)")
 
     assert out["orphans"] == ["notes/lonely.md"]
     assert out["stale"] == ["tasks/t1.md"]
