@@ -558,6 +558,8 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
     ignored_ids, ignore_warning = load_ignored(vault.root)
     if ignore_warning:
         warnings.append(ignore_warning)
+    # one finding per id: the id is what the screen keys its rows by and what an ignore names
+    found = list({f.id: f for f in reversed(found)}.values())
     order = {k: i for i, k in enumerate(KINDS)}
     found.sort(key=lambda f: (order[f.kind], -(f.score or 0), f.path, f.line or 0))
     ignored = [f for f in found if f.id in ignored_ids]
