@@ -6,7 +6,6 @@ message; anything unexpected becomes a short ToolError that says nothing was cha
 """
 
 import functools
-import json
 import logging
 import sys
 import traceback
@@ -20,7 +19,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import __version__
-from .budget import cap_message, json_len, shrink
+from .budget import cap_message, fit_result, json_len, paths_named, shrink
 from .context import build_context
 from .gitrepo import trailer_value
 from .journal import estimate_tokens
@@ -102,10 +101,6 @@ def client_name(ctx: Context | None) -> str:
     return trailer_value(name)
 
 
-def compact(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 class ToolKit:
     """Shared plumbing for the tools of one server: results, journal events, error mapping."""
 
@@ -125,28 +120,23 @@ class ToolKit:
         ctx: Context | None,
         tool: str,
         data: dict[str, Any],
-        paths: list[str],
+        paths: list[str] | None = None,
         kind: str = "read",
         **event: Any,
     ) -> CallToolResult:
         """The tool's answer: compact JSON text plus the same as structured content.
 
         Shapes are plain dicts here (the SDK validates them once against the output model), and
-        None-valued keys are left out so results stay short.
+        None-valued keys are left out so results stay short (budget.fit_result). A read's
+        journal `paths` are every note the result names, as sent (budget.paths_named): the
+        owner's Reads screen counts them.
         """
-        data = {k: v for k, v in data.items() if v is not None}
-        text = compact(data)
-        limit = self.vault.config.limits.result_chars
-        if len(text) > limit:
-            # The tools page to fit; this is the last guard, for what no page could split (a
-            # huge title, tags or field of a single note): cut the biggest values, never ids.
-            data = shrink(data, limit)
-            text = compact(data)
+        data, text = fit_result(data, self.vault.config.limits.result_chars)
         self.vault.journal.append(
             kind,
             client=client_name(ctx),
             tool=tool,
-            paths=paths,
+            paths=paths_named(data) if paths is None else paths,
             chars=len(text),
             tokens=estimate_tokens(text),
             **event,
@@ -287,8 +277,8 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         """Start here in every conversation. Returns the owner's rules for you, the latest notes
         that matter (as the vault config lays out), open items and top tags. Long notes are cut
         oldest-first; each cut says how to read the rest."""
-        data, paths = build_context(vault)
-        return kit.result(ctx, "get_context", data, paths)  # type: ignore[return-value]
+        data, _ = build_context(vault)
+        return kit.result(ctx, "get_context", data)  # type: ignore[return-value]
 
     @tool(mcp, title="List notes", annotations=READ)
     @kit.guard("list_docs")
@@ -356,14 +346,14 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             off = read_cursor(cursor, fp)
             kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
             res = {"total": len(found), "groups": kept, "next_cursor": nxt}
-            return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
+            return kit.result(ctx, "list_docs", res)  # type: ignore[return-value]
         ordered = sort_entries(found, sort)
         fp = fingerprint("d", vars(filters), sort, fields)
         off = read_cursor(cursor, fp)
         items = [summarize(e, fields) for e in ordered[off : off + limit]]
         kept, nxt = page(items, off, budget, fp, len(ordered))
         res = {"total": len(found), "docs": kept, "next_cursor": nxt}
-        return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
+        return kit.result(ctx, "list_docs", res)  # type: ignore[return-value]
 
     @tool(mcp, title="List tags with trends", annotations=READ)
     @kit.guard("list_tags")
@@ -398,7 +388,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             "unused_vocabulary": unused,
             "next_cursor": nxt,
         }
-        return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
+        return kit.result(ctx, "list_tags", res)  # type: ignore[return-value]
 
     @tool(mcp, title="Read a note", annotations=READ)
     @kit.guard("read_doc")
@@ -436,7 +426,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         room = limit - json_len(about) - 20
         sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
         out = {**about, **sl}
-        return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
+        return kit.result(ctx, "read_doc", out)  # type: ignore[return-value]
 
     @tool(mcp, title="Search note text", annotations=READ)
     @kit.guard("search_text")
@@ -464,7 +454,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         res = run_search(
             vault, query, type=type, folder=folder, tags=tags, limit=limit, cursor=cursor
         )
-        return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
+        return kit.result(ctx, "search_text", res)  # type: ignore[return-value]
 
     @tool(mcp, title="Recall notes by meaning", annotations=READ)
     @kit.guard("recall")
@@ -491,7 +481,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         for exact words, names and codes (recall does not replace it). While the vault is still
         being indexed, ready is false and the hint says how far it is: call again shortly."""
         res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
-        return kit.result(ctx, "recall", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
+        return kit.result(ctx, "recall", res)  # type: ignore[return-value]
 
     _ = (get_context, list_docs, list_tags, read_doc, search_text, recall)
 
