@@ -90,7 +90,16 @@ def first_and_more(event: dict[str, Any]) -> tuple[str, int]:
 
 
 def when(at: datetime | None) -> str:
-    return f"{at:%Y-%m-%d %H:%M}" if at is not None else "never"
+    """Month, day and time; the year instead of the time for another year's."""
+    if at is None:
+        return "never"
+    return f"{at:%m-%d %H:%M}" if at.year == datetime.now().year else f"{at:%Y-%m-%d}"
+
+
+def clients_cell(clients: Any) -> str:
+    """The client that read it most, and how many others."""
+    names = [c for c, _ in clients.most_common()]
+    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else ""
 
 
 def plural(n: int, word: str) -> str:
@@ -107,11 +116,12 @@ class ReadsScreen(Screen[None]):
         Binding("4", "tab('context')", "Context", tooltip="what get_context gives the AI now"),
         Binding("plus,equals_sign", "days(1)", "More days", show=False, tooltip="N days: more"),
         Binding("minus", "days(-1)", "Fewer days", show=False, tooltip="N days: fewer"),
-        Binding("m", "mark_reviewed", "Mark reviewed", tooltip="mark the context preview seen"),
+        Binding("m", "mark_reviewed", "Reviewed", tooltip="mark the context preview reviewed"),
     ]
+    SCOPED_CSS = False  # the rules name ReadsScreen themselves (and its -narrow class)
     DEFAULT_CSS = """
     ReadsScreen #title { height: auto; background: $panel; }
-    ReadsScreen .hint { height: auto; color: $text-muted; }
+    ReadsScreen .hint { height: 1; color: $text-muted; text-overflow: ellipsis; }
     ReadsScreen TabbedContent { height: 1fr; }
     ReadsScreen TabPane { padding: 0; height: 1fr; }
     ReadsScreen VerticalScroll { height: 1fr; }
@@ -153,9 +163,9 @@ class ReadsScreen(Screen[None]):
                 with Horizontal(classes="pair"):
                     yield DataTable(id="by-tool", cursor_type="row")
                     yield DataTable(id="by-client", cursor_type="row")
-                with Horizontal(classes="pair"):
-                    yield DataTable(id="tool-days", cursor_type="row")
-                    yield DataTable(id="client-days", cursor_type="row")
+                # a 30-cell sparkline each: stacked, so both fit from 80 columns up
+                yield DataTable(id="tool-days", cursor_type="row")
+                yield DataTable(id="client-days", cursor_type="row")
                 yield DataTable(id="by-day", cursor_type="row")
                 yield DataTable(id="biggest", cursor_type="row")
             with TabPane("2 Most read", id="tab-most"):
@@ -233,7 +243,7 @@ class ReadsScreen(Screen[None]):
         c = self.cost
         self.query_one("#title", Static).update(
             Content.styled(
-                f" What the AI reads · context cost today ({c['day']:%a %Y-%m-%d}, local time) "
+                f" What the AI reads · cost today ({c['day']:%a %m-%d}, local) "
                 f"{c['total']:,} chars ≈ {c['tokens']:,} tokens",
                 "bold",
             )
@@ -258,7 +268,7 @@ class ReadsScreen(Screen[None]):
                     n,
                     event_tokens(e),
                     note_label(first_and_more(e)[0], 44, first_and_more(e)[1]),
-                    str(e.get("client", "")),
+                    cut_middle(str(e.get("client", "")), 30),
                 ]
                 for n, e in c["biggest"]
             ],
@@ -273,16 +283,16 @@ class ReadsScreen(Screen[None]):
             if self.report is not None
             else cost_per_day(self.events[: self.seen], self.today)
         )
-        span = f"{len(per.days)} days to {per.days[-1]:%m-%d}"
+        span = f"{len(per.days)} d to {per.days[-1]:%m-%d}"
         for id_, name, series in (
             ("#tool-days", "tool", per.tools),
             ("#client-days", "client", per.clients),
         ):
             self.refill(
                 id_,
-                [name, f"≈ tokens a day, {span}", "total"],
-                [[k, sparkline(v), sum(v)] for k, v in series.items()],
-                most=40,
+                [name, f"≈ tokens a day, {span}", "≈ tokens"],
+                [[cut_middle(k, 30), sparkline(v), sum(v)] for k, v in series.items()],
+                most=max(len(per.days), 30),
             )
         self.refill(
             "#by-day",
@@ -301,11 +311,11 @@ class ReadsScreen(Screen[None]):
         r = self.report
         if r is None:
             return
-        width = self.note_width(62)
+        width = self.note_width(58)
         self.query_one("#most-caption", Static).update(
             Content(
-                f" {plural(len(r.most), 'note')} read, most reads first; a read's tokens are "
-                "shared by the notes it named"
+                f" {plural(len(r.most), 'note')} read, most first · a read's tokens are shared "
+                "by the notes it named"
             )
         )
         self.refill(
@@ -317,7 +327,7 @@ class ReadsScreen(Screen[None]):
                     n.reads,
                     round(n.tokens),
                     when(n.last),
-                    ", ".join(c for c, _ in n.clients.most_common()),
+                    clients_cell(n.clients),
                 ]
                 for n in r.most
             ],
@@ -380,6 +390,7 @@ class ReadsScreen(Screen[None]):
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = f"tab-{tab}"
+        self.refresh_bindings()
         target = {"cost": "#by-tool", "most": "#most", "unread": "#unread"}.get(tab)
         if target:
             self.query_one(target, DataTable).focus()
