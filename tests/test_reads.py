@@ -503,3 +503,69 @@ async def test_the_cli_json(vault: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 def test_days_are_dates() -> None:
     assert cost_per_day([], date(2026, 1, 20)).days[-1] == date(2026, 1, 20)
+
+
+# -- the screen -----------------------------------------------------------------------------------
+
+LONG = "项目笔记/二零二六年第四季度/关于离线同步与冲突解决的学习笔记.md"
+
+
+def screen_text(app: Any) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_the_reads_screen_tabs_live_reads_and_review_mark(
+    vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from app.ui.dashboard import Dashboard
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    async with client(vault) as s:
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path="study/a.md")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: len(app.feed.events) >= 3)
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
+        screen = app.screen
+        assert isinstance(screen, ReadsScreen)
+        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        # the Chinese name at a long path: shortened in the middle at 80 columns, never cut to
+        # nothing; whole with its folder where there is room
+        assert "关于离线" in text and "笔记.md" in text, text
+        if size[0] >= 200:
+            assert f"{LONG.rsplit('/', 1)[1]}  {LONG.rsplit('/', 1)[0]}/" in text, text
+        assert [n.path for n in screen.report.most] == [LONG, "study/a.md"]  # type: ignore[union-attr]
+        # a read arrives while the screen is open: the list follows
+        async with client(vault, "late-client") as s:
+            await s.text("read_doc", path="study/a.md")
+            await s.text("read_doc", path="study/a.md")
+        await until(
+            pilot,
+            lambda: screen.report is not None and screen.report.most[0].path == "study/a.md",
+        )
+        await until(pilot, lambda: "late-client/1" in screen.cost["clients"])
+        await pilot.press("3")
+        await pilot.pause(0.2)
+        assert "study/c.md" in screen_text(app) or "c.md" in screen_text(app)
+        assert "not read in 30 days" in screen_text(app)
+        await pilot.press("plus")
+        await until(pilot, lambda: screen.report is not None and screen.report.days == 60)
+        await pilot.press("4")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "What a new conversation receives now" in text and "never marked" in text
+        assert "private/" not in text and SECRET not in text
+        await pilot.press("m")
+        await until(pilot, lambda: load_reviewed(vault)[0] is not None)
+        assert load_reviewed(vault)[0] == screen.preview.text  # type: ignore[union-attr]
+        await until(pilot, lambda: "unchanged" in screen_text(app))
