@@ -168,7 +168,7 @@ def _reads(args: argparse.Namespace) -> int:
     print(f"Most read ({len(report.most)} of {report.notes} notes read; tokens: a read's share)")
     for n in report.most[:20]:
         last = f"{n.last:%Y-%m-%d %H:%M}" if n.last else "?"
-        clients = ", ".join(c for c, _ in n.clients.most_common())
+        clients = ", ".join(n.clients)
         print(f"  {n.reads:>5}  ≈{round(n.tokens):>8,} tok  {last}  {n.path}  ({clients})")
     print()
     print(f"Not read in {report.days} days: {len(report.unread)} of {report.notes} notes")

@@ -26,6 +26,7 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    reads_bench,
     review_bench,
     search_bench,
     semantic_bench,
@@ -171,7 +172,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="read,search,write",
-        help="comma list of: read, search, write, semantic, dashboard, startup, review",
+        help="comma list of: read, search, write, semantic, dashboard, startup, review, reads",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -210,6 +211,9 @@ def main() -> None:
     if "review" in only:
         print("\nreview")
         results.append({"bench": "review", **review_bench.run()})
+    if "reads" in only:
+        print("\nwhat the AI reads")
+        results.append({"bench": "reads", **anyio.run(reads_bench.run)})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 from .journal import estimate_tokens
@@ -31,10 +31,56 @@ SPAN = 30  # days in `cost_per_day`
 
 def local_time(event: dict[str, Any]) -> datetime | None:
     """An event's time in the owner's time zone (the journal keeps UTC)."""
-    try:
-        return datetime.fromisoformat(str(event["ts"]).replace("Z", "+00:00")).astimezone()
-    except (KeyError, ValueError):
-        return None
+    return LocalClock().of(event)
+
+
+class LocalClock:
+    """Journal times in the owner's time zone, for many events: the zone's offset is looked up
+    once per quarter hour of UTC time (every zone changes its offset on a quarter hour), not
+    once per event. One per pass: the zone may change between passes (tests set TZ)."""
+
+    def __init__(self) -> None:
+        self._zones: dict[str, tzinfo | None] = {}
+        self._days: dict[str, date | None] = {}
+
+    def of(self, event: dict[str, Any]) -> datetime | None:
+        ts = event.get("ts")
+        if not isinstance(ts, str):
+            return None
+        try:
+            at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if at.tzinfo is None:
+            return None
+        key = f"{at.astimezone(UTC):%Y%m%d%H}{at.minute // 15}"
+        zone = self._zones.get(key)
+        if zone is None:
+            zone = self._zones[key] = at.astimezone().tzinfo
+        return at.astimezone(zone)
+
+    def day(self, event: dict[str, Any]) -> date | None:
+        """The owner's calendar day of an event. A local midnight falls on a quarter hour of
+        UTC time in every zone, so one quarter hour of the journal's stamps (its own format,
+        `2026-10-02T09:14:03.120Z`) is one local day: parsed once, not once per event."""
+        ts = event.get("ts")
+        if not isinstance(ts, str):
+            return None
+        if (
+            len(ts) > 16
+            and ts[10] == "T"
+            and ts[13] == ":"
+            and ts[-1] == "Z"
+            and ts[14:16].isdigit()
+        ):
+            quarter = f"{ts[:14]}{int(ts[14:16]) // 15}"
+            known = self._days.get(quarter)
+            if known is None:
+                at = self.of(event)
+                known = self._days[quarter] = at.date() if at is not None else None
+            return known
+        at = self.of(event)
+        return at.date() if at is not None else None
 
 
 def event_tokens(event: dict[str, Any]) -> int:
@@ -72,11 +118,11 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
     calls: Counter[str] = Counter()
     days: dict[date, list[int]] = {day - timedelta(days=n): [0, 0, 0] for n in range(DAYS + 1)}
     biggest = []
+    clock = LocalClock()
     for e in events:
         if not costs(e):
             continue
-        at = local_time(e)
-        when = at.date() if at is not None else None
+        when = clock.day(e)
         if when not in days:
             continue
         chars, toks = int(e.get("chars") or 0), event_tokens(e)
@@ -142,13 +188,14 @@ def cost_per_day(
     tokens, chars, calls = [0] * span, [0] * span, [0] * span
     clients: dict[str, list[int]] = defaultdict(lambda: [0] * span)
     tools: dict[str, list[int]] = defaultdict(lambda: [0] * span)
+    clock = LocalClock()
     for e in events:
         if not costs(e):
             continue
-        at = local_time(e)
-        if at is None:
+        day = clock.day(e)
+        if day is None:
             continue
-        i = (at.date() - first).days
+        i = (day - first).days
         if not 0 <= i < span:
             continue
         toks = event_tokens(e)
@@ -173,8 +220,8 @@ class NoteReads:
     reads: int = 0
     tokens: float = 0.0  # its share of the reads that named it
     last: datetime | None = None
-    clients: Counter[str] = field(default_factory=Counter)
-    tools: Counter[str] = field(default_factory=Counter)
+    clients: dict[str, int] = field(default_factory=dict)  # most reads first
+    tools: dict[str, int] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -182,9 +229,13 @@ class NoteReads:
             "reads": self.reads,
             "tokens": round(self.tokens),
             "last": self.last.isoformat(timespec="seconds") if self.last else None,
-            "clients": [c for c, _ in self.clients.most_common()],
-            "tools": [t for t, _ in self.tools.most_common()],
+            "clients": list(self.clients),
+            "tools": list(self.tools),
         }
+
+
+def _ranked(counts: dict[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def note_reads(
@@ -192,28 +243,43 @@ def note_reads(
 ) -> dict[str, NoteReads]:
     """Per note: how many `read` events named it, its share of their tokens, the last one,
     which clients and tools. Notes `private` says are private now are left out, whatever the
-    config was when they were read."""
-    out: dict[str, NoteReads] = {}
+    config was when they were read.
+
+    One pass over tens of thousands of events, so: plain lists as accumulators, the private
+    rule asked once per path, the newest read found by comparing the journal's UTC stamps
+    (one fixed format) and turned into a local time once per note."""
+    acc: dict[str, list[Any]] = {}  # path: [reads, tokens, newest ts, clients, tools]
+    hidden: dict[str, bool] = {}
     for e in events:
         if e.get("kind") != "read":
             continue
-        paths = [p for p in event_paths(e) if not private(p)]
+        paths = event_paths(e)
         if not paths:
             continue
-        share = event_tokens(e) / len(event_paths(e))
-        at = local_time(e)
+        share = event_tokens(e) / len(paths)
+        ts = e.get("ts")
+        ts = ts if isinstance(ts, str) else ""
         client, tool = str(e.get("client") or "?"), str(e.get("tool") or "?")
         for p in dict.fromkeys(paths):
-            n = out.get(p)
-            if n is None:
-                n = out[p] = NoteReads(p)
-            n.reads += 1
-            n.tokens += share
-            if at is not None and (n.last is None or at > n.last):
-                n.last = at
-            n.clients[client] += 1
-            n.tools[tool] += 1
-    return out
+            h = hidden.get(p)
+            if h is None:
+                h = hidden[p] = private(p)
+            if h:
+                continue
+            a = acc.get(p)
+            if a is None:
+                a = acc[p] = [0, 0.0, "", {}, {}]
+            a[0] += 1
+            a[1] += share
+            if ts > a[2]:
+                a[2] = ts
+            a[3][client] = a[3].get(client, 0) + 1
+            a[4][tool] = a[4].get(tool, 0) + 1
+    clock = LocalClock()
+    return {
+        p: NoteReads(p, a[0], a[1], clock.of({"ts": a[2]}), _ranked(a[3]), _ranked(a[4]))
+        for p, a in acc.items()
+    }
 
 
 def most_read(reads: Mapping[str, NoteReads], limit: int | None = None) -> list[NoteReads]:

@@ -10,6 +10,7 @@ computed in a thread after the screen is up, and again whenever new events arriv
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Sequence
 from datetime import date, datetime, time
 from pathlib import Path
@@ -29,7 +30,6 @@ from server.journal import TOKEN_RULE
 from server.reads import (
     Reads,
     context_cost,
-    cost_per_day,
     event_paths,
     event_tokens,
     local_time,
@@ -37,7 +37,7 @@ from server.reads import (
 )
 from server.vault import Vault
 
-from .insights import fill, sparkline
+from .insights import BARS, fill
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
 TABS = ("cost", "most", "unread", "context")
@@ -84,21 +84,35 @@ def note_label(path: str, width: int, more: int = 0) -> Content:
     return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
 
 
+def sparkline(values: list[int]) -> Content:
+    """One cell a day, the biggest day a full bar; a day without calls is a muted dot, so
+    the span of days shows and a lone bar sits on its own day."""
+    top = max(values) or 1
+    return Content.assemble(
+        *(
+            BARS[min(len(BARS) - 1, round(v / top * (len(BARS) - 1)))]
+            if v
+            else ("·", "$text-muted")
+            for v in values
+        )
+    )
+
+
 def first_and_more(event: dict[str, Any]) -> tuple[str, int]:
     paths = event_paths(event)
     return (paths[0], len(paths) - 1) if paths else ("", 0)
 
 
-def when(at: datetime | None) -> str:
-    """Month, day and time; the year instead of the time for another year's."""
+def when(at: datetime | None, year: int) -> str:
+    """Month, day and time; the date with its year for another year's."""
     if at is None:
         return "never"
-    return f"{at:%m-%d %H:%M}" if at.year == datetime.now().year else f"{at:%Y-%m-%d}"
+    return f"{at:%m-%d %H:%M}" if at.year == year else f"{at:%Y-%m-%d}"
 
 
-def clients_cell(clients: Any) -> str:
+def clients_cell(clients: dict[str, int]) -> str:
     """The client that read it most, and how many others."""
-    names = [c for c, _ in clients.most_common()]
+    names = list(clients)
     return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else ""
 
 
@@ -152,6 +166,9 @@ class ReadsScreen(Screen[None]):
         self.report: Reads | None = None
         self.preview: Preview | None = None
         self.failure = ""
+        self._vault: Vault | None = None  # opened by the first load, in its thread
+        self._vault_lock = threading.Lock()
+        self._closed = False
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -160,6 +177,7 @@ class ReadsScreen(Screen[None]):
         yield Static(Content(f" {TOKEN_RULE}"), classes="hint")
         with TabbedContent(initial="tab-cost"):
             with TabPane("1 Cost", id="tab-cost"), VerticalScroll(id="cost-body"):
+                yield Static(Content(""), classes="caption", id="cost-caption")
                 with Horizontal(classes="pair"):
                     yield DataTable(id="by-tool", cursor_type="row")
                     yield DataTable(id="by-client", cursor_type="row")
@@ -191,29 +209,44 @@ class ReadsScreen(Screen[None]):
     # -- data -----------------------------------------------------------------------------------
 
     def follow(self) -> None:
-        """New journal events (the dashboard appends to the same list): draw again."""
+        """New journal events (the dashboard appends to the same list): count again, in the
+        thread, and draw what came out."""
         if len(self.events) != self.seen:
             self.seen = len(self.events)
-            self.cost = context_cost(self.events[: self.seen], self.today)
-            self.draw_cost()
             self.load()
 
     @work(thread=True, exclusive=True, group="reads")
     def load(self) -> None:
         events = self.events[: self.seen]
         try:
-            vault = Vault(self.root)
-            try:
-                report = reads_report(vault, events, self.days, self.now)
-                shown = preview(self.root, vault)
-            finally:
-                vault.close()
+            with self._vault_lock:  # an earlier load may still be running (exclusive only flags it)
+                if self._vault is None:
+                    self._vault = Vault(self.root)
+                cost = context_cost(events, self.today)
+                report = reads_report(self._vault, events, self.days, self.now)
+                shown = preview(self.root, self._vault)
+                if self._closed:
+                    self._close_vault()
         except Exception as exc:  # the screen says what broke instead of staying empty
             with contextlib.suppress(RuntimeError):
                 self.app.call_from_thread(self.failed, f"{type(exc).__name__}: {exc}")
             return
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self.loaded, report, shown)
+            self.app.call_from_thread(self.loaded, cost, report, shown)
+
+    def on_unmount(self) -> None:
+        """Close the vault; a load still running closes it when done (never wait here)."""
+        self._closed = True
+        if self._vault_lock.acquire(blocking=False):
+            try:
+                self._close_vault()
+            finally:
+                self._vault_lock.release()
+
+    def _close_vault(self) -> None:
+        if self._vault is not None:
+            self._vault.close()
+            self._vault = None
 
     def failed(self, why: str) -> None:
         self.failure = why
@@ -221,13 +254,13 @@ class ReadsScreen(Screen[None]):
             for id_ in ("#most-caption", "#unread-caption", "#context-body"):
                 self.query_one(id_, Static).update(Content(f" could not read the vault: {why}"))
 
-    def loaded(self, report: Reads, shown: Preview) -> None:
+    def loaded(self, cost: dict[str, Any], report: Reads, shown: Preview) -> None:
         if not self.is_attached:
             return
-        self.report, self.preview = report, shown
+        self.cost, self.report, self.preview = cost, report, shown
+        self.draw_cost()
         self.draw_lists()
         self.draw_context()
-        self.draw_per_day()
 
     # -- drawing --------------------------------------------------------------------------------
 
@@ -248,6 +281,12 @@ class ReadsScreen(Screen[None]):
                 "bold",
             )
         )
+        quiet = not c["calls"]
+        self.query_one("#cost-caption", Static).update(
+            Content("\n No tool results yet today; the days before are below.") if quiet else ""
+        )
+        for id_ in ("#by-tool", "#by-client", "#biggest"):  # headings over nothing say nothing
+            self.query_one(id_, DataTable).display = not quiet
         self.refill(
             "#by-tool",
             ["tool", "calls", "chars", "≈ tokens"],
@@ -278,11 +317,9 @@ class ReadsScreen(Screen[None]):
 
     def draw_per_day(self) -> None:
         """The last 30 days: a sparkline per tool and per client, and the days with calls."""
-        per = (
-            self.report.per_day
-            if self.report is not None
-            else cost_per_day(self.events[: self.seen], self.today)
-        )
+        if self.report is None:
+            return  # computed with the vault's lists, in the thread
+        per = self.report.per_day
         span = f"{len(per.days)} d to {per.days[-1]:%m-%d}"
         for id_, name, series in (
             ("#tool-days", "tool", per.tools),
@@ -303,6 +340,10 @@ class ReadsScreen(Screen[None]):
                 if per.calls[i] or d == per.days[-1]  # empty days would push the rest away
             ],
         )
+
+    @property
+    def year(self) -> int:
+        return (self.now or datetime.now()).year
 
     def note_width(self, others: int) -> int:
         return max(24, self.size.width - others)
@@ -326,7 +367,7 @@ class ReadsScreen(Screen[None]):
                     note_label(n.path, width),
                     n.reads,
                     round(n.tokens),
-                    when(n.last),
+                    when(n.last, self.year),
                     clients_cell(n.clients),
                 ]
                 for n in r.most
@@ -344,7 +385,10 @@ class ReadsScreen(Screen[None]):
         self.refill(
             "#unread",
             ["note", "last read", "modified"],
-            [[note_label(u.path, width), when(u.last), f"{u.modified:%Y-%m-%d}"] for u in r.unread],
+            [
+                [note_label(u.path, width), when(u.last, self.year), f"{u.modified:%Y-%m-%d}"]
+                for u in r.unread
+            ],
             most=max(width, 40),
         )
 
