@@ -1,4 +1,4 @@
-"""`vaultwatch review|revert|mv|rm`: the dashboard's owner services from the shell, without
+"""`vaultwatch review|revert|mv|rm|reads|context`: the dashboard's owner services from the shell, without
 Textual. Each exits 0 when done and 1 with a one-line reason (on stderr) when it refuses, and
 a refusal writes nothing.
 

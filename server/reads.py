@@ -365,7 +365,9 @@ def reads_report(
     notes = vault_notes(vault)
     return Reads(
         days=days,
-        most=most_read(reads),
+        # notes of the vault as it is: a path that is gone (or never was: a rules file the
+        # config names but that does not exist) is no note to keep or prune
+        most=most_read({p: n for p, n in reads.items() if p in notes}),
         unread=not_read(reads, notes, days, now),
         per_day=cost_per_day(events, now.date()),
         notes=len(notes),

@@ -569,3 +569,13 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
         await until(pilot, lambda: load_reviewed(vault)[0] is not None)
         assert load_reviewed(vault)[0] == screen.preview.text  # type: ignore[union-attr]
         await until(pilot, lambda: "unchanged" in screen_text(app))
+
+
+async def test_a_rules_file_that_does_not_exist_is_not_a_most_read_note(
+    make_vault: Any,
+) -> None:
+    root = make_vault({"vault.config.yaml": CONFIG, "study/a.md": "# A\n"})
+    async with client(root) as s:
+        await s.text("get_context")
+    report = reads_report_of(root, 30, datetime.now().astimezone())
+    assert [n.path for n in report.most] == ["study/a.md"]

@@ -282,9 +282,9 @@ class ReadsScreen(Screen[None]):
             )
         )
         quiet = not c["calls"]
-        self.query_one("#cost-caption", Static).update(
-            Content("\n No tool results yet today; the days before are below.") if quiet else ""
-        )
+        caption = self.query_one("#cost-caption", Static)
+        caption.update(Content("\n No tool results yet today; the days before are below."))
+        caption.display = quiet
         for id_ in ("#by-tool", "#by-client", "#biggest"):  # headings over nothing say nothing
             self.query_one(id_, DataTable).display = not quiet
         self.refill(
@@ -357,6 +357,8 @@ class ReadsScreen(Screen[None]):
             Content(
                 f" {plural(len(r.most), 'note')} read, most first · a read's tokens are shared "
                 "by the notes it named"
+                if r.most
+                else " No note of the vault has been read yet (the journal has no read of one)."
             )
         )
         self.refill(
@@ -379,8 +381,13 @@ class ReadsScreen(Screen[None]):
             Content(
                 f" {plural(len(r.unread), 'note')} of {r.notes:,} not read in {r.days} days "
                 f"({never:,} never) · + − change the days"
+                if r.unread
+                else f" Every one of the {plural(r.notes, 'note')} was read in the last "
+                f"{r.days} days · + − change the days"
             )
         )
+        self.query_one("#unread", DataTable).display = bool(r.unread)
+        self.query_one("#most", DataTable).display = bool(r.most)
         width = self.note_width(40)
         self.refill(
             "#unread",
