@@ -22,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
@@ -472,7 +473,7 @@ class ReadsScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """+ − act on the Not read tab, m on the Context tab; hidden elsewhere."""
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(NoMatches):  # asked before compose, or while closing
             active = self.query_one(TabbedContent).active
             if action == "days":
                 return active == "tab-unread"
