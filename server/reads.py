@@ -15,10 +15,11 @@ Times are the owner's local time: the journal keeps UTC, a day is the owner's ca
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from .journal import estimate_tokens
@@ -41,7 +42,6 @@ class LocalClock:
 
     def __init__(self) -> None:
         self._zones: dict[str, tzinfo | None] = {}
-        self._days: dict[str, date | None] = {}
 
     def of(self, event: dict[str, Any]) -> datetime | None:
         ts = event.get("ts")
@@ -59,28 +59,35 @@ class LocalClock:
             zone = self._zones[key] = at.astimezone().tzinfo
         return at.astimezone(zone)
 
-    def day(self, event: dict[str, Any]) -> date | None:
-        """The owner's calendar day of an event. A local midnight falls on a quarter hour of
-        UTC time in every zone, so one quarter hour of the journal's stamps (its own format,
-        `2026-10-02T09:14:03.120Z`) is one local day: parsed once, not once per event."""
+
+class DayIndex:
+    """Which of `span` local days ending `last` an event falls on. The journal's stamps have one
+    fixed UTC format, which sorts as text, so each local midnight is turned into that format
+    once (time zone and daylight saving applied) and an event is placed by one bisect of its
+    stamp: no date parsing per event. Stamps of another shape are parsed."""
+
+    def __init__(self, last: date, span: int) -> None:
+        self.first = last - timedelta(days=span - 1)
+        self.span = span
+        self.bounds = [
+            datetime.combine(self.first + timedelta(days=n), time())
+            .astimezone()
+            .astimezone(UTC)
+            .strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            for n in range(span + 1)
+        ]
+        self.clock = LocalClock()
+
+    def of(self, event: dict[str, Any]) -> int | None:
         ts = event.get("ts")
-        if not isinstance(ts, str):
+        if isinstance(ts, str) and len(ts) == 24 and ts[-1] == "Z" and ts[10] == "T":
+            i = bisect_right(self.bounds, ts) - 1
+            return i if 0 <= i < self.span else None
+        at = self.clock.of(event)
+        if at is None:
             return None
-        if (
-            len(ts) > 16
-            and ts[10] == "T"
-            and ts[13] == ":"
-            and ts[-1] == "Z"
-            and ts[14:16].isdigit()
-        ):
-            quarter = f"{ts[:14]}{int(ts[14:16]) // 15}"
-            known = self._days.get(quarter)
-            if known is None:
-                at = self.of(event)
-                known = self._days[quarter] = at.date() if at is not None else None
-            return known
-        at = self.of(event)
-        return at.date() if at is not None else None
+        i = (at.date() - self.first).days
+        return i if 0 <= i < self.span else None
 
 
 def event_tokens(event: dict[str, Any]) -> int:
@@ -118,13 +125,14 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
     calls: Counter[str] = Counter()
     days: dict[date, list[int]] = {day - timedelta(days=n): [0, 0, 0] for n in range(DAYS + 1)}
     biggest = []
-    clock = LocalClock()
+    index = DayIndex(day, DAYS + 1)
     for e in events:
         if not costs(e):
             continue
-        when = clock.day(e)
-        if when not in days:
+        i = index.of(e)
+        if i is None:
             continue
+        when = index.first + timedelta(days=i)
         chars, toks = int(e.get("chars") or 0), event_tokens(e)
         totals = days[when]
         totals[0], totals[1], totals[2] = totals[0] + 1, totals[1] + chars, totals[2] + toks
@@ -188,15 +196,12 @@ def cost_per_day(
     tokens, chars, calls = [0] * span, [0] * span, [0] * span
     clients: dict[str, list[int]] = defaultdict(lambda: [0] * span)
     tools: dict[str, list[int]] = defaultdict(lambda: [0] * span)
-    clock = LocalClock()
+    index = DayIndex(today, span)
     for e in events:
         if not costs(e):
             continue
-        day = clock.day(e)
-        if day is None:
-            continue
-        i = (day - first).days
-        if not 0 <= i < span:
+        i = index.of(e)
+        if i is None:
             continue
         toks = event_tokens(e)
         tokens[i] += toks
