@@ -3,12 +3,15 @@ change (for the diff pane). No Textual here: the screens render what this return
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
+
+from .actions import ActionError
 
 FIELD, RECORD = "\x1f", "\x1e"
 FORMAT = FIELD.join(
@@ -27,6 +30,7 @@ FORMAT = FIELD.join(
 REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
 # "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
 REVERTS_PATH_TRAILER = "Vaultwatch-Reverts-Path"
+UNDOES_TRAILER = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,49 @@ def parse_commit(parts: list[str], names: str) -> Commit | None:
         files,
         tuple(r.strip() for r in reverts.split(",") if r.strip()),
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# periods: what `--since` means (review and stats)
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """git here, its failure left to the caller (`_git` raises)."""
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True)
+
+
+def since_time(since: str, now: datetime | None = None) -> datetime | None:
+    """The moment a `--since` of today, Nd (days) or YYYY-MM-DD starts, in the owner's local
+    time; None for any other word (a git revision, for the caller to resolve). ActionError for
+    a date that is not one."""
+    now = (now or datetime.now()).astimezone()
+    if since == "today":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if re.fullmatch(r"\d+d", since):
+        return now - timedelta(days=int(since[:-1]))
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+        try:
+            d = date.fromisoformat(since)
+        except ValueError:
+            raise ActionError(f"{since} is not a date (YYYY-MM-DD)") from None
+        return datetime(d.year, d.month, d.day).astimezone()
+    return None
+
+
+def parse_since(root: Path, since: str) -> str | None:
+    """The commit a period starts after (None: the start of history), for `--since`:
+    today, Nd (days), YYYY-MM-DD, or any git revision. ActionError when it is none of these."""
+    when = since_time(since)
+    if when is not None:
+        r = _run(root, "rev-list", "-1", f"--before={int(when.timestamp())}", "HEAD")
+        return r.stdout.decode().strip() or None
+    r = _run(root, "rev-parse", "-q", "--verify", f"{since}^{{commit}}")
+    if r.returncode != 0 or not since or since.startswith("-"):
+        raise ActionError(
+            f"--since {since!r}: not last, today, a number of days (7d), a date (YYYY-MM-DD) "
+            "or a commit"
+        )
+    return r.stdout.decode().strip()
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:

@@ -31,6 +31,7 @@ from . import (
     search_bench,
     semantic_bench,
     startup_bench,
+    stats_bench,
     write_bench,
 )
 from .generate import generate
@@ -172,7 +173,8 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="read,search,write",
-        help="comma list of: read, search, write, semantic, dashboard, startup, review, reads",
+        help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
+        "reads",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -214,6 +216,9 @@ def main() -> None:
     if "reads" in only:
         print("\nwhat the AI reads")
         results.append({"bench": "reads", **anyio.run(reads_bench.run)})
+    if "stats" in only:
+        print("\nstats")
+        results.append({"bench": "stats", **stats_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -44,7 +44,7 @@ from .gitrepo import (
     state_file,
     write_lock,
 )
-from .journal import Journal
+from .journal import Commit, Journal, Recovered
 
 log = logging.getLogger("vaultwatch.store")
 
@@ -591,9 +591,7 @@ class Store:
             name,
             email,
         )
-        self.journal.append(
-            "commit", client="human", tool="snapshot", paths=dirty, sha=sha, chars=0
-        )
+        self.journal.append(Commit("snapshot", dirty, sha, chars=0), client="human")
         return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
 
     # -- recovery -------------------------------------------------------------------------------
@@ -665,13 +663,7 @@ class Store:
             else f"an interrupted {tool} had been committed; the index was tidied"
         )
         self.journal.append(
-            "recovered",
-            paths=restored,
-            kept=kept,
-            message=msg,
-            tool=intent.get("tool"),
-            committed=committed,
-            writer=intent.get("pid"),
+            Recovered(restored, kept, msg, intent.get("tool"), committed, intent.get("pid"))
         )
         return restored
 

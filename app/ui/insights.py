@@ -20,7 +20,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from server.vault import Vault
 
-BARS = "▁▂▃▄▅▆▇█"
+from ..stats import sparkline
+
 WEEKS = 12
 Cell = Content | int | str
 
@@ -47,13 +48,6 @@ def fill(
         table.add_column(Text(heading), width=min(most, width))
     for n, row in enumerate(cells):
         table.add_row(*row, key=keys[n] if keys else None)
-
-
-def sparkline(values: list[int]) -> str:
-    top = max(values) or 1
-    return "".join(
-        BARS[min(len(BARS) - 1, round(v / top * (len(BARS) - 1)))] if v else " " for v in values
-    )
 
 
 def tag_trends(

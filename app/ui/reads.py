@@ -38,7 +38,8 @@ from server.reads import (
 )
 from server.vault import Vault
 
-from .insights import BARS, fill
+from ..stats import BARS
+from .insights import fill
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
 TABS = ("cost", "most", "unread", "context")
