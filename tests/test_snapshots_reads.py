@@ -111,6 +111,7 @@ def read_vault(pinned_vault: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def open_reads(tab: str) -> Any:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
+        pilot.app.clear_notifications()  # the launch's "to review" toast is not this screen
         await pilot.press("dollar_sign")
         await settle_on_screen(pilot)
         screen = pilot.app.screen
