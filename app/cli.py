@@ -1,4 +1,4 @@
-"""`vaultwatch review|revert|mv|rm`: the dashboard's owner services from the shell, without
+"""`vaultwatch review|revert|mv|rm|reads|context`: the dashboard's owner services from the shell, without
 Textual. Each exits 0 when done and 1 with a one-line reason (on stderr) when it refuses, and
 a refusal writes nothing.
 
@@ -7,6 +7,8 @@ a refusal writes nothing.
     vaultwatch revert [VAULT] SHA [--path PATH] [--json]
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
     vaultwatch rm [VAULT] PATH [--yes] [--json]
+    vaultwatch reads [VAULT] [--days N] [--json]
+    vaultwatch context [VAULT] [--diff] [--mark-reviewed] [--json]
     vaultwatch stats [VAULT] [--since today|7d|4w|YYYY-MM-DD|REV] [--json]
     vaultwatch health [VAULT] [--json] [--include-ignored]
 
@@ -29,7 +31,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm", "stats", "health")
+COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context")
 
 
 class Refused(Exception):
@@ -141,6 +143,86 @@ def _review(args: argparse.Namespace) -> int:
                 text = ln.text.rstrip("\n")
                 who = "" if ln.kind == " " else _who(ln.commit)
                 print(f"  {ln.kind} {text}" + (f"    ⟵ {who}" if who else ""))
+    return 0
+
+
+# -- what the AI reads ---------------------------------------------------------------------------
+
+
+def _reads(args: argparse.Namespace) -> int:
+    from server.gitrepo import state_dir
+    from server.journal import read_all
+    from server.reads import reads_report
+    from server.vault import Vault
+
+    root = _vault(args.vault)
+    if args.days < 1:
+        raise Refused(f"--days must be 1 or more, not {args.days}")
+    events = read_all(state_dir(root) / "events.jsonl")
+    vault = Vault(root)
+    try:
+        report = reads_report(vault, events, args.days)
+    finally:
+        vault.close()
+    if args.json:
+        print(json.dumps(report.as_json(), ensure_ascii=False))
+        return 0
+    print(f"Most read ({len(report.most)} of {report.notes} notes read; tokens: a read's share)")
+    for n in report.most[:20]:
+        last = f"{n.last:%Y-%m-%d %H:%M}" if n.last else "?"
+        clients = ", ".join(n.clients)
+        print(f"  {n.reads:>5}  ≈{round(n.tokens):>8,} tok  {last}  {n.path}  ({clients})")
+    print()
+    print(f"Not read in {report.days} days: {len(report.unread)} of {report.notes} notes")
+    for u in report.unread[:40]:
+        last = f"last read {u.last:%Y-%m-%d}" if u.last else "never read"
+        print(f"  {last:<20}  modified {u.modified:%Y-%m-%d}  {u.path}")
+    if len(report.unread) > 40:
+        print(f"  … {len(report.unread) - 40} more (--json lists all)")
+    per = report.per_day
+    print()
+    print(f"Context cost per day, {per.days[0]} to {per.days[-1]} (≈ tokens, local days)")
+    for i, d in reversed(list(enumerate(per.days))):
+        if per.calls[i]:
+            print(f"  {d:%a %Y-%m-%d}  {per.calls[i]:>5} calls  ≈{per.tokens[i]:>9,} tok")
+    for name, series in (("client", per.clients), ("tool", per.tools)):
+        for k, v in series.items():
+            print(f"  {name} {k}: ≈{sum(v):,} tok")
+    return 0
+
+
+def _context(args: argparse.Namespace) -> int:
+    from .context_preview import mark_reviewed, preview
+
+    root = _vault(args.vault)
+    p = preview(root)
+    if args.mark_reviewed:
+        mark_reviewed(root, p.text)
+        if args.json:
+            print(json.dumps({"marked": True, "chars": p.chars, "tokens": p.tokens}))
+        else:
+            print(f"context marked reviewed ({p.chars:,} chars ≈ {p.tokens:,} tokens)")
+        return 0
+    if args.json:
+        print(json.dumps(p.as_json(), ensure_ascii=False))
+        return 0
+    seen = (
+        f"last marked reviewed {p.reviewed_at:%Y-%m-%d %H:%M}"
+        if p.reviewed_at
+        else "never marked reviewed"
+    )
+    state = "changed since" if p.changed and p.reviewed_at else "" if p.changed else "unchanged"
+    print(
+        f"get_context now: {p.chars:,} chars ≈ {p.tokens:,} tokens · {seen}"
+        + (f" · {state}" if state else "")
+    )
+    if args.diff:
+        for line in p.diff():
+            print(line)
+        return 0
+    print()
+    for line in p.lines:
+        print(line)
     return 0
 
 
@@ -379,6 +461,15 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("args", nargs="+", metavar="[VAULT] PATH")
     d.add_argument("--yes", action="store_true", help="do not ask")
     d.add_argument("--json", action="store_true")
+    rd = sub.add_parser("reads", help="the notes the AI reads most, not at all, and the cost")
+    rd.add_argument("vault", nargs="?", default=".")
+    rd.add_argument("--days", type=int, default=30, help="not read in N days (default 30)")
+    rd.add_argument("--json", action="store_true")
+    cx = sub.add_parser("context", help="what get_context gives a new conversation now")
+    cx.add_argument("vault", nargs="?", default=".")
+    cx.add_argument("--diff", action="store_true", help="only what changed since reviewed")
+    cx.add_argument("--mark-reviewed", action="store_true", help="mark it as it is now reviewed")
+    cx.add_argument("--json", action="store_true")
     st = sub.add_parser(
         "stats", help="AI and owner commits, reverts, conflicts, rejections per week"
     )
@@ -405,6 +496,8 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "revert": _revert,
     "mv": _mv,
     "rm": _rm,
+    "reads": _reads,
+    "context": _context,
     "stats": _stats,
     "health": _health,
 }

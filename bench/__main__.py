@@ -27,6 +27,7 @@ from server.vault import Vault
 from . import (
     dashboard_bench,
     health_bench,
+    reads_bench,
     review_bench,
     search_bench,
     semantic_bench,
@@ -174,7 +175,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health",
+        "health, reads",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -216,6 +217,9 @@ def main() -> None:
     if "review" in only:
         print("\nreview")
         results.append({"bench": "review", **review_bench.run()})
+    if "reads" in only:
+        print("\nwhat the AI reads")
+        results.append({"bench": "reads", **anyio.run(reads_bench.run)})
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})

@@ -169,3 +169,49 @@ def _cut(item: Any, room: int) -> Any:
             break
         kept.append(x)
     return kept
+
+
+def compact(data: dict[str, Any]) -> str:
+    """A result as the client receives it: compact JSON, non-ASCII kept."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def fit_result(data: dict[str, Any], limit: int) -> tuple[dict[str, Any], str]:
+    """(data, text) of a tool result exactly as it is sent: None-valued keys left out (results
+    stay short), then, when the text is over `limit`, the biggest values cut (never ids).
+    The tools and the owner's preview of get_context both go through here, so the preview is
+    the text a conversation receives, byte for byte."""
+    data = {k: v for k, v in data.items() if v is not None}
+    text = compact(data)
+    if len(text) > limit:
+        # The tools page to fit; this is the last guard, for what no page could split (a huge
+        # title, tags or field of a single note): cut the biggest values, never ids.
+        data = shrink(data, limit)
+        text = compact(data)
+    return data, text
+
+
+# Keys under which a result holds a note's own data, not a note of the vault: a frontmatter
+# field called `path` is the owner's value, not a note the result names.
+_NOT_NOTES = frozenset({"fields", "frontmatter", "outline", "sections"})
+
+
+def paths_named(data: Any) -> list[str]:
+    """Every note path a result names (`path` keys at any depth, in order, once each): what
+    the model was given to read. One rule for every read tool, so the journal's `paths` of a
+    listing, a search, recall, read_doc and get_context mean the same thing."""
+    out: dict[str, None] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k == "path" and isinstance(v, str) and v:
+                    out.setdefault(v)
+                elif k not in _NOT_NOTES:
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(data)
+    return list(out)

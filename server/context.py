@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .budget import fit_result
 from .config import ContextItem
 from .docs import decode
 from .entry import Entry
@@ -94,6 +95,14 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
     if warnings:
         result["warnings"] = warnings
     return result, paths
+
+
+def context_text(vault: Vault) -> str:
+    """Exactly the text the get_context tool sends a new conversation now: the same blocks
+    (build_context) through the same last step as every tool result (budget.fit_result). The
+    owner's preview calls this; it never rebuilds the context its own way."""
+    data, _ = build_context(vault)
+    return fit_result(data, vault.config.limits.result_chars)[1]
 
 
 def _latest(entries: list[Entry], item: ContextItem) -> list[Entry]:

@@ -9,7 +9,6 @@ A tool's name is its `ToolName`; a write tool's parameters are its `write_ops` m
 
 import functools
 import inspect
-import json
 import logging
 import sys
 import traceback
@@ -23,7 +22,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import __version__, journal
-from .budget import cap_message, shrink
+from .budget import cap_message, fit_result, paths_named
 from .context import build_context
 from .gitrepo import trailer_value
 from .journal import estimate_tokens
@@ -140,10 +139,6 @@ def client_name(ctx: Context | None) -> str:
     return trailer_value(name)
 
 
-def compact(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
 class ToolKit:
     """Shared plumbing for the tools of one server: registration, results, journal events,
     error mapping."""
@@ -173,16 +168,12 @@ class ToolKit:
         as a `read`, a `noop`, or (with its sha) a `commit`.
 
         Shapes are plain dicts here (the SDK validates them once against the output model), and
-        None-valued keys are left out so results stay short.
+        None-valued keys are left out so results stay short (budget.fit_result, which the
+        owner's get_context preview goes through too). A read's journal `paths` are every note
+        the result names as sent (budget.paths_named), one rule for every read tool: a listing
+        named its notes, get_context its recent ones, and the owner's Reads screen counts them.
         """
-        data = {k: v for k, v in data.items() if v is not None}
-        text = compact(data)
-        limit = self.vault.config.limits.result_chars
-        if len(text) > limit:
-            # The tools page to fit; this is the last guard, for what no page could split (a
-            # huge title, tags or field of a single note): cut the biggest values, never ids.
-            data = shrink(data, limit)
-            text = compact(data)
+        data, text = fit_result(data, self.vault.config.limits.result_chars)
         chars, tokens = len(text), estimate_tokens(text)
         event: journal.Event
         if commit is not None:
@@ -190,7 +181,7 @@ class ToolKit:
         elif noop:
             event = journal.Noop(tool, paths, chars, tokens)
         else:
-            event = journal.Read(tool, paths, chars, tokens)
+            event = journal.Read(tool, paths_named(data), chars, tokens)
         self.vault.journal.append(event, client=client_name(ctx))
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data

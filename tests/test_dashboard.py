@@ -189,7 +189,7 @@ async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: 
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         assert [r["tag"] for r in app.screen.rows] == ["crdt"]
         await pilot.press("escape", "dollar_sign")
-        await until(pilot, lambda: type(app.screen).__name__ == "CostScreen")
+        await until(pilot, lambda: type(app.screen).__name__ == "ReadsScreen")
         assert app.screen.cost["tools"]["update_frontmatter"] > 0
         await pilot.press("escape", "c")
         await until(pilot, lambda: type(app.screen).__name__ == "ConnectModal")

@@ -16,9 +16,10 @@ from textual.widgets import Input, Select
 from app.supervisor import ServerSupervisor, connect_notes, remembered_port, snippets
 from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import NewNoteForm
-from app.ui.insights import CostScreen, TagsScreen
+from app.ui.insights import TagsScreen
 from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
+from app.ui.reads import ReadsScreen
 from app.ui.timeline import Timeline
 from server.gitrepo import state_dir
 from server.journal import Journal, ServerStarted, estimate_tokens, read_all
@@ -106,7 +107,7 @@ async def test_cost_names_whole_local_day_earlier_days_and_chinese_tokens(
     async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: len(app.feed.events) >= 3)
         await pilot.press("dollar_sign")
-        await until(pilot, lambda: isinstance(app.screen, CostScreen))
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
         await pilot.pause(0.1)
         text = screen_text(app)
         cost = app.screen.cost

@@ -42,9 +42,10 @@ from ..view_rows import GROUPS, Filters, commits_mentioning, visible
 from .details import commit_header, event_detail
 from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header import StatusHeader
-from .insights import CostScreen, TagsScreen
+from .insights import TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
+from .reads import ReadsScreen
 from .revert_dialog import BlockersModal
 from .review_screen import ReviewScreen
 from .timeline import Timeline
@@ -497,7 +498,7 @@ class MainScreen(Screen[None]):
         self.dash.push_screen(HealthScreen(self.dash.root, today=self.dash.today))
 
     def action_cost(self) -> None:
-        self.dash.push_screen(CostScreen(self.dash.feed.events))
+        self.dash.push_screen(ReadsScreen(self.dash.root, self.dash.feed.events, self.dash.today))
 
     def action_stats(self) -> None:
         from datetime import datetime, time

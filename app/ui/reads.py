@@ -1,0 +1,483 @@
+"""The Reads screen (`$`): what the AI reads and what it costs. Four tabs: today's cost with
+the last 30 days per client and per tool, the notes read most, the notes not read in N days,
+and the get_context preview with its changes since the owner last marked it reviewed.
+
+It only draws: the figures come from server.reads and app.context_preview. Today's cost is
+drawn from the dashboard's events at once; the lists that need the vault and the preview are
+computed in a thread after the screen is up, and again whenever new events arrive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from datetime import date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+
+from app.context_preview import Preview, mark_reviewed, preview
+from server.journal import TOKEN_RULE
+from server.reads import (
+    Reads,
+    context_cost,
+    event_paths,
+    event_tokens,
+    local_time,
+    reads_report,
+)
+from server.vault import Vault
+
+from ..stats import BARS
+from .insights import fill
+
+UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
+TABS = ("cost", "most", "unread", "context")
+
+
+def clock(event: dict[str, Any]) -> str:
+    at = local_time(event)
+    return f"{at:%H:%M:%S}" if at is not None else ""
+
+
+def cut_middle(text: str, width: int) -> str:
+    """`text` in at most `width` cells, its middle replaced by '…' (both ends say the most:
+    a folder's top and a name's extension)."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    head, tail = "", ""
+    i, j = 0, len(text)
+    room = width - 1
+    while i < j:  # take from both ends in turn, by cells
+        if cell_len(head) <= cell_len(tail):
+            if cell_len(head + text[i]) + cell_len(tail) > room:
+                break
+            head, i = head + text[i], i + 1
+        else:
+            if cell_len(head) + cell_len(text[j - 1] + tail) > room:
+                break
+            tail, j = text[j - 1] + tail, j - 1
+    return head + "…" + tail
+
+
+def note_label(path: str, width: int, more: int = 0) -> Content:
+    """The note's name first (and how many more notes, `+2`), then its folder (muted), in at
+    most `width` cells: the folder is shortened first, then the name's middle; never cut to
+    nothing."""
+    folder, _, name = path.rpartition("/")
+    width = max(8, width)
+    if more:
+        name = f"{cut_middle(name, width - len(str(more)) - 2)} +{more}"
+    if cell_len(name) >= width - 4 or not folder:
+        return Content(cut_middle(name, width))
+    room = width - cell_len(name) - 2
+    return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
+
+
+def sparkline(values: list[int]) -> Content:
+    """One cell a day, the biggest day a full bar; a day without calls is a muted dot, so
+    the span of days shows and a lone bar sits on its own day."""
+    top = max(values) or 1
+    return Content.assemble(
+        *(
+            BARS[min(len(BARS) - 1, round(v / top * (len(BARS) - 1)))]
+            if v
+            else ("·", "$text-muted")
+            for v in values
+        )
+    )
+
+
+def first_and_more(event: dict[str, Any]) -> tuple[str, int]:
+    paths = event_paths(event)
+    return (paths[0], len(paths) - 1) if paths else ("", 0)
+
+
+def when(at: datetime | None, year: int) -> str:
+    """Month, day and time; the date with its year for another year's."""
+    if at is None:
+        return "never"
+    return f"{at:%m-%d %H:%M}" if at.year == year else f"{at:%Y-%m-%d}"
+
+
+def clients_cell(clients: dict[str, int]) -> str:
+    """The client that read it most, and how many others."""
+    names = list(clients)
+    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else ""
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+class ReadsScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    BINDINGS = [
+        Binding("escape,q,dollar_sign", "app.pop_screen", "Back"),
+        Binding("1", "tab('cost')", "Cost", tooltip="context cost: today, the last 30 days"),
+        Binding("2", "tab('most')", "Most read", tooltip="the notes the AI reads most"),
+        Binding("3", "tab('unread')", "Not read", tooltip="notes not read in N days"),
+        Binding("4", "tab('context')", "Context", tooltip="what get_context gives the AI now"),
+        Binding("plus,equals_sign", "days(1)", "More days", show=False, tooltip="N days: more"),
+        Binding("minus", "days(-1)", "Fewer days", show=False, tooltip="N days: fewer"),
+        Binding("m", "mark_reviewed", "Reviewed", tooltip="mark the context preview reviewed"),
+    ]
+    SCOPED_CSS = False  # the rules name ReadsScreen themselves (and its -narrow class)
+    DEFAULT_CSS = """
+    ReadsScreen #title { height: auto; background: $panel; }
+    ReadsScreen .hint { height: 1; color: $text-muted; text-overflow: ellipsis; }
+    ReadsScreen TabbedContent { height: 1fr; }
+    ReadsScreen TabPane { padding: 0; height: 1fr; }
+    ReadsScreen VerticalScroll { height: 1fr; }
+    ReadsScreen .pair { height: auto; }
+    ReadsScreen DataTable { height: auto; width: auto; margin: 1 2 0 1; }
+    ReadsScreen #most, ReadsScreen #unread { height: 1fr; margin: 0 1; }
+    ReadsScreen.-narrow .pair { layout: vertical; }
+    ReadsScreen .caption { height: auto; padding: 0 1; }
+    ReadsScreen #context-body { height: auto; padding: 0 1; }
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        events: list[dict[str, Any]],
+        today: date | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        super().__init__()
+        self.root = root
+        self.events = events  # the dashboard's list: it grows as events arrive
+        self.seen = len(events)
+        self.today = today
+        # a pinned day (tests) pins the clock the lists count days from, too
+        self.now = now or (datetime.combine(today, time(12)).astimezone() if today else None)
+        self.days = 30
+        self.cost = context_cost(events, today)
+        self.report: Reads | None = None
+        self.preview: Preview | None = None
+        self.failure = ""
+        self._vault: Vault | None = None  # opened by the first load, in its thread
+        self._vault_lock = threading.Lock()
+        self._closed = False
+
+    # -- layout ---------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        yield Static(Content(f" {TOKEN_RULE}"), classes="hint")
+        with TabbedContent(initial="tab-cost"):
+            with TabPane("1 Cost", id="tab-cost"), VerticalScroll(id="cost-body"):
+                yield Static(Content(""), classes="caption", id="cost-caption")
+                with Horizontal(classes="pair"):
+                    yield DataTable(id="by-tool", cursor_type="row")
+                    yield DataTable(id="by-client", cursor_type="row")
+                # a 30-cell sparkline each: stacked, so both fit from 80 columns up
+                yield DataTable(id="tool-days", cursor_type="row")
+                yield DataTable(id="client-days", cursor_type="row")
+                yield DataTable(id="by-day", cursor_type="row")
+                yield DataTable(id="biggest", cursor_type="row")
+            with TabPane("2 Most read", id="tab-most"):
+                yield Static(Content(" reading the vault…"), classes="caption", id="most-caption")
+                yield DataTable(id="most", cursor_type="row", zebra_stripes=True)
+            with TabPane("3 Not read", id="tab-unread"):
+                yield Static(Content(" reading the vault…"), classes="caption", id="unread-caption")
+                yield DataTable(id="unread", cursor_type="row", zebra_stripes=True)
+            with TabPane("4 Context", id="tab-context"), VerticalScroll(id="context-scroll"):
+                yield Static(Content("building the context…"), id="context-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.draw_cost()
+        self.query_one("#by-tool", DataTable).focus()
+        self.load()
+        self.set_interval(0.5, self.follow)
+
+    def on_resize(self) -> None:
+        if self.report is not None:  # note columns take the width there is
+            self.draw_lists()
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def follow(self) -> None:
+        """New journal events (the dashboard appends to the same list): count again, in the
+        thread, and draw what came out."""
+        if len(self.events) != self.seen:
+            self.seen = len(self.events)
+            self.load()
+
+    @work(thread=True, exclusive=True, group="reads")
+    def load(self) -> None:
+        events = self.events[: self.seen]
+        try:
+            with self._vault_lock:  # an earlier load may still be running (exclusive only flags it)
+                if self._vault is None:
+                    self._vault = Vault(self.root)
+                cost = context_cost(events, self.today)
+                report = reads_report(self._vault, events, self.days, self.now)
+                shown = preview(self.root, self._vault)
+                if self._closed:
+                    self._close_vault()
+        except Exception as exc:  # the screen says what broke instead of staying empty
+            with contextlib.suppress(RuntimeError):
+                self.app.call_from_thread(self.failed, f"{type(exc).__name__}: {exc}")
+            return
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self.loaded, cost, report, shown)
+
+    def on_unmount(self) -> None:
+        """Close the vault; a load still running closes it when done (never wait here)."""
+        self._closed = True
+        if self._vault_lock.acquire(blocking=False):
+            try:
+                self._close_vault()
+            finally:
+                self._vault_lock.release()
+
+    def _close_vault(self) -> None:
+        if self._vault is not None:
+            self._vault.close()
+            self._vault = None
+
+    def failed(self, why: str) -> None:
+        self.failure = why
+        if self.is_attached:
+            for id_ in ("#most-caption", "#unread-caption", "#context-body"):
+                self.query_one(id_, Static).update(Content(f" could not read the vault: {why}"))
+
+    def loaded(self, cost: dict[str, Any], report: Reads, shown: Preview) -> None:
+        if not self.is_attached:
+            return
+        self.cost, self.report, self.preview = cost, report, shown
+        self.draw_cost()
+        self.draw_lists()
+        self.draw_context()
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def refill(self, id_: str, headings: Sequence[str], rows: Any, most: int = 60) -> None:
+        table = self.query_one(id_, DataTable)
+        at = table.cursor_row
+        table.clear(columns=True)
+        fill(table, headings, rows, most=most)
+        if table.row_count:
+            table.move_cursor(row=min(at, table.row_count - 1))
+
+    def draw_cost(self) -> None:
+        c = self.cost
+        self.query_one("#title", Static).update(
+            Content.styled(
+                f" What the AI reads · cost today ({c['day']:%a %m-%d}, local) "
+                f"{c['total']:,} chars ≈ {c['tokens']:,} tokens",
+                "bold",
+            )
+        )
+        quiet = not c["calls"]
+        caption = self.query_one("#cost-caption", Static)
+        caption.update(Content("\n No tool results yet today; the days before are below."))
+        caption.display = quiet
+        for id_ in ("#by-tool", "#by-client", "#biggest"):  # headings over nothing say nothing
+            self.query_one(id_, DataTable).display = not quiet
+        self.refill(
+            "#by-tool",
+            ["tool", "calls", "chars", "≈ tokens"],
+            [[t, c["calls"][t], n, c["tool_tokens"][t]] for t, n in c["tools"].most_common()],
+        )
+        self.refill(
+            "#by-client",
+            ["client", "chars", "≈ tokens"],
+            [[k, n, c["client_tokens"][k]] for k, n in c["clients"].most_common()],
+        )
+        self.refill(
+            "#biggest",
+            ["biggest today", "tool", "chars", "≈ tokens", "notes", "client"],
+            [
+                [
+                    clock(e),
+                    str(e.get("tool", "")),
+                    n,
+                    event_tokens(e),
+                    note_label(first_and_more(e)[0], 44, first_and_more(e)[1]),
+                    cut_middle(str(e.get("client", "")), 30),
+                ]
+                for n, e in c["biggest"]
+            ],
+            most=200,
+        )
+        self.draw_per_day()
+
+    def draw_per_day(self) -> None:
+        """The last 30 days: a sparkline per tool and per client, and the days with calls."""
+        if self.report is None:
+            return  # computed with the vault's lists, in the thread
+        per = self.report.per_day
+        span = f"{len(per.days)} d to {per.days[-1]:%m-%d}"
+        for id_, name, series in (
+            ("#tool-days", "tool", per.tools),
+            ("#client-days", "client", per.clients),
+        ):
+            self.refill(
+                id_,
+                [name, f"≈ tokens a day, {span}", "≈ tokens"],
+                [[cut_middle(k, 30), sparkline(v), sum(v)] for k, v in series.items()],
+                most=max(len(per.days), 30),
+            )
+        self.refill(
+            "#by-day",
+            ["day", "calls", "chars", "≈ tokens"],
+            [
+                [f"{d:%a %m-%d}", per.calls[i], per.chars[i], per.tokens[i]]
+                for i, d in reversed(list(enumerate(per.days)))
+                if per.calls[i] or d == per.days[-1]  # empty days would push the rest away
+            ],
+        )
+
+    @property
+    def year(self) -> int:
+        return (self.now or datetime.now()).year
+
+    def note_width(self, others: int) -> int:
+        return max(24, self.size.width - others)
+
+    def draw_lists(self) -> None:
+        r = self.report
+        if r is None:
+            return
+        width = self.note_width(58)
+        self.query_one("#most-caption", Static).update(
+            Content(
+                f" {plural(len(r.most), 'note')} read, most first · a read's tokens are shared "
+                "by the notes it named"
+                if r.most
+                else " No note of the vault has been read yet (the journal has no read of one)."
+            )
+        )
+        self.refill(
+            "#most",
+            ["note", "reads", "≈ tokens", "last read", "clients"],
+            [
+                [
+                    note_label(n.path, width),
+                    n.reads,
+                    round(n.tokens),
+                    when(n.last, self.year),
+                    clients_cell(n.clients),
+                ]
+                for n in r.most
+            ],
+            most=max(width, 40),
+        )
+        never = sum(1 for u in r.unread if u.last is None)
+        self.query_one("#unread-caption", Static).update(
+            Content(
+                f" {plural(len(r.unread), 'note')} of {r.notes:,} not read in {r.days} days "
+                f"({never:,} never) · + − change the days"
+                if r.unread
+                else f" Every one of the {plural(r.notes, 'note')} was read in the last "
+                f"{r.days} days · + − change the days"
+            )
+        )
+        self.query_one("#unread", DataTable).display = bool(r.unread)
+        self.query_one("#most", DataTable).display = bool(r.most)
+        width = self.note_width(40)
+        self.refill(
+            "#unread",
+            ["note", "last read", "modified"],
+            [
+                [note_label(u.path, width), when(u.last, self.year), f"{u.modified:%Y-%m-%d}"]
+                for u in r.unread
+            ],
+            most=max(width, 40),
+        )
+
+    def draw_context(self) -> None:
+        p = self.preview
+        if p is None:
+            return
+        seen = (
+            f"last marked reviewed {p.reviewed_at:%Y-%m-%d %H:%M}"
+            if p.reviewed_at
+            else "never marked reviewed"
+        )
+        state = (
+            "changed since" if p.changed and p.reviewed_at else "unchanged" if not p.changed else ""
+        )
+        parts = [
+            Content.styled(
+                f"What a new conversation receives now: {p.chars:,} chars ≈ {p.tokens:,} tokens",
+                "bold",
+            ),
+            Content(f"{seen}{' · ' + state if state else ''} · m marks it reviewed"),
+            Content(""),
+        ]
+        diff = p.diff() if p.reviewed is not None else []
+        if diff:
+            parts.append(Content.styled("Changes since it was reviewed", "bold"))
+            for line in diff:
+                style = (
+                    "$text-success"
+                    if line.startswith("+")
+                    else "$text-error"
+                    if line.startswith("-")
+                    else "$text-muted"
+                    if line.startswith("@@")
+                    else ""
+                )
+                parts.append(Content.styled(line, style) if style else Content(line))
+            parts += [Content(""), Content.styled("The whole context", "bold")]
+        parts += [Content(line) for line in p.lines]
+        self.query_one("#context-body", Static).update(Content("\n").join(parts))
+
+    # -- keys -----------------------------------------------------------------------------------
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = f"tab-{tab}"
+        self.refresh_bindings()
+        target = {"cost": "#by-tool", "most": "#most", "unread": "#unread"}.get(tab)
+        if target:
+            self.query_one(target, DataTable).focus()
+        else:
+            self.query_one("#context-scroll", VerticalScroll).focus()
+
+    def action_days(self, step: int) -> None:
+        at = UNREAD_DAYS.index(self.days) if self.days in UNREAD_DAYS else 2
+        self.days = UNREAD_DAYS[max(0, min(len(UNREAD_DAYS) - 1, at + step))]
+        self.notify(f"not read in {self.days} days", timeout=2)
+        self.load()
+
+    def action_mark_reviewed(self) -> None:
+        p = self.preview
+        if p is None:
+            self.notify("the context is still being built", severity="warning", timeout=3)
+            return
+        try:
+            mark_reviewed(self.root, p.text)
+        except OSError as exc:
+            self.notify(f"not marked: {exc.strerror or exc}", severity="error", timeout=6)
+            return
+        self.notify("context marked reviewed", timeout=3)
+        self.load()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """+ − act on the Not read tab, m on the Context tab; hidden elsewhere."""
+        with contextlib.suppress(NoMatches):  # asked before compose, or while closing
+            active = self.query_one(TabbedContent).active
+            if action == "days":
+                return active == "tab-unread"
+            if action == "mark_reviewed":
+                return active == "tab-context"
+        return True

@@ -1,0 +1,579 @@
+"""What the AI reads (issue 18): the notes it reads most, the notes it has not read in N days,
+the cost per local day per client and per tool, and the get_context preview with its diff
+since the owner last marked it reviewed. Real vaults in real git, the real server through the
+SDK's in-memory client, journal events made by calling the real read tools (their times moved
+where a test needs days to pass, as the snapshot tests pin them)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import Implementation
+
+from app import cli
+from app.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
+from server.context import context_text
+from server.gitrepo import state_dir
+from server.journal import estimate_tokens, read_all
+from server.reads import (
+    context_cost,
+    cost_per_day,
+    most_read,
+    not_read,
+    note_reads,
+    reads_report,
+    vault_notes,
+)
+from server.tools import build_server
+from server.vault import Vault
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = """\
+private: ["private/**"]
+types:
+  week: {folder: weeks, dates: [start]}
+context:
+  - rules
+  - {title: This week, type: week, latest: 1}
+  - {title: Recent, recent: 5}
+"""
+SECRET = "PRIVATE-SALARY-93000"
+
+
+@pytest.fixture
+def vault(make_vault: Any) -> Path:
+    return make_vault(
+        {
+            "vault.config.yaml": CONFIG,
+            "CLAUDE.md": "# Rules\nRead before you write.\n",
+            "weeks/w1.md": "---\nstart: 2026-11-30\n---\n# Week\n\n## Log\n- Mon: mock\n",
+            "study/a.md": "# A\n\nalpha notes about caching\n",
+            "study/b.md": "# B\n\nbeta notes about caching\n",
+            "study/c.md": "# C\n\ngamma notes\n",
+            "项目笔记/二零二六年第四季度/关于离线同步与冲突解决的学习笔记.md": "# 离线同步\n\n冲突解决\n",
+            "private/salary.md": f"# Salary\n\n{SECRET} caching\n",
+        }
+    )
+
+
+class Session:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def text(self, tool: str, **args: Any) -> str:
+        """The text the client received (what the journal's estimate is of)."""
+        r = await self.client.call_tool(tool, args)
+        assert not r.is_error, r.content
+        return r.content[0].text  # type: ignore[union-attr]
+
+
+@asynccontextmanager
+async def client(root: Path, name: str = "claude-code") -> AsyncIterator[Session]:
+    vault = Vault(root)
+    try:
+        async with Client(
+            build_server(vault),
+            raise_exceptions=True,
+            client_info=Implementation(name=name, version="1"),
+        ) as c:
+            yield Session(c)
+    finally:
+        vault.close()
+
+
+def journal(root: Path) -> Path:
+    return state_dir(root) / "events.jsonl"
+
+
+def reads(root: Path) -> list[dict[str, Any]]:
+    return [e for e in read_all(journal(root)) if e["kind"] == "read"]
+
+
+def redate(root: Path, when: dict[int, datetime]) -> None:
+    """Move the journal's own timestamps of some read events (by their order among reads):
+    the events stay the real tools' events, only days pass."""
+    lines = journal(root).read_text(encoding="utf-8").splitlines()
+    n = -1
+    out = []
+    for line in lines:
+        e = json.loads(line)
+        if e.get("kind") == "read":
+            n += 1
+            if n in when:
+                e["ts"] = when[n].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        out.append(json.dumps(e, ensure_ascii=False))
+    journal(root).write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+@pytest.fixture
+def tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The owner lives in UTC+8: a local day is not the journal's UTC day."""
+    monkeypatch.setenv("TZ", "Asia/Shanghai")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+# -- what the server journals -------------------------------------------------------------------
+
+
+async def test_every_read_tool_journals_the_notes_it_named_client_tool_and_tokens(
+    vault: Path,
+) -> None:
+    async with client(vault, "desk") as s:
+        texts = {
+            "get_context": await s.text("get_context"),
+            "list_docs": await s.text("list_docs", folder="study"),
+            "read_doc": await s.text("read_doc", path="study/a.md"),
+            "search_text": await s.text("search_text", query="caching"),
+            "list_tags": await s.text("list_tags"),
+        }
+    events = {e["tool"]: e for e in reads(vault)}
+    assert set(events) == set(texts)
+    for tool, text in texts.items():
+        e = events[tool]
+        assert e["client"] == "desk/1"
+        assert e["chars"] == len(text) and e["tokens"] == estimate_tokens(text), tool
+    # the notes each result named: a listing's and a search's too (they were [] for list_docs)
+    assert sorted(events["list_docs"]["paths"]) == ["study/a.md", "study/b.md", "study/c.md"]
+    assert events["read_doc"]["paths"] == ["study/a.md"]
+    assert sorted(events["search_text"]["paths"]) == ["study/a.md", "study/b.md"]
+    assert events["list_tags"]["paths"] == []
+    # get_context names its rules file, the week it shows, and the recent notes it lists
+    ctx = events["get_context"]["paths"]
+    assert ctx[:2] == ["CLAUDE.md", "weeks/w1.md"] and "study/c.md" in ctx
+    for e in events.values():
+        assert not any(p.startswith("private/") for p in e["paths"])
+
+
+async def test_a_frontmatter_field_called_path_is_not_a_note_read(make_vault: Any) -> None:
+    root = make_vault({"n.md": "---\npath: elsewhere/x.md\n---\n# N\n"})
+    async with client(root) as s:
+        await s.text("list_docs")
+    assert reads(root)[0]["paths"] == ["n.md"]
+
+
+# -- most read, not read ------------------------------------------------------------------------
+
+
+async def test_most_read_order_counts_tokens_last_read_and_clients(vault: Path) -> None:
+    got: dict[str, list[str]] = {}
+    async with client(vault, "claude-code") as s:
+        for path in ["study/a.md", "study/a.md", "study/b.md", "study/a.md"]:
+            got.setdefault(path, []).append(await s.text("read_doc", path=path))
+    async with client(vault, "claude-desktop") as s:
+        for path in ["study/b.md", "study/c.md"]:
+            got.setdefault(path, []).append(await s.text("read_doc", path=path))
+    v = Vault(vault)
+    try:
+        report = reads_report(v, read_all(journal(vault)))
+    finally:
+        v.close()
+    order = [(n.path, n.reads) for n in report.most]
+    assert order == [("study/a.md", 3), ("study/b.md", 2), ("study/c.md", 1)]
+    a, b = report.most[0], report.most[1]
+    assert round(a.tokens) == sum(estimate_tokens(t) for t in got["study/a.md"])
+    assert list(b.clients) == ["claude-code/1", "claude-desktop/1"]
+    assert a.last is not None and b.last is not None and b.last > a.last
+    assert a.as_json()["tools"] == ["read_doc"]
+
+
+async def test_a_listings_tokens_are_shared_by_the_notes_it_named(vault: Path) -> None:
+    async with client(vault) as s:
+        text = await s.text("list_docs", folder="study")
+    rows = note_reads(reads(vault), lambda p: False)
+    assert {p: n.reads for p, n in rows.items()} == dict.fromkeys(
+        ["study/a.md", "study/b.md", "study/c.md"], 1
+    )
+    assert round(sum(n.tokens for n in rows.values())) == estimate_tokens(text)
+
+
+async def test_not_read_in_n_days_by_the_journals_own_times(vault: Path) -> None:
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/a.md")
+        await s.text("read_doc", path="study/b.md")
+        await s.text("read_doc", path="CLAUDE.md")
+    now = datetime.now().astimezone()
+    redate(vault, {0: now - timedelta(days=10), 1: now - timedelta(days=2)})
+    events = read_all(journal(vault))
+    v = Vault(vault)
+    try:
+        in7 = [u.path for u in reads_report(v, events, days=7, now=now).unread]
+        in14 = reads_report(v, events, days=14, now=now).unread
+    finally:
+        v.close()
+    never = [
+        "study/c.md",
+        "weeks/w1.md",
+        "项目笔记/二零二六年第四季度/关于离线同步与冲突解决的学习笔记.md",
+    ]
+    # never read first, then the longest unread; b (2 days) and the rules (today) are read
+    assert sorted(in7[:3]) == sorted(never) and in7[3:] == ["study/a.md"]
+    assert sorted(u.path for u in in14) == sorted(never)
+    assert all(u.last is None for u in in14)
+    a = next(u for u in reads_report_of(vault, 7, now).unread if u.path == "study/a.md")
+    assert a.last is not None and (now - a.last).days == 10
+
+
+def reads_report_of(root: Path, days: int, now: datetime) -> Any:
+    v = Vault(root)
+    try:
+        return reads_report(v, read_all(journal(root)), days=days, now=now)
+    finally:
+        v.close()
+
+
+# -- cost per day ---------------------------------------------------------------------------------
+
+
+async def test_per_day_per_client_and_per_tool_sums_are_the_reads_tokens(
+    vault: Path, tz: None
+) -> None:
+    async with client(vault, "claude-code") as s:
+        code = [await s.text("read_doc", path="study/a.md"), await s.text("get_context")]
+    async with client(vault, "claude-desktop") as s:
+        desk = [
+            await s.text("search_text", query="caching"),
+            await s.text("read_doc", path="study/b.md"),
+        ]
+    # the first two days ago (local time), the rest today
+    ago = datetime.now().astimezone() - timedelta(days=2)
+    redate(vault, {0: ago, 1: ago})
+    per = cost_per_day(read_all(journal(vault)))
+    assert len(per.days) == 30 and per.days[-1] == datetime.now().astimezone().date()
+    tok = [estimate_tokens(t) for t in code + desk]
+    assert per.tokens[-3] == tok[0] + tok[1] and per.tokens[-1] == tok[2] + tok[3]
+    assert sum(per.tokens) == sum(tok)
+    assert per.calls[-3] == 2 and per.calls[-1] == 2
+    assert per.clients["claude-code/1"][-3] == tok[0] + tok[1]
+    assert per.clients["claude-desktop/1"][-1] == tok[2] + tok[3]
+    assert sum(per.tools["read_doc"]) == tok[0] + tok[3]
+    assert sum(per.tools["get_context"]) == tok[1]
+    assert sum(per.tools["search_text"]) == tok[2]
+    # biggest first
+    assert next(iter(per.tools)) == max(per.tools, key=lambda k: sum(per.tools[k]))
+
+
+async def test_a_write_result_costs_too_but_an_owner_snapshot_does_not(vault: Path) -> None:
+    """Context cost is every result the model received; the per-tool breakdown tells reads
+    from writes (the Cost screen's rule, kept)."""
+    async with client(vault) as s:
+        read = await s.text("read_doc", path="study/a.md")
+        (vault / "study/a.md").write_text("# A\n\nalpha, and the owner typed\n")
+        wrote = await s.text("append_section", path="study/a.md", heading="Log", content="- x")
+    events = read_all(journal(vault))
+    assert any(e["kind"] == "commit" for e in events)
+    per = cost_per_day(events)
+    assert sum(per.tokens) == estimate_tokens(read) + estimate_tokens(wrote)
+    assert set(per.tools) == {"read_doc", "append_section"}
+    # reads of notes: read events only
+    assert set(note_reads(events, lambda p: False)) == {"study/a.md"}
+
+
+async def test_the_local_day_boundary(vault: Path, tz: None) -> None:
+    async with client(vault) as s:
+        first = await s.text("read_doc", path="study/a.md")
+        second = await s.text("read_doc", path="study/b.md")
+    # 23:59:59 and 00:00:01 in Shanghai, both on the same UTC day (15:59:59Z and 16:00:01Z)
+    today = datetime.now().astimezone().date()
+    y = today - timedelta(days=1)
+    late = datetime(y.year, y.month, y.day, 23, 59, 59).astimezone()
+    early = datetime(today.year, today.month, today.day, 0, 0, 1).astimezone()
+    assert late.astimezone(UTC).date() == early.astimezone(UTC).date()
+    redate(vault, {0: late, 1: early})
+    events = read_all(journal(vault))
+    per = cost_per_day(events, today)
+    assert per.tokens[-2:] == [estimate_tokens(first), estimate_tokens(second)]
+    assert context_cost(events, today)["tokens"] == estimate_tokens(second)
+
+
+def test_old_events_stay_readable() -> None:
+    """Events from before reads journaled tokens, or paths for a listing, or at all."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    old = [
+        {
+            "v": 1,
+            "ts": now,
+            "pid": 1,
+            "client": "old/1",
+            "kind": "read",
+            "tool": "list_docs",
+            "paths": [],
+            "chars": 400,
+        },
+        {
+            "v": 1,
+            "ts": now,
+            "pid": 1,
+            "kind": "read",
+            "tool": "read_doc",
+            "paths": ["a.md"],
+            "chars": 40,
+        },
+        {
+            "v": 1,
+            "ts": "not a time",
+            "pid": 1,
+            "kind": "read",
+            "tool": "read_doc",
+            "paths": "a.md",
+            "chars": 40,
+        },
+        {"v": 1, "pid": 1, "kind": "read"},
+    ]
+    per = cost_per_day(old)
+    assert per.tokens[-1] == 100 + 10 and per.clients == {
+        "old/1": per.clients["old/1"],
+        "?": per.clients["?"],
+    }
+    rows = most_read(note_reads(old, lambda p: False))
+    assert [(n.path, n.reads, round(n.tokens)) for n in rows] == [("a.md", 1, 10)]
+    assert (
+        not_read(note_reads(old, lambda p: False), {"b.md": datetime.now().astimezone()}, 7)[0].path
+        == "b.md"
+    )
+
+
+# -- the get_context preview ----------------------------------------------------------------------
+
+
+async def test_the_preview_is_the_get_context_result_exactly(vault: Path) -> None:
+    async with client(vault) as s:
+        sent = await s.text("get_context")
+    p = preview(vault)
+    assert p.text == sent
+    assert p.tokens == estimate_tokens(sent) and p.chars == len(sent)
+    v = Vault(vault)
+    try:
+        assert context_text(v) == sent
+    finally:
+        v.close()
+    # the readable form holds the notes' text line by line
+    assert "    content: |" in p.lines and "          - Mon: mock" in p.lines
+
+
+async def test_the_preview_is_exact_when_get_context_is_trimmed(make_vault: Any) -> None:
+    root = make_vault(
+        {
+            "vault.config.yaml": CONFIG + "limits: {result_chars: 3000}\n",
+            "CLAUDE.md": "# Rules\n" + "rule line\n" * 200,
+            "weeks/w1.md": "---\nstart: 2026-11-30\n---\n# Week\n" + "- 日志条目\n" * 400,
+        }
+    )
+    async with client(root) as s:
+        sent = await s.text("get_context")
+    assert len(sent) <= 3000 and "left_out" in sent
+    assert preview(root).text == sent
+
+
+async def test_the_preview_diff_after_a_change_and_after_marking_reviewed(vault: Path) -> None:
+    first = preview(vault)
+    assert first.reviewed is None and first.changed
+    assert all(line.startswith(("+", "@@")) for line in first.diff())  # all new
+    mark_reviewed(vault, first.text)
+    stored = state_dir(vault) / REVIEWED
+    assert stored.stat().st_mode & 0o777 == 0o600
+    assert load_reviewed(vault)[0] == first.text
+    same = preview(vault)
+    assert not same.changed and same.diff() == [] and same.reviewed_at is not None
+    # the AI appends to this week's note: the preview says what changed, and only that
+    async with client(vault) as s:
+        await s.text("append_section", path="weeks/w1.md", heading="Log", content="- Tue: 架构图")
+    changed = preview(vault)
+    assert changed.changed
+    added = [ln for ln in changed.diff() if ln.startswith("+")]
+    removed = [ln for ln in changed.diff() if ln.startswith("-")]
+    assert "+          - Tue: 架构图" in added
+    # what went is the note's old hash and its old place in the recent list, no line of text
+    assert not any("Mon: mock" in ln or "Read before" in ln for ln in removed), removed
+    mark_reviewed(vault, changed.text)
+    assert preview(vault).diff() == []
+    # the owner edits the rules: one line
+    (vault / "CLAUDE.md").write_text("# Rules\nRead before you write.\nNever guess.\n")
+    diff = preview(vault).diff()
+    assert "+      Never guess." in diff
+    assert not any(ln.startswith("-") and "Read before" in ln for ln in diff), diff
+
+
+async def test_an_unreadable_reviewed_copy_shows_everything_as_new(vault: Path) -> None:
+    (state_dir(vault)).mkdir(parents=True, exist_ok=True)
+    (state_dir(vault) / REVIEWED).write_text("{not json")
+    p = preview(vault)
+    assert p.reviewed is None and p.changed and p.diff()
+
+
+def test_readable_keeps_every_line_and_value() -> None:
+    text = json.dumps(
+        {"blocks": [{"title": "R", "content": "a\n\nb", "docs": [], "n": 3}], "trimmed": []},
+        separators=(",", ":"),
+    )
+    assert readable(text) == [
+        "blocks:",
+        "  - title: R",
+        "    content: |",
+        "      a",
+        "",
+        "      b",
+        "    docs: []",
+        "    n: 3",
+        "trimmed: []",
+    ]
+
+
+# -- private notes ----------------------------------------------------------------------------------
+
+
+async def test_no_private_note_in_the_preview_or_any_list(vault: Path) -> None:
+    # private/ is excluded from the recent block, the listing and the search by the server
+    async with client(vault) as s:
+        await s.text("get_context")
+        await s.text("list_docs")
+        await s.text("search_text", query="caching")
+    p = preview(vault)
+    assert "private/" not in p.text and SECRET not in p.text
+    # a note the AI read before the owner made its folder private: gone from every list
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/c.md")
+    (vault / "vault.config.yaml").write_text(
+        CONFIG.replace('["private/**"]', '["private/**", "study/"]')
+    )
+    report = reads_report_of(vault, 30, datetime.now().astimezone())
+    listed = [n.path for n in report.most] + [u.path for u in report.unread]
+    assert listed and not any(p.startswith(("private/", "study/")) for p in listed), listed
+    v = Vault(vault)
+    try:
+        assert not any(p.startswith(("private/", "study/")) for p in vault_notes(v))
+    finally:
+        v.close()
+    out = preview(vault).text
+    assert "study/" not in out and "private/" not in out
+
+
+# -- the shell ------------------------------------------------------------------------------------------
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        cli.run(argv)
+    out = capsys.readouterr()
+    return int(done.value.code or 0), out.out, out.err
+
+
+async def test_the_cli_json(vault: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/a.md")
+        await s.text("read_doc", path="study/a.md")
+        await s.text("search_text", query="alpha")
+    code, out, _ = run_cli(["reads", str(vault), "--days", "7", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["days"] == 7 and data["notes"] == 6
+    assert data["most_read"][0]["path"] == "study/a.md" and data["most_read"][0]["reads"] == 3
+    assert sorted(data["most_read"][0]["tools"]) == ["read_doc", "search_text"]
+    assert data["most_read"][0]["clients"] == ["claude-code/1"]
+    unread = [u["path"] for u in data["not_read"]]
+    assert "study/b.md" in unread and "study/a.md" not in unread and len(unread) == 5
+    assert not any("private" in p for p in unread)
+    assert len(data["per_day"]["days"]) == 30 and sum(data["per_day"]["tokens"]) > 0
+    async with client(vault) as s:
+        sent = await s.text("get_context")
+    code, out, _ = run_cli(["context", str(vault), "--json"], capsys)
+    ctx = json.loads(out)
+    assert code == 0 and ctx["text"] == sent and ctx["reviewed_at"] is None and ctx["changed"]
+    code, out, _ = run_cli(["context", str(vault), "--mark-reviewed", "--json"], capsys)
+    assert code == 0 and json.loads(out)["marked"] is True
+    code, out, _ = run_cli(["context", str(vault), "--diff"], capsys)
+    assert code == 0 and "unchanged" in out and len(out.strip().splitlines()) == 1
+    code, out, err = run_cli(["reads", str(vault / "nope")], capsys)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(["reads", str(vault), "--days", "0"], capsys)
+    assert code == 1 and "--days" in err
+
+
+def test_days_are_dates() -> None:
+    assert cost_per_day([], date(2026, 1, 20)).days[-1] == date(2026, 1, 20)
+
+
+# -- the screen -----------------------------------------------------------------------------------
+
+LONG = "项目笔记/二零二六年第四季度/关于离线同步与冲突解决的学习笔记.md"
+
+
+def screen_text(app: Any) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_the_reads_screen_tabs_live_reads_and_review_mark(
+    vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from app.ui.dashboard import Dashboard
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    async with client(vault) as s:
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path="study/a.md")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        await until(pilot, lambda: len(app.feed.events) >= 3)
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
+        screen = app.screen
+        assert isinstance(screen, ReadsScreen)
+        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        await pilot.press("2")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        # the Chinese name at a long path: shortened in the middle at 80 columns, never cut to
+        # nothing; whole with its folder where there is room
+        assert "关于离线" in text and "笔记.md" in text, text
+        if size[0] >= 200:
+            assert f"{LONG.rsplit('/', 1)[1]}  {LONG.rsplit('/', 1)[0]}/" in text, text
+        assert [n.path for n in screen.report.most] == [LONG, "study/a.md"]  # type: ignore[union-attr]
+        # a read arrives while the screen is open: the list follows
+        async with client(vault, "late-client") as s:
+            await s.text("read_doc", path="study/a.md")
+            await s.text("read_doc", path="study/a.md")
+        await until(
+            pilot,
+            lambda: screen.report is not None and screen.report.most[0].path == "study/a.md",
+        )
+        await until(pilot, lambda: "late-client/1" in screen.cost["clients"])
+        await pilot.press("3")
+        await pilot.pause(0.2)
+        assert "study/c.md" in screen_text(app) or "c.md" in screen_text(app)
+        assert "not read in 30 days" in screen_text(app)
+        await pilot.press("plus")
+        await until(pilot, lambda: screen.report is not None and screen.report.days == 60)
+        await pilot.press("4")
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "What a new conversation receives now" in text and "never marked" in text
+        assert "private/" not in text and SECRET not in text
+        await pilot.press("m")
+        await until(pilot, lambda: load_reviewed(vault)[0] is not None)
+        assert load_reviewed(vault)[0] == screen.preview.text  # type: ignore[union-attr]
+        await until(pilot, lambda: "unchanged" in screen_text(app))
+
+
+async def test_a_rules_file_that_does_not_exist_is_not_a_most_read_note(
+    make_vault: Any,
+) -> None:
+    root = make_vault({"vault.config.yaml": CONFIG, "study/a.md": "# A\n"})
+    async with client(root) as s:
+        await s.text("get_context")
+    report = reads_report_of(root, 30, datetime.now().astimezone())
+    assert [n.path for n in report.most] == ["study/a.md"]
