@@ -25,11 +25,19 @@ from server.dates import as_date
 from server.docs import decode, parse_doc
 from server.edits import render_value
 from server.entry import classify
-from server.gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
+from server.gitrepo import (
+    ACTION,
+    GitError,
+    commit_message,
+    human_identity,
+    ignored_paths,
+    state_dir,
+    write_lock,
+)
 from server.journal import Journal
 from server.links import LinkIndex, rewrite_links
 from server.paths import PathRefused, normalize_rel
-from server.store import NO_SIGN, Store, StoreError, atomic_write
+from server.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
 from server.validate import new_problems, problems
 from server.writes import Rejected, note_path
 
@@ -392,41 +400,14 @@ def _action(root: Path, involved: list[str]) -> Iterator[None]:
 
 
 def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
-    """One commit as the owner of exactly these paths as they are on disk now (a private
-    index: anything else the owner has staged stays out of it)."""
-    index = state_dir(root) / "action.index"
-    env = {"GIT_INDEX_FILE": str(index)}
-    try:
-        head = git(root, "rev-parse", "HEAD").stdout.decode().strip()
-        branch = git(root, "symbolic-ref", "-q", "HEAD").stdout.decode().strip()
-        git(root, "read-tree", head, env=env)
-        git(root, "add", "-A", "--", *paths, env=env)
-        tree = git(root, "write-tree", env=env).stdout.decode().strip()
-        name, email = human_identity(root)
-        message = f"{subject}\n\nVaultwatch-Action: {action}\n"
-        sha = (
-            git(
-                root,
-                *NO_SIGN,
-                "commit-tree",
-                tree,
-                "-p",
-                head,
-                "-F",
-                "-",
-                env=identity_env(name, email),
-                input=message.encode(),
-            )
-            .stdout.decode()
-            .strip()
-        )
-        git(root, "update-ref", "-m", f"vaultwatch: {subject}", branch, sha, head)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            index.unlink()
-    # git's own index follows for these paths (the commit stands even if this lags)
-    git(root, "reset", "-q", "--", *paths, check=False)
-    return sha
+    """One commit as the owner of exactly these paths as they are on disk now (the write
+    path's private index: anything else the owner has staged stays out of it). A path git
+    ignores and does not track is refused, as `git add` would."""
+    ignored = ignored_paths(root, [p for p in paths if os.path.lexists(root / p)])
+    if ignored:
+        raise GitError(f"git ignores {', '.join(ignored)}; nothing was committed")
+    message = commit_message(subject, {ACTION: action})
+    return commit_blobs(root, disk_blobs(root, paths), message, human_identity(root))
 
 
 def _unchanged(root: Path, originals: dict[str, bytes]) -> None:

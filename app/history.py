@@ -3,12 +3,21 @@ change (for the diff pane). No Textual here: the screens render what this return
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
+
+from server.gitrepo import (
+    ACTION,
+    CLIENT,
+    REVERTS,
+    TOOL,
+    git,
+    trailer_field,
+    trailer_values,
+)
 
 FIELD, RECORD = "\x1f", "\x1e"
 FORMAT = FIELD.join(
@@ -18,15 +27,12 @@ FORMAT = FIELD.join(
         "%ae",
         "%at",
         "%s",
-        "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
-        "%(trailers:key=Vaultwatch-Client,valueonly,separator=)",
-        "%(trailers:key=Vaultwatch-Action,valueonly,separator=)",
-        "%(trailers:key=Vaultwatch-Reverts,valueonly,separator=%x2C)",
+        trailer_field(TOOL),
+        trailer_field(CLIENT),
+        trailer_field(ACTION),
+        trailer_field(REVERTS, "%x2C"),
     ]
 )
-REVERTS_TRAILER = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
-# "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
-REVERTS_PATH_TRAILER = "Vaultwatch-Reverts-Path"
 
 
 @dataclass(frozen=True)
@@ -52,10 +58,8 @@ class Commit:
 
 
 def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
-    r = subprocess.run(["git", "-C", str(root), *args], capture_output=True, input=input)
-    if r.returncode != 0:
-        raise RuntimeError(f"git {args[0]}: {r.stderr.decode(errors='replace').strip()}")
-    return r.stdout
+    """git's output; GitError (a RuntimeError) when it fails."""
+    return git(root, *args, input=input).stdout
 
 
 def read_commits(
@@ -96,15 +100,12 @@ def parse_commit(parts: list[str], names: str) -> Commit | None:
         client or None,
         action or None,
         files,
-        tuple(r.strip() for r in reverts.split(",") if r.strip()),
+        trailer_values(reverts),
     )
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:
-    r = subprocess.run(
-        ["git", "-C", str(root), "merge-base", "--is-ancestor", old, new], capture_output=True
-    )
-    return r.returncode == 0
+    return git(root, "merge-base", "--is-ancestor", old, new, check=False).returncode == 0
 
 
 @dataclass(frozen=True)

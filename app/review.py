@@ -31,13 +31,26 @@ import difflib
 import fcntl
 import os
 import re
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from server.gitrepo import git, human_identity, state_dir, write_lock
+from server.gitrepo import (
+    ACTION,
+    REVERTS,
+    REVERTS_PATH,
+    TOOL,
+    UNDOES,
+    commit_message,
+    git,
+    human_identity,
+    printable,
+    state_dir,
+    trailer_field,
+    trailer_values,
+    write_lock,
+)
 from server.journal import Journal
 from server.store import FileWrite, Store, StoreError
 
@@ -46,8 +59,6 @@ from .history import (
     FIELD,
     FORMAT,
     RECORD,
-    REVERTS_PATH_TRAILER,
-    REVERTS_TRAILER,
     Commit,
     cat_blobs,
     parse_commit,
@@ -56,7 +67,6 @@ from .history import (
 from .revert import owner_commit, revert
 
 NOTES_REF = "refs/notes/vaultwatch-review"
-UNDO_TRAILER = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
 CONTEXT = 3
 ALL_REVIEWED = "Reviewed-all: yes"  # in a note: every file of the commit is reviewed
@@ -125,9 +135,9 @@ class _Head:
 _SCAN = FIELD.join(
     [
         "%H",
-        "%(trailers:key=Vaultwatch-Tool,valueonly,separator=)",
-        f"%(trailers:key={REVERTS_TRAILER},valueonly,separator=%x2C)",
-        f"%(trailers:key={REVERTS_PATH_TRAILER},valueonly,separator=%x1d)",
+        trailer_field(TOOL),
+        trailer_field(REVERTS, "%x2C"),
+        trailer_field(REVERTS_PATH, "%x1d"),
         "%N",
     ]
 )
@@ -147,11 +157,11 @@ def _scan(root: Path, *rng: str) -> list[_Head]:
             continue
         sha, tool, reverts, paths, note = (p.strip() for p in parts[:5])
         pr = []
-        for value in paths.split("\x1d"):
-            target, _, path = value.strip().partition(" ")
+        for value in trailer_values(paths, "\x1d"):
+            target, _, path = value.partition(" ")
             if target and path:
                 pr.append((target, path))
-        undoes = tuple(x.strip() for x in reverts.split(",") if x.strip())
+        undoes = trailer_values(reverts)
         out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.splitlines()))
     return out
 
@@ -639,11 +649,7 @@ def write_marks(
         if not changed:
             return 0
         stream.append(b"\n")
-        r = subprocess.run(
-            ["git", "-C", str(root), "fast-import", "--quiet"],
-            input=b"".join(stream),
-            capture_output=True,
-        )
+        r = git(root, "fast-import", "--quiet", input=b"".join(stream), check=False)
         if r.returncode != 0:
             said = r.stderr.decode(errors="replace").strip().splitlines()
             raise ActionError(f"the review marks were not saved: {said[-1] if said else '?'}")
@@ -731,11 +737,10 @@ def undo_hunk(root: Path, path: str, index: int, since: str = "last") -> str:
         diff = net_diff(root, path, since)  # under the lock: the file as it is now
         new, commits = plan_undo(diff, index)
         names = ", ".join(c.short for c in commits)
-        where = "".join(ch if ch.isprintable() else " " for ch in path)
-        message = (
-            f"Undo AI lines in {where}\n\nTakes back hunk {index + 1} of the review diff "
-            f"({names}).\n\nVaultwatch-Action: undo\n"
-            + "".join(f"{UNDO_TRAILER}: {c.sha}\n" for c in commits)
+        message = commit_message(
+            f"Undo AI lines in {printable(path)}",
+            [(ACTION, "undo"), *((UNDOES, c.sha) for c in commits)],
+            f"Takes back hunk {index + 1} of the review diff ({names}).",
         )
         sha = owner_commit(root, store, [FileWrite(path, path, diff.after, new)], message, "undo")
     _mark_if_settled(root, path)
