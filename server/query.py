@@ -1,4 +1,4 @@
-"""list_docs filters, sorting, paging and group_by; list_tags counts and trends.
+"""list_docs filters, sorting, paging and group_by (tag counts and trends: `tags`).
 
 Pure functions over already-parsed notes (`entry.Entry`, classified by `entry.classify`): no
 I/O, no MCP.
@@ -12,7 +12,7 @@ import json
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from .budget import json_len, shrink
@@ -363,58 +363,3 @@ def group(entries: list[Entry], by: str) -> list[dict[str, Any]]:
     else:
         pairs.sort(key=lambda r: (-r[1], r[0]))
     return [{"key": k, "count": n} for k, n in pairs]
-
-
-# ------------------------------------------------------------------------------------------------
-# Tags
-
-
-def tag_stats(
-    entries: list[Entry], config: Config, days: int, today: date | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Per tag: total, count in the last `days`, last used, trend; plus unused vocabulary tags."""
-    today = today or date.today()
-    start = today - timedelta(days=days)
-    prev_start = start - timedelta(days=days)
-    stats: dict[str, dict[str, Any]] = {}
-    for e in entries:
-        d = e.day
-        for t in e.doc.tags:
-            k = t.casefold()
-            s = stats.get(k)
-            if s is None:
-                s = stats[k] = {
-                    "tag": config.vocabulary.get(k, t),
-                    "count": 0,
-                    "recent": 0,
-                    "previous": 0,
-                    "last_used": d,
-                }
-            s["count"] += 1
-            if start < d <= today:
-                s["recent"] += 1
-            elif prev_start < d <= start:
-                s["previous"] += 1
-            if d > s["last_used"]:
-                s["last_used"] = d
-    rows = []
-    for k, s in stats.items():
-        recent, prev = s.pop("recent"), s.pop("previous")
-        if recent == 0:
-            trend = "quiet"
-        elif recent >= 2 and recent >= 1.5 * prev + 1:
-            trend = "rising"
-        else:
-            trend = "steady"
-        rows.append(
-            {
-                **s,
-                "in_window": recent,
-                "last_used": s["last_used"].isoformat(),
-                "trend": trend,
-                "in_vocabulary": k in config.vocabulary,
-            }
-        )
-    rows.sort(key=lambda r: (-r["in_window"], -r["count"], r["tag"].casefold()))
-    unused = sorted(v for k, v in config.vocabulary.items() if k not in stats)
-    return rows, unused

@@ -34,7 +34,6 @@ from .query import (
     select,
     sort_entries,
     summarize,
-    tag_stats,
 )
 from .reading import ReadError, read_slice
 from .recall import recall as run_recall
@@ -50,6 +49,7 @@ from .results import (
     WriteOut,
 )
 from .search import IndexUnavailable
+from .tags import tag_stats
 from .text_search import search_text as run_search
 from .vault import Vault, VaultError
 from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, after_commit, apply, result_for
