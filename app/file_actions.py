@@ -36,7 +36,7 @@ from server.gitrepo import (
 )
 from server.journal import Journal
 from server.links import LinkIndex, rewrite_links
-from server.paths import PathRefused, normalize_rel
+from server.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
 from server.validate import new_problems, problems
 from server.writes import Rejected, note_path
@@ -72,10 +72,6 @@ def folders_of(files: list[str]) -> list[str]:
     return sorted(out)
 
 
-def _is_note(path: str) -> bool:
-    return path.lower().endswith(".md")
-
-
 def _read(root: Path, rel: str) -> bytes | None:
     try:
         return (root / rel).read_bytes()
@@ -83,10 +79,10 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def _texts(root: Path, files: list[str]) -> dict[str, str]:
+def _texts(root: Path, files: list[str], extensions: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for f in files:
-        if _is_note(f):
+        if is_note(f, extensions):
             data = _read(root, f)
             if data is not None:
                 out[f] = decode(data)[0]
@@ -110,6 +106,7 @@ class MovePlan:
     edits: dict[str, tuple[str, str]]  # note (its path after the move) -> (text before, after)
     problems: list[str]  # type rules the move breaks at the new place
     originals: dict[str, bytes] = field(default_factory=dict)  # what was read, to detect races
+    extensions: tuple[str, ...] = NOTE_EXTENSIONS  # what is a note here (the config's)
 
     @property
     def subject(self) -> str:
@@ -123,7 +120,8 @@ class MovePlan:
         out = []
         for old, new in self.moves.items():
             if new not in self.edits:
-                text = decode(self.originals.get(old, b""))[0] if _is_note(old) else ""
+                note = is_note(old, self.extensions)
+                text = decode(self.originals.get(old, b""))[0] if note else ""
                 out.append(FileChange(new, "R", old, text, text))
         for path, (before, after) in self.edits.items():
             was = next((o for o, n in self.moves.items() if n == path), None)
@@ -139,8 +137,10 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     """What moving `source` (a file or a folder) to `dest` would do. Nothing is written.
 
     A note moved onto a folder goes inside it under its own name; a note's destination without
-    an extension gets `.md`."""
+    an extension gets the note's own (`.md`)."""
     files = vault_files(root)
+    config = _config(root)
+    exts = config.extensions if config is not None else NOTE_EXTENSIONS
     src = _clean_path(source, "the file to move")
     dst = _clean_path(dest, "the new path")
     is_folder = (root / src).is_dir()
@@ -155,8 +155,8 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     else:
         if (root / dst).is_dir() or dest.strip().endswith("/"):  # into a folder, new or not
             dst = f"{dst}/{posixpath.basename(src)}"
-        elif _is_note(src) and not posixpath.splitext(dst)[1]:
-            dst += ".md"
+        elif is_note(src, exts) and not posixpath.splitext(dst)[1]:
+            dst += posixpath.splitext(src)[1]
         moves = {src: dst}
     moves = {o: n for o, n in moves.items() if o != n}
     if not moves:
@@ -170,7 +170,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
             if parent in taken:
                 raise ActionError(f"{parent} is a file, so {new} cannot be made under it")
             parent = posixpath.dirname(parent)
-    texts = _texts(root, files)
+    texts = _texts(root, files, exts)
     before = LinkIndex(files)
     after = LinkIndex([moves.get(f, f) for f in files])
     edits: dict[str, tuple[str, str]] = {}
@@ -179,11 +179,10 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
         new_text = rewrite_links(text, path, new_path, moves, before, after)
         if new_text != text:
             edits[new_path] = (text, new_text)
-    config = _config(root)
     found: list[str] = []
     if config is not None:
         for old, new in moves.items():
-            if not _is_note(old) or old not in texts:
+            if not is_note(old, exts) or old not in texts:
                 continue
             text = edits.get(new, (texts[old], texts[old]))[1]
             old_doc, new_doc = parse_doc(old, texts[old].encode()), parse_doc(new, text.encode())
@@ -201,7 +200,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
         for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
         if (data := _read(root, p)) is not None
     }
-    return MovePlan(moves, edits, found, originals)
+    return MovePlan(moves, edits, found, originals, exts)
 
 
 def _config(root: Path) -> Config | None:
@@ -225,7 +224,8 @@ def plan_remove(root: Path, path: str) -> RemovePlan:
     if data is None or not (root / rel).is_file():
         raise ActionError(f"{rel} is not a file in the vault")
     files = vault_files(root)
-    texts = _texts(root, files)
+    config = _config(root)
+    texts = _texts(root, files, config.extensions if config is not None else NOTE_EXTENSIONS)
     index = LinkIndex(files)
     links = []
     for src, link in index.backlinks(rel, texts):
@@ -478,7 +478,7 @@ def suggest_folder(root: Path, path: str) -> str | None:
     else the one type whose required fields it all has."""
     config = _config(root)
     data = _read(root, path)
-    if config is None or data is None or not _is_note(path):
+    if config is None or data is None or not is_note(path, config.extensions):
         return None
     fm = parse_doc(path, data).frontmatter
     declared = fm.get("type")

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from .paths import NOTE_EXTENSIONS
+
 log = logging.getLogger("vaultwatch.config")
 
 CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
@@ -124,7 +126,7 @@ class Config:
     context: tuple[ContextItem, ...] = DEFAULT_CONTEXT
     limits: Limits = Limits()
     semantic: SemanticConfig = SemanticConfig()
-    extensions: tuple[str, ...] = (".md",)
+    extensions: tuple[str, ...] = NOTE_EXTENSIONS
     http_port: int | None = None
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
     # Problems in the `semantic:` block. They switch recall off (and say so, with file:line)

@@ -32,7 +32,7 @@ from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
 from .gitrepo import ignored_paths
 from .journal import cap_diff
-from .paths import fold, is_protected
+from .paths import fold, is_note, is_protected
 from .redact import mask_secrets, secrets_in
 from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .validate import (
@@ -411,7 +411,7 @@ def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: 
         return slugify(fields[key])
 
     name = re.sub(r"\{(\w+)\}", fill, pattern)
-    if not name.endswith(tuple(cfg.extensions)):
+    if not is_note(name, cfg.extensions):
         name += cfg.extensions[0]
     return f"{t.folder}/{name}"
 

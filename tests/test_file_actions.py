@@ -214,3 +214,21 @@ def test_the_owners_staged_work_stays_out_of_the_commit(vault: Path) -> None:
     sha = apply_move(vault, plan_move(vault, "plans/Plan.md", "plans/Roadmap.md"))
     assert "draft.md" not in git(vault, "show", "--name-only", "--format=", sha)
     assert git(vault, "status", "--porcelain").strip() == "A  draft.md"
+
+
+def test_what_is_a_note_follows_the_configs_extensions(make_vault: Any) -> None:
+    """`extensions:` decides what a note is for the owner's file actions too (one predicate,
+    `server.paths.is_note`): a `.markdown` note's links are found and rewritten, and a note
+    moved to a name without an extension keeps its own."""
+    root = make_vault(
+        {
+            "vault.config.yaml": "extensions: [.md, .markdown]\n",
+            "a.md": "# A\n",
+            "b.markdown": "# B\n\nsee [[a]]\n",
+        }
+    )
+    removing = plan_remove(root, "a.md")
+    assert [(src, link) for src, _, link in removing.backlinks] == [("b.markdown", "[[a]]")]
+    moving = plan_move(root, "a.md", "notes/c.md")
+    assert moving.edits["b.markdown"][1] == "# B\n\nsee [[c]]\n"
+    assert plan_move(root, "b.markdown", "d").moves == {"b.markdown": "d.markdown"}
