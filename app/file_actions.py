@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from server.config import Config, DocType, load_config
-from server.dates import as_date
 from server.docs import decode, parse_doc
-from server.edits import render_value
+from server.edits import render_new_note
 from server.entry import classify
 from server.gitrepo import (
     ACTION,
@@ -267,33 +266,33 @@ def doc_types(root: Path) -> list[str]:
 
 
 def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str = "") -> NewNote:
-    """A new note of `type_name`: required fields checked (dates must be dates), its path from
-    the type's folder and filename pattern, frontmatter then a heading."""
+    """A new note of `type_name`: its path from the type's folder and filename pattern,
+    frontmatter then a heading, checked by the write path's own rules (`validate.problems`:
+    required fields, dates, allowed values), said in the form's words."""
     config = _config(root)
     if config is None or type_name not in config.types:
         raise ActionError(f"unknown type {type_name!r}")
     t = config.types[type_name]
     values = {k: v.strip() for k, v in fields.items() if v.strip()}
-    missing = [f for f in t.required if f not in values]
+    body = f"# {title.strip()}\n" if title.strip() else ""
+    text = render_new_note(values, [], "\n" + body if body else "")
+    try:
+        path: str | None = note_path(config, type_name, {**values, "title": title.strip()}, body)
+    except Rejected as exc:
+        path, naming = None, f"{exc.message} ({exc.hint})"
+    doc = parse_doc(path or f"{t.folder}/{type_name}.md", text.encode())
+    # without a path (the name pattern lacks a field), the stand-in's name is not the owner's
+    found = [p for p in problems(doc, config) if path is not None or p.code != "wrong_filename"]
+    missing = [p.key for p in found if p.code == "missing_field"]
     if missing:
         raise ActionError(f"fill in {', '.join(missing)}")
-    for f in t.dates:
-        if f in values and as_date(values[f]) is None:
-            raise ActionError(f"{f}: {values[f]!r} is not a date; write it as YYYY-MM-DD")
-    for f, allowed in t.values.items():
-        if f in values and values[f] not in {str(a) for a in allowed}:
-            raise ActionError(
-                f"{f}: {values[f]!r} is not allowed; use one of {', '.join(map(str, allowed))}"
-            )
-    body = f"# {title.strip()}\n" if title.strip() else ""
-    try:
-        path = note_path(config, type_name, {**values, "title": title.strip()}, body)
-    except Rejected as exc:
-        raise ActionError(f"{exc.message} ({exc.hint})") from None
+    if found:
+        raise ActionError("; ".join(str(p) for p in found))
+    if path is None:
+        raise ActionError(naming)
     if (root / path).exists():
         raise ActionError(f"{path} exists already; change the fields or the title")
-    head = "---\n" + "\n".join(render_value(k, v) for k, v in values.items()) + "\n---\n"
-    return NewNote(path, head + ("\n" + body if body else ""))
+    return NewNote(path, text)
 
 
 # ------------------------------------------------------------------------------------------------

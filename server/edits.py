@@ -228,6 +228,17 @@ def render_value(key: str, value: Any, flow: bool = True) -> str:
     return dump({key: value}, False).rstrip("\n")
 
 
+def render_new_note(fields: dict[str, Any], tags: list[str], body: str) -> str:
+    """A new note's text: its fields (then `tags`) as frontmatter, then `body`, ending in a
+    newline. The one layout of a created note, whether the AI (create_doc) or the owner (the
+    dashboard's new-note form) makes it."""
+    lines = [render_value(k, v) for k, v in fields.items() if k != "tags"]
+    if tags:
+        lines.append(render_value("tags", tags))
+    head = "---\n" + "\n".join(lines) + "\n---\n" if lines else ""
+    return head + (body if body.endswith("\n") or not body else body + "\n")
+
+
 def _blocks(fm_lines: list[str]) -> list[tuple[str | None, int, int]]:
     """(key, first line, end line) of each top-level entry; None for comments and blanks."""
     blocks: list[tuple[str | None, int, int]] = []

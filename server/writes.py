@@ -29,7 +29,7 @@ import yaml
 from .config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from .dates import as_date
 from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
-from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
+from .edits import EditError, append_section, edit_text, render_new_note, update_frontmatter
 from .gitrepo import ignored_paths
 from .journal import cap_diff
 from .paths import fold, is_note, is_protected
@@ -449,11 +449,7 @@ def op_create(
         if not f.rel.startswith(t.folder + "/"):
             fields["type"] = type
     _prepare_tags(p, tags)
-    lines = [render_value(k, v) for k, v in fields.items() if k != "tags"]
-    if tags:
-        lines.append(render_value("tags", tags))
-    head = "---\n" + "\n".join(lines) + "\n---\n" if lines else ""
-    text = head + (body if body.endswith("\n") or not body else body + "\n")
+    text = render_new_note(fields, tags, body)
     missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
     if missing:
         raise Rejected(

@@ -232,3 +232,19 @@ def test_what_is_a_note_follows_the_configs_extensions(make_vault: Any) -> None:
     moving = plan_move(root, "a.md", "notes/c.md")
     assert moving.edits["b.markdown"][1] == "# B\n\nsee [[c]]\n"
     assert plan_move(root, "b.markdown", "d").moves == {"b.markdown": "d.markdown"}
+
+
+def test_the_new_note_form_says_what_the_write_path_would_say(vault: Path) -> None:
+    """plan_create checks with validate.problems, the rule every write is held to: every
+    problem of the new note is named at once, in the write path's own words."""
+    from server.config import load_config
+    from server.docs import parse_doc
+    from server.validate import problems
+
+    fields = {"date": "2026-13-02", "kind": "nap"}
+    with pytest.raises(ActionError) as refused:
+        plan_create(vault, "session", fields, "Mock two")
+    doc = parse_doc("sessions/2026-12-02-x.md", b"---\ndate: 2026-13-02\nkind: nap\n---\n")
+    expected = problems(doc, load_config(vault))
+    assert [p.code for p in expected] == ["bad_date", "bad_value"]
+    assert str(refused.value) == "; ".join(str(p) for p in expected)
