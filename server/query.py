@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
@@ -20,11 +19,7 @@ from .config import Config
 from .dates import DateError, as_date, looks_like_date, parse_when
 from .docs import to_json
 from .entry import Entry
-
-
-class QueryError(ValueError):
-    """Arguments the model can fix; the message says how."""
-
+from .filters import NoteFilter, QueryError
 
 # ------------------------------------------------------------------------------------------------
 # Conditions
@@ -143,23 +138,6 @@ def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
     return conds
 
 
-def folder_key(folder: str) -> str:
-    """A folder as the model writes it ('sessions', 'sessions/', '/sessions') -> 'sessions'."""
-    return unicodedata.normalize("NFC", folder.strip().strip("/"))
-
-
-def in_folder(path: str, folder: str) -> bool:
-    """The one folder rule of list_docs, search_text and recall: a note is in a folder when it
-    is in that folder or one of its sub-folders. Never a bare name prefix: 'sess' is not
-    'sessions/'. An empty folder is the whole vault."""
-    key = folder_key(folder)
-    return not key or path.startswith(key + "/")
-
-
-def _tag_key(wanted: str) -> str:
-    return wanted.casefold().lstrip("#").rstrip("/")
-
-
 @dataclass
 class Filters:
     type: str | None = None
@@ -174,34 +152,29 @@ class Filters:
     date_field: str | None = None
 
     def check(self, config: Config) -> None:
-        if self.type is not None and self.type not in config.types:
-            known = ", ".join(sorted(config.types)) or "none are configured"
-            raise QueryError(f"unknown type {self.type!r}; types in this vault: {known}")
+        self.note_filter(config)
+
+    def note_filter(self, config: Config) -> NoteFilter:
+        """The type, folder and tag part, as search_text and recall apply it too."""
+        return NoteFilter.of(
+            config,
+            types=[self.type],
+            folders=[self.folder],
+            tags_all=self.tags_all or (),
+            tags_any=self.tags_any or (),
+            tags_none=self.tags_none or (),
+            tag_prefix=self.tag_prefix,
+        )
 
 
 def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
-    f.check(config)
+    keep = f.note_filter(config)
     conds = compile_where(f.where)
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
-    # A wanted tag matches itself and its children: 'area' finds 'area/sub' (tagkeys has parents).
-    tag_all = frozenset(_tag_key(t) for t in f.tags_all or ())
-    tag_any = frozenset(_tag_key(t) for t in f.tags_any or ())
-    tag_none = frozenset(_tag_key(t) for t in f.tags_none or ())
-    prefix = f.tag_prefix.casefold().lstrip("#") if f.tag_prefix else None
     out = []
     for e in entries:
-        if f.type is not None and e.type != f.type:
-            continue
-        if f.folder and not in_folder(e.doc.path, f.folder):
-            continue
-        if tag_all and not tag_all <= e.tagkeys:
-            continue
-        if tag_any and tag_any.isdisjoint(e.tagkeys):
-            continue
-        if tag_none and not tag_none.isdisjoint(e.tagkeys):
-            continue
-        if prefix and not any(t.startswith(prefix) for t in e.tagkeys):
+        if not keep.matches(e):
             continue
         if lo or hi:
             d = _entry_date(e, f.date_field)
