@@ -24,6 +24,7 @@ from server.config import Config, DocType, load_config
 from server.docs import decode, parse_doc
 from server.edits import render_new_note
 from server.entry import classify
+from server.faults import fault_after
 from server.gitrepo import (
     ACTION,
     GitError,
@@ -299,20 +300,14 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
 # applying: lock, snapshot, working tree with an undo log, one commit
 
 
-def _fault_after() -> int | None:
-    """VAULTWATCH_FAULT=action_after:N makes the N+1th file step fail like a full disk would
-    (the failure tests use it: as root, read-only files do not stop a write)."""
-    spec = os.environ.get("VAULTWATCH_FAULT", "")
-    return int(spec.split(":", 1)[1]) if spec.startswith("action_after:") else None
-
-
 class _Tree:
     """Working-tree changes, each with its undo; `rollback` runs the undos newest first."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.undo: list[Callable[[], None]] = []
-        self.fail_after = _fault_after()
+        # the failure tests fail a step like a full disk would (as root, read-only files do not)
+        self.fail_after = fault_after("action_after")
         self.steps = 0
 
     def _step(self) -> None:

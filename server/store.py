@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
+from .faults import fault_after
 from .gitrepo import (
     ACTION,
     CLIENT,
@@ -54,16 +55,6 @@ from .journal import Journal
 log = logging.getLogger("vaultwatch.store")
 
 NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
-
-
-def _fault_point() -> int | None:
-    """VAULTWATCH_FAULT=after_write:N kills the process after N files of a write (tests only:
-    it is how the crash-recovery tests stop a server at an exact point inside a batch)."""
-    spec = os.environ.get("VAULTWATCH_FAULT", "")
-    if spec.startswith("after_write:"):
-        with contextlib.suppress(ValueError):
-            return int(spec.split(":", 1)[1])
-    return None
 
 
 class WriteRace(Exception):
@@ -329,7 +320,8 @@ class Store:
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
-        crash_after = _fault_point()
+        # the crash-recovery tests stop a server at an exact point inside a batch
+        crash_after = fault_after("after_write")
         try:
             head_blobs = self.snapshot(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
