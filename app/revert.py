@@ -84,6 +84,9 @@ class RevertConflict(ActionError):
     paths: list[str] = field(default_factory=list)
     uncommitted: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
     def __str__(self) -> str:
         parts = []
         if self.blockers:
@@ -423,7 +426,7 @@ def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str
             "committed. Try again."
         ) from None
     except (StoreError, GitError) as exc:
-        raise ActionError(str(getattr(exc, "message", exc))) from None
+        raise ActionError(exc.message) from None
 
 
 def _store(root: Path) -> Store:

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from .errors import VaultwatchError
 from .paths import NOTE_EXTENSIONS
 
 log = logging.getLogger("vaultwatch.config")
@@ -41,7 +42,11 @@ class ConfigProblem:
         return f"{where}: {self.message}"
 
 
-class ConfigError(Exception):
+class ConfigError(VaultwatchError):
+    """The config does not load; `problems` say where (file:line) and what is wrong."""
+
+    code = "bad_config"
+
     def __init__(self, problems: list[ConfigProblem], vocabulary: str | None = None) -> None:
         super().__init__("; ".join(str(p) for p in problems))
         self.problems = problems

@@ -12,19 +12,18 @@ from typing import Any
 import yaml
 
 from .docs import Doc, FrontmatterLoader, frontmatter_tags, parse_doc, split_frontmatter
+from .errors import VaultwatchError
 from .reading import ReadError, find_section
 
 
-class EditError(ValueError):
+class EditError(VaultwatchError, ValueError):
     """An edit that cannot be made as asked; `code` names why, the message says what to do.
 
     `later`, when set, builds more of the message (edit_text's closest line): the caller runs
     it after releasing the vault's write lock, since on a long note it takes a while."""
 
     def __init__(self, code: str, message: str, later: Callable[[], str] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.later = later
 
 

@@ -11,10 +11,13 @@ from dataclasses import dataclass
 
 from .config import Config
 from .entry import Entry
+from .errors import VaultwatchError
 
 
-class QueryError(ValueError):
+class QueryError(VaultwatchError, ValueError):
     """Arguments the model can fix; the message says how."""
+
+    code = "bad_arguments"
 
 
 def folder_key(folder: str) -> str:

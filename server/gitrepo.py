@@ -13,11 +13,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import VaultwatchError
+
 FALLBACK_HUMAN = ("Vault owner", "owner@vaultwatch.local")
 
 
-class GitError(RuntimeError):
-    pass
+class GitError(VaultwatchError, RuntimeError):
+    """A git command failed; the message is git's own words."""
+
+    code = "git_failed"
 
 
 def git(

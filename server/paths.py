@@ -14,17 +14,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from .errors import VaultwatchError
+
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 1024
 
 
-class PathRefused(Exception):
+class PathRefused(VaultwatchError):
     """A path the model may not use. `code` names the rule, `message` says how to fix it."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .docs import HEADING, Doc, decode
+from .errors import VaultwatchError
 from .gitrepo import make_state_dir, state_file
 from .textfold import index_text
 
@@ -46,21 +47,22 @@ INSERT OR REPLACE INTO meta VALUES ('schema', '{SCHEMA}');
 """
 
 
-class IndexBroken(Exception):
+class IndexBroken(VaultwatchError):
     """The index file failed mid-query (corrupted behind our back): discard and rebuild."""
 
+    code = "index_broken"
 
-class IndexUnavailable(Exception):
+
+class IndexUnavailable(VaultwatchError):
     """The index file is fine but cannot be used now (busy, disk full, not openable)."""
 
     code = "index_unavailable"
 
     def __init__(self, exc: BaseException) -> None:
-        self.message = (
+        super().__init__(
             f"the search index cannot be used right now ({exc}); nothing was changed. Try again "
             "shortly; if it persists, tell the owner (is the disk full?)."
         )
-        super().__init__(self.message)
 
 
 def is_corrupt(exc: sqlite3.DatabaseError) -> bool:

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from .errors import VaultwatchError
 from .textfold import CJK, WORD, fold, query_tokens
 
 MARK_OPEN, MARK_CLOSE = "«", "»"
@@ -23,7 +24,7 @@ MAX_TERMS = 64
 MAX_QUERY_CHARS = 1_000
 
 
-class SearchError(ValueError):
+class SearchError(VaultwatchError, ValueError):
     """A query the model can fix; the message says how."""
 
 

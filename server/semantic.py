@@ -33,6 +33,7 @@ import numpy as np
 
 from .config import DEFAULT_MODEL, EMBEDDING_MODELS, HASH_MODEL
 from .docs import Doc, decode, parse_doc
+from .errors import VaultwatchError
 from .gitrepo import make_state_dir, state_file
 
 log = logging.getLogger("vaultwatch.semantic")
@@ -54,11 +55,8 @@ BATCH = 64
 UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
-class SemanticError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class SemanticError(VaultwatchError):
+    """Meaning search cannot run (no model, a dimension mismatch); the message says why."""
 
 
 # ------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
+from .errors import VaultwatchError
 from .faults import fault_after
 from .gitrepo import (
     ACTION,
@@ -57,8 +58,11 @@ log = logging.getLogger("vaultwatch.store")
 NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
 
 
-class WriteRace(Exception):
-    """A file changed between planning a write and replacing it (the owner typing into it)."""
+class WriteRace(VaultwatchError):
+    """A file changed between planning a write and replacing it (the owner typing into it).
+    Its message is the note's path: the write path re-plans on it, nobody reads it."""
+
+    code = "write_race"
 
     def __init__(
         self,
@@ -204,11 +208,8 @@ def _read_fd(fd: int) -> bytes:
         off += len(chunk)
 
 
-class StoreError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class StoreError(VaultwatchError):
+    """The write path refused or failed (git busy, mid-merge, the write undone)."""
 
 
 @dataclass

@@ -248,8 +248,7 @@ class ToolKit:
                         # never delays its answer; recall itself starts it too.
                         self.vault.start_semantic_soon()
                 except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
-                    message = getattr(exc, "message", None) or str(exc)
-                    code = getattr(exc, "code", "bad_arguments")
+                    message, code = exc.message, exc.code
                     self.vault.journal.append(
                         "error", client=client_name(ctx), tool=tool, code=code, message=message
                     )

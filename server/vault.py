@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .entry import Entry, classify
+from .errors import VaultwatchError
 from .gitrepo import secure_state, state_dir
 from .journal import Journal
 from .modified import ModifiedTimes
@@ -36,11 +37,8 @@ SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again afte
 INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
-class VaultError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class VaultError(VaultwatchError):
+    """The vault cannot serve this (a note not found, the vault gone); the message says why."""
 
 
 class Vault:
@@ -247,7 +245,8 @@ class Vault:
                 try:
                     self._semantic = self._open_semantic(sc)
                 except Exception as exc:
-                    why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                    ours = isinstance(exc, VaultwatchError)
+                    why = exc.message if ours else f"{type(exc).__name__}: {exc}"
                     self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
                     log.warning("recall is unavailable: %s", why)
                     return None

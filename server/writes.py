@@ -30,6 +30,7 @@ from .config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_pr
 from .dates import as_date
 from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from .edits import EditError, append_section, edit_text, render_new_note, update_frontmatter
+from .errors import VaultwatchError
 from .gitrepo import ignored_paths
 from .journal import cap_diff
 from .paths import fold, is_note, is_protected
@@ -56,7 +57,7 @@ DIFF_IN_RESULT = 1_500
 _LATER = itertools.count()
 
 
-class Rejected(Exception):
+class Rejected(VaultwatchError):
     """A write refused by a rule. Nothing was written.
 
     Part of the message can be left for later (`defer`): text that takes a while to build, such
@@ -66,8 +67,8 @@ class Rejected(Exception):
     def __init__(
         self, code: str, message: str, hint: str, paths: list[str], diff: str = ""
     ) -> None:
-        super().__init__(message)
-        self.code, self.message, self.hint, self.paths, self.diff = code, message, hint, paths, diff
+        super().__init__(code, message, hint)
+        self.paths, self.diff = paths, diff
         self.later: dict[str, Callable[[], str]] = {}
 
     def defer(self, build: Callable[[], str]) -> str:
@@ -82,22 +83,22 @@ class Rejected(Exception):
         self.later = {}
 
 
-class Conflict(Exception):
-    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
-        super().__init__(path)
-        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
+class Conflict(VaultwatchError):
+    """The note is not what the caller last read (its hash, or it changed mid-write)."""
 
-    @property
-    def message(self) -> str:
+    code = "conflict"
+
+    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
         what = (
-            f"{self.reason}"
-            if self.reason
-            else f"changed since you read it (your hash {self.expected}, current hash {self.actual})"
+            f"{reason}"
+            if reason
+            else f"changed since you read it (your hash {expected}, current hash {actual})"
         )
-        return (
-            f"conflict: {self.path} {what}. Nothing was written. Call read_doc to see the current "
+        super().__init__(
+            f"conflict: {path} {what}. Nothing was written. Call read_doc to see the current "
             "text, then make your change again on top of it."
         )
+        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
 
 
 @dataclass
