@@ -212,7 +212,7 @@ def plan_revert(root: Path, shas: list[str], path: str | None = None) -> RevertP
 def _history(root: Path, shas: list[str]) -> tuple[list[Commit], list[Commit]]:
     """(the oldest target and every commit after it, newest first; the targets, newest
     first). Only that part of the history is read: whatever reverted a target, and whatever
-    is in its way, came after it (a recent commit in a 10,000-commit vault: 2 s -> 0.1 s)."""
+    is in its way, came after it (reverting a recent commit reads a few, not the vault's all)."""
     full: list[str] = []
     for s in shas:
         r = git(root, "rev-parse", "-q", "--verify", f"{s}^{{commit}}", check=False)

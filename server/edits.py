@@ -137,7 +137,7 @@ def _closest_hint(text: str, old: str) -> str:
 # The closest-line hint compares the first line of `old` with the note by character trigrams:
 # one pass over the note, in C (set lookups of zip tuples), so its cost grows with the note's
 # length and nothing else. difflib's SequenceMatcher, used before, grew faster than the square
-# of a long line: 45 s for a misquoted 5 KB table line, 523 s for 10 KB (now ~1 ms each).
+# of a long line (minutes for one misquoted table line); tests/test_hangs.py holds the bound.
 HINT_WANT_CHARS = 200  # of old's first non-blank line: plenty to recognise a line by
 HINT_PIECE_CHARS = 2_000  # long lines are compared in overlapping pieces of this size...
 HINT_OVERLAP = HINT_WANT_CHARS  # ...overlapping by a whole `want`, so no match is cut in two

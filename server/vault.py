@@ -330,7 +330,8 @@ class Vault:
 
     def start_semantic_soon(self) -> None:
         """start_semantic, called after each tool call; the first time (numpy and the embedder
-        still to import, ~0.5 s) it runs in a thread, so no call waits for recall's set-up."""
+        still to import: `uv run python -m bench --only semantic`, cold start) it runs in a
+        thread, so no call waits for recall's set-up."""
         if not self.semantic_wanted():
             return
         if self._semantic is not None:

@@ -509,9 +509,10 @@ def _diff(f: _File) -> str:
 
 
 # A write's diff is made under the write lock (for its result, or the journal when rejected).
-# difflib aligns lines in time quadratic in the changed stretch: a note where every other line
-# changed took 18 s at 8,000 lines and minutes at 40,000. Past this many changed lines, lines are
-# paired by position instead (linear; exact when lines were edited in place, as in that case).
+# difflib aligns lines in time quadratic in the changed stretch (a note where every other line
+# changed took minutes; tests/test_hangs.py holds the bound). Past this many changed lines,
+# lines are paired by position instead (linear; exact when lines were edited in place, as
+# in that case).
 DIFF_ALIGN_LINES = 1_000
 
 Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]
