@@ -57,11 +57,6 @@ class Commit:
         return self.tool is not None
 
 
-def _git(root: Path, *args: str, input: bytes | None = None) -> bytes:
-    """git's output; GitError (a RuntimeError) when it fails."""
-    return git(root, *args, input=input).stdout
-
-
 def read_commits(
     root: Path, limit: int | None = None, rev: str = "HEAD", skip: int = 0
 ) -> list[Commit]:
@@ -73,7 +68,7 @@ def read_commits(
     if skip:
         args.append(f"--skip={skip}")
     try:
-        out = _git(root, *args, rev).decode("utf-8", "replace")
+        out = git(root, *args, rev).stdout.decode("utf-8", "replace")
     except RuntimeError:
         return []  # an unborn branch has no history yet
     commits = []
@@ -120,9 +115,9 @@ class FileChange:
 
 def commit_changes(root: Path, sha: str) -> list[FileChange]:
     """Each file a commit changed, with its text before and after (renames detected)."""
-    raw = _git(
+    raw = git(
         root, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", "-z", "--root", sha
-    ).decode("utf-8", "replace")
+    ).stdout.decode("utf-8", "replace")
     items = [x for x in raw.split("\x00") if x]
     entries: list[tuple[str, str, str | None]] = []
     i = 0
@@ -157,7 +152,7 @@ def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
     asked = [s for s in specs if s]
     if not asked:
         return [None for _ in specs]
-    out = _git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode())
+    out = git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode()).stdout
     found: list[bytes | None] = []
     pos = 0
     for _ in asked:
@@ -213,7 +208,9 @@ def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
     if not shas:
         return {}
     args = ["diff-tree", "--stdin", "-r", "--numstat", "--root", "--no-renames"]
-    out = _git(root, *args, input=("\n".join(shas) + "\n").encode()).decode("utf-8", "replace")
+    out = git(root, *args, input=("\n".join(shas) + "\n").encode()).stdout.decode(
+        "utf-8", "replace"
+    )
     counts: dict[str, tuple[int, int]] = {sha: (0, 0) for sha in shas}
     current = None
     for line in out.splitlines():
@@ -233,7 +230,7 @@ def file_versions(root: Path, path: str, limit: int = 30) -> list[tuple[Commit, 
     """The newest commits that changed `path`, newest first, each with the file's text after
     it ("" where it deleted the file): what a conflict's detail compares."""
     try:
-        out = _git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path)
+        out = git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path).stdout
     except RuntimeError:
         return []
     commits = []
