@@ -7,6 +7,7 @@ a refusal writes nothing.
     vaultwatch revert [VAULT] SHA [--path PATH] [--json]
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
     vaultwatch rm [VAULT] PATH [--yes] [--json]
+    vaultwatch stats [VAULT] [--since today|7d|4w|YYYY-MM-DD|REV] [--json]
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -29,7 +30,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm")
+COMMANDS = ("review", "revert", "mv", "rm", "stats")
 
 
 class Refused(VaultwatchError):
@@ -260,6 +261,51 @@ def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
     return 0
 
 
+# -- stats ------------------------------------------------------------------------------------
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from .stats import client_table, compute, describe, measure_table, week_table
+
+    stats = compute(_vault(args.vault), args.since)
+    if args.json:
+        print(json.dumps(stats.as_json(), ensure_ascii=False))
+        return 0
+    print(f"Write statistics · {describe(stats)}")
+    quiet = sum(1 for w in stats.weeks if w.quiet)
+    for title, (headings, rows) in (
+        ("per week" + (f" ({quiet} quiet week(s) left out)" if quiet else ""), week_table(stats)),
+        ("trend", measure_table(stats)),
+        ("per client", client_table(stats)),
+    ):
+        print(f"\n{title}")
+        for line in _columns(headings, rows):
+            print(f"  {line}".rstrip())
+    return 0
+
+
+def _width(text: str) -> int:
+    """Terminal cells: a Chinese, Japanese or Korean character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _columns(headings: list[str], rows: list[list[str | int]]) -> list[str]:
+    """Aligned columns (counts right, text left), measured in terminal cells."""
+    table = [headings, *[[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]]
+    right = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
+    widths = [max(_width(r[i]) for r in table) for i in range(len(headings))]
+    out = []
+    for r in table:
+        cells = []
+        for i, cell in enumerate(r):
+            pad = " " * (widths[i] - _width(cell))
+            cells.append(pad + cell if right[i] else cell + pad)
+        out.append("  ".join(cells))
+    return out
+
+
 # -- the parser ---------------------------------------------------------------------------------
 
 
@@ -302,7 +348,19 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("args", nargs="+", metavar="[VAULT] PATH")
     d.add_argument("--yes", action="store_true", help="do not ask")
     d.add_argument("--json", action="store_true")
+    st = sub.add_parser(
+        "stats", help="AI and owner commits, reverts, conflicts, rejections per week"
+    )
+    st.add_argument("vault", nargs="?", default=".")
+    st.add_argument("--since", help="the period (default: all history): " + _since_help())
+    st.add_argument("--json", action="store_true")
     return ap
+
+
+def _since_help() -> str:
+    from .stats import SINCE_HELP
+
+    return SINCE_HELP
 
 
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -310,6 +368,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "revert": _revert,
     "mv": _mv,
     "rm": _rm,
+    "stats": _stats,
 }
 
 

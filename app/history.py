@@ -3,9 +3,10 @@ change (for the diff pane). No Textual here: the screens render what this return
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +19,8 @@ from server.gitrepo import (
     trailer_field,
     trailer_values,
 )
+
+from .actions import ActionError
 
 FIELD, RECORD = "\x1f", "\x1e"
 FORMAT = FIELD.join(
@@ -98,6 +101,44 @@ def parse_commit(parts: list[str], names: str) -> Commit | None:
         files,
         trailer_values(reverts),
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# periods: what `--since` means (review and stats)
+
+
+def since_time(since: str, now: datetime | None = None) -> datetime | None:
+    """The moment a `--since` of today, Nd (days) or YYYY-MM-DD starts, in the owner's local
+    time; None for any other word (a git revision, for the caller to resolve). ActionError for
+    a date that is not one."""
+    now = (now or datetime.now()).astimezone()
+    if since == "today":
+        return now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if re.fullmatch(r"\d+d", since):
+        return now - timedelta(days=int(since[:-1]))
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
+        try:
+            d = date.fromisoformat(since)
+        except ValueError:
+            raise ActionError(f"{since} is not a date (YYYY-MM-DD)") from None
+        return datetime(d.year, d.month, d.day).astimezone()
+    return None
+
+
+def parse_since(root: Path, since: str) -> str | None:
+    """The commit a period starts after (None: the start of history), for `--since`:
+    today, Nd (days), YYYY-MM-DD, or any git revision. ActionError when it is none of these."""
+    when = since_time(since)
+    if when is not None:
+        r = git(root, "rev-list", "-1", f"--before={int(when.timestamp())}", "HEAD", check=False)
+        return r.stdout.decode().strip() or None
+    r = git(root, "rev-parse", "-q", "--verify", f"{since}^{{commit}}", check=False)
+    if r.returncode != 0 or not since or since.startswith("-"):
+        raise ActionError(
+            f"--since {since!r}: not last, today, a number of days (7d), a date (YYYY-MM-DD) "
+            "or a commit"
+        )
+    return r.stdout.decode().strip()
 
 
 def is_ancestor(root: Path, old: str, new: str) -> bool:

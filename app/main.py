@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
         "vault",
         nargs="?",
         default=".",
-        help="vault folder (default: current folder); commands: vaultwatch {review,revert,mv,rm}"
+        help="vault folder (default: current folder); commands: vaultwatch {review,revert,mv,rm,stats}"
         " --help (a folder named like one: ./review)",
     )
     ap.add_argument(

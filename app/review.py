@@ -33,7 +33,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from server.gitrepo import (
@@ -62,6 +62,7 @@ from .history import (
     Commit,
     cat_blobs,
     parse_commit,
+    parse_since,
     reverted_by,
 )
 from .revert import owner_commit, revert
@@ -190,33 +191,6 @@ class Review:
     notes: list[NoteSummary]  # newest change first
     unreviewed_commits: int  # AI commits with a change the owner has not reviewed yet
     since: str  # "last" or the period asked for
-
-
-def parse_since(root: Path, since: str) -> str | None:
-    """The commit a period starts after (None: the start of history), for `--since`:
-    today, Nd (days), YYYY-MM-DD, or any git revision. ActionError when it is none of these."""
-    now = datetime.now().astimezone()
-    when: datetime | None = None
-    if since == "today":
-        when = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    elif re.fullmatch(r"\d+d", since):
-        when = now - timedelta(days=int(since[:-1]))
-    elif re.fullmatch(r"\d{4}-\d{2}-\d{2}", since):
-        try:
-            d = date.fromisoformat(since)
-        except ValueError:
-            raise ActionError(f"{since} is not a date (YYYY-MM-DD)") from None
-        when = datetime(d.year, d.month, d.day).astimezone()
-    if when is not None:
-        r = git(root, "rev-list", "-1", f"--before={int(when.timestamp())}", "HEAD", check=False)
-        return r.stdout.decode().strip() or None
-    r = git(root, "rev-parse", "-q", "--verify", f"{since}^{{commit}}", check=False)
-    if r.returncode != 0 or not since or since.startswith("-"):
-        raise ActionError(
-            f"--since {since!r}: not last, today, a number of days (7d), a date (YYYY-MM-DD) "
-            "or a commit"
-        )
-    return r.stdout.decode().strip()
 
 
 def summaries(root: Path, since: str = "last") -> Review:

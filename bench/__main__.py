@@ -30,6 +30,7 @@ from . import (
     search_bench,
     semantic_bench,
     startup_bench,
+    stats_bench,
     write_bench,
 )
 from .generate import generate
@@ -171,7 +172,7 @@ def main() -> None:
     ap.add_argument(
         "--only",
         default="read,search,write",
-        help="comma list of: read, search, write, semantic, dashboard, startup, review",
+        help="comma list of: read, search, write, semantic, dashboard, startup, review, stats",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -210,6 +211,9 @@ def main() -> None:
     if "review" in only:
         print("\nreview")
         results.append({"bench": "review", **review_bench.run()})
+    if "stats" in only:
+        print("\nstats")
+        results.append({"bench": "stats", **stats_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

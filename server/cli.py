@@ -21,6 +21,7 @@ from .bundled import make_demo_vault
 from .connect import claude_mcp_add_http
 from .gitrepo import ensure_repo, state_dir
 from .http_guard import guard
+from .journal import ServerStarted, ServerStopped
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch")
@@ -138,12 +139,13 @@ def main(argv: list[str] | None = None) -> None:
     mcp = build_server(vault, read_only=args.read_only)
     transport = "http" if bind else "stdio"
     vault.journal.append(
-        "server_started",
-        transport=transport,
-        read_only=args.read_only,
-        version=__version__,
-        vault=str(root),
-        config_errors=[str(p) for p in vault.config_errors],
+        ServerStarted(
+            transport=transport,
+            read_only=args.read_only,
+            version=__version__,
+            vault=str(root),
+            config_errors=[str(p) for p in vault.config_errors],
+        )
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -158,11 +160,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         reason = "signal"
     finally:
-        vault.journal.append("server_stopped", transport=transport, reason=reason)
+        vault.journal.append(ServerStopped(transport=transport, reason=reason))
         stop(vault)
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 

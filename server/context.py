@@ -41,7 +41,7 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
                 block["content"] = text if len(text) <= cap else text[:cap] + "\n… (cut)"
                 paths.append(rel)
         elif item.kind == "latest":
-            chosen = _latest(entries, item, cfg)
+            chosen = _latest(entries, item)
             block["docs"] = []
             for e in chosen:
                 doc_item = {
@@ -97,7 +97,7 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
     return result, paths
 
 
-def _latest(entries: list[Entry], item: ContextItem, cfg: Any) -> list[Entry]:
+def _latest(entries: list[Entry], item: ContextItem) -> list[Entry]:
     pool = [e for e in entries if e.type == item.type]
     pool.sort(key=lambda e: (e.day, e.modified_ns, e.doc.mtime_ns), reverse=True)
     return pool[: item.count]

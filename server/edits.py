@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .docs import Doc, FrontmatterLoader, frontmatter_tags, parse_doc, split_frontmatter
+from .docs import Doc, FrontmatterLoader, frontmatter_tags, split_frontmatter
 from .errors import VaultwatchError
 from .reading import ReadError, find_section
 
@@ -335,7 +335,3 @@ def update_frontmatter(
     head = text[:fm_start]
     closing = text[fm_start + len(fm_text) : body_start]
     return head + new_fm + (nl if new_fm else "") + closing + text[body_start:]
-
-
-def reparse(path: str, text: str) -> Doc:
-    return parse_doc(path, text.encode("utf-8"))

@@ -8,15 +8,16 @@ it can follow the file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .gitrepo import STATE_FILE_MODE, make_state_dir
 from .redact import mask_secrets
@@ -25,20 +26,151 @@ log = logging.getLogger("vaultwatch.journal")
 
 SCHEMA_VERSION = 1
 
-# Every kind the journal may hold, with the fields each one carries besides the common ones
-# (v, ts, pid, client, kind). The dashboard relies on these names.
+# The common fields of every event; each kind adds its own (below).
+COMMON = ("v", "ts", "pid", "client", "kind")
+
+
+def _optional() -> Any:
+    """A field some writers of the kind leave out: absent from the line when None."""
+    return field(default=None, metadata={"optional": True})
+
+
+@dataclass(frozen=True)
+class Event:
+    """One journal event, typed: each kind is a subclass whose fields are the schema of its
+    line. The dashboard reads these lines as dicts by these field names, so a field is never
+    renamed (old journals keep them)."""
+
+    kind: ClassVar[str]
+
+    def fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("optional"):
+                continue
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class ServerStarted(Event):
+    kind = "server_started"
+    transport: str
+    read_only: bool
+    version: str
+    vault: str
+    config_errors: list[str]
+
+
+@dataclass(frozen=True)
+class ServerStopped(Event):
+    kind = "server_stopped"
+    transport: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Read(Event):
+    kind = "read"
+    tool: str
+    paths: list[str]
+    chars: int  # as the client received them
+    tokens: int  # estimated (TOKEN_RULE)
+
+
+@dataclass(frozen=True)
+class Commit(Event):
+    kind = "commit"
+    tool: str  # a tool, or "snapshot" (the owner's pending edits, committed first as theirs)
+    paths: list[str]
+    sha: str
+    chars: int
+    tokens: int | None = _optional()  # a snapshot returns nothing to a client
+
+
+@dataclass(frozen=True)
+class Noop(Event):
+    kind = "noop"
+    tool: str
+    paths: list[str]
+    chars: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Conflict(Event):
+    kind = "conflict"
+    tool: str
+    path: str
+    expected: str
+    actual: str
+
+
+@dataclass(frozen=True)
+class Rejected(Event):
+    kind = "rejected"
+    tool: str
+    paths: list[str]
+    code: str
+    message: str
+    hint: str
+    diff: str  # the attempted change, masked and capped (cap_diff)
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    kind = "error"
+    tool: str
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ConfigReloaded(Event):
+    kind = "config_reloaded"
+    ok: bool
+    file: str | None
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class Recovered(Event):
+    kind = "recovered"
+    paths: list[str]  # put back as they were before the interrupted write
+    kept: list[str]  # changed by someone since: left as found
+    message: str
+    tool: str | None
+    committed: bool
+    writer: int | None  # pid of the writer that died
+
+
+@dataclass(frozen=True)
+class SemanticProgress(Event):
+    kind = "semantic_progress"
+    model: str
+    indexed: int
+    total: int
+
+
+EVENTS: tuple[type[Event], ...] = (
+    ServerStarted,
+    ServerStopped,
+    Read,
+    Commit,
+    Noop,
+    Conflict,
+    Rejected,
+    Error,
+    ConfigReloaded,
+    Recovered,
+    SemanticProgress,
+)
+
+# Every kind the journal holds, with the fields each one carries besides COMMON (optional ones
+# included): read off the event types, so it cannot drift from what is written.
 KINDS: dict[str, tuple[str, ...]] = {
-    "server_started": ("transport", "read_only", "version"),
-    "server_stopped": ("reason",),
-    "read": ("tool", "paths", "chars", "tokens"),
-    "commit": ("tool", "paths", "sha", "chars", "tokens"),
-    "noop": ("tool", "paths"),
-    "conflict": ("tool", "path", "expected", "actual"),
-    "rejected": ("tool", "paths", "code", "message", "hint", "diff"),
-    "error": ("tool", "message"),
-    "config_reloaded": ("ok", "file", "errors"),
-    "recovered": ("paths", "message"),
-    "semantic_progress": ("model", "indexed", "total"),
+    e.kind: tuple(f.name for f in dataclasses.fields(e)) for e in EVENTS
 }
 
 MAX_DIFF_BYTES = 8 * 1024
@@ -103,19 +235,22 @@ class Journal:
         self.client = client
         self.pid = os.getpid()
 
-    def append(self, kind: str, *, client: str | None = None, **fields: Any) -> dict[str, Any]:
-        if kind not in KINDS:
-            raise ValueError(f"unknown journal event kind {kind!r}")
-        event: dict[str, Any] = {
+    def append(self, event: Event, *, client: str | None = None) -> dict[str, Any]:
+        """Append one event (`client` overrides the process's client for this line); returns
+        the line as written."""
+        if type(event) not in EVENTS:
+            raise ValueError(f"not a journal event: {event!r}")
+        kind = event.kind
+        line_fields: dict[str, Any] = {
             "v": SCHEMA_VERSION,
             "ts": now_iso(),
             "pid": self.pid,
             "client": client or self.client,
             "kind": kind,
         }
-        event.update(fields)
-        event = _kept(event)  # nothing we keep holds a secret: every field, the diff included
-        line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        line_fields.update(event.fields())
+        event_out = _kept(line_fields)  # nothing we keep holds a secret: every field, the diff too
+        line = (json.dumps(event_out, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             make_state_dir(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, STATE_FILE_MODE)
@@ -127,7 +262,7 @@ class Journal:
             # The journal records the work; it is not the work. A broken one (a directory in
             # its place, a full disk) never turns a tool's outcome, or a commit, into a failure.
             log.warning("journal not written (%s): %s event lost", exc, kind)
-        return event
+        return event_out
 
 
 @dataclass
@@ -169,6 +304,18 @@ def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:
             yield event
 
 
-def read_all(path: Path) -> list[dict[str, Any]]:
-    """Every well-formed event in the journal, oldest first."""
-    return JournalReader(path).poll()
+def read_all(path: Path, kinds: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every well-formed event in the journal, oldest first; with `kinds`, only events of
+    those kinds (a line that does not even spell one is skipped unparsed: reads are most of a
+    journal, and parsing them is most of the cost)."""
+    return JournalReader(path).poll() if kinds is None else _of_kinds(path, kinds)
+
+
+def _of_kinds(path: Path, kinds: Collection[str]) -> list[dict[str, Any]]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    names = [json.dumps(k).encode() for k in kinds]  # as a kind is spelled in a line
+    lines = [raw for raw in data.split(b"\n") if any(n in raw for n in names)]
+    return [e for e in _parse_lines(lines) if e["kind"] in kinds]

@@ -38,10 +38,6 @@ SCHEMA = 1
 Key = tuple[int, int, int, int]  # (mtime_ns, size, ino, ctime_ns)
 
 
-def stat_key(st: os.stat_result) -> Key:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-
-
 class Cached(NamedTuple):
     key: Key
     doc: Doc

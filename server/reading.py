@@ -4,7 +4,6 @@ under the result budget, with an outline and a footer saying how to get what was
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from .budget import fit_text, json_len, prefix_fitting
@@ -56,7 +55,7 @@ def find_section(doc: Doc, section: str) -> Heading:
     raise ReadError(f"no heading {section!r} in {doc.path}. Headings: {names}")
 
 
-def outline(doc: Doc, text: str, room: int | None = None) -> list[dict[str, Any]]:
+def outline(doc: Doc, room: int | None = None) -> list[dict[str, Any]]:
     """The note's headings, as many as fit in `room` chars of JSON (all up to OUTLINE_MAX
     when no room is given), the last row saying how many more there are."""
     n = min(len(doc.headings), OUTLINE_MAX)
@@ -98,14 +97,6 @@ def _skip_blank(text: str, pos: int) -> int:
     return pos
 
 
-@dataclass
-class Slice:
-    content: str
-    start: int
-    end: int
-    note: str | None = None  # what the selection is, for the footer
-
-
 def _cut(text: str, start: int, end: int, room: int) -> int:
     """End offset for a chunk starting at `start` that takes at most `room` chars as a JSON
     string (what the client receives: a newline is two chars, a control character six),
@@ -136,7 +127,7 @@ def read_slice(
     # `budget` is for everything below: the outline gets at most a third, the footer (the
     # section's name comes up to four times: its field, the note, the next call, the whole
     # section) its share, the content the rest, all measured as JSON
-    out_rows = outline(doc, text, budget // 3)
+    out_rows = outline(doc, budget // 3)
     footer = FOOTER_ROOM + (4 * json_len(head.path) if head else 0)
     room = max(budget - json_len(out_rows) - footer, MIN_CONTENT_ROOM)
 

@@ -168,11 +168,6 @@ def contains_all(pq: ParsedQuery, text: str) -> bool:
     return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
 
 
-def matches_title(pq: ParsedQuery, title: str) -> bool:
-    folded = fold(title)
-    return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
-
-
 MAX_MATCHES = 400  # per term: enough to pick good lines, bounded for a 1 MB note
 
 

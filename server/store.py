@@ -51,7 +51,7 @@ from .gitrepo import (
     trailer_value,
     write_lock,
 )
-from .journal import Journal
+from .journal import Commit, Journal, Recovered
 
 log = logging.getLogger("vaultwatch.store")
 
@@ -506,9 +506,7 @@ class Store:
             commit_message(subject, {ACTION: "snapshot"}),
             human_identity(self.root),
         )
-        self.journal.append(
-            "commit", client="human", tool="snapshot", paths=dirty, sha=sha, chars=0
-        )
+        self.journal.append(Commit("snapshot", dirty, sha, chars=0), client="human")
         return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
 
     # -- recovery -------------------------------------------------------------------------------
@@ -580,13 +578,7 @@ class Store:
             else f"an interrupted {tool} had been committed; the index was tidied"
         )
         self.journal.append(
-            "recovered",
-            paths=restored,
-            kept=kept,
-            message=msg,
-            tool=intent.get("tool"),
-            committed=committed,
-            writer=intent.get("pid"),
+            Recovered(restored, kept, msg, intent.get("tool"), committed, intent.get("pid"))
         )
         return restored
 

@@ -3,9 +3,12 @@
 Thin on purpose: each tool checks nothing itself, calls the vault layer, shapes the result and
 records one journal event. Errors the model can act on become ToolError with the vault layer's
 message; anything unexpected becomes a short ToolError that says nothing was changed.
+
+A tool's name is its `ToolName`; a write tool's parameters are its `write_ops` model's fields.
 """
 
 import functools
+import inspect
 import json
 import logging
 import sys
@@ -17,24 +20,16 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from . import __version__
+from . import __version__, journal
 from .budget import cap_message, json_len, shrink
 from .context import build_context
 from .gitrepo import trailer_value
 from .journal import estimate_tokens
-from .query import (
-    Filters,
-    QueryError,
-    fingerprint,
-    group,
-    page,
-    read_cursor,
-    select,
-    sort_entries,
-    summarize,
-)
+from .listing import list_docs as run_list_docs
+from .listing import list_tags as run_list_tags
+from .query import Filters, QueryError
 from .reading import ReadError, read_slice
 from .recall import recall as run_recall
 from .recall import similar_notes
@@ -49,10 +44,28 @@ from .results import (
     WriteOut,
 )
 from .search import IndexUnavailable
-from .tags import tag_stats
 from .text_search import search_text as run_search
+from .tool_names import ToolName
 from .vault import Vault, VaultError
-from .writes import DIFF_IN_RESULT, Conflict, Rejected, StoreError, after_commit, apply, result_for
+from .write_ops import (
+    WRITE_OPS,
+    AppendSection,
+    CreateDoc,
+    EditText,
+    ReplaceDoc,
+    UpdateFrontmatter,
+    WriteArgs,
+    signature_line,
+)
+from .writes import (
+    Conflict,
+    Rejected,
+    StoreError,
+    after_commit,
+    apply,
+    batch_result_for,
+    result_for,
+)
 
 log = logging.getLogger("vaultwatch.tools")
 
@@ -76,16 +89,41 @@ READ = ToolAnnotations(
 )
 
 
-def tool(mcp: MCPServer, *, title: str, annotations: ToolAnnotations) -> Callable[[Any], Any]:
-    """Register a tool with its docstring as one clean paragraph: the description is the
-    model's manual, and source indentation has no business in it."""
+# What a read tool's body returns: the result's data, and the note paths it is about (journal).
+Reply = tuple[dict[str, Any], list[str]]
 
-    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        description = " ".join((fn.__doc__ or "").split())
-        mcp.add_tool(fn, title=title, description=description, annotations=annotations)
-        return fn
 
-    return deco
+def describe(doc: str | None) -> str:
+    """A description as one clean paragraph: it is the model's manual, and source indentation
+    has no business in it."""
+    return " ".join((doc or "").split())
+
+
+def params_of(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A tool body's parameters, as the client sees them (the context is the server's)."""
+    return [p for p in inspect.signature(fn).parameters.values() if p.name != "ctx"]
+
+
+def params_from(model: type[BaseModel]) -> list[inspect.Parameter]:
+    """A write operation's model as tool parameters: each field with its type, limits and
+    description, so the SDK builds the same schema from them that the model declares."""
+    out = []
+    for name, info in model.model_fields.items():
+        attrs = info.asdict()
+        keep = {
+            k: v
+            for k, v in attrs["attributes"].items()
+            if k not in ("default", "default_factory", "repr") and v is not None
+        }
+        annotation = _annotated(attrs["annotation"], attrs["metadata"], Field(**keep))
+        default = inspect.Parameter.empty if info.is_required() else info.default
+        kind = inspect.Parameter.KEYWORD_ONLY
+        out.append(inspect.Parameter(name, kind, default=default, annotation=annotation))
+    return out
+
+
+def _annotated(tp: Any, metadata: list[Any], field: Any) -> Any:
+    return Annotated[tp, *metadata, field]
 
 
 def client_name(ctx: Context | None) -> str:
@@ -107,7 +145,8 @@ def compact(data: dict[str, Any]) -> str:
 
 
 class ToolKit:
-    """Shared plumbing for the tools of one server: results, journal events, error mapping."""
+    """Shared plumbing for the tools of one server: registration, results, journal events,
+    error mapping."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
@@ -123,13 +162,15 @@ class ToolKit:
     def result(
         self,
         ctx: Context | None,
-        tool: str,
+        tool: ToolName,
         data: dict[str, Any],
         paths: list[str],
-        kind: str = "read",
-        **event: Any,
+        *,
+        commit: str | None = None,
+        noop: bool = False,
     ) -> CallToolResult:
-        """The tool's answer: compact JSON text plus the same as structured content.
+        """The tool's answer: compact JSON text plus the same as structured content, journaled
+        as a `read`, a `noop`, or (with its sha) a `commit`.
 
         Shapes are plain dicts here (the SDK validates them once against the output model), and
         None-valued keys are left out so results stay short.
@@ -142,15 +183,15 @@ class ToolKit:
             # huge title, tags or field of a single note): cut the biggest values, never ids.
             data = shrink(data, limit)
             text = compact(data)
-        self.vault.journal.append(
-            kind,
-            client=client_name(ctx),
-            tool=tool,
-            paths=paths,
-            chars=len(text),
-            tokens=estimate_tokens(text),
-            **event,
-        )
+        chars, tokens = len(text), estimate_tokens(text)
+        event: journal.Event
+        if commit is not None:
+            event = journal.Commit(tool, paths, commit, chars, tokens)
+        elif noop:
+            event = journal.Noop(tool, paths, chars, tokens)
+        else:
+            event = journal.Read(tool, paths, chars, tokens)
+        self.vault.journal.append(event, client=client_name(ctx))
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=data
         )
@@ -158,141 +199,167 @@ class ToolKit:
     def write(
         self,
         ctx: Context | None,
-        tool: str,
+        tool: ToolName,
         ops: list[tuple[str, dict[str, Any]]],
         message: str | None = None,
     ) -> CallToolResult:
         """Run write operations as one commit and report the outcome (journal included)."""
         client = client_name(ctx)
-        journal = self.vault.journal
+        log_event = functools.partial(self.vault.journal.append, client=client)
         try:
             res = apply(self.vault, self.vault.store, tool, client, ops, message)
         except Rejected as exc:
-            journal.append(
-                "rejected",
-                client=client,
-                tool=tool,
-                paths=exc.paths,
-                code=exc.code,
-                message=exc.message,
-                hint=exc.hint,
-                diff=exc.diff,
-            )
+            log_event(journal.Rejected(tool, exc.paths, exc.code, exc.message, exc.hint, exc.diff))
             raise ToolError(
                 f"rejected ({exc.code}): {exc.message.rstrip('.')}. To fix: {exc.hint}. "
                 "Nothing was written."
             ) from exc
         except Conflict as exc:
-            journal.append(
-                "conflict",
-                client=client,
-                tool=tool,
-                path=exc.path,
-                expected=exc.expected,
-                actual=exc.actual,
-            )
+            log_event(journal.Conflict(tool, exc.path, exc.expected, exc.actual))
             raise ToolError(exc.message) from exc
         except StoreError as exc:
-            journal.append("error", client=client, tool=tool, code=exc.code, message=exc.message)
+            log_event(journal.Error(tool, exc.code, exc.message))
             raise ToolError(exc.message) from exc
-        if tool == "batch":
-            data: dict[str, Any] = {
-                "commit": res.commit,
-                "results": [
-                    {
-                        k: v
-                        for k, v in {
-                            "path": o.path,
-                            "hash": o.hash or res.hashes.get(o.path),
-                            "created": o.created,
-                        }.items()
-                        if v is not None
-                    }
-                    for o in res.outcomes
-                ],
-                "noop": True if res.commit is None else None,
-                "warnings": res.warnings or None,
-                "diff": (res.diff[:DIFF_IN_RESULT] + "\n… (diff cut)")
-                if len(res.diff) > DIFF_IN_RESULT
-                else res.diff or None,
-            }
-        else:
-            data = result_for(res)
+        data = batch_result_for(res) if tool == ToolName.BATCH else result_for(res)
         if res.commit is None:
-            return self.result(ctx, tool, data, res.paths, kind="noop")
+            return self.result(ctx, tool, data, res.paths, noop=True)
         # The commit exists: whatever fails from here is reported beside it, never instead.
         after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
         created = [o.path for o in res.outcomes if o.created]
-        if created and tool in ("create_doc", "batch"):
+        if created and tool in (ToolName.CREATE_DOC, ToolName.BATCH):
 
             def similar() -> None:
                 data["similar"] = similar_notes(self.vault, created) or None
 
             after_commit(res, "similar notes", similar)
         data["after_commit"] = res.after_commit or None
-        return self.result(ctx, tool, data, res.paths, kind="commit", sha=res.commit)
+        return self.result(ctx, tool, data, res.paths, commit=res.commit)
 
-    def guard(self, tool: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Map domain errors to ToolError (journaled); never let a traceback reach the model."""
+    def add(
+        self,
+        mcp: MCPServer,
+        name: ToolName,
+        run: Callable[..., CallToolResult],
+        params: list[inspect.Parameter],
+        *,
+        title: str,
+        description: str,
+        annotations: ToolAnnotations,
+        output: type[BaseModel],
+    ) -> None:
+        """Register one tool: `run(ctx, **arguments)` behind the guard that maps domain errors
+        to ToolError (journaled) and never lets a traceback reach the model. The SDK builds the
+        input schema from `params` and validates results against `output`."""
 
-        def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(fn)
-            def wrapper(*args: Any, **kwargs: Any) -> Any:
-                ctx = kwargs.get("ctx")
+        def tool(ctx: Context, **args: Any) -> CallToolResult:
+            try:
+                self.vault.check_present()
                 try:
-                    self.vault.check_present()
-                    try:
-                        return fn(*args, **kwargs)
-                    finally:
-                        # Embedding starts with the first tool call (after the handshake) but
-                        # never delays its answer; recall itself starts it too.
-                        self.vault.start_semantic_soon()
-                except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
-                    message, code = exc.message, exc.code
-                    self.vault.journal.append(
-                        "error", client=client_name(ctx), tool=tool, code=code, message=message
-                    )
-                    raise ToolError(self.why(message)) from exc
-                except ToolError as exc:
-                    explained = self.why(str(exc))
-                    if explained == str(exc):
-                        raise
-                    raise ToolError(explained) from exc
-                except Exception as exc:
-                    traceback.print_exc(file=sys.stderr)
-                    self.vault.journal.append(
-                        "error",
-                        client=client_name(ctx),
-                        tool=tool,
-                        code="internal",
-                        message=repr(exc)[:500],
-                    )
-                    raise ToolError(
-                        f"{tool} failed inside the server ({type(exc).__name__}); nothing was "
-                        "changed. Tell the owner: the details are in the vaultwatch journal."
-                    ) from exc
+                    return run(ctx, **args)
+                finally:
+                    # Embedding starts with the first tool call (after the handshake) but
+                    # never delays its answer; recall itself starts it too.
+                    self.vault.start_semantic_soon()
+            except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
+                message, code = exc.message, exc.code
+                self.vault.journal.append(
+                    journal.Error(name, code, message), client=client_name(ctx)
+                )
+                raise ToolError(self.why(message)) from exc
+            except ToolError as exc:
+                explained = self.why(str(exc))
+                if explained == str(exc):
+                    raise
+                raise ToolError(explained) from exc
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                self.vault.journal.append(
+                    journal.Error(name, "internal", repr(exc)[:500]), client=client_name(ctx)
+                )
+                raise ToolError(
+                    f"{name} failed inside the server ({type(exc).__name__}); nothing was "
+                    "changed. Tell the owner: the details are in the vaultwatch journal."
+                ) from exc
 
-            return wrapper
+        # What the SDK reads to build the tool: the name (its argument model's title), the
+        # parameters (the input schema), Context to inject, and the output model to check.
+        returns = Annotated[CallToolResult, output]
+        kw = inspect.Parameter.KEYWORD_ONLY
+        params = [inspect.Parameter("ctx", kw, annotation=Context), *params]
+        tool.__name__ = tool.__qualname__ = name
+        tool.__dict__["__signature__"] = inspect.Signature(
+            [p.replace(kind=kw) for p in params], return_annotation=returns
+        )
+        tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
+        mcp.add_tool(tool, title=title, description=description, annotations=annotations)
+
+    def read_tool(
+        self, mcp: MCPServer, *, title: str, output: type[BaseModel]
+    ) -> Callable[[Callable[..., Reply]], None]:
+        """Register a read tool from its body: the name is the function's, the description
+        its docstring, the parameters its own; it returns (data, paths) and the tool answers
+        with them (a `read` event in the journal)."""
+
+        def deco(fn: Callable[..., Reply]) -> None:
+            name = ToolName(fn.__name__)
+
+            def run(ctx: Context, **args: Any) -> CallToolResult:
+                data, paths = fn(**args)
+                return self.result(ctx, name, data, paths)
+
+            self.add(
+                mcp,
+                name,
+                run,
+                params_of(fn),
+                title=title,
+                description=describe(fn.__doc__),
+                annotations=READ,
+                output=output,
+            )
 
         return deco
+
+    def write_tool(
+        self,
+        mcp: MCPServer,
+        model: type[WriteArgs],
+        *,
+        title: str,
+        idempotent: bool,
+        description: str,
+    ) -> None:
+        """Register a write tool from its operation's model: the name and the parameters
+        are the model's, and a call is that one operation, committed."""
+        name = model.tool
+
+        def run(ctx: Context, **args: Any) -> CallToolResult:
+            return self.write(ctx, name, [(name, args)])
+
+        self.add(
+            mcp,
+            name,
+            run,
+            params_from(model),
+            title=title,
+            description=describe(description),
+            annotations=_write_annotations(idempotent),
+            output=WriteOut,
+        )
 
 
 def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
     vault = kit.vault
 
-    @tool(mcp, title="Get the working context", annotations=READ)
-    @kit.guard("get_context")
-    def get_context(ctx: Context) -> ContextResult:
+    @kit.read_tool(mcp, title="Get the working context", output=ContextResult)
+    def get_context() -> Reply:
         """Start here in every conversation. Returns the owner's rules for you, the latest notes
         that matter (as the vault config lays out), open items and top tags. Long notes are cut
         oldest-first; each cut says how to read the rest."""
-        data, paths = build_context(vault)
-        return kit.result(ctx, "get_context", data, paths)  # type: ignore[return-value]
+        return build_context(vault)
 
-    @tool(mcp, title="List notes", annotations=READ)
-    @kit.guard("list_docs")
+    @kit.read_tool(mcp, title="List notes", output=ListDocsResult)
     def list_docs(
-        ctx: Context,
         type: Annotated[str | None, Field(description="doc type from the vault config")] = None,
         folder: Annotated[str | None, Field(description=FOLDER)] = None,
         tags_all: Annotated[list[str] | None, Field(description="has every tag")] = None,
@@ -329,12 +396,11 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
-    ) -> ListDocsResult:
+    ) -> Reply:
         """List notes by type, folder, tags, frontmatter fields and date range, with each note's
         fields and hash; or, with group_by, count them. E.g. 'which applications wait on me?':
         type='application', where={"status": "waiting"}. 'Which weaknesses recurred this
         month?': type='improvement', date_from='-30d', group_by='tag'."""
-        cfg = vault.config
         filters = Filters(
             type=type,
             folder=folder,
@@ -347,62 +413,27 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             date_to=date_to,
             date_field=date_field,
         )
-        found = select(list(vault.entries().values()), filters, cfg)
-        budget = cfg.limits.result_chars - 500
-        if group_by:
-            rows = group(found, group_by)
-            fp = fingerprint("g", vars(filters), group_by)
-            off = read_cursor(cursor, fp)
-            kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
-            res = {"total": len(found), "groups": kept, "next_cursor": nxt}
-            return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
-        ordered = sort_entries(found, sort)
-        fp = fingerprint("d", vars(filters), sort, fields)
-        off = read_cursor(cursor, fp)
-        items = [summarize(e, fields) for e in ordered[off : off + limit]]
-        kept, nxt = page(items, off, budget, fp, len(ordered))
-        res = {"total": len(found), "docs": kept, "next_cursor": nxt}
-        return kit.result(ctx, "list_docs", res, [])  # type: ignore[return-value]
+        res = run_list_docs(
+            vault, filters, sort=sort, fields=fields, group_by=group_by, limit=limit, cursor=cursor
+        )
+        return res, []
 
-    @tool(mcp, title="List tags with trends", annotations=READ)
-    @kit.guard("list_tags")
+    @kit.read_tool(mcp, title="List tags with trends", output=ListTagsResult)
     def list_tags(
-        ctx: Context,
         days: Annotated[
             int, Field(ge=1, le=3650, description="window for in_window and trend")
         ] = 30,
         prefix: Annotated[str | None, Field(description="only tags starting with this")] = None,
         limit: Annotated[int, Field(ge=1, le=500)] = 100,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
-    ) -> ListTagsResult:
+    ) -> Reply:
         """Every tag with its count, count in the last `days`, last use, trend (rising, steady,
         quiet: compared with the `days` before) and whether the vocabulary has it; plus
         vocabulary tags never used. Use it to pick existing tags before writing."""
-        cfg = vault.config
-        rows, unused = tag_stats(list(vault.entries().values()), cfg, days)
-        if prefix:
-            p = prefix.casefold().lstrip("#")
-            rows = [r for r in rows if r["tag"].casefold().startswith(p)]
-            unused = [t for t in unused if t.casefold().startswith(p)]
-        fp = fingerprint("t", days, prefix)
-        off = read_cursor(cursor, fp)
-        # unused vocabulary takes at most a quarter of the budget, the page of rows the rest
-        unused = shrink(unused[:500], cfg.limits.result_chars // 4)
-        budget = cfg.limits.result_chars - 300 - json_len(unused)
-        kept, nxt = page(rows[off : off + limit], off, budget, fp, len(rows))
-        res = {
-            "days": days,
-            "total": len(rows),
-            "tags": kept,
-            "unused_vocabulary": unused,
-            "next_cursor": nxt,
-        }
-        return kit.result(ctx, "list_tags", res, [])  # type: ignore[return-value]
+        return run_list_tags(vault, days=days, prefix=prefix, limit=limit, cursor=cursor), []
 
-    @tool(mcp, title="Read a note", annotations=READ)
-    @kit.guard("read_doc")
+    @kit.read_tool(mcp, title="Read a note", output=ReadDocResult)
     def read_doc(
-        ctx: Context,
         path: Annotated[str, Field(description="note path relative to the vault root")],
         section: Annotated[
             str | None, Field(description="one section by heading: 'Log' or 'Week 42/Log'")
@@ -415,7 +446,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             int | None,
             Field(ge=0, description="start at this char offset (of the section if given)"),
         ] = None,
-    ) -> ReadDocResult:
+    ) -> Reply:
         """Read a note: whole, one section, its newest entries (tail), or from an offset. Always
         returns the hash of the whole file. When anything is left out, the result has the
         note's outline and `next` says exactly how to get the rest."""
@@ -434,13 +465,10 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         about = shrink(about, limit // 4)
         room = limit - json_len(about) - 20
         sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
-        out = {**about, **sl}
-        return kit.result(ctx, "read_doc", out, [entry.doc.path])  # type: ignore[return-value]
+        return {**about, **sl}, [entry.doc.path]
 
-    @tool(mcp, title="Search note text", annotations=READ)
-    @kit.guard("search_text")
+    @kit.read_tool(mcp, title="Search note text", output=SearchResult)
     def search_text(
-        ctx: Context,
         query: Annotated[
             str,
             Field(
@@ -455,7 +483,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         tags: Annotated[list[str] | None, Field(description="only notes with every tag")] = None,
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
-    ) -> SearchResult:
+    ) -> Reply:
         """Find notes by the words in their text and title, best first (relevance, a title
         holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3
         snippets with the matches marked «like this», plus path and hash, so you can often
@@ -463,12 +491,10 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         res = run_search(
             vault, query, type=type, folder=folder, tags=tags, limit=limit, cursor=cursor
         )
-        return kit.result(ctx, "search_text", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
+        return res, [h["path"] for h in res["hits"]]
 
-    @tool(mcp, title="Recall notes by meaning", annotations=READ)
-    @kit.guard("recall")
+    @kit.read_tool(mcp, title="Recall notes by meaning", output=RecallResult)
     def recall(
-        ctx: Context,
         query: Annotated[
             str | None,
             Field(
@@ -483,16 +509,14 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         limit: Annotated[int, Field(ge=1, le=30)] = 8,
         type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
         folder: Annotated[str | None, Field(description=FOLDER)] = None,
-    ) -> RecallResult:
+    ) -> Reply:
         """Find notes by meaning, not wording: paraphrases, other languages, related ideas.
         Each hit has its score, the section that matched, and match: lexical (the note has
         every word of the query; listed first) or semantic (by meaning alone). Use search_text
         for exact words, names and codes (recall does not replace it). While the vault is still
         being indexed, ready is false and the hint says how far it is: call again shortly."""
         res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
-        return kit.result(ctx, "recall", res, [h["path"] for h in res["hits"]])  # type: ignore[return-value]
-
-    _ = (get_context, list_docs, list_tags, read_doc, search_text, recall)
+        return res, [h["path"] for h in res["hits"]]
 
 
 def _write_annotations(idempotent: bool) -> ToolAnnotations:
@@ -504,141 +528,70 @@ def _write_annotations(idempotent: bool) -> ToolAnnotations:
     )
 
 
-HashArg = Annotated[
-    str | None,
-    Field(
-        description="hash from your last read; if given and the note changed, the write is refused"
-    ),
-]
+# batch's operations: each write tool with its arguments, from the same models (`?`: optional).
+BATCH_OPS = (
+    'operations in order: [{"tool": "append_section", "args": {...}}, '
+    '{"tool": "update_frontmatter", "args": {...}}]; tools: '
+    + ", ".join(signature_line(m) for m in WRITE_OPS.values())
+)
 
 
 def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
     vault = kit.vault
 
-    @tool(mcp, title="Create a note", annotations=_write_annotations(True))
-    @kit.guard("create_doc")
-    def create_doc(
-        ctx: Context,
-        type: Annotated[
-            str | None,
-            Field(description="doc type: path comes from its folder and filename pattern"),
-        ] = None,
-        path: Annotated[
-            str | None, Field(description="explicit path instead of type's pattern")
-        ] = None,
-        fields: Annotated[
-            dict[str, Any] | None,
-            Field(description='frontmatter, e.g. {"date": "2026-10-02", "kind": "mock"}'),
-        ] = None,
-        body: Annotated[
-            str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
-        ] = "",
-        tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None,
-    ) -> WriteOut:
-        """Create a note as one commit. Folders are made as needed; the result says where it
-        landed. If the folder already has a note with the same title, nothing is written and
-        that note's path and hash come back with created=false: update it instead. The result
-        lists up to 3 existing notes that mean nearly the same (similar): next time, prefer
-        updating one of those."""
-        args = {"type": type, "path": path, "fields": fields, "body": body, "tags": tags}
-        return kit.write(ctx, "create_doc", [("create_doc", args)])  # type: ignore[return-value]
+    kit.write_tool(
+        mcp,
+        CreateDoc,
+        title="Create a note",
+        idempotent=True,
+        description="""Create a note as one commit. Folders are made as needed; the result says
+        where it landed. If the folder already has a note with the same title, nothing is
+        written and that note's path and hash come back with created=false: update it instead.
+        The result lists up to 3 existing notes that mean nearly the same (similar): next time,
+        prefer updating one of those.""",
+    )
+    kit.write_tool(
+        mcp,
+        AppendSection,
+        title="Append to a section",
+        idempotent=False,
+        description="""Add text at the end of one section (before the next heading of the same
+        or higher level), as one commit. Nothing else in the note changes.""",
+    )
+    kit.write_tool(
+        mcp,
+        EditText,
+        title="Replace exact text",
+        idempotent=False,
+        description="""Replace exact text, as one commit. Refused (with the number of matches,
+        or the closest line when there are none) unless `old` occurs exactly `count` times.""",
+    )
+    kit.write_tool(
+        mcp,
+        UpdateFrontmatter,
+        title="Change frontmatter fields",
+        idempotent=True,
+        description="""Set, remove or retag frontmatter keys, as one commit. Every other line of
+        the frontmatter (order, quoting, comments) stays exactly as it was.""",
+    )
+    kit.write_tool(
+        mcp,
+        ReplaceDoc,
+        title="Replace a whole note",
+        idempotent=True,
+        description="""Replace a note's whole text, as one commit. Needs the hash of your last
+        read: if the note changed since, nothing is written and you must read it again (never
+        retry blindly). Must keep every image/attachment embed. Prefer the smaller write
+        tools.""",
+    )
 
-    @tool(mcp, title="Append to a section", annotations=_write_annotations(False))
-    @kit.guard("append_section")
-    def append_section(
-        ctx: Context,
-        path: Annotated[str, Field(description="note path")],
-        heading: Annotated[
-            str,
-            Field(
-                description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end if missing"
-            ),
-        ],
-        content: Annotated[str, Field(description="markdown to add at the end of the section")],
-        hash: HashArg = None,
-    ) -> WriteOut:
-        """Add text at the end of one section (before the next heading of the same or higher
-        level), as one commit. Nothing else in the note changes."""
-        args = {"path": path, "heading": heading, "content": content, "hash": hash}
-        return kit.write(ctx, "append_section", [("append_section", args)])  # type: ignore[return-value]
-
-    @tool(mcp, title="Replace exact text", annotations=_write_annotations(False))
-    @kit.guard("edit_text")
-    def edit_text(
-        ctx: Context,
-        path: Annotated[str, Field(description="note path")],
-        old: Annotated[
-            str, Field(description="exact text now in the note (copy it from read_doc)")
-        ],
-        new: Annotated[str, Field(description="text to put in its place")],
-        count: Annotated[
-            int, Field(ge=1, le=1000, description="how many matches to expect and replace")
-        ] = 1,
-        hash: HashArg = None,
-    ) -> WriteOut:
-        """Replace exact text, as one commit. Refused (with the number of matches, or the
-        closest line when there are none) unless `old` occurs exactly `count` times."""
-        args = {"path": path, "old": old, "new": new, "count": count, "hash": hash}
-        return kit.write(ctx, "edit_text", [("edit_text", args)])  # type: ignore[return-value]
-
-    @tool(mcp, title="Change frontmatter fields", annotations=_write_annotations(True))
-    @kit.guard("update_frontmatter")
-    def update_frontmatter(
-        ctx: Context,
-        path: Annotated[str, Field(description="note path")],
-        set: Annotated[
-            dict[str, Any] | None,
-            Field(description='keys to set, e.g. {"status": "closed", "closed": "2026-10-02"}'),
-        ] = None,
-        unset: Annotated[list[str] | None, Field(description="keys to remove")] = None,
-        add_tags: Annotated[list[str] | None, Field(description="tags to add")] = None,
-        remove_tags: Annotated[list[str] | None, Field(description="tags to remove")] = None,
-        hash: HashArg = None,
-    ) -> WriteOut:
-        """Set, remove or retag frontmatter keys, as one commit. Every other line of the
-        frontmatter (order, quoting, comments) stays exactly as it was."""
-        args = {
-            "path": path,
-            "set": set,
-            "unset": unset,
-            "add_tags": add_tags,
-            "remove_tags": remove_tags,
-            "hash": hash,
-        }
-        return kit.write(ctx, "update_frontmatter", [("update_frontmatter", args)])  # type: ignore[return-value]
-
-    @tool(mcp, title="Replace a whole note", annotations=_write_annotations(True))
-    @kit.guard("replace_doc")
-    def replace_doc(
-        ctx: Context,
-        path: Annotated[str, Field(description="note path")],
-        content: Annotated[str, Field(description="the complete new text, frontmatter included")],
-        hash: Annotated[
-            str, Field(description="hash from your last read_doc of this note (required)")
-        ],
-    ) -> WriteOut:
-        """Replace a note's whole text, as one commit. Needs the hash of your last read: if the
-        note changed since, nothing is written and you must read it again (never retry
-        blindly). Must keep every image/attachment embed. Prefer the smaller write tools."""
-        args = {"path": path, "content": content, "hash": hash}
-        return kit.write(ctx, "replace_doc", [("replace_doc", args)])  # type: ignore[return-value]
-
-    @tool(mcp, title="Several writes as one commit", annotations=_write_annotations(False))
-    @kit.guard("batch")
     def batch(
         ctx: Context,
-        ops: Annotated[
-            list[dict[str, Any]],
-            Field(
-                description='operations in order: [{"tool": "append_section", "args": {...}}, '
-                '{"tool": "update_frontmatter", "args": {...}}]; tools: create_doc, '
-                "append_section, edit_text, update_frontmatter, replace_doc"
-            ),
-        ],
+        ops: Annotated[list[dict[str, Any]], Field(description=BATCH_OPS)],
         message: Annotated[
             str | None, Field(description="commit subject for the whole batch")
         ] = None,
-    ) -> BatchOut:
+    ) -> CallToolResult:
         """Up to 200 writes checked together and applied all-or-nothing as one commit. Every
         problem is reported at once; if any operation fails, nothing is written. Created notes
         that mean nearly the same as existing ones are listed in similar."""
@@ -656,9 +609,18 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
                     f'operation {i + 1} must look like {{"tool": "append_section", "args": {{...}}}}'
                 )
             parsed.append((name, args))
-        return kit.write(ctx, "batch", parsed, message)  # type: ignore[return-value]
+        return kit.write(ctx, ToolName.BATCH, parsed, message)
 
-    _ = (create_doc, append_section, edit_text, update_frontmatter, replace_doc, batch)
+    kit.add(
+        mcp,
+        ToolName.BATCH,
+        batch,
+        params_of(batch),
+        title="Several writes as one commit",
+        description=describe(batch.__doc__),
+        annotations=_write_annotations(False),
+        output=BatchOut,
+    )
 
 
 class VaultServer(MCPServer):

@@ -21,7 +21,7 @@ from .docs import Doc, DocIndex, ReadResult, read_note
 from .entry import Entry, classify
 from .errors import VaultwatchError
 from .gitrepo import secure_state, state_dir
-from .journal import Journal
+from .journal import ConfigReloaded, Journal, SemanticProgress
 from .modified import ModifiedTimes
 from .parsecache import ParseCache
 from .paths import PathPolicy, PathRefused, VaultPath, matches_any
@@ -102,10 +102,11 @@ class Vault:
 
     def _on_config_reload(self, cfg: Config | None, errors: list[ConfigProblem]) -> None:
         self.journal.append(
-            "config_reloaded",
-            ok=cfg is not None,
-            file=(cfg.source if cfg else None) or (errors[0].file if errors else None),
-            errors=[str(e) for e in errors],
+            ConfigReloaded(
+                ok=cfg is not None,
+                file=(cfg.source if cfg else None) or (errors[0].file if errors else None),
+                errors=[str(e) for e in errors],
+            )
         )
 
     @property
@@ -245,8 +246,11 @@ class Vault:
                 try:
                     self._semantic = self._open_semantic(sc)
                 except Exception as exc:
-                    ours = isinstance(exc, VaultwatchError)
-                    why = exc.message if ours else f"{type(exc).__name__}: {exc}"
+                    why = (
+                        exc.message
+                        if isinstance(exc, VaultwatchError)
+                        else f"{type(exc).__name__}: {exc}"
+                    )
                     self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
                     log.warning("recall is unavailable: %s", why)
                     return None
@@ -312,9 +316,7 @@ class Vault:
             store.put([n for n in have.values() if n.path in entries])
 
     def _semantic_progress(self, indexed: int, total: int) -> None:
-        self.journal.append(
-            "semantic_progress", model=self.config.semantic.model, indexed=indexed, total=total
-        )
+        self.journal.append(SemanticProgress(self.config.semantic.model, indexed, total))
 
     def note_meta(self, doc: Doc) -> dict[str, Any]:
         e = self.entries().get(doc.path)

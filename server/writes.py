@@ -9,19 +9,16 @@ at once, and commits once. Nothing here knows MCP.
 from __future__ import annotations
 
 import difflib
-import functools
-import inspect
 import itertools
 import json
 import logging
 import re
-import typing
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 import pydantic
 import yaml
@@ -36,6 +33,7 @@ from .journal import cap_diff
 from .paths import fold, is_note, is_protected
 from .redact import mask_secrets, secrets_in
 from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
+from .tool_names import ToolName
 from .validate import (
     attachment_targets,
     closest_tags,
@@ -47,6 +45,15 @@ from .validate import (
     problems,
 )
 from .vault import Vault, VaultError
+from .write_ops import (
+    WRITE_OPS,
+    AppendSection,
+    CreateDoc,
+    EditText,
+    ReplaceDoc,
+    UpdateFrontmatter,
+    WriteOp,
+)
 
 log = logging.getLogger("vaultwatch.writes")
 
@@ -233,49 +240,38 @@ class Plan:
 # the operations
 
 
-def op_append(p: Plan, path: str, heading: str, content: str, hash: str | None = None) -> Outcome:
-    f = p.file(path)
-    p.check_hash(f, hash)
+def op_append(p: Plan, a: AppendSection) -> Outcome:
+    f = p.file(a.path)
+    p.check_hash(f, a.hash)
     assert f.text is not None
     try:
-        f.text = append_section(f.text, p.doc(f), heading, content)
+        f.text = append_section(f.text, p.doc(f), a.heading, a.content)
     except EditError as exc:
         raise Rejected(
             exc.code, exc.message, "read_doc shows the note's headings", [f.rel]
         ) from exc
-    return Outcome(
-        f.rel, subject=f"append_section: {f.rel} § {heading.strip().lstrip('#').strip()}"
-    )
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel} § {a.heading.strip().lstrip('#').strip()}")
 
 
-def op_edit(
-    p: Plan, path: str, old: str, new: str, count: int = 1, hash: str | None = None
-) -> Outcome:
-    f = p.file(path)
-    p.check_hash(f, hash)
+def op_edit(p: Plan, a: EditText) -> Outcome:
+    f = p.file(a.path)
+    p.check_hash(f, a.hash)
     assert f.text is not None
     try:
-        f.text = edit_text(f.text, old, new, count)
+        f.text = edit_text(f.text, a.old, a.new, a.count)
     except EditError as exc:
         rej = Rejected(exc.code, exc.message, "copy old exactly from read_doc", [f.rel])
         if exc.later is not None:
             rej.message += rej.defer(exc.later)
         raise rej from exc
-    return Outcome(f.rel, subject=f"edit_text: {f.rel}")
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel}")
 
 
-def op_frontmatter(
-    p: Plan,
-    path: str,
-    set: dict[str, Any] | None = None,
-    unset: list[str] | None = None,
-    add_tags: list[str] | None = None,
-    remove_tags: list[str] | None = None,
-    hash: str | None = None,
-) -> Outcome:
-    f = p.file(path)
-    p.check_hash(f, hash)
+def op_frontmatter(p: Plan, a: UpdateFrontmatter) -> Outcome:
+    f = p.file(a.path)
+    p.check_hash(f, a.hash)
     assert f.text is not None
+    set, unset, add_tags, remove_tags = a.set, a.unset, a.add_tags, a.remove_tags
     if not (set or unset or add_tags or remove_tags):
         raise Rejected(
             "empty_change",
@@ -289,19 +285,20 @@ def op_frontmatter(
     except EditError as exc:
         raise Rejected(exc.code, exc.message, "fix the YAML with replace_doc", [f.rel]) from exc
     keys = [*(set or {}), *(unset or [])] + (["tags"] if add_tags or remove_tags else [])
-    return Outcome(f.rel, subject=f"update_frontmatter: {f.rel} ({', '.join(dict.fromkeys(keys))})")
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel} ({', '.join(dict.fromkeys(keys))})")
 
 
-def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
-    f = p.file(path)
-    if not hash:
+def op_replace(p: Plan, a: ReplaceDoc) -> Outcome:
+    f = p.file(a.path)
+    content = a.content
+    if not a.hash:
         raise Rejected(
             "hash_required",
             "replace_doc needs the hash from your last read_doc",
             "call read_doc first and pass its hash",
             [f.rel],
         )
-    p.check_hash(f, hash)
+    p.check_hash(f, a.hash)
     assert f.text is not None
     old_doc = p.doc(f)
     new_text = content
@@ -319,7 +316,7 @@ def op_replace(p: Plan, path: str, content: str, hash: str) -> Outcome:
             [f.rel],
         )
     f.text = new_text
-    return Outcome(f.rel, subject=f"replace_doc: {f.rel}")
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel}")
 
 
 def _embed_changes(before: Counter[str], after: Counter[str]) -> list[str]:
@@ -424,17 +421,11 @@ def _title_of(fields: dict[str, Any], body: str) -> str | None:
     return m.group(1) if m else None
 
 
-def op_create(
-    p: Plan,
-    type: str | None = None,
-    path: str | None = None,
-    fields: dict[str, Any] | None = None,
-    body: str = "",
-    tags: list[str] | None = None,
-) -> Outcome:
-    fields = dict(fields or {})
-    tags = [t.strip().lstrip("#") for t in (tags or []) if t.strip().lstrip("#")]
-    target = path or note_path(p.config, type, fields, body)
+def op_create(p: Plan, a: CreateDoc) -> Outcome:
+    type, body = a.type, a.body
+    fields = dict(a.fields or {})
+    tags = [t.strip().lstrip("#") for t in (a.tags or []) if t.strip().lstrip("#")]
+    target = a.path or note_path(p.config, type, fields, body)
     title = _title_of(fields, body) or target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     f = p.file(target, must_exist=False)
     folder = f.rel.rsplit("/", 1)[0] if "/" in f.rel else ""
@@ -460,16 +451,24 @@ def op_create(
             [f.rel],
         )
     f.text = text
-    return Outcome(f.rel, created=True, subject=f"create_doc: {f.rel}")
+    return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
 
 
-OPS: dict[str, Callable[..., Outcome]] = {
-    "create_doc": op_create,
-    "append_section": op_append,
-    "edit_text": op_edit,
-    "update_frontmatter": op_frontmatter,
-    "replace_doc": op_replace,
-}
+def plan_op(p: Plan, a: WriteOp) -> Outcome:
+    """Plan one operation: the one dispatch from an operation's arguments to its planning."""
+    match a:
+        case CreateDoc():
+            return op_create(p, a)
+        case AppendSection():
+            return op_append(p, a)
+        case EditText():
+            return op_edit(p, a)
+        case UpdateFrontmatter():
+            return op_frontmatter(p, a)
+        case ReplaceDoc():
+            return op_replace(p, a)
+        case _:
+            assert_never(a)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -767,23 +766,19 @@ class WriteResult:
 REPLANS = 5
 
 
-@functools.cache
-def _arg_model(name: str) -> type[pydantic.BaseModel]:
-    """The operation's parameters as a pydantic model: batch ops get the same checking as the
-    tools themselves (the MCP layer validates those from the same signatures)."""
-    fn = OPS[name]
-    hints = typing.get_type_hints(fn)
-    fields: dict[str, Any] = {}
-    for p in list(inspect.signature(fn).parameters.values())[1:]:
-        fields[p.name] = (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default)
-    return pydantic.create_model(
-        f"{name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields
-    )
-
-
-def _checked_args(name: str, fn: Any, args: dict[str, Any], n: int) -> dict[str, Any]:
+def _checked_args(name: str, args: dict[str, Any], n: int) -> WriteOp:
+    """Operation `n`'s arguments, checked against its model: a batch's operations get the same
+    checking as the tools themselves (the tools' parameters are the same models' fields)."""
+    model = WRITE_OPS.get(name)
+    if model is None:
+        raise Rejected(
+            "unknown_tool",
+            f"operation {n}: unknown tool {name!r}",
+            f"use one of {', '.join(WRITE_OPS)}",
+            [],
+        )
     try:
-        model = _arg_model(name).model_validate(args)
+        return model.model_validate(args)
     except pydantic.ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:5]
@@ -794,7 +789,6 @@ def _checked_args(name: str, fn: Any, args: dict[str, Any], n: int) -> dict[str,
             "check the argument names and types against the tool",
             [],
         ) from exc
-    return {k: getattr(model, k) for k in type(model).model_fields}
 
 
 def apply(
@@ -812,7 +806,7 @@ def apply(
     file's content (no hash, no replace_doc) is simply made again on the new text: appending
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
-    pinned = any(name == "replace_doc" or args.get("hash") for name, args in ops)
+    pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
     try:
         with store.locked():
             store.check_repo()
@@ -849,16 +843,8 @@ def _apply_once(
     errors: list[Rejected] = []
     for i, (name, args) in enumerate(ops):
         plan.op = i + 1
-        fn = OPS.get(name)
         try:
-            if fn is None:
-                raise Rejected(
-                    "unknown_tool",
-                    f"operation {i + 1}: unknown tool {name!r}",
-                    f"use one of {', '.join(OPS)}",
-                    [],
-                )
-            outcomes.append(fn(plan, **_checked_args(name, fn, args, i + 1)))
+            outcomes.append(plan_op(plan, _checked_args(name, args, i + 1)))
         except Rejected as exc:
             if not exc.paths:  # a rule about the arguments (a tag, a type): name the note anyway
                 exc.paths = [p for p, nums in plan.touched.items() if plan.op in nums]
@@ -994,8 +980,35 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
     if res.after_commit:
         out["after_commit"] = res.after_commit
     if res.diff:
-        out["diff"] = res.diff if len(res.diff) <= limit else res.diff[:limit] + "\n… (diff cut)"
+        out["diff"] = _diff_in_result(res.diff, limit)
     return out
 
 
-__all__ = ["OPS", "Conflict", "Rejected", "StoreError", "apply", "result_for"]
+def batch_result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
+    """The shape the model sees for a batch: the commit, each operation's note and hash."""
+    results = []
+    for o in res.outcomes:
+        item = {"path": o.path, "hash": o.hash or res.hashes.get(o.path), "created": o.created}
+        results.append({k: v for k, v in item.items() if v is not None})
+    return {
+        "commit": res.commit,
+        "results": results,
+        "noop": True if res.commit is None else None,
+        "warnings": res.warnings or None,
+        "diff": _diff_in_result(res.diff, limit) if res.diff else None,
+    }
+
+
+def _diff_in_result(diff: str, limit: int) -> str:
+    return diff if len(diff) <= limit else diff[:limit] + "\n… (diff cut)"
+
+
+__all__ = [
+    "Conflict",
+    "Rejected",
+    "StoreError",
+    "apply",
+    "batch_result_for",
+    "plan_op",
+    "result_for",
+]

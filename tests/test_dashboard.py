@@ -31,7 +31,7 @@ from app.ui.modals import ConfirmModal, HelpModal
 from app.ui.revert_dialog import BlockersModal
 from app.ui.timeline import Timeline, when
 from server.gitrepo import state_dir
-from server.journal import Journal
+from server.journal import Journal, ServerStarted, ServerStopped
 
 from .conftest import git
 
@@ -394,8 +394,12 @@ async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
     async with connect(vault) as s:
         res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     journal = Journal(state_dir(vault) / "events.jsonl")
-    journal.append("server_started", transport="http")
-    journal.append("server_stopped", transport="http", reason="signal")
+    journal.append(
+        ServerStarted(
+            transport="http", read_only=False, version="0", vault=str(vault), config_errors=[]
+        )
+    )
+    journal.append(ServerStopped(transport="http", reason="signal"))
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "server" in kinds(app))

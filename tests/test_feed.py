@@ -152,17 +152,17 @@ async def test_the_header_shows_how_far_recall_indexing_is(
 ) -> None:
     from textual.widgets import Static
 
-    from server.journal import Journal
+    from server.journal import Journal, SemanticProgress
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
-    journal.append("semantic_progress", model="use-multilingual-v3", indexed=340, total=1000)
+    journal.append(SemanticProgress(model="use-multilingual-v3", indexed=340, total=1000))
     app = Dashboard(repo, poll_seconds=0.05)
     async with app.run_test(size=(200, 30)) as pilot:
         header = app.query_one("#header", Static)
         await until(pilot, lambda: "recall: indexing 340/1,000" in str(header.render()))
         assert "recall: indexing 340/1,000" in str(header.render())
-        journal.append("semantic_progress", model="use-multilingual-v3", indexed=1000, total=1000)
+        journal.append(SemanticProgress(model="use-multilingual-v3", indexed=1000, total=1000))
         await until(pilot, lambda: "recall: ready (1,000 notes)" in str(header.render()))
         assert "recall: ready (1,000 notes)" in str(header.render())
 
@@ -174,14 +174,15 @@ async def test_a_narrow_terminal_still_shows_recall_progress(
     """At 60 columns the header gives up the client names and the path, never the progress."""
     from textual.widgets import Static
 
-    from server.journal import Journal
+    from server.journal import Journal, Read, SemanticProgress
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
     journal.append(
-        "read", client="claude-code-with-a-long-name/2.0", tool="read_doc", paths=["a.md"]
+        Read(tool="read_doc", paths=["a.md"], chars=0, tokens=0),
+        client="claude-code-with-a-long-name/2.0",
     )
-    journal.append("semantic_progress", model="use-multilingual-v3", indexed=340, total=1000)
+    journal.append(SemanticProgress(model="use-multilingual-v3", indexed=340, total=1000))
     app = Dashboard(repo, poll_seconds=0.05)
     async with app.run_test(size=(60, 20)) as pilot:
         header = app.query_one("#header", Static)

@@ -18,10 +18,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from mcp.types import TextContent
 
 from server.gitrepo import ensure_repo
+from server.tool_names import ToolName
 from server.tools import build_server
 from server.vault import Vault
+from server.write_ops import WRITE_OPS, WriteArgs
 
 from .conftest import EXAMPLE
 
@@ -64,41 +67,13 @@ value = st.recursive(
     max_leaves=12,
 )
 
-PARAMS = {
-    "get_context": [],
-    "list_docs": [
-        "type",
-        "folder",
-        "tags_all",
-        "tags_any",
-        "tags_none",
-        "tag_prefix",
-        "where",
-        "date_from",
-        "date_to",
-        "date_field",
-        "sort",
-        "fields",
-        "group_by",
-        "limit",
-        "cursor",
-    ],
-    "list_tags": ["days", "prefix", "limit", "cursor"],
-    "search_text": ["query", "type", "folder", "tags", "limit", "cursor"],
-    "read_doc": ["path", "section", "tail", "offset"],
-    "create_doc": ["type", "path", "fields", "body", "tags"],
-    "append_section": ["path", "heading", "content", "hash"],
-    "edit_text": ["path", "old", "new", "count", "hash"],
-    "update_frontmatter": ["path", "set", "unset", "add_tags", "remove_tags", "hash"],
-    "replace_doc": ["path", "content", "hash"],
-    "batch": ["ops", "message"],
-}
 
-
-@st.composite
-def calls(draw: Any) -> tuple[str, dict[str, Any]]:
-    tool = draw(st.sampled_from(sorted(PARAMS)))
-    names = PARAMS[tool]
+def draw_call(draw: Any, params: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
+    """A call to any tool the server lists, with any subset of its parameters (and now and then
+    one it does not have). `params` come from tools/list, so a new tool or parameter is fuzzed
+    the day it exists; batch operations' arguments come from the write operations' models."""
+    tool = draw(st.sampled_from(sorted(params)))
+    names = params[tool]
     args: dict[str, Any] = {}
     for name in draw(st.lists(st.sampled_from(names), unique=True)) if names else []:
         if name == "path":
@@ -106,27 +81,13 @@ def calls(draw: Any) -> tuple[str, dict[str, Any]]:
         elif name == "ops":
             # mostly well-formed ops on real notes with badly typed or missing arguments, the
             # shape a confused model sends
-            op_args = st.fixed_dictionaries(
-                {"path": st.sampled_from(PATHS[:2])},
-                optional={
-                    k: value
-                    for k in (
-                        "heading",
-                        "content",
-                        "old",
-                        "new",
-                        "set",
-                        "count",
-                        "unset",
-                        "add_tags",
-                        "hash",
-                        "body",
-                        "fields",
-                    )
-                },
-            )
-            op = st.fixed_dictionaries(
-                {"tool": st.sampled_from([*PARAMS, "delete"]), "args": st.one_of(op_args, value)}
+            op = st.sampled_from(sorted(WRITE_OPS)).flatmap(
+                lambda op_name: st.fixed_dictionaries(
+                    {
+                        "tool": st.sampled_from([op_name, op_name, *params, "delete"]),
+                        "args": st.one_of(op_args(WRITE_OPS[op_name]), value),
+                    }
+                )
             )
             args[name] = draw(st.one_of(st.lists(op, max_size=3), value))
         else:
@@ -134,6 +95,15 @@ def calls(draw: Any) -> tuple[str, dict[str, Any]]:
     if draw(st.booleans()) and draw(st.booleans()):
         args[draw(st.text(min_size=1, max_size=8))] = draw(value)  # an argument that does not exist
     return tool, args
+
+
+def op_args(model: type[WriteArgs]) -> st.SearchStrategy[dict[str, Any]]:
+    """A batch operation's arguments: a real note's path and any of the model's other fields,
+    with values of any type."""
+    others = [n for n in model.model_fields if n != "path"]
+    return st.fixed_dictionaries(
+        {"path": st.sampled_from(PATHS[:2])}, optional={k: value for k in others}
+    )
 
 
 class Loop:
@@ -152,6 +122,8 @@ class Loop:
     async def _serve(self) -> None:
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         async with Client(build_server(self.vault), raise_exceptions=True) as client:
+            listed = (await client.list_tools()).tools
+            self.params = {t.name: list(t.input_schema.get("properties", {})) for t in listed}
             self.ready.set_result(None)
             while (item := await self.queue.get()) is not None:
                 tool, args, fut = item
@@ -196,26 +168,34 @@ def state(root: Path) -> tuple[str, str]:
     return head, status
 
 
+def test_the_fuzz_covers_every_tool_the_server_lists(loop: Loop) -> None:
+    """Nothing hand-copied to drift: the fuzz draws from the tools/list of the real server."""
+    assert set(loop.params) == {t.value for t in ToolName}
+    assert loop.params["recall"] and loop.params["batch"] == ["ops", "message"]
+
+
 @pytest.mark.slow
 @settings(
     max_examples=int(os.environ.get("VAULTWATCH_FUZZ_EXAMPLES", "300")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(call=calls())
-def test_every_tool_answers_every_argument(loop: Loop, call: tuple[str, dict[str, Any]]) -> None:
-    tool, args = call
+@given(data=st.data())
+def test_every_tool_answers_every_argument(loop: Loop, data: st.DataObject) -> None:
+    tool, args = data.draw(st.composite(draw_call)(loop.params), label="call")
     before = state(loop.vault.root)
     result = loop.call(tool, args)  # raises only if the protocol broke
     event(
         f"{tool}: {'error' if result.is_error else 'ok'}"
     )  # shown with --hypothesis-show-statistics
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    text = block.text
     if result.is_error:
-        text = result.content[0].text  # type: ignore[union-attr]
         assert text.strip() and "Traceback" not in text
         assert "failed inside the server" not in text, (tool, args, text)  # no unexpected crash
         assert state(loop.vault.root) == before, (tool, args, text)  # nothing written
     else:
         assert isinstance(result.structured_content, dict)
-        assert len(result.content[0].text) <= loop.vault.config.limits.result_chars  # type: ignore[union-attr]
+        assert len(text) <= loop.vault.config.limits.result_chars
         assert state(loop.vault.root)[1] == ""  # a successful write leaves a clean tree

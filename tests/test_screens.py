@@ -21,7 +21,7 @@ from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
 from app.ui.timeline import Timeline
 from server.gitrepo import state_dir
-from server.journal import Journal, estimate_tokens, read_all
+from server.journal import Journal, ServerStarted, estimate_tokens, read_all
 
 from .conftest import git
 from .test_dashboard import until
@@ -364,7 +364,13 @@ async def test_conflict_noop_and_server_details_in_words(connect: Any, strict_va
         await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])
         await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])  # again: a no-op
     Journal(state_dir(strict_vault) / "events.jsonl").append(
-        "server_started", transport="http", read_only=False, version="9.9"
+        ServerStarted(
+            transport="http",
+            read_only=False,
+            version="9.9",
+            vault=str(strict_vault),
+            config_errors=[],
+        )
     )
     app = Dashboard(strict_vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -22,9 +22,9 @@ from server.journal import TOKEN_RULE, estimate_tokens
 from server.tags import tally
 from server.vault import Vault
 
+from ..stats import sparkline
 from .timeline import note_cell
 
-BARS = "▁▂▃▄▅▆▇█"
 WEEKS = 12
 DAYS = 14  # earlier days on the cost screen
 Cell = Content | int | str
@@ -52,13 +52,6 @@ def fill(
         table.add_column(Text(heading), width=min(most, width))
     for n, row in enumerate(cells):
         table.add_row(*row, key=keys[n] if keys else None)
-
-
-def sparkline(values: list[int]) -> str:
-    top = max(values) or 1
-    return "".join(
-        BARS[min(len(BARS) - 1, round(v / top * (len(BARS) - 1)))] if v else " " for v in values
-    )
 
 
 MARKS = {"rising": "↑ rising", "steady": "", "quiet": "· quiet"}

@@ -208,6 +208,7 @@ class MainScreen(Screen[None]):
         ),
         Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
+        Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -486,6 +487,17 @@ class MainScreen(Screen[None]):
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))
+
+    def action_stats(self) -> None:
+        from datetime import datetime, time
+
+        from .stats_screen import StatsScreen
+
+        today = self.dash.today  # pinned by tests, as for the tags screen
+        now = datetime.combine(today, time(12)).astimezone() if today else None
+        self.dash.push_screen(
+            StatsScreen(self.dash.root, events=lambda: list(self.dash.feed.events), now=now)
+        )
 
     def action_connect(self) -> None:
         sup = self.dash.supervisor

@@ -1,0 +1,104 @@
+"""SVG snapshots of the write statistics screen (`S`) at 80x24, 120x36 and 200x50, on the
+owner's 17 days (272 AI commits, his week of 52/47/25/23/15/3) plus a second client with a
+Chinese name, an owner revert, a hash conflict, rejections with two codes and no-ops. Everything
+on screen is pinned: commit dates, journal times, the vault's path, "today". Each baseline was
+looked at as an image before it was committed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.revert import revert
+from app.ui.dashboard import Dashboard
+from server.gitrepo import commit_message, state_dir
+from server.journal import Conflict, Journal, Noop, Rejected
+
+from .test_dashboard_snapshots import SIZES, settle, settle_on_screen
+from .test_stats import AI_WHO, START, _fast_import, owners_history
+
+ROOT = Path("/tmp/vaultwatch-snapshot-stats/vault")
+HELPER = "笔记助手"  # a client whose name is wider on screen than its length
+
+
+@pytest.fixture
+def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    shutil.rmtree(ROOT.parent, ignore_errors=True)
+    ROOT.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "master", str(ROOT)], check=True)
+    owners_history(ROOT)
+    # the second client: four writes on Wednesday of W49
+    later = []
+    for i, tool in enumerate(["append_section", "append_section", "create_doc", "edit_text"]):
+        at = START + timedelta(days=16, hours=3, minutes=i)
+        msg = commit_message(
+            f"{tool}: 项目/笔记{i}.md",
+            {"Vaultwatch-Tool": tool, "Vaultwatch-Client": f"{HELPER}/1.0"},
+        )
+        later.append(
+            (int(at.timestamp()), AI_WHO, msg, f"项目/笔记{i}.md", f"# 笔记 {i}\n\n- 一\n")
+        )
+    _fast_import_on_top(ROOT, later)
+    # the owner reverts one of the helper's appends (Wednesday evening)
+    target = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--grep=笔记1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    when = (START + timedelta(days=16, hours=9)).isoformat()
+    monkeypatch.setenv("GIT_AUTHOR_DATE", when)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", when)
+    revert(ROOT, [target])
+    # the journal: written by the real Journal, then its clock and pids pinned
+    for client in (f"{HELPER}/1.0", "claude-ai/0.9.1"):
+        j = Journal(state_dir(ROOT) / "events.jsonl", client=client)
+        j.append(Conflict("replace_doc", "notes/n1.md", "a" * 16, "b" * 16))
+        j.append(Rejected("create_doc", ["x.md"], "unknown_tag", "m", "h", ""))
+        j.append(Noop("update_frontmatter", ["notes/n2.md"], 10, 3))
+    j.append(Rejected("edit_text", ["y.md"], "no_match", "m", "h", ""))
+    journal = state_dir(ROOT) / "events.jsonl"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    for i, e in enumerate(events):
+        day = 9 if i < 4 else 2  # two in W48 (Nov 25), the rest in W49 (Dec 2)
+        e["ts"] = (
+            f"2026-{'11' if day == 9 else '12'}-{25 if day == 9 else 2:02d}T12:{i:02d}:00.000Z"
+        )
+        e["pid"] = 4242
+    journal.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
+    return ROOT
+
+
+def _fast_import_on_top(root: Path, commits: list[tuple[int, str, str, str, str]]) -> None:
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    _fast_import(root, commits, parent=head)
+
+
+def make_app(root: Path) -> Dashboard:
+    app = Dashboard(root, poll_seconds=60)  # one poll at start; the picture must not move
+    app.today = date(2026, 12, 3)
+    return app
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) -> None:
+    async def run_before(pilot: Any) -> None:
+        for _ in range(200):
+            if pilot.app.feed.rows:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("S")
+        await settle_on_screen(pilot)
+        await settle(pilot)
+
+    app = make_app(pinned_stats_vault)
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -1,0 +1,537 @@
+"""Write statistics (`app.stats`, `vaultwatch stats`, the stats screen) on scripted vaults whose
+counts are known: AI writes by two clients through the real server (the SDK's in-memory client),
+the owner's own commit, a revert and an undo, a hash conflict, rejections with two codes and
+no-ops; and the interview-prep owner's week (52 append_section, 47 batch, 25 edit_text,
+23 create_doc, 15 update_frontmatter, 3 replace_doc) as real git commits with the server's own
+trailers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import Implementation
+
+from app.actions import ActionError
+from app.revert import revert
+from app.review import undo_hunk
+from app.stats import compute, period_start, week_of
+from app.ui.dashboard import Dashboard
+from app.ui.stats_screen import StatsScreen
+from server.gitrepo import commit_message
+from server.tools import build_server
+from server.vault import Vault
+
+from .conftest import Session, git
+from .test_dashboard import until
+from .test_screens import screen_text
+
+pytestmark = pytest.mark.anyio
+
+VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
+CODE = Implementation(name="claude-code", version="2.1.0")
+DESKTOP = Implementation(name="claude-ai", version="0.9.1")
+
+
+@asynccontextmanager
+async def as_client(root: Path, who: Implementation) -> AsyncIterator[Session]:
+    vault = Vault(root)
+    try:
+        async with Client(build_server(vault), client_info=who, raise_exceptions=True) as c:
+            yield Session(c, vault)
+    finally:
+        vault.close()
+
+
+def numstat(root: Path, sha: str) -> tuple[int, int]:
+    """Lines a commit added and removed, as `git diff-tree` counts them (the test's oracle)."""
+    added = removed = 0
+    for line in git(root, "diff-tree", "--root", "--numstat", "--no-commit-id", sha).splitlines():
+        a, r, _ = line.split("\t", 2)
+        added, removed = added + int(a), removed + int(r)
+    return added, removed
+
+
+@pytest.fixture
+def scripted(make_vault: Any) -> dict[str, Any]:
+    """A vault where every count is known; returns the vault and what was done to it."""
+    import anyio
+
+    root = make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+            "tags.yaml": "- crdt\n- 面试\n",
+            "notes/a.md": "---\ntags: [crdt]\n---\n# A\n\n## Log\n- start\n",
+            "notes/b.md": "---\nstatus: open\n---\n# B\n\nSome text.\n",
+        }
+    )
+    done: dict[str, Any] = {"root": root, "ai": {}}
+
+    async def script() -> None:
+        async with as_client(root, CODE) as s:
+            r = await s.call("create_doc", path="notes/c.md", body="# C\n\nline one\nline two\n")
+            done["ai"][r["commit"]] = ("claude-code", "create_doc")
+            for text in ("- first", "- second"):
+                r = await s.call("append_section", path="notes/a.md", heading="Log", content=text)
+                done["ai"][r["commit"]] = ("claude-code", "append_section")
+            done["reverted"] = r["commit"]  # the second append: the owner reverts it
+            r = await s.call("edit_text", path="notes/a.md", old="- start", new="- begun")
+            done["ai"][r["commit"]] = ("claude-code", "edit_text")
+            await s.error("create_doc", path="notes/d.md", body="# D\n", tags=["made-up"])
+            await s.error("edit_text", path="notes/a.md", old="not in the note", new="x")
+            r = await s.call("update_frontmatter", path="notes/a.md", add_tags=["crdt"])
+            assert r.get("noop") or "commit" not in r, r
+        async with as_client(root, DESKTOP) as s:
+            ops = [
+                {
+                    "tool": "append_section",
+                    "args": {"path": "notes/b.md", "heading": "Log", "content": "- x"},
+                },
+                {"tool": "create_doc", "args": {"path": "notes/e.md", "body": "# E\n"}},
+            ]
+            r = await s.call("batch", ops=ops)
+            done["ai"][r["commit"]] = ("claude-ai", "batch")
+            r = await s.call("update_frontmatter", path="notes/b.md", set={"status": "done"})
+            done["ai"][r["commit"]] = ("claude-ai", "update_frontmatter")
+            read = await s.call("read_doc", path="notes/b.md")
+            await s.error("replace_doc", path="notes/b.md", content="# B\n", hash="0" * 16)
+            await s.error("create_doc", path="notes/f.md", body="# F\n", tags=["nope"])
+            same = (root / "notes/b.md").read_text()
+            r = await s.call("replace_doc", path="notes/b.md", content=same, hash=read["hash"])
+            assert r.get("noop"), r
+
+    anyio.run(script)
+    # the owner: a plain commit, a revert of one AI commit, an undo of another one's hunk
+    (root / "notes/mine.md").write_text("# Mine\n")
+    git(root, "add", "notes/mine.md")
+    git(root, "commit", "-qm", "my own note")
+    revert(root, [done["reverted"]])
+    undo_hunk(root, "notes/b.md", 0)
+    return done
+
+
+def _ai_lines(root: Path, shas: list[str]) -> tuple[int, int]:
+    counts = [numstat(root, s) for s in shas]
+    return sum(a for a, _ in counts), sum(r for _, r in counts)
+
+
+def check_scripted(out: dict[str, Any], done: dict[str, Any]) -> None:
+    """The JSON of the scripted vault against what the script did."""
+    root = done["root"]
+    total = out["total"]
+    assert total["ai_commits"] == 6
+    assert total["tools"] == {
+        "append_section": 2,
+        "create_doc": 1,
+        "edit_text": 1,
+        "batch": 1,
+        "update_frontmatter": 1,
+    }
+    # the import, the owner's own commit, the revert, the undo
+    assert total["owner_commits"] == 4
+    assert total["reverts"] == 2
+    undone = Counter(total["reverted"])
+    # the undo takes back the lines of the batch's append (the hunk it is in) or the
+    # frontmatter change: whichever commits wrote hunk 0, named in its Vaultwatch-Undoes
+    undo_sha = git(root, "log", "-1", "--format=%H", "--grep=Vaultwatch-Action: undo").strip()
+    targets = git(
+        root, "log", "-1", "--format=%(trailers:key=Vaultwatch-Undoes,valueonly)", undo_sha
+    )
+    undo_tools = Counter(done["ai"][t][1] for t in targets.split())
+    assert undone == Counter({"append_section": 1}) + undo_tools
+    assert (total["added"], total["removed"]) == _ai_lines(root, list(done["ai"]))
+    assert total["conflicts"] == 1
+    assert total["rejections"] == {"unknown_tag": 2, "no_match": 1}
+    assert total["noops"] == 2
+    code, desktop = total["clients"]["claude-code"], total["clients"]["claude-ai"]
+    assert (code["ai_commits"], desktop["ai_commits"]) == (4, 2)
+    assert code["rejections"] == {"unknown_tag": 1, "no_match": 1}
+    assert desktop["rejections"] == {"unknown_tag": 1}
+    assert (code["conflicts"], desktop["conflicts"]) == (0, 1)
+    assert (code["noops"], desktop["noops"]) == (1, 1)
+    assert code["reverts"] == 1  # its append, reverted
+    assert desktop["reverts"] == sum(undo_tools.values())  # what the undo took back
+    mine = [s for s, (c, _) in done["ai"].items() if c == "claude-code"]
+    assert (code["added"], code["removed"]) == _ai_lines(root, mine)
+    # every week's counts add up to the total, and this week holds them (all made now)
+    assert out["weeks"][-1]["week"] == week_of(datetime.now().astimezone())[0]
+    for key in ("ai_commits", "owner_commits", "reverts", "conflicts", "noops", "added"):
+        assert sum(w[key] for w in out["weeks"]) == total[key]
+
+
+def test_the_scripted_vaults_counts(scripted: dict[str, Any]) -> None:
+    check_scripted(compute(scripted["root"]).as_json(), scripted)
+
+
+def test_cli_json_is_the_same(scripted: dict[str, Any]) -> None:
+    r = subprocess.run(
+        [VAULTWATCH, "stats", str(scripted["root"]), "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    check_scripted(out, scripted)
+    week = out["weeks"][-1]
+    assert week["week"] == week_of(datetime.now().astimezone())[0]
+    keys = {"ai_commits", "owner_commits", "reverts", "tools", "added", "removed", "conflicts"}
+    keys |= {"rejections", "noops", "clients"}
+    assert keys <= set(week) and keys <= set(out["total"])
+    assert isinstance(week["tools"]["batch"], int) and week["rejections"]["no_match"] == 1
+
+
+def test_cli_table(scripted: dict[str, Any]) -> None:
+    r = subprocess.run([VAULTWATCH, "stats"], cwd=scripted["root"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Write statistics · ") and "all history" in lines[0]
+    head = next(ln for ln in lines if ln.split()[:2] == ["week", "AI"])
+    total = next(ln for ln in lines if ln.split()[:1] == ["total"])
+    heads, cells = head.split(), total.split()
+    assert dict(zip(heads, cells, strict=True))["AI"] == "6"
+    assert dict(zip(heads, cells, strict=True))["rejected"] == "3"
+    assert dict(zip(heads, cells, strict=True))["append_section"] == "2"
+    # the numbers stand under their headings: right-aligned to the heading's end
+    end = head.index("conflicts") + len("conflicts")
+    assert total[end - 1] == "1" and total[end] == " "
+    # the trend: each rejection code under "rejections", with its sparkline (one week: full)
+    assert next(ln for ln in lines if ln.split()[:1] == ["unknown_tag"]).split() == [
+        "unknown_tag",
+        "█",
+        "2",
+    ]
+    client = next(ln for ln in lines if ln.split()[:1] == ["claude-ai"])
+    assert "1 batch" in client and "1 update_frontmatter" in client
+
+
+def test_cli_refusals(tmp_path: Path, scripted: dict[str, Any]) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for args, why in (
+        ([str(plain)], "is not a vault"),
+        ([str(tmp_path / "nowhere")], "is not a folder"),
+        ([str(scripted["root"]), "--since", "yesterdayish"], "--since 'yesterdayish'"),
+        ([str(scripted["root"]), "--since", "2026-02-30"], "is not a date"),
+        ([str(scripted["root"]), "--since", "0w"], "1 or more"),
+    ):
+        r = subprocess.run([VAULTWATCH, "stats", *args], capture_output=True, text=True)
+        assert r.returncode == 1, (args, r.stdout)
+        assert len(r.stderr.strip().splitlines()) == 1 and why in r.stderr, r.stderr
+        assert r.stdout == ""
+
+
+# ------------------------------------------------------------------------------------------------
+# --since, and the weeks of a history with dates
+
+
+def _fast_import(
+    root: Path, commits: list[tuple[int, str, str, str, str]], parent: str | None = None
+) -> None:
+    """(unix time, 'Name <email>', message, path, text): real commits on master, built in one
+    process (after `parent` when given)."""
+    out = []
+    for n, (t, who, msg, path, text) in enumerate(commits):
+        data, m = text.encode(), msg.encode()
+        after = f"from {parent}\n" if parent and n == 0 else ""
+        out.append(
+            f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
+            f"data {len(m)}\n{msg}\n{after}M 100644 inline {path}\ndata {len(data)}\n{text}\n"
+        )
+    stream = "".join(out).encode()
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=stream, check=True)
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+
+
+AI_WHO = "Claude <claude@vaultwatch.local>"
+OWNER_WHO = "Test Owner <owner@example.test>"
+
+# The owner's 17 days: 272 AI commits and 3 of his; his busiest week (the second) was 52
+# append_section, 47 batch, 25 edit_text, 23 create_doc, 15 update_frontmatter, 3 replace_doc;
+# the AI added 3,908 lines and removed 153.
+OWNERS_WEEK = {
+    "append_section": 52,
+    "batch": 47,
+    "edit_text": 25,
+    "create_doc": 23,
+    "update_frontmatter": 15,
+    "replace_doc": 3,
+}
+START = datetime(2026, 11, 16, 9, 0).astimezone()  # Monday of 2026-W47, local time
+
+
+def owners_history(root: Path) -> None:
+    """17 days from Monday 2026-11-16: 54 AI commits in W47, the week above in W48, 53 in W49
+    up to Wednesday; 3 owner commits. Every AI commit writes lines to one note; added and
+    removed add up to the owner's 3,908 and 153. Messages by the server's `commit_message`."""
+    tools = (
+        ["append_section"] * 30 + ["create_doc"] * 24,  # W47: 54
+        [t for t, n in OWNERS_WEEK.items() for _ in range(n)],  # W48: 165
+        ["append_section"] * 40 + ["edit_text"] * 13,  # W49: 53
+    )
+    plan: list[tuple[datetime, str]] = []
+    for week, names in enumerate(tools):
+        days = 7 if week < 2 else 3  # 7 + 7 + 3 = 17 days
+        for i, tool in enumerate(names):
+            at = START + timedelta(days=7 * week + i % days, minutes=i)
+            plan.append((at, tool))
+    assert len(plan) == 272
+    plan.sort()  # each note's text grows in the order of the commits
+    # lines: the first 100 commits add 15, the other 172 add 14 (1,500 + 2,408 = 3,908); 153
+    # of them (from the 21st on, when every note has lines) also take out a note's first line
+    files: dict[str, list[str]] = {}
+    commits = []
+    for n, (at, tool) in enumerate(plan):
+        path = f"notes/n{n % 20}.md"
+        lines = files.setdefault(path, [])
+        if 20 <= n < 20 + 153:
+            lines.pop(0)
+        lines += [f"line {n}.{k}\n" for k in range(15 if n < 100 else 14)]
+        msg = commit_message(
+            f"{tool}: {path}", {"Vaultwatch-Tool": tool, "Vaultwatch-Client": "claude-ai/0.9.1"}
+        )
+        commits.append((int(at.timestamp()), AI_WHO, msg, path, "".join(lines)))
+    for day in (1, 8, 15):  # the owner's three
+        at = START + timedelta(days=day, hours=10)
+        commits.append((int(at.timestamp()), OWNER_WHO, "my edit\n", "mine.md", f"day {day}\n"))
+    commits.sort(key=lambda c: c[0])
+    _fast_import(root, commits)
+
+
+@pytest.fixture
+def owners_vault(tmp_path: Path) -> Path:
+    root = tmp_path / "prep"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "master", str(root)], check=True)
+    owners_history(root)
+    return root
+
+
+NOW = datetime(2026, 12, 3, 18, 0).astimezone()  # Thursday of 2026-W49
+
+
+def test_the_owners_seventeen_days(owners_vault: Path) -> None:
+    stats = compute(owners_vault, now=NOW)
+    assert [w.week for w in stats.weeks] == ["2026-W47", "2026-W48", "2026-W49"]
+    assert stats.total.ai_commits == 272 and stats.total.owner_commits == 3
+    assert (stats.total.added, stats.total.removed) == (3908, 153)
+    assert stats.total.conflicts == 0 and stats.total.rejected == 0
+    w48 = stats.weeks[1].tally
+    assert dict(w48.tools) == OWNERS_WEEK
+    assert w48.ai_commits == 165
+    assert list(stats.clients) == ["claude-ai"]
+
+
+def test_since_forms(owners_vault: Path) -> None:
+    # a week count: this week and the ones before it, from Monday 00:00 local
+    assert [w.week for w in compute(owners_vault, "2w", now=NOW).weeks] == ["2026-W48", "2026-W49"]
+    assert compute(owners_vault, "1w", now=NOW).total.ai_commits == 53
+    assert compute(owners_vault, "2w", now=NOW).total.ai_commits == 165 + 53
+    # a date, days, today
+    assert compute(owners_vault, "2026-11-23", now=NOW).total.ai_commits == 165 + 53
+    assert period_start(owners_vault, "7d", NOW) == NOW - timedelta(days=7)
+    assert period_start(owners_vault, "today", NOW) == NOW.replace(hour=0, minute=0)
+    # a commit: the period starts after it
+    last_w47 = git(
+        owners_vault,
+        "rev-list",
+        "-1",
+        f"--before={int(datetime(2026, 11, 23).astimezone().timestamp())}",
+        "HEAD",
+    ).strip()
+    after = compute(owners_vault, last_w47, now=NOW)
+    assert after.total.ai_commits == 165 + 53
+    assert after.total.owner_commits == 2
+    with pytest.raises(ActionError, match="not today"):
+        compute(owners_vault, "lastweek", now=NOW)
+    # quiet weeks stay in the time line (zeros), so a sparkline is true to time
+    long = compute(owners_vault, "6w", now=NOW)
+    assert [w.tally.ai_commits for w in long.weeks] == [0, 0, 0, 54, 165, 53]
+    assert long.weeks[0].monday == date(2026, 10, 26)
+
+
+def test_an_empty_repo_and_an_empty_journal(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    stats = compute(root, now=NOW)
+    assert [w.week for w in stats.weeks] == ["2026-W49"] and stats.total.ai_commits == 0
+    r = subprocess.run([VAULTWATCH, "stats", str(root), "--json"], capture_output=True, text=True)
+    assert r.returncode == 0 and json.loads(r.stdout)["total"]["ai_commits"] == 0
+
+
+def test_cli_since(owners_vault: Path) -> None:
+    def total(*since: str) -> dict[str, Any]:
+        r = subprocess.run(
+            [VAULTWATCH, "stats", str(owners_vault), "--json", *since],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        out: dict[str, Any] = json.loads(r.stdout)
+        return out
+
+    out = total("--since", "2026-11-23")
+    assert out["total"]["ai_commits"] == 165 + 53 and out["weeks"][0]["week"] == "2026-W48"
+    assert out["weeks"][0]["tools"] == OWNERS_WEEK
+    assert total()["total"]["ai_commits"] == 272
+    first_owner = git(owners_vault, "log", "--reverse", "--format=%H", "--author=Owner").split()[0]
+    assert total("--since", first_owner)["total"]["owner_commits"] == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# the screen (S), under Pilot
+
+
+def _row(text: str, first: str) -> list[str]:
+    """The screen line whose first word is `first`, as words."""
+    return next(ln.split() for ln in text.splitlines() if ln.split()[:1] == [first])
+
+
+def _from(text: str, word: str, n: int) -> list[str]:
+    """`n` words from `word` on, in the first line that has it (tables may sit side by side)."""
+    words = next(ln.split() for ln in text.splitlines() if word in ln.split())
+    return words[words.index(word) : words.index(word) + n]
+
+
+async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
+    await until(pilot, lambda: bool(app.feed.rows))
+    await pilot.press("S")
+    await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+    screen = app.screen
+    assert isinstance(screen, StatsScreen)
+    await until(pilot, lambda: screen.stats is not None)
+    await pilot.pause(0.1)
+    return screen
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_the_screen_shows_the_owners_week(
+    owners_vault: Path, settings_home: Path, size: tuple[int, int]
+) -> None:
+    app = Dashboard(owners_vault, poll_seconds=0.1)
+    app.today = NOW.date()
+    async with app.run_test(size=size) as pilot:
+        await _open_stats(app, pilot)
+        text = screen_text(app)
+        heads = _row(text, "week")
+        w48 = _row(text, "2026-W48")
+        # his week: the counts per tool, under their names, as far as the width shows them
+        # (the table scrolls sideways for the rest; the week stays in its column)
+        shown = dict(zip(heads, w48, strict=False))
+        assert shown["AI"] == "165"
+        for tool, n in OWNERS_WEEK.items():
+            if tool in heads:
+                assert shown[tool] == str(n), (tool, text)
+        assert {"append_section", "batch", "create_doc", "edit_text"} <= set(heads), text
+        if size[0] >= 200:
+            assert set(OWNERS_WEEK) <= set(heads)
+            total = dict(zip(heads, _row(text, "total"), strict=True))
+            assert (total["+lines"], total["−lines"], total["yours"]) == ("3,908", "153", "3")
+        # the table scrolls sideways: the rest of his week is there, the week stays put
+        await pilot.press(*["right"] * 40)
+        await pilot.pause(0.1)
+        moved = screen_text(app)
+        heads = _row(moved, "week")
+        shown = dict(zip(heads, _row(moved, "2026-W48"), strict=False))
+        assert shown.get("replace_doc") == "3" or shown.get("−lines") == "119", moved
+        # each measure's sparkline over 12 weeks, with its total
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert re.search(r"AI commits +▃█▃ +272 ", text), text
+        assert re.search(r"  update_frontmatter +█ +15 ", text), text
+
+
+@pytest.fixture
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+async def test_the_screen_counts_the_scripted_vault_and_follows_it(
+    scripted: dict[str, Any], settings_home: Path
+) -> None:
+    root = scripted["root"]
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = await _open_stats(app, pilot)
+        text = screen_text(app)
+        total = dict(zip(_row(text, "week"), _row(text, "total"), strict=True))
+        assert total["AI"] == "6" and total["yours"] == "4" and total["reverts"] == "2"
+        assert (total["conflicts"], total["rejected"], total["no-ops"]) == ("1", "3", "2")
+        assert _from(text, "unknown_tag", 3) == ["unknown_tag", "█", "2"]
+        assert _from(text, "no_match", 3) == ["no_match", "█", "1"]
+        code = _from(text, "claude-code", 9)
+        assert code[:8] == [
+            "claude-code",
+            "4",
+            *_counts(root, scripted, "claude-code"),
+            "0",
+            "2",
+            "1",
+            "1",
+        ]
+        assert _from(text, "claude-ai", 2) == ["claude-ai", "2"]
+        # a new rejection through the real server: the open screen counts it
+        async with as_client(root, DESKTOP) as s:
+            await s.error("create_doc", path="notes/g.md", body="# G\n", tags=["still-no"])
+        await until(pilot, lambda: screen.stats is not None and screen.stats.total.rejected == 4)
+        await pilot.pause(0.2)
+        assert _from(screen_text(app), "unknown_tag", 3) == ["unknown_tag", "█", "3"]
+        # the period goes round: 52 weeks, all history, 12 weeks
+        await pilot.press("p")
+        await until(pilot, lambda: screen.stats is not None and screen.stats.since == "52w")
+        await pilot.press("p")
+        await until(pilot, lambda: screen.stats is not None and screen.stats.since is None)
+        assert "all history" in screen_text(app).splitlines()[0]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, StatsScreen)
+
+
+def _counts(root: Path, done: dict[str, Any], client: str) -> list[str]:
+    added, removed = _ai_lines(root, [s for s, (c, _) in done["ai"].items() if c == client])
+    return [f"{added:,}", f"{removed:,}"]
+
+
+def test_the_journal_read_of_some_kinds(tmp_path: Path) -> None:
+    """`read_all(path, kinds)`: exactly the events of those kinds, in order; a line that only
+    mentions a kind (a path named "conflict") and a torn last line are not events of it."""
+    from server.journal import Conflict, Journal, Noop, Read, Rejected, read_all
+
+    path = tmp_path / "events.jsonl"
+    j = Journal(path, client="c/1")
+    j.append(Read(tool="read_doc", paths=["conflict.md"], chars=3, tokens=1))
+    j.append(Conflict(tool="replace_doc", path="a.md", expected="x", actual="y"))
+    j.append(Noop(tool="edit_text", paths=["b.md"], chars=10, tokens=3))
+    j.append(
+        Rejected(
+            tool="create_doc", paths=["noop.md"], code="unknown_tag", message="m", hint="h", diff=""
+        )
+    )
+    with path.open("ab") as fh:
+        fh.write(b'{"v": 1, "kind": "conflict", "ts": "2026')  # a writer mid-line
+    got = read_all(path, ("conflict", "noop"))
+    assert [e["kind"] for e in got] == ["conflict", "noop"]
+    assert [e["kind"] for e in read_all(path)] == ["read", "conflict", "noop", "rejected"]
+
+
+def test_a_commit_authored_before_the_period_still_counts(owners_vault: Path) -> None:
+    """A commit after the --since commit whose author date is older (a cherry-pick, a rebase)
+    is counted in its week, never dropped from the totals."""
+    head = git(owners_vault, "rev-parse", "HEAD").strip()
+    old = int(datetime(2026, 10, 28, 12).astimezone().timestamp())
+    msg = commit_message(
+        "append_section: old.md", {"Vaultwatch-Tool": "append_section", "Vaultwatch-Client": "x/1"}
+    )
+    _fast_import(owners_vault, [(old, AI_WHO, msg, "old.md", "- a\n")], parent=head)
+    stats = compute(owners_vault, head, now=NOW)
+    assert stats.total.ai_commits == 1
+    assert [w.week for w in stats.weeks if not w.quiet] == ["2026-W44"]

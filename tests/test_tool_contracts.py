@@ -1,0 +1,142 @@
+"""The tools' contract with clients, pinned: every tool's name and exact parameters (required or
+optional, in order) as tools/list gives them, and its read-only/idempotent hints. Renaming or
+dropping a parameter breaks every client that sends it, silently: here it fails a test first
+(basic-memory's tests/mcp/test_tool_contracts.py does the same)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.tool_names import ToolName
+from server.write_ops import WRITE_OPS
+
+# `name?` is optional; the order is the order clients see.
+EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
+    "get_context": [],
+    "list_docs": [
+        "type?",
+        "folder?",
+        "tags_all?",
+        "tags_any?",
+        "tags_none?",
+        "tag_prefix?",
+        "where?",
+        "date_from?",
+        "date_to?",
+        "date_field?",
+        "sort?",
+        "fields?",
+        "group_by?",
+        "limit?",
+        "cursor?",
+    ],
+    "list_tags": ["days?", "prefix?", "limit?", "cursor?"],
+    "read_doc": ["path", "section?", "tail?", "offset?"],
+    "search_text": ["query", "type?", "folder?", "tags?", "limit?", "cursor?"],
+    "recall": ["query?", "path?", "limit?", "type?", "folder?"],
+    "create_doc": ["type?", "path?", "fields?", "body?", "tags?"],
+    "append_section": ["path", "heading", "content", "hash?"],
+    "edit_text": ["path", "old", "new", "count?", "hash?"],
+    "update_frontmatter": ["path", "set?", "unset?", "add_tags?", "remove_tags?", "hash?"],
+    "replace_doc": ["path", "content", "hash"],
+    "batch": ["ops", "message?"],
+}
+
+# (readOnlyHint, idempotentHint); no tool is destructive or reaches outside the vault.
+EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
+    "get_context": (True, True),
+    "list_docs": (True, True),
+    "list_tags": (True, True),
+    "read_doc": (True, True),
+    "search_text": (True, True),
+    "recall": (True, True),
+    "create_doc": (False, True),
+    "append_section": (False, False),
+    "edit_text": (False, False),
+    "update_frontmatter": (False, True),
+    "replace_doc": (False, True),
+    "batch": (False, False),
+}
+
+READ_TOOLS = ["get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"]
+
+
+def parameters(schema: dict[str, Any]) -> list[str]:
+    required = set(schema.get("required", []))
+    return [n + ("" if n in required else "?") for n in schema.get("properties", {})]
+
+
+async def listed(connect: Any, root: Path, **kw: Any) -> dict[str, Any]:
+    async with connect(root, **kw) as s:
+        return {t.name: t for t in (await s.client.list_tools()).tools}
+
+
+@pytest.mark.anyio
+async def test_every_tool_and_its_parameters_are_pinned(connect: Any, example_vault: Path) -> None:
+    tools = await listed(connect, example_vault)
+    assert list(tools) == list(EXPECTED_TOOL_PARAMETERS)
+    assert {t.value for t in ToolName} == set(tools)  # the names are the constants
+    got = {name: parameters(t.input_schema) for name, t in tools.items()}
+    assert got == EXPECTED_TOOL_PARAMETERS
+    for name, t in tools.items():
+        a = t.annotations
+        assert a is not None and t.title, name
+        assert (a.read_only_hint, a.idempotent_hint) == EXPECTED_HINTS[name], name
+        assert a.destructive_hint is False and a.open_world_hint is False, name
+        assert t.description and "  " not in t.description, name  # one clean paragraph
+        assert t.output_schema is not None, name  # results are checked against their model
+
+
+@pytest.mark.anyio
+async def test_a_read_only_server_lists_the_read_tools_unchanged(
+    connect: Any, example_vault: Path
+) -> None:
+    tools = await listed(connect, example_vault, read_only=True)
+    assert list(tools) == READ_TOOLS
+    assert {n: parameters(t.input_schema) for n, t in tools.items()} == {
+        n: EXPECTED_TOOL_PARAMETERS[n] for n in READ_TOOLS
+    }
+
+
+@pytest.mark.anyio
+async def test_write_tools_take_their_parameters_from_the_operation_models(
+    connect: Any, example_vault: Path
+) -> None:
+    """One declaration: each write tool's input schema is its model's, field by field (type,
+    limits, default, description), and batch's description lists every operation."""
+    tools = await listed(connect, example_vault)
+    assert list(WRITE_OPS) == [n for n in EXPECTED_TOOL_PARAMETERS if n in WRITE_OPS]
+    for name, model in WRITE_OPS.items():
+        schema = model.model_json_schema()
+        listed_schema = tools[name].input_schema
+        assert listed_schema["properties"] == schema["properties"], name
+        assert listed_schema.get("required", []) == schema.get("required", []), name
+    ops_help = tools["batch"].input_schema["properties"]["ops"]["description"]
+    assert "update_frontmatter(path, set?, unset?, add_tags?, remove_tags?, hash?)" in ops_help
+    assert all(f"{name}(" in ops_help for name in WRITE_OPS)
+
+
+@pytest.mark.anyio
+async def test_batch_checks_each_operation_against_the_tools_model(
+    connect: Any, example_vault: Path
+) -> None:
+    """A limit the tool's schema sets (edit_text's count is 1 to 1000) holds inside a batch too,
+    and a misspelt argument is named instead of dropped; nothing is written."""
+    note = "weeks/2026-W49.md"
+    before = (example_vault / note).read_bytes()
+    edit = {"path": note, "old": "Log", "new": "Journal", "count": 0}
+    async with connect(example_vault) as s:
+        direct = await s.error("edit_text", **edit)
+        in_batch = await s.error("batch", ops=[{"tool": "edit_text", "args": edit}])
+        misspelt = await s.error(
+            "batch", ops=[{"tool": "append_section", "args": {"path": note, "headng": "Log"}}]
+        )
+    assert "count" in direct and "greater than or equal to 1" in direct
+    assert "bad_arguments" in in_batch and "count: Input should be greater than or equal to 1" in (
+        in_batch
+    )
+    assert "headng: Extra inputs are not permitted" in misspelt
+    assert (example_vault / note).read_bytes() == before
