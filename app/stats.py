@@ -15,9 +15,7 @@ timeline names it: an upgrade does not split one assistant in two.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from server.gitrepo import (
     REVERTS_PATH,
     UNDOES,
     git,
+    git_stream,
     state_dir,
     trailer_field,
     trailer_value,
@@ -230,16 +229,8 @@ class _Log:
 
     def __init__(self, root: Path, *args: str, stdin: list[str] | None = None) -> None:
         extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-        cmd = ["git", "-C", str(root), "log", f"--format={_FORMAT}", "--numstat", "-z"]
-        cmd += ["--no-renames", *extra, *args]
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-        self._proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        cmd = ["log", f"--format={_FORMAT}", "--numstat", "-z", "--no-renames", *extra, *args]
+        self._proc = git_stream(root, *cmd, stdin=bool(stdin))
         if stdin:  # `--no-walk --stdin` reads every name before it writes anything
             assert self._proc.stdin is not None
             self._proc.stdin.write(("\n".join(stdin) + "\n").encode())

@@ -31,11 +31,10 @@ def git(
     check: bool = True,
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     proc = subprocess.run(
         ["git", "-C", str(root), *args],
         capture_output=True,
-        env=full_env,
+        env=_env(env),
         input=input,
         pass_fds=tuple(getattr(_HELD, "fds", ())),
     )
@@ -45,6 +44,23 @@ def git(
             f"git {' '.join(a for a in args[:4] if not a.startswith('-c'))} failed: {said}"
         )
     return proc
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """git never prompts (no terminal to answer it) and speaks one language we can parse."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
+
+
+def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[bytes]:
+    """git started with its output to be read as it comes (a long `git log` parsed while git
+    still works); the caller reads stdout and waits. stdin is a pipe when asked for."""
+    return subprocess.Popen(
+        ["git", "-C", str(root), *args],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
 
 
 def human_identity(root: Path) -> tuple[str, str]:
