@@ -284,6 +284,43 @@ def render_lines(
     return out
 
 
+def render_commit(
+    changes: list[FileChange],
+    total: int,
+    *,
+    split: bool = False,
+    width: int = 120,
+    context: int = 3,
+    most_lines: int = MAX_LINES,
+) -> tuple[list[Content], dict[str, list[int]]]:
+    """A commit's diff for the diff pane, file after file until `most_lines`, with where each
+    file and hunk starts (for the jump keys). `total` is how many files the commit changed
+    (`changes` may hold only the first of them): the files left out are said, not dropped
+    silently. Bounded because pygments over an import commit of 10,000 notes takes minutes."""
+    lines: list[Content] = []
+    marks: dict[str, list[int]] = {"hunk": [], "file": []}
+    shown = 0
+    for change in changes:
+        if shown and len(lines) >= most_lines:
+            break
+        marks["file"].append(len(lines))
+        for line in render_lines([change], split=split, width=width, context=context):
+            if line.plain.startswith("@@"):
+                marks["hunk"].append(len(lines))
+            lines.append(line)
+        shown += 1
+    if shown < total:
+        left = total - shown
+        lines.append(
+            Content.styled(
+                f"… {left:,} more file{'s' if left != 1 else ''} not shown: this commit changed "
+                f"{total:,} files (git show --stat lists them all)",
+                "italic",
+            )
+        )
+    return lines, marks
+
+
 def render(
     changes: list[FileChange], *, split: bool = False, width: int = 120, context: int = 3
 ) -> Content:

@@ -156,6 +156,13 @@ class FileChange:
 
 def commit_changes(root: Path, sha: str) -> list[FileChange]:
     """Each file a commit changed, with its text before and after (renames detected)."""
+    return commit_changes_upto(root, sha, None)[0]
+
+
+def commit_changes_upto(root: Path, sha: str, most: int | None) -> tuple[list[FileChange], int]:
+    """The first `most` files a commit changed (all when None), with their texts, and how many
+    it changed in all: a vault's import commit can hold 10,000 notes, too many to read for a
+    diff pane."""
     raw = git(
         root, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", "-z", "--root", sha
     ).stdout.decode("utf-8", "replace")
@@ -170,16 +177,19 @@ def commit_changes(root: Path, sha: str) -> list[FileChange]:
         else:
             entries.append((status[0], items[i + 1], None))
             i += 2
+    total = len(entries)
+    entries = entries if most is None else entries[:most]
     parent = f"{sha}^"
     wanted = []
     for status, path, old_path in entries:
         wanted.append(f"{parent}:{old_path or path}" if status != "A" else "")
         wanted.append(f"{sha}:{path}" if status != "D" else "")
     blobs = _cat(root, wanted)
-    return [
+    changes = [
         FileChange(path, status, old_path, blobs[2 * k], blobs[2 * k + 1])
         for k, (status, path, old_path) in enumerate(entries)
     ]
+    return changes, total
 
 
 def _cat(root: Path, specs: list[str]) -> list[str]:

@@ -698,10 +698,19 @@ def plan_undo(diff: NetDiff, index: int) -> tuple[bytes | None, list[Commit]]:
     return (data if data or diff.after is not None else None), list(undone.values())
 
 
-def undo_hunk(root: Path, path: str, index: int, since: str = "last") -> str:
+def hunk_text(h: Hunk) -> str:
+    """A hunk as the owner saw it: its lines, who wrote each (to check nothing moved since)."""
+    return "".join(f"{ln.kind}{ln.commit.sha if ln.commit else ''}\t{ln.text}" for ln in h.lines)
+
+
+def undo_hunk(
+    root: Path, path: str, index: int, since: str = "last", expected: str | None = None
+) -> str:
     """Take back the AI's lines in one hunk of the note's net diff, as one owner commit
     (`Vaultwatch-Action: undo`) through the write path. The owner's lines are never touched;
-    refused with the reason, and nothing written, when a later change overlaps the AI's."""
+    refused with the reason, and nothing written, when a later change overlaps the AI's.
+    `expected` (`hunk_text` of the hunk the owner was shown): refused when the hunk at `index`
+    is no longer that one (a write landed since the screen drew it)."""
     store = _store(root)
     with write_lock(root):
         try:
@@ -709,6 +718,13 @@ def undo_hunk(root: Path, path: str, index: int, since: str = "last") -> str:
         except StoreError as exc:
             raise ActionError(exc.message) from None
         diff = net_diff(root, path, since)  # under the lock: the file as it is now
+        if expected is not None and (
+            index >= len(diff.hunks) or hunk_text(diff.hunks[index]) != expected
+        ):
+            raise ActionError(
+                f"{path} changed since its diff was shown (hunk {index + 1} is not the one you "
+                "saw); undo refused, nothing changed. Look at the new diff and undo again."
+            )
         new, commits = plan_undo(diff, index)
         names = ", ".join(c.short for c in commits)
         message = commit_message(
@@ -755,6 +771,9 @@ class NoteView:
     lines: int
     ai_lines: int
     history: list[Commit]  # every commit that touched it, newest first
+    # each line of the note as on disk and the sha of the commit that wrote it, by `git blame`
+    # (forty zeros: not committed yet, the owner's unsaved edit)
+    blame: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ai_share(self) -> float:
@@ -777,9 +796,15 @@ def note_view(root: Path, path: str) -> NoteView:
         check=False,
     )
     total = ai_lines = 0
-    for line in r.stdout.decode("utf-8", "replace").splitlines():
+    blame: list[tuple[str, str]] = []
+    sha = ""
+    for line in r.stdout.decode("utf-8", "replace").split("\n"):
+        if line.startswith("\t"):  # the line itself, after its commit's header
+            blame.append((sha, line[1:]))
+            continue
         m = re.match(r"^([0-9a-f]{40}) \d+ \d+", line)
         if m:
+            sha = m[1]
             total += 1
             ai_lines += m[1] in ai
-    return NoteView(path, total, ai_lines, history)
+    return NoteView(path, total, ai_lines, history, blame)

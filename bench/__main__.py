@@ -38,7 +38,7 @@ from .stats import ms, pct
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 REPO = Path(__file__).resolve().parent.parent
-GEN_VERSION = "6"  # bump when generate() changes its output
+GEN_VERSION = "7"  # bump when generate() changes its output
 
 
 def vault_for(n: int, seed: int = 7) -> Path:

@@ -276,7 +276,11 @@ def _long_tail(n: int, seed: int) -> list[str]:
     words: set[str] = set()
     while len(words) < n:
         words.add("".join(rng.choice(syl) for _ in range(3)))
-    return sorted(words, key=lambda w: rng.random())
+    # Sorted before the shuffle: a set's order follows the process's string hashing, which
+    # would give every process another vault.
+    ordered = sorted(words)
+    rng.shuffle(ordered)
+    return ordered
 
 
 TAIL = _long_tail(4000, 11)

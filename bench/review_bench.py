@@ -1,7 +1,7 @@
 """Review figures on a vault with 10,000 commits, of which the newest 300 AI commits (across 150
 notes, with owner edits between them) are unreviewed and every older AI commit is marked
 reviewed: the per-note list, one note's net diff, `vaultwatch review --json`, marking 300
-commits. Printed only (`uv run python -m bench --only review`)."""
+commits, and the review screen under Pilot (open, a note's diff shown). Printed only (`uv run python -m bench --only review`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
 from server.gitrepo import CLIENT, TOOL, commit_message
@@ -67,6 +69,82 @@ def _repo(n_commits: int) -> Path:
     )
     subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
     return root
+
+
+async def _until(pilot: Any, check: Any, timeout: float = 60) -> None:
+    deadline = time.perf_counter() + timeout
+    while not check():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the dashboard did not get there")
+        await pilot.pause(0.002)
+
+
+async def _screen(root: Path, iters: int) -> dict[str, float]:
+    """The review screen under Pilot: from `v` to the list on screen, and from moving to a
+    note to its net diff drawn. The dashboard has read the history and counted first (what
+    the owner sees at launch), so the figures are the screen's own."""
+    from textual.widgets import DataTable
+
+    from app.ui.dashboard import Dashboard
+    from app.ui.review_screen import ReviewScreen
+
+    out: dict[str, float] = {}
+    app = Dashboard(root, poll_seconds=0.5)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _until(pilot, lambda: app.review_watch.count is not None and app.feed.complete)
+        await app.workers.wait_for_complete()
+        opens: list[float] = []
+        firsts: list[float] = []
+        diffs: list[float] = []
+        inner: list[float] = []  # as the screen measures it: from its creation to the list
+        drawn: list[float] = []  # from the row highlighted to the diff drawn
+        for _ in range(iters):
+            t = time.perf_counter()
+            await pilot.press("v")
+            await _until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen)
+            await _until(pilot, lambda s=screen: s.review is not None)
+            opens.append(time.perf_counter() - t)
+            inner.append(screen.listed_in or 0.0)
+            await _until(pilot, lambda s=screen: s.shown is not None)
+            firsts.append(time.perf_counter() - t)
+            notes = screen.review.notes if screen.review else []
+            target = notes[len(notes) // 2].path
+            table = screen.query_one("#review-notes", DataTable)
+            t = time.perf_counter()
+            table.move_cursor(row=len(notes) // 2)  # as a click on that row
+            await _until(
+                pilot,
+                lambda s=screen, p=target: s.shown is not None and s.shown.note.path == p,
+            )
+            diffs.append(time.perf_counter() - t)
+            drawn.append(screen.diff_in or 0.0)
+            await pilot.press("escape")
+            await _until(pilot, lambda: not isinstance(app.screen, ReviewScreen))
+    out["screen_open_s"] = min(opens)
+    print(
+        f"  review screen: `v` to the list (0.5 s)  best {ms(min(opens))}, max {ms(max(opens))}"
+        f" ({len(notes)} notes listed)"
+    )
+    out["screen_listed_s"] = min(inner)
+    print(
+        f"  (the screen's own clock: built to listed best {ms(min(inner))}, max {ms(max(inner))})"
+    )
+    out["screen_first_diff_s"] = min(firsts)
+    print(
+        f"  review screen: `v` to the first diff     best {ms(min(firsts))}, max {ms(max(firsts))}"
+    )
+    out["screen_diff_s"] = min(diffs)
+    print(
+        f"  review screen: a note's diff (200 ms)   best {ms(min(diffs))}, max {ms(max(diffs))}"
+        " (the middle row)"
+    )
+    out["screen_diff_drawn_s"] = min(drawn)
+    print(
+        f"  (the screen's own clock: row to diff drawn best {ms(min(drawn))}, max {ms(max(drawn))})"
+    )
+    return out
 
 
 def run(iters: int = 5) -> dict[str, Any]:
@@ -147,6 +225,7 @@ def run(iters: int = 5) -> dict[str, Any]:
         res["mark_all_s"] = time.perf_counter() - t
         print(f"  mark all {n} reviewed (one ref update)  {ms(res['mark_all_s'])}")
         subprocess.run(["git", "-C", str(root), "update-ref", NOTES_REF, before], check=True)
+        res.update(anyio.run(_screen, root, iters))
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
     return res

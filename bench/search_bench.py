@@ -32,6 +32,20 @@ QUERIES_2 = ["架构", "周报", "幂等", "限流"]
 QUERIES_RARE = [TAIL[1500], TAIL[2500], f"{TAIL[1200]} {TAIL[60]}", TAIL[3500], f'"{TAIL[3000]}"']
 
 
+def third_terms(vault: Vault, k: int = 3) -> list[str]:
+    """Issue 20's worst case: long-tail words in about a third of the notes, each a single term
+    with thousands of matches to rank. Read from the index, since which words those are depends
+    on the generated vault (TAIL's order follows the generating process's string hashing)."""
+    n = len(vault.entries())
+    db = vault.search._connect()
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.bench_vocab USING fts5vocab(main, fts, row)"
+    )
+    tail = set(TAIL)
+    rows = db.execute("SELECT term, doc FROM temp.bench_vocab").fetchall()
+    return [t for _, t in sorted((abs(d - n / 3), t) for t, d in rows if t in tail)[:k]]
+
+
 def body_bytes(vault: Vault) -> int:
     total = 0
     for e in vault.entries().values():
@@ -75,14 +89,16 @@ def run(root: Path, iters: int) -> dict[str, Any]:
         ("3+ chars, typical (few matches)", "query_rare", QUERIES_RARE),
         ("3+ chars, common (most notes)", "query_common", QUERIES_COMMON),
         ("2-char CJK (most notes)", "query_cjk2", QUERIES_2),
+        ("one word in a third of notes", "query_third", third_terms(vault)),
     ]:
         t = timed(queries)
         hits = statistics.median(search_text(vault, q)["total"] for q in queries)
         res[f"{key}_p50_ms"], res[f"{key}_p95_ms"] = pct(t, 0.5) * 1e3, pct(t, 0.95) * 1e3
         res[f"{key}_median_hits"] = hits
+        target = "  (target <= 10 ms p50)" if key == "query_third" else ""
         print(
             f"  query, {label:<31} p50 {ms(pct(t, 0.5))}  p95 {ms(pct(t, 0.95))}  "
-            f"(median {hits:.0f} hits)"
+            f"(median {hits:.0f} hits){target}"
         )
 
     # one note edited behind the server's back, then the next query

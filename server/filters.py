@@ -84,6 +84,18 @@ class NoteFilter:
             tag_prefix.casefold().lstrip("#") if tag_prefix else None,
         )
 
+    @property
+    def narrows(self) -> bool:
+        """Any filter asked for (none: every note matches, and callers may skip asking)."""
+        return bool(
+            self.types
+            or self.folders
+            or self.tags_all
+            or self.tags_any
+            or self.tags_none
+            or self.tag_prefix
+        )
+
     def matches(self, e: Entry) -> bool:
         if self.types and e.type not in self.types:
             return False

@@ -12,13 +12,14 @@ it; that keeps the whole file near the size of the text itself.
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 import os
 import sqlite3
 import threading
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .docs import HEADING, Doc, decode
 from .errors import VaultwatchError
@@ -45,6 +46,15 @@ RESET = f"""
 DROP TABLE IF EXISTS fts; DROP TABLE IF EXISTS docs;
 INSERT OR REPLACE INTO meta VALUES ('schema', '{SCHEMA}');
 """
+
+
+MATCHES = "SELECT rowid FROM fts WHERE fts MATCH ?"
+# bm25 over the body alone (title weight 0: a title counts through Ranker.visit's `title`)
+BEST_FIRST = "SELECT rowid, bm25(fts, 0.0, 1.0) AS body FROM fts WHERE fts MATCH ? ORDER BY body"
+# the same score for some rows only: `+rowid` keeps the test out of FTS5 (which would run the
+# query once per row), so SQLite checks it before it computes bm25 for a row
+BEST_OF = "SELECT rowid, bm25(fts, 0.0, 1.0) AS body FROM fts WHERE fts MATCH ? AND +rowid IN"
+MAX_ALONE = 2_000  # more title matches left than this (a word in every file name): read all
 
 
 class IndexBroken(VaultwatchError):
@@ -75,11 +85,26 @@ def is_corrupt(exc: sqlite3.DatabaseError) -> bool:
     return "malformed" in msg or "not a database" in msg or "corrupt" in msg
 
 
-@dataclass
-class Hit:
-    path: str
-    body: float  # bm25 of the body (and frontmatter values) alone: lower is better, 0 = no hit
-    title: bool  # every word looked for is in the title (or the file name)
+class Wants(enum.Enum):
+    ALL = "all"
+    TITLES = "titles"  # only matches whose title holds every word (see Ranker.visit)
+    NONE = "none"
+
+
+class Ranker(Protocol):
+    """What SearchIndex.search feeds its matches to (text_search.TopK)."""
+
+    def start(self, matches: list[str], titles: int) -> int | None:
+        """Every matching note (any order) and how many of them hold every word in their title;
+        starts the ranking afresh. Returns how many of the best matches to visit first (None:
+        all of them, 0: none, e.g. no match or a page past the last one)."""
+        ...
+
+    def visit(self, path: str, body: float, title: bool) -> Wants:
+        """One match, best body score first: `body` is bm25 over the body (and frontmatter
+        values) alone, lower is better, 0 = no hit there; `title`: every word looked for is in
+        the title (or the file name). Returns which of the matches still to come it wants."""
+        ...
 
 
 class SearchIndex:
@@ -282,21 +307,43 @@ class SearchIndex:
 
     # -- asking ---------------------------------------------------------------------------------
 
-    def query(self, expr: str, title_expr: str | None = None) -> list[Hit]:
-        """Every note matching an FTS5 expression, with its body score (bm25 over the body
-        alone; title words count through `title_expr`, see Hit) and whether the title matches
-        `title_expr`. Ranking is the caller's: it knows the notes' dates and filters."""
+    def search(self, expr: str, title_expr: str | None, ranker: Ranker) -> None:
+        """Feed `ranker` the notes matching an FTS5 expression: first all of them (cheap: no
+        score), then the best ones by body score, in order, until it has seen enough. Title
+        words count through `title_expr` (see Ranker.visit); ranking is the caller's: it knows
+        the notes' dates and filters.
+
+        bm25 of every match is what SQLite must compute to find the best; sorting all of them
+        is what costs (a top-N sort of the first few is several times cheaper), and Python
+        looks only at the rows the ranking needs. Title matches further down, when the ranking
+        still wants them, are scored alone (`+rowid IN`: bm25 only for the rows that pass)."""
         with self._lock:
             db = self._connect()
             try:
-                rows = db.execute(
-                    "SELECT rowid, bm25(fts, 0.0, 1.0) FROM fts WHERE fts MATCH ?", (expr,)
-                ).fetchall()
+                ids = self._ids
+                rows = [r for (r,) in db.execute(MATCHES, (expr,)) if r in ids]
                 in_title: set[int] = set()
                 if title_expr is not None and rows:
                     title_match = f"{{title}} : ({title_expr})"
-                    found = db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (title_match,))
-                    in_title = {r for (r,) in found}
+                    in_title = {r for (r,) in db.execute(MATCHES, (title_match,))}
+                    in_title.intersection_update(rows)
+                first = ranker.start([ids[r] for r in rows], len(in_title))
+                if first == 0:
+                    return
+                sql, args = BEST_FIRST, list[object]([expr])
+                if first is not None:
+                    sql, args = f"{BEST_FIRST} LIMIT ?", [expr, first]
+                seen: set[int] = set()
+                wants = self._feed(db.execute(sql, args), ranker, in_title, seen)
+                left = sorted(in_title - seen)  # title matches below the first rows
+                more = first is not None and len(seen) >= first
+                if wants is Wants.TITLES and more and len(left) <= MAX_ALONE:
+                    marks = ",".join("?" * len(left))  # scored alone, best first
+                    cur = db.execute(f"{BEST_OF} ({marks}) ORDER BY body", [expr, *left])
+                    wants = self._feed(cur, ranker, in_title, seen)
+                if wants is not Wants.NONE and more:
+                    ranker.start([ids[r] for r in rows], len(in_title))  # not enough: all
+                    self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, set())
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
                     raise ValueError(f"the search index could not read this query: {exc}") from exc
@@ -305,8 +352,24 @@ class SearchIndex:
                 raise IndexBroken(str(exc)) from exc
             except sqlite3.DatabaseError as exc:
                 raise IndexBroken(str(exc)) from exc
-            ids = self._ids
-            return [Hit(ids[r], s, r in in_title) for r, s in rows if r in ids]
+
+    def _feed(
+        self, rows: sqlite3.Cursor, ranker: Ranker, in_title: set[int], seen: set[int]
+    ) -> Wants:
+        """Rows (rowid, body), best first, to the ranker while it wants them; `seen` collects
+        every row read (visited or skipped). Returns what it still wanted at the end."""
+        ids, wants = self._ids, Wants.ALL
+        for r, body in rows:
+            seen.add(r)
+            title = r in in_title
+            if wants is Wants.TITLES and not title:
+                continue  # cannot reach the page: see Ranker.visit
+            path = ids.get(r)
+            if path is not None:
+                wants = ranker.visit(path, body, title)
+                if wants is Wants.NONE:
+                    break
+        return wants
 
     def stats(self) -> dict[str, int]:
         with self._lock:

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,19 @@ LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于
 
 
 @pytest.fixture
-def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """The vault every snapshot draws, at one fixed path (the header shows it). The screens
+    read git in worker threads (lists, diffs read ahead, counts, the parse cache); one still
+    running when the next test rebuilds the vault at the same path saw it half deleted and
+    wrote into it. So each test waits (bounded) for the threads it started."""
+    before = set(threading.enumerate())
+    yield _build_pinned_vault(monkeypatch, tmp_path)
+    deadline = time.monotonic() + 20
+    for t in set(threading.enumerate()) - before:
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     import anyio
     from mcp import Client
 

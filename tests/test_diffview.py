@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import subprocess
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.diffview import RICH_LINES, WORD_ADD, LineMatcher, render_lines
-from app.history import FileChange
+from app.diffview import RICH_LINES, WORD_ADD, LineMatcher, render_commit, render_lines
+from app.history import FileChange, commit_changes_upto
 
 lines = st.lists(
     st.sampled_from(["a", "b", "c", "# h", "", "- x", "unique1", "unique2"]), max_size=40
@@ -147,3 +149,33 @@ def test_wrapped_unified_lines_keep_their_gutter() -> None:
     assert " ".join(r.plain[2:].strip() for r in rows).split() == ["added", "words"] * 10
     other = hang(Content("abc123  a long commit subject that goes on past the edge"), 30)
     assert [r.plain[:2] for r in other[1:]] == ["  "] * (len(other) - 1)
+
+
+def test_a_commit_of_thousands_of_files_is_shown_in_part_and_says_so(tmp_path: Path) -> None:
+    """An import commit of a whole vault: the pane reads and draws a bounded part of it, names
+    how many files it left out, and the jump marks point at the files it drew."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    for i in range(400):
+        (vault / f"n{i:03}.md").write_text(f"# Note {i}\n\n" + "a line\n" * 30)
+    subprocess.run(["git", "init", "-q"], cwd=vault, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=vault, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "import"],
+        cwd=vault,
+        check=True,
+    )
+    changes, total = commit_changes_upto(vault, "HEAD", 100)
+    assert (len(changes), total) == (100, 400)
+    lines, marks = render_commit(changes, total, most_lines=500)
+    text = [c.plain for c in lines]
+    shown = len(marks["file"])
+    assert 0 < shown < 100 and len(lines) < 600
+    assert all(text[i].startswith("ADDED") for i in marks["file"])
+    assert text[-1] == f"… {400 - shown} more files not shown: this commit changed 400 files " + (
+        "(git show --stat lists them all)"
+    )
+    every, n = commit_changes_upto(vault, "HEAD", None)
+    assert n == 400 and len(every) == 400
+    small, marks = render_commit(every[:1], 1)
+    assert "more file" not in small[-1].plain and marks["file"] == [0]

@@ -26,11 +26,13 @@ from server.gitrepo import operation_in_progress
 
 from .. import settings
 from ..feed import Feed, Row
+from ..review_watch import ReviewWatch
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
 from .insights import TagsScreen
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal
+from .review_screen import ReviewScreen
 
 # journal stat + one rev-parse: cheap. How soon a new row shows: `uv run python -m bench --only
 # dashboard` (a new event / commit on screen).
@@ -40,6 +42,13 @@ POLL_SECONDS = 0.15
 class FeedChanged(Message):
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, FeedChanged)
+
+
+class ReviewChanged(Message):
+    """The branch or the review marks moved: the count of AI changes to review was read again."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ReviewChanged)
 
 
 class Dashboard(App[None]):
@@ -80,6 +89,9 @@ class Dashboard(App[None]):
         self._newest_commit: str | None = None
         self._polling = threading.Lock()
         self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
+        self.review_watch = ReviewWatch(root)
+        self._review_prompted = False  # the launch prompt shows once
+        self._feed_shown = False  # the timeline has been filled once
 
     def get_default_screen(self) -> Screen[Any]:
         return MainScreen()
@@ -141,6 +153,12 @@ class Dashboard(App[None]):
             with contextlib.suppress(RuntimeError):  # the app is closing
                 said = f"the vault server stopped ({self.restart_why}) and was restarted"
                 self.call_from_thread(self.notify, said, severity="warning", timeout=8)
+        # the count once the timeline has its rows (it reads git in a thread: not before the
+        # first screen is drawn), then whenever the branch or the marks move
+        watch = self.review_watch
+        if self._feed_shown and not watch.busy and watch.stale():  # a few stat calls
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.call_from_thread(self.recount_review)
         op = operation_in_progress(self.root)  # a few stat calls
         changed_op, self._git_op = op != self._git_op, op
         if changed or restarted or changed_op:
@@ -148,6 +166,30 @@ class Dashboard(App[None]):
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
                 self.call_from_thread(self.backfill)
+
+    @work(thread=True, group="review-count")
+    def recount_review(self) -> None:
+        """The header's count of AI changes to review, read again off the UI thread."""
+        if self.review_watch.recount():
+            self.post_message(ReviewChanged())
+
+    def on_review_changed(self, _: ReviewChanged) -> None:
+        with contextlib.suppress(NoMatches):  # the app is closing
+            self.main.show_header()
+        if isinstance(self.screen, ReviewScreen):
+            self.screen.show_header()
+            self.screen.follow()
+        count = self.review_watch.count
+        if not self._review_prompted and count is not None:
+            self._review_prompted = True  # at launch only: later the header keeps count
+            if count[0]:
+                self.notify(
+                    f"{count[0]:,} AI change{'' if count[0] == 1 else 's'} to "
+                    f"{count[1]:,} note{'' if count[1] == 1 else 's'} since you last looked. "
+                    "Press v to review them.",
+                    title="To review",
+                    timeout=20,
+                )
 
     @work(thread=True, group="server")
     def start_server(self) -> None:
@@ -171,11 +213,16 @@ class Dashboard(App[None]):
     def on_feed_changed(self, _: FeedChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
             self.main.feed_changed()
+            if not self._feed_shown:  # the timeline has its rows: now the review count
+                self._feed_shown = True
+                self.recount_review()
         newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
         if newest != self._newest_commit:  # notes changed: an open tags screen follows
             self._newest_commit = newest
             if isinstance(self.screen, TagsScreen):
                 self.screen.reload()
+        if isinstance(self.screen, ReviewScreen):
+            self.screen.show_header()
 
     def on_vault_changed(self, _: VaultChanged) -> None:
         self.poll()
@@ -199,6 +246,7 @@ class Dashboard(App[None]):
             config_time(self.root, cfg.source, events) if cfg.source else "",
             [str(p) for p in self.configs.problems],
             repo_state(self._git_op),
+            self.review_watch.count,
         )
 
     # -- keys every screen shares -----------------------------------------------------------------

@@ -36,6 +36,7 @@ class HeaderFacts:
     config_time: str = ""
     config_errors: list[str] = field(default_factory=list)
     repo_state: str | None = None  # a git operation in progress the owner must finish or abort
+    review: tuple[int, int] | None = None  # (AI commits, notes) not yet reviewed; None: not counted
 
 
 def short_path(path: Path, most: int = 32) -> str:
@@ -84,6 +85,8 @@ def segments(f: HeaderFacts) -> list[Segment]:
         segs += _server(f.server)
     if f.repo_state:
         segs.append(Segment([Content.styled(f"  {f.repo_state}", "bold $text-error")]))
+    if f.review is not None:
+        segs.append(review_segment(*f.review))
     recent = sorted(
         {
             str(e.get("client", "")).split("/")[0]
@@ -144,6 +147,29 @@ def segments(f: HeaderFacts) -> list[Segment]:
             )
         )
     return segs
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def review_segment(commits: int, notes: int) -> Segment:
+    """How many AI changes wait for review, in how many notes: both numbers stay at 80
+    columns (the key that opens the review screen gives way first; the notes only beside
+    recall's indexing progress, which never shortens)."""
+    if not commits:
+        return Segment([Content.styled("  nothing to review", "$text-muted"), Content("")], shed=1)
+    style = "bold $text-warning"
+    many = f"{commits:,} AI {'change' if commits == 1 else 'changes'}"
+    return Segment(
+        [
+            Content.styled(f"  {many} to review in {plural(notes, 'note')} (v)", style),
+            Content.styled(f"  {commits:,} to review in {plural(notes, 'note')} (v)", style),
+            Content.styled(f"  {commits:,} to review in {plural(notes, 'note')}", style),
+            Content.styled(f"  {commits:,} to review", style),  # beside recall's progress
+        ],
+        shed=6,
+    )
 
 
 def config_time(root: Path, name: str, events: Sequence[dict[str, Any]]) -> str:

@@ -25,7 +25,7 @@ from server.gitrepo import operation_in_progress
 
 from .. import owner_flows as flows
 from ..actions import ActionError
-from ..diffview import render_lines
+from ..diffview import render_commit, render_lines
 from ..feed import Row
 from ..file_actions import (
     apply_create,
@@ -36,7 +36,7 @@ from ..file_actions import (
     suggest_folder,
     vault_files,
 )
-from ..history import commit_changes
+from ..history import commit_changes_upto
 from ..supervisor import connect_notes, snippets
 from ..view_rows import GROUPS, Filters, commits_mentioning, visible
 from .details import commit_header, event_detail
@@ -46,12 +46,14 @@ from .insights import CostScreen, TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
 from .revert_dialog import BlockersModal
+from .review_screen import ReviewScreen
 from .timeline import Timeline
 
 if TYPE_CHECKING:
     from .dashboard import Dashboard
 
 TONES = {"": "", "bold": "bold", "warning": "bold $text-warning"}
+DIFF_FILES = 300  # files read for one commit's diff; the pane says how many more there were
 
 
 class VaultChanged(Message):
@@ -209,6 +211,9 @@ class MainScreen(Screen[None]):
         Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
+        Binding(
+            "v", "review", "Review", tooltip="review what the AI changed since you last looked"
+        ),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -374,19 +379,15 @@ class MainScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="diff")
     def load_diff(self, row: Row, split: bool, context: int) -> None:
         assert row.commit is not None
-        changes = commit_changes(self.dash.root, row.commit.sha)
+        changes, total = commit_changes_upto(self.dash.root, row.commit.sha, DIFF_FILES)
         try:
             width = self.query_one(DiffPane).scrollable_content_region.width or 100
         except NoMatches:
             return  # the app is closing
-        lines = [*commit_header(row), Content("")]
-        marks: dict[str, list[int]] = {"hunk": [], "file": []}
-        for change in changes:
-            marks["file"].append(len(lines))
-            for line in render_lines([change], split=split, width=width, context=context):
-                if line.plain.startswith("@@"):
-                    marks["hunk"].append(len(lines))
-                lines.append(line)
+        head = [*commit_header(row), Content("")]
+        body, marks = render_commit(changes, total, split=split, width=width, context=context)
+        lines = head + body
+        marks = {k: [i + len(head) for i in v] for k, v in marks.items()}
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
 
@@ -484,6 +485,9 @@ class MainScreen(Screen[None]):
                 self.filters, notes=frozenset(notes), notes_label=f"#{tag}"
             )
             self.refill(to_top=True)
+
+    def action_review(self) -> None:
+        self.dash.push_screen(ReviewScreen(self.dash.root))
 
     def action_cost(self) -> None:
         self.dash.push_screen(CostScreen(self.dash.feed.events))

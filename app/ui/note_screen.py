@@ -1,0 +1,234 @@
+"""The note view: a note as it is now with the AI's lines marked (`git blame` by author), every
+commit that touched it (the AI's and the owner's), and the share of its lines the AI wrote.
+`e` opens it in `$EDITOR` (the dashboard steps aside meanwhile), `o` in Obsidian."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from textual import work
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from ..history import Commit
+from ..review import NoteView, note_view
+from .header import plural
+from .insights import fill
+from .lines import LinesView
+
+UNSAVED = "0" * 40  # git blame's commit for a line not committed yet
+AI_MARK = "bold $text-primary"
+AI_LINE = "on $primary 12%"
+
+
+def obsidian_url(root: Path, path: str) -> str:
+    """Obsidian's link to a note: the vault by its folder's name, the file by its path from the
+    vault's root, both url-encoded (a space, a `/`, a Chinese name)."""
+    return f"obsidian://open?vault={quote(root.name, safe='')}&file={quote(path, safe='')}"
+
+
+def opener() -> list[str] | None:
+    """The platform's command that opens a URL in the app that handles it; None where there is
+    none (no graphical session: a server, ssh, a container)."""
+    if sys.platform == "darwin":
+        return ["open"]
+    if sys.platform == "win32":
+        return ["explorer"]
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return None
+    found = shutil.which("xdg-open")
+    return [found] if found else None
+
+
+def editor_command() -> list[str] | None:
+    """The owner's editor: $EDITOR, else $VISUAL, as the shell would split it."""
+    for name in ("EDITOR", "VISUAL"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            with contextlib.suppress(ValueError):
+                return shlex.split(value)
+    return None
+
+
+def edit_note(screen: Screen[Any], root: Path, path: str) -> bool:
+    """Open the note in $EDITOR with the dashboard suspended (the editor gets the terminal);
+    True when the editor ran. Says why in the screen when it cannot."""
+    cmd = editor_command()
+    if cmd is None:
+        screen.notify(
+            "set $EDITOR (for example: export EDITOR=vim) to edit notes from here",
+            title="no editor",
+            severity="warning",
+            timeout=8,
+        )
+        return False
+    target = str(root / path)
+    try:
+        with screen.app.suspend():
+            code = subprocess.run([*cmd, target], cwd=root).returncode
+    except SuspendNotSupported:
+        # no terminal to hand over (a headless or web driver): run it as it is
+        code = subprocess.run([*cmd, target], cwd=root, capture_output=True).returncode
+    except OSError as exc:
+        screen.notify(f"{cmd[0]}: {exc.strerror}", title="editor failed", severity="error")
+        return False
+    if code:
+        screen.notify(f"{' '.join(cmd)} exited with {code}", severity="warning", timeout=6)
+    return True
+
+
+def open_in_obsidian(screen: Screen[Any], root: Path, path: str) -> str:
+    """Hand the note's obsidian:// link to the platform's opener; with none, show the link and
+    copy it to the clipboard. Returns what the screen should keep saying."""
+    url = obsidian_url(root, path)
+    cmd = opener()
+    if cmd is not None:
+        try:
+            subprocess.Popen(
+                [*cmd, url],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            pass
+        else:
+            return f"opened in Obsidian: {url}"
+    screen.app.copy_to_clipboard(url)
+    screen.notify(
+        "no program here opens links (no desktop session): the link is shown and sent to the "
+        "terminal's clipboard",
+        title="open in Obsidian",
+        timeout=8,
+    )
+    return f"open in Obsidian (copied): {url}"
+
+
+def who(c: Commit | None) -> str:
+    """Who made a commit, in a few words: the AI's tool and client, or you (and your action)."""
+    if c is None:
+        return "you (unsaved)"
+    if c.is_ai:
+        return f"AI {c.tool} · {c.client or '?'}"
+    return f"you: {c.action}" if c.action else "you"
+
+
+class NoteScreen(Screen[None]):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (140, "-wide")]
+    AUTO_FOCUS = "#note-text"
+    DEFAULT_CSS = """
+    NoteScreen #note-title { height: auto; background: $panel; }
+    NoteScreen #note-body { height: 1fr; }
+    NoteScreen #note-text { width: 3fr; border: round $panel; padding: 0 1; }
+    NoteScreen #note-history { width: 2fr; border: round $panel; }
+    NoteScreen #note-text:focus, NoteScreen #note-history:focus { border: round $primary; }
+    NoteScreen.-narrow #note-body { layout: vertical; }
+    NoteScreen.-narrow #note-text { width: 1fr; height: 3fr; }
+    NoteScreen.-narrow #note-history { width: 1fr; height: 2fr; }
+    NoteScreen #note-status { height: auto; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back"),
+        Binding("e", "edit", "Edit", tooltip="open the note in $EDITOR"),
+        Binding("o", "obsidian", "Obsidian", tooltip="open the note in Obsidian"),
+        Binding("tab", "app.focus_next", "Pane", show=False, tooltip="the text / the history"),
+    ]
+
+    def __init__(self, root: Path, path: str) -> None:
+        super().__init__()
+        self.root = root
+        self.path = path
+        self.view: NoteView | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content.styled(f" {self.path}", "bold"), id="note-title")
+        with Horizontal(id="note-body"):
+            yield NoteText(id="note-text")
+            yield DataTable(id="note-history", cursor_type="row", zebra_stripes=True)
+        yield Static(id="note-status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#note-text", NoteText).border_title = "the note now · AI lines marked"
+        self.query_one("#note-history", DataTable).border_title = "history"
+        self.load()
+
+    @work(thread=True, exclusive=True, group="note")
+    def load(self) -> None:
+        view = note_view(self.root, self.path)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._loaded, view)
+
+    def _loaded(self, view: NoteView) -> None:
+        if not self.is_attached:
+            return
+        self.view = view
+        share = f"{view.ai_share:.0%}" if view.lines else "–"
+        ai = sum(1 for c in view.history if c.is_ai)
+        self.query_one("#note-title", Static).update(
+            Content.styled(f" {self.path}", "bold")
+            + Content(
+                f"  ·  the AI wrote {view.ai_lines:,} of {view.lines:,} lines ({share})"
+                f"  ·  {plural(len(view.history), 'commit')}, {ai:,} by the AI"
+            )
+        )
+        self.query_one("#note-text", NoteText).update(note_lines(view))
+        table = self.query_one("#note-history", DataTable)
+        table.clear(columns=True)
+        fill(
+            table,
+            ["when", "who", "commit", "what"],  # the subject last: it is the one that gets cut
+            [
+                [f"{c.time.astimezone():%Y-%m-%d %H:%M}", who(c), c.short, c.subject]
+                for c in view.history
+            ],
+            most=120,
+        )
+
+    def action_edit(self) -> None:
+        if edit_note(self, self.root, self.path):
+            self.load()  # the note as the editor left it
+
+    def action_obsidian(self) -> None:
+        said = open_in_obsidian(self, self.root, self.path)
+        self.query_one("#note-status", Static).update(Content(said))
+
+
+class NoteText(LinesView):
+    BINDINGS = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+    ]
+
+
+def note_lines(view: NoteView) -> list[Content]:
+    """The note, one row per line: its number, `AI` where the AI wrote it (`✎` where the owner
+    has not saved it to git yet), then the text."""
+    ai = {c.sha for c in view.history if c.is_ai}
+    width = len(str(len(view.blame)))
+    out = []
+    for n, (sha, text) in enumerate(view.blame, 1):
+        number = Content.styled(f"{n:>{width}} ", "$text-muted")
+        if sha in ai:
+            line = number + Content.styled("AI ", AI_MARK) + Content(text).stylize(AI_LINE)
+        elif sha == UNSAVED:
+            line = number + Content.styled("✎  ", "$text-secondary") + Content(text)
+        else:
+            line = number + Content("   ") + Content(text)
+        out.append(line)
+    if not out:
+        out.append(Content.styled("(the note is empty or gone)", "italic"))
+    return out

@@ -1,0 +1,735 @@
+"""The review screen: the notes with AI changes the owner has not reviewed (or every AI change
+in a period), and for the note selected one net diff from its reviewed state to now, each
+changed line under the AI commit (tool, client, time) or the owner's commit that made it.
+
+The work is `app.review`'s (summaries, net diffs, marks, hunk undo, note revert), run in
+worker threads; this screen only lists, draws and asks. Every refusal is said in words in the
+status line, and stays there until the next action."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.cells import cell_len, get_character_cell_size
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from ..actions import ActionError
+from ..diffview import ADD, DEL, HUNK
+from ..history import Commit
+from ..review import (
+    WORKTREE,
+    Hunk,
+    NetDiff,
+    NoteSummary,
+    Review,
+    hunk_text,
+    net_diffs,
+    revert_note,
+    summaries,
+    undo_hunk,
+    write_marks,
+)
+from .header import StatusHeader, plural
+from .lines import LinesView
+from .modals import ConfirmModal
+from .note_screen import NoteScreen, edit_note
+
+if TYPE_CHECKING:
+    from .dashboard import Dashboard
+
+PERIODS = ("last", "today", "7d")  # what `p` cycles through
+OWNER_ADD = "italic $text-secondary on $secondary 14%"
+OWNER_DEL = "italic $text-secondary on $secondary 8% strike"
+SELECTED = "bold reverse"
+
+
+def period_words(since: str) -> str:
+    return {
+        "last": "since your last review",
+        "today": "today",
+        "7d": "the last 7 days",
+    }.get(since, f"since {since}")
+
+
+def cells(text: str) -> int:
+    return cell_len(text)
+
+
+def shorten_middle(text: str, most: int) -> str:
+    """`text` in at most `most` terminal cells, cut in the middle (a folder's start and the
+    file name stay: two notes in one deep folder still read apart). Chinese is two cells."""
+    if cells(text) <= most:
+        return text
+    if most <= 1:
+        return "…"[:most]
+    keep_tail = (most - 1) * 2 // 3
+    keep_head = most - 1 - keep_tail
+    head, used = "", 0
+    for ch in text:
+        used += get_character_cell_size(ch)
+        if used > keep_head:
+            break
+        head += ch
+    tail, used = "", 0
+    for ch in reversed(text):
+        used += get_character_cell_size(ch)
+        if used > keep_tail:
+            break
+        tail = ch + tail
+    return head + "…" + tail
+
+
+def share(
+    room: int, needs: list[int], mins: list[int], order: list[tuple[int, int | None]]
+) -> list[int]:
+    """Column widths in `room` cells: each column what it needs up to its minimum, then what
+    is left to the columns in `order` (column, at most that wide), each up to its need; a
+    column never gets more than it needs (no blank cells while another is cut)."""
+    widths = [min(n, m) if m else n for n, m in zip(needs, mins, strict=True)]
+    left = room - sum(widths)
+    for i, cap in order:
+        most = needs[i] if cap is None else min(needs[i], cap)
+        give = max(0, min(most - widths[i], left))
+        widths[i] += give
+        left -= give
+    return [max(1, w) for w in widths]
+
+
+def span(n: NoteSummary, wide: bool) -> str:
+    """When the AI changed the note: first to last, local time (one time for one commit)."""
+    first, last = n.first.astimezone(), n.last.astimezone()
+    if not wide or f"{first:%m-%d %H:%M}" == f"{last:%m-%d %H:%M}":
+        return f"{last:%m-%d %H:%M}"
+    if first.date() == last.date():
+        return f"{first:%m-%d %H:%M}–{last:%H:%M}"
+    return f"{first:%m-%d}–{last:%m-%d %H:%M}"
+
+
+def attribution(c: Commit | None, owner: bool) -> Content:
+    """The line above a run of changed lines: whose they are."""
+    if c is None or c.sha == WORKTREE:
+        return Content.styled(
+            "  ┌ YOU · not committed yet (your unsaved edit)", "bold $text-secondary"
+        )
+    when = f"{c.time.astimezone():%m-%d %H:%M}"
+    if owner:
+        return Content.styled(f"  ┌ YOU · {c.short} {c.subject} · {when}", "bold $text-secondary")
+    return Content.styled(
+        f"  ┌ AI {c.short} · {c.tool} · {c.client or '?'} · {when}", "bold $text-primary"
+    )
+
+
+def render_hunk(h: Hunk, index: int, total: int, selected: bool) -> list[Content]:
+    mark = "▶ " if selected else "  "
+    tail = f"  hunk {index + 1} of {total}" + ("" if h.ai else " · only your lines")
+    head = Content.styled(f"{mark}{h.header}{tail}", SELECTED if selected else HUNK)
+    out = [head]
+    run: tuple[str | None, bool] | None = None
+    for ln in h.lines:
+        text = ln.text.rstrip("\n")
+        if ln.kind == " ":
+            run = None
+            out.append(Content("  " + text))
+            continue
+        key = (ln.commit.sha if ln.commit else None, ln.owner)
+        if key != run:
+            out.append(attribution(ln.commit, ln.owner))
+            run = key
+        if ln.owner:
+            style = OWNER_ADD if ln.kind == "+" else OWNER_DEL
+        else:
+            style = ADD if ln.kind == "+" else DEL
+        line = Content(f"{ln.kind} {text}")
+        out.append(line.stylize(style, 0, len(line)))
+    return out
+
+
+def render_net(
+    note: NoteSummary, diff: NetDiff, since: str, selected: int
+) -> tuple[list[Content], list[int]]:
+    """The note's net diff as lines, and the line each hunk starts on."""
+    c = note.commits
+    out = [
+        Content.styled(f"{note.path}", "bold") + Content(f" — {note.title}"),
+        Content(
+            f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net · "
+            f"{', '.join(note.tools) or '?'} · {', '.join(note.clients) or '?'} · "
+            f"{note.last.astimezone():%Y}-{span(note, True)}"
+        ),
+    ]
+    if since == "last":
+        frm = f"before {c[-1].short}, your reviewed state" if c else "your reviewed state"
+    else:
+        frm = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
+    out.append(
+        Content.styled(
+            f"one diff from {frm} to now · lines under YOU are yours · ] [ pick the hunk u undoes",
+            "$text-muted",
+        )
+    )
+    out.append(Content(""))
+    starts: list[int] = []
+    if diff.binary:
+        out.append(Content.styled("(a binary file: not shown)", "italic"))
+    elif not diff.hunks:
+        out.append(Content.styled("(no net change: the changes cancel out)", "italic"))
+    for i, h in enumerate(diff.hunks):
+        starts.append(len(out))
+        out += render_hunk(h, i, len(diff.hunks), i == selected)
+        out.append(Content(""))
+    return out, starts
+
+
+class ReviewDiff(LinesView):
+    BINDINGS = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+        Binding("ctrl+d", "page_down", "Page down", show=False),
+        Binding("ctrl+u", "page_up", "Page up", show=False),
+        Binding("escape", "screen.focus_list", "Back", tooltip="back to the list of notes"),
+    ]
+
+
+@dataclass
+class Shown:
+    """The diff on screen: which note, from which listing, and the hunk selected."""
+
+    note: NoteSummary
+    diff: NetDiff
+    hunk: int = 0
+    starts: tuple[int, ...] = ()
+
+
+class ReviewScreen(Screen[None]):
+    AUTO_FOCUS = "#review-notes"
+    DEFAULT_CSS = """
+    ReviewScreen #review-title { height: auto; background: $panel; }
+    ReviewScreen #review-body { height: 1fr; layout: vertical; }
+    ReviewScreen #review-notes {
+        height: auto; max-height: 40%; min-height: 5; border: round $panel;
+    }
+    ReviewScreen #review-diff { height: 1fr; border: round $panel; padding: 0 1; }
+    ReviewScreen #review-notes:focus, ReviewScreen #review-diff:focus {
+        border: round $primary;
+    }
+    ReviewScreen #review-status { height: auto; max-height: 4; padding: 0 1; }
+    ReviewScreen #review-since { dock: bottom; margin-bottom: 1; }
+    """
+    BINDINGS = [
+        Binding("escape", "back", "Back", tooltip="back to the timeline (from the diff: the list)"),
+        Binding("q,v", "app.pop_screen", "Back", show=False, tooltip="back to the timeline"),
+        Binding("j", "move(1)", "Down", show=False),
+        Binding("k", "move(-1)", "Up", show=False),
+        Binding("enter", "focus_diff", "Diff", show=False, tooltip="focus the diff (esc returns)"),
+        Binding("space", "mark", "Mark", tooltip="mark this note reviewed"),
+        Binding("n", "next", "Next", tooltip="next unreviewed note"),
+        Binding("A", "mark_all", "All", tooltip="mark every note listed reviewed"),
+        Binding(
+            "right_square_bracket", "hunk(1)", "Hunk", show=False, tooltip="select the next hunk"
+        ),
+        Binding(
+            "left_square_bracket", "hunk(-1)", "Prev hunk", show=False, tooltip="previous hunk"
+        ),
+        Binding("u", "undo_hunk", "Undo", tooltip="undo the selected hunk's AI lines (yours stay)"),
+        Binding(
+            "R",
+            "revert_note",
+            "Revert",
+            tooltip="revert every unreviewed AI change to this note (your commits stay)",
+        ),
+        Binding(
+            "o", "open_note", "Open", tooltip="open the note: who wrote each line, its history"
+        ),
+        Binding("e", "edit", "Edit", show=False, tooltip="edit the note in $EDITOR"),
+        Binding("p", "period", "Period", tooltip="since: last review → today → 7 days"),
+        Binding(
+            "d", "ask_since", "Since…", show=False, tooltip="since a date (YYYY-MM-DD) or a commit"
+        ),
+    ]
+
+    def __init__(self, root: Path, since: str = "last") -> None:
+        super().__init__()
+        self.root = root
+        self.since = since
+        self.review: Review | None = None
+        self.shown: Shown | None = None
+        self.loaded_at: object = None  # the refs' stamp the list was read at
+        self.opened = time.perf_counter()
+        self.listed_in: float | None = None  # seconds from opening to the list on screen
+        self.diff_in: float | None = None  # seconds from selecting a note to its diff shown
+        self._asked: float = 0.0
+        self._busy = False  # an action is running: the list waits to follow the vault
+        self._good_since = since  # the last period that listed
+        self._diffs: dict[tuple[object, ...], NetDiff] = {}  # read ahead, by what they depend on
+
+    @property
+    def dash(self) -> Dashboard:
+        return cast("Dashboard", self.app)
+
+    # -- layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="header")
+        yield Static(id="review-title")
+        with Horizontal(id="review-body"):
+            yield DataTable(id="review-notes", cursor_type="row", zebra_stripes=True)
+            yield ReviewDiff(id="review-diff")
+        yield Static(id="review-status")
+        yield Input(
+            placeholder="since: YYYY-MM-DD, 3d, today or a commit (esc cancels)", id="review-since"
+        )
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#review-since", Input).display = False
+        self.query_one("#review-diff", ReviewDiff).update(
+            [Content.styled("reading the AI's changes…", "italic")]
+        )
+        self.show_header()
+        self._title()
+        ready = self.dash.review_watch.current() if self.since == "last" else None
+        if ready is not None:  # the header's count was read from it: no need to read it again
+            self._listed(ready, "last", self.dash.review_watch.counted)
+        else:
+            self.load()
+
+    def show_header(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one(StatusHeader).show(self.dash.header_facts())
+
+    def _title(self, text: str = "") -> None:
+        r = self.review
+        what = period_words(self.since)
+        if r is None:
+            body = f" Review · {what} · reading…"
+        elif self.since == "last":
+            body = (
+                f" Review · {what} · {plural(r.unreviewed_commits, 'AI commit')} in "
+                f"{plural(len(r.notes), 'note')}"
+                if r.notes
+                else f" Review · {what} · nothing to review"
+            )
+        else:
+            open_ = sum(1 for n in r.notes if not n.reviewed)
+            body = f" Review · {what} · {plural(len(r.notes), 'note')} changed by the AI, {open_:,} not reviewed"
+        self.query_one("#review-title", Static).update(Content.styled(body, "bold") + Content(text))
+
+    def say(self, text: str, severity: str = "") -> None:
+        """The status line: what the last action did, or why it did nothing."""
+        style = {"error": "bold $text-error", "warning": "bold $text-warning"}.get(severity, "")
+        self.query_one("#review-status", Static).update(Content.styled(text, style))
+
+    # -- the list ---------------------------------------------------------------------------------
+
+    def follow(self) -> None:
+        """The branch or the marks moved (a new AI commit, another dashboard's marks)."""
+        watch = self.dash.review_watch
+        if self.loaded_at == watch.counted or self._busy:
+            return
+        ready = watch.current() if self.since == "last" else None
+        if ready is not None:  # the header's recount has just read it
+            self._listed(ready, "last", watch.counted)
+        else:
+            self.load()
+
+    @work(thread=True, exclusive=True, group="review-list")
+    def load(self) -> None:
+        stamp = self.dash.review_watch.stamp()
+        since = self.since
+        try:
+            review = summaries(self.root, since)
+        except ActionError as exc:
+            with contextlib.suppress(RuntimeError):
+                self.app.call_from_thread(self._not_a_period, since, str(exc))
+            return
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._listed, review, since, stamp)
+
+    def _not_a_period(self, since: str, why: str) -> None:
+        """A period typed in that is none: said, and the last one shown stays."""
+        if since == self.since and since != self._good_since:
+            self.say(f"{why}; still showing {period_words(self._good_since)}", "error")
+            self.since = self._good_since
+            self._title()
+            self.load()
+
+    def _listed(self, review: Review, since: str, stamp: object) -> None:
+        if since != self.since or not self.is_attached:
+            return
+        self._good_since = since
+        table = self.query_one("#review-notes", DataTable)
+        was = self.current()
+        keep = was.path if was is not None else None
+        at = table.cursor_row
+        self.review, self.loaded_at = review, stamp
+        self._fill(table)
+        paths = [n.path for n in review.notes]
+        if keep in paths:
+            at = paths.index(keep)
+        if paths:
+            table.move_cursor(row=min(max(at, 0), len(paths) - 1), animate=False)
+        if self.listed_in is None:
+            self.listed_in = time.perf_counter() - self.opened
+        self._title()
+        self.show_selected()
+
+    def _fill(self, table: DataTable[Any]) -> None:
+        assert self.review is not None
+        notes = self.review.notes
+        # the list is as wide as the screen, above the diff: every column readable (beside the
+        # diff, at 200 columns, the tools and clients were cut to a word). Its own size is not
+        # laid out yet on the first fill.
+        width = max(40, (self.app.size.width or 120) - 2)
+        wide = width >= 110
+        heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
+        texts = [
+            [
+                n.path,
+                n.title,
+                f"{len(n.commits):,}",
+                f"+{n.added:,} −{n.removed:,}",
+                span(n, wide),
+                f"{', '.join(n.tools)} · {', '.join(n.clients) or '?'}",
+            ]
+            for n in notes
+        ]
+        needs = [max([cells(h), *(cells(t[i]) for t in texts)]) for i, h in enumerate(heads)]
+        # DataTable pads every column by one cell on each side; a period adds the ✓ column
+        period = self.since != "last"
+        room = width - 2 * len(heads) - (3 if period else 0) - 1
+        # the path first (to nearly half), then the title, the tools, the rest of the path
+        order = [(0, room * 9 // 20), (1, 30), (5, None), (0, None), (1, None)]
+        widths = share(room, needs, mins=[16, 8, 0, 0, 0, 15], order=order)
+        table.clear(columns=True)
+        if period:
+            table.add_column(Text("✓"), width=1)
+        for name, w in zip(heads, widths, strict=True):
+            table.add_column(Text(name), width=w)
+        for n, t in zip(notes, texts, strict=True):
+            row = [Content(shorten_middle(text, w)) for text, w in zip(t, widths, strict=True)]
+            row[3] = Content.assemble(
+                (f"+{n.added:,}", "$text-success"), " ", (f"−{n.removed:,}", "$text-error")
+            )
+            if period:
+                row.insert(0, Content.styled("✓", "$text-success") if n.reviewed else Content("•"))
+            table.add_row(*row, key=n.path)
+        table.border_title = (
+            None if notes else ("nothing to review" if self.since == "last" else "no AI changes")
+        )
+
+    def on_resize(self) -> None:
+        if self.review is not None:
+            self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        with contextlib.suppress(NoMatches):
+            table = self.query_one("#review-notes", DataTable)
+            at = table.cursor_row
+            self._fill(table)
+            if self.review and self.review.notes:
+                table.move_cursor(row=min(at, len(self.review.notes) - 1), animate=False)
+
+    def current(self) -> NoteSummary | None:
+        if self.review is None or not self.review.notes:
+            return None
+        with contextlib.suppress(NoMatches):
+            at = self.query_one("#review-notes", DataTable).cursor_row
+            if 0 <= at < len(self.review.notes):
+                return self.review.notes[at]
+        return None
+
+    @on(DataTable.RowHighlighted, "#review-notes")
+    def _highlighted(self, _: DataTable.RowHighlighted) -> None:
+        self.show_selected()
+
+    @on(DataTable.RowSelected, "#review-notes")
+    def _selected(self, _: DataTable.RowSelected) -> None:
+        self.action_focus_diff()
+
+    # -- the diff ---------------------------------------------------------------------------------
+
+    def show_selected(self) -> None:
+        note = self.current()
+        pane = self.query_one("#review-diff", ReviewDiff)
+        if note is None:
+            self.shown = None
+            words = (
+                "Nothing to review: every AI change is reviewed, reverted or undone."
+                if self.since == "last"
+                else f"No AI changes {period_words(self.since)}."
+            )
+            pane.update([Content(words), Content.styled("p changes the period.", "$text-muted")])
+            return
+        shown = self.shown
+        if shown is not None and shown.note == note:
+            return  # that diff is on screen already
+        self._asked = time.perf_counter()
+        cached = self._diffs.get(self._diff_key(note, self.since))
+        if cached is not None:  # read ahead while the owner looked at the one before
+            self._diff_loaded(note, self.since, cached)
+        else:
+            self.load_diff(note, self.since)
+
+    def _diff_key(self, note: NoteSummary, since: str) -> tuple[object, ...]:
+        """What a note's net diff depends on: its commits, the branch and the file on disk."""
+        try:
+            st = (self.root / note.path).stat()
+            disk: object = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            disk = None
+        shas = tuple(c.sha for c in note.commits)
+        return (note.path, since, note.base, shas, disk, self.dash.review_watch.stamp())
+
+    @work(thread=True, exclusive=True, group="review-diff")
+    def load_diff(self, note: NoteSummary, since: str) -> None:
+        key = self._diff_key(note, since)
+        [diff] = net_diffs(self.root, [note])
+        self._diffs[key] = diff
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._diff_loaded, note, since, diff)
+
+    @work(thread=True, exclusive=True, group="review-ahead")
+    def read_ahead(self, notes: list[NoteSummary], since: str) -> None:
+        """The diffs of the notes next to the one shown, so `j`, `k` and `n` show them at once."""
+        for note in notes:
+            key = self._diff_key(note, since)
+            if key not in self._diffs:
+                self._diffs[key] = net_diffs(self.root, [note])[0]
+        while len(self._diffs) > 8:  # oldest first out (dicts keep their order)
+            self._diffs.pop(next(iter(self._diffs)))
+
+    def _diff_loaded(self, note: NoteSummary, since: str, diff: NetDiff) -> None:
+        if since != self.since or self.current() != note or not self.is_attached:
+            return  # the owner moved on meanwhile
+        first_ai = next((i for i, h in enumerate(diff.hunks) if h.ai), 0)
+        self.shown = Shown(note, diff, first_ai)
+        self._draw(scroll=False)
+        self.diff_in = time.perf_counter() - self._asked
+        notes = self.review.notes if self.review else []
+        at = notes.index(note) if note in notes else -1
+        near = [notes[i] for i in (at + 1, at - 1) if 0 <= i < len(notes) and at >= 0]
+        if near:
+            self.read_ahead(near, since)
+
+    def _draw(self, scroll: bool = True) -> None:
+        s = self.shown
+        if s is None:
+            return
+        lines, starts = render_net(s.note, s.diff, self.since, s.hunk)
+        s.starts = tuple(starts)
+        pane = self.query_one("#review-diff", ReviewDiff)
+        pane.update(lines)
+        pane.border_title = f"{len(s.diff.hunks)} hunk{'' if len(s.diff.hunks) == 1 else 's'}"
+        if scroll and starts:
+            pane._layout()
+            pane.scroll_to(y=pane._starts[starts[s.hunk]], animate=False, immediate=True)
+
+    def action_hunk(self, delta: int) -> None:
+        s = self.shown
+        if s is None or not s.diff.hunks:
+            self.say("no hunks in this diff", "warning")
+            return
+        s.hunk = (s.hunk + delta) % len(s.diff.hunks)
+        self._draw()
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        box = self.query_one("#review-since", Input)
+        if box.display:
+            box.display = False
+            self.query_one("#review-notes", DataTable).focus()
+        elif isinstance(self.focused, ReviewDiff):
+            self.query_one("#review-notes", DataTable).focus()
+        else:
+            self.app.pop_screen()
+
+    def action_focus_list(self) -> None:
+        self.query_one("#review-notes", DataTable).focus()
+
+    def action_focus_diff(self) -> None:
+        self.query_one("#review-diff", ReviewDiff).focus()
+
+    def action_move(self, delta: int) -> None:
+        table = self.query_one("#review-notes", DataTable)
+        if table.row_count:
+            table.move_cursor(row=max(0, min(table.row_count - 1, table.cursor_row + delta)))
+
+    def action_next(self) -> None:
+        r = self.review
+        if r is None or not r.notes:
+            self.say("nothing to review")
+            return
+        table = self.query_one("#review-notes", DataTable)
+        n = len(r.notes)
+        for step in range(1, n + 1):
+            at = (table.cursor_row + step) % n
+            if not r.notes[at].reviewed:
+                table.move_cursor(row=at)
+                return
+        self.say("every note listed is reviewed")
+
+    def action_period(self) -> None:
+        at = PERIODS.index(self.since) if self.since in PERIODS else -1
+        self.set_since(PERIODS[(at + 1) % len(PERIODS)])
+
+    def set_since(self, since: str) -> None:
+        self.since = since
+        self.review, self.shown = None, None
+        self.say(f"showing {period_words(since)}")
+        self._title()
+        self.load()
+
+    def action_ask_since(self) -> None:
+        box = self.query_one("#review-since", Input)
+        box.value = "" if self.since in PERIODS else self.since
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#review-since")
+    def _since_typed(self, event: Input.Submitted) -> None:
+        event.input.display = False
+        self.query_one("#review-notes", DataTable).focus()
+        text = event.value.strip()
+        if text:
+            self.set_since(text)
+
+    def action_edit(self) -> None:
+        note = self.current()
+        if note is None:
+            self.say("no note selected", "warning")
+        elif edit_note(self, self.root, note.path):
+            self.shown = None
+            self.show_selected()
+
+    def action_open_note(self) -> None:
+        note = self.current()
+        if note is None:
+            self.say("no note selected", "warning")
+            return
+        self.app.push_screen(NoteScreen(self.root, note.path))
+
+    def on_screen_resume(self) -> None:
+        self.show_header()
+        if self.review is not None and self.loaded_at != self.dash.review_watch.stamp():
+            self.load()  # something changed while the note view was open
+        elif self.review is not None:
+            self.shown = None  # the owner may have edited the note from the note view
+            self.show_selected()
+
+    # -- the owner's actions (each in a worker: git never freezes the screen) ---------------------
+
+    async def _run(self, what: str, fn: Any, *args: Any) -> Any:
+        """Run a service in a thread; an ActionError is said in the status line, in words."""
+        self._busy = True
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except ActionError as exc:
+            self.say(f"{what} refused: {exc}", "error")
+            self.notify(str(exc), title=f"{what} refused", severity="error", timeout=10)
+            return None
+        finally:
+            self._busy = False
+
+    def _after(self, message: str) -> None:
+        self.say(message)
+        self.notify(message, timeout=4)
+        self.shown = None
+        self.load()
+        self.dash.poll()  # the header's count and the timeline follow at once
+
+    @work(exclusive=True, group="review-act")
+    async def action_mark(self) -> None:
+        note = self.current()
+        if note is None:
+            self.say("nothing to mark: no note selected", "warning")
+            return
+        if note.reviewed:
+            self.say(f"{note.path} is reviewed already")
+            return
+        # exactly the commits on screen: an AI write that lands meanwhile stays unreviewed
+        marks = {c.sha: [note.path] for c in note.commits}
+        files = {c.sha: c.files for c in note.commits}
+        if await self._run("mark", write_marks, self.root, marks, files) is not None:
+            self._after(f"{note.path}: {plural(len(note.commits), 'AI commit')} marked reviewed")
+
+    @work(exclusive=True, group="review-act")
+    async def action_mark_all(self) -> None:
+        r = self.review
+        todo = [n for n in (r.notes if r else []) if not n.reviewed]
+        if not todo:
+            self.say("nothing to mark: every note listed is reviewed")
+            return
+        commits = {c.sha for n in todo for c in n.commits}
+        body = [Content(f"{n.path}  ({plural(len(n.commits), 'AI commit')})") for n in todo]
+        title = f"Mark {plural(len(commits), 'AI commit')} in {plural(len(todo), 'note')} reviewed?"
+        if not await self.app.push_screen_wait(ConfirmModal(title, body, yes="Mark reviewed")):
+            return
+        marks: dict[str, list[str]] = {}
+        files: dict[str, tuple[str, ...]] = {}
+        for n in todo:
+            for c in n.commits:
+                marks.setdefault(c.sha, []).append(n.path)
+                files[c.sha] = c.files
+        if await self._run("mark all", write_marks, self.root, marks, files) is not None:
+            self._after(f"{plural(len(todo), 'note')} marked reviewed")
+
+    @work(exclusive=True, group="review-act")
+    async def action_undo_hunk(self) -> None:
+        s = self.shown
+        if s is None or not s.diff.hunks:
+            self.say("no hunk to undo: select a note with changes", "warning")
+            return
+        h = s.diff.hunks[s.hunk]
+        if not h.ai:
+            self.say(
+                f"hunk {s.hunk + 1} has only your lines: nothing of the AI's to undo", "warning"
+            )
+            return
+        title = f"Undo the AI's lines in hunk {s.hunk + 1} of {s.note.path}?"
+        body = [
+            Content("One commit as you (Vaultwatch-Action: undo). Your lines stay as they are."),
+            Content(""),
+            *render_hunk(h, s.hunk, len(s.diff.hunks), False),
+        ]
+        if not await self.app.push_screen_wait(ConfirmModal(title, body, yes="Undo hunk")):
+            return
+        sha = await self._run(
+            "undo", undo_hunk, self.root, s.note.path, s.hunk, self.since, hunk_text(h)
+        )
+        if sha:
+            self._after(f"undid hunk {s.hunk + 1} of {s.note.path}: commit {sha[:8]}")
+
+    @work(exclusive=True, group="review-act")
+    async def action_revert_note(self) -> None:
+        note = self.current()
+        if note is None:
+            self.say("no note selected", "warning")
+            return
+        if note.reviewed:
+            self.say(f"{note.path} has no unreviewed AI changes to revert", "warning")
+            return
+        title = f"Revert every unreviewed AI change to {note.path}?"
+        body = [
+            Content("One commit as you; only this note; your own commits stay."),
+            Content(""),
+            *[Content(f"{c.short}  {c.subject}  ({c.client or '?'})") for c in note.commits],
+        ]
+        if not await self.app.push_screen_wait(ConfirmModal(title, body, yes="Revert")):
+            return
+        sha = await self._run("revert", revert_note, self.root, note.path)
+        if sha:
+            self._after(f"reverted the AI's changes to {note.path}: commit {sha[:8]}")

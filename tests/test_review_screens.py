@@ -1,0 +1,507 @@
+"""The review screens under Pilot, on real vaults: AI writes through the real server, the
+owner's commits between them, marks in the vault's notes ref. What is on screen is read back as
+text (the compositor's lines) and the vault is checked with git."""
+
+from __future__ import annotations
+
+import dataclasses
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.content import Content
+from textual.widgets import DataTable, Input, Static
+
+from app.review import NOTES_REF, mark_reviewed, summaries
+from app.ui.dashboard import Dashboard
+from app.ui.header import HeaderFacts, ServerState, segments
+from app.ui.header_fit import fit
+from app.ui.main_screen import MainScreen
+from app.ui.note_screen import NoteScreen, obsidian_url
+from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen, shorten_middle
+
+from .conftest import git
+from .test_dashboard import until
+from .test_review import W, owner_edit
+from .test_screens import screen_text
+
+pytestmark = pytest.mark.anyio
+
+LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
+
+
+@pytest.fixture
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+@pytest.fixture
+def vault(make_vault: Any, settings_home: Path) -> Path:
+    return make_vault(
+        {
+            "w.md": W,
+            "a.md": "# A\n\n## Log\n",
+            "b.md": "# B\n\n## Log\n",
+            LONG: "# 离线同步\n\n## 日志\n",
+        }
+    )
+
+
+def app_on(root: Path) -> Dashboard:
+    return Dashboard(root, poll_seconds=0.05)
+
+
+def header(app: Dashboard) -> str:
+    return screen_text(app).split("\n")[0]
+
+
+def notes_listed(app: Dashboard) -> list[str]:
+    screen = app.screen
+    assert isinstance(screen, ReviewScreen)
+    return [n.path for n in screen.review.notes] if screen.review else []
+
+
+def diff_text(app: Dashboard) -> str:
+    return app.screen.query_one(ReviewDiff).plain
+
+
+async def open_review(pilot: Any) -> ReviewScreen:
+    app = pilot.app
+    await until(pilot, lambda: app.review_watch.count is not None)
+    await pilot.press("v")
+    await until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+    screen = app.screen
+    await until(pilot, lambda: screen.review is not None)
+    await until(pilot, lambda: screen.shown is not None or not screen.review.notes)
+    return screen
+
+
+async def shown(pilot: Any, path: str) -> None:
+    screen = pilot.app.screen
+    await until(pilot, lambda: screen.shown is not None and screen.shown.note.path == path)
+
+
+async def press_and_confirm(pilot: Any, key: str) -> None:
+    """A key whose action asks first: press it, then y in the dialog."""
+    app = pilot.app
+    first = app.screen
+    await pilot.press(key)
+    await until(pilot, lambda: app.screen is not first)
+    await pilot.press("y")
+    await until(pilot, lambda: app.screen is first)
+
+
+async def refs_settle(pilot: Any) -> None:
+    """Until the header's count was read at the refs as they are now."""
+    app = pilot.app
+    await until(pilot, lambda: not app.review_watch.stale() and not app.review_watch.busy)
+    await pilot.pause(0.1)
+
+
+# -- the header ---------------------------------------------------------------------------------
+
+
+async def test_the_header_counts_ai_changes_to_review_live(connect: Any, vault: Path) -> None:
+    app = app_on(vault)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.review_watch.count is not None)
+        assert "nothing to review" in header(app)
+        async with connect(vault) as s:
+            await s.call("append_section", path="a.md", heading="Log", content="- one")
+            await until(pilot, lambda: "1 AI change to review in 1 note" in header(app))
+            await s.call("append_section", path="b.md", heading="Log", content="- two")
+            await s.call("append_section", path="b.md", heading="Log", content="- three")
+        await until(pilot, lambda: "3 AI changes to review in 2 notes (v)" in header(app))
+        # marks written elsewhere (the shell) show up: the count follows the notes ref
+        mark_reviewed(vault, ["b.md"])
+        await until(pilot, lambda: "1 AI change to review in 1 note" in header(app))
+        mark_reviewed(vault)
+        await until(pilot, lambda: "nothing to review" in header(app))
+
+
+def test_the_count_keeps_both_numbers_at_80_columns(tmp_path: Path) -> None:
+    events = [{"kind": "read", "client": "claude-code/2.1"}]
+    server = ServerState("up", "http://127.0.0.1:8765/mcp")
+    facts = HeaderFacts(tmp_path / "笔记库", server, events, "vault.config.yaml", "10:00:00")
+    wide = dataclasses.replace(facts, review=(1234, 150))
+    long = dataclasses.replace(wide, root=tmp_path / "interview-notes-2026")
+    indexing = [*events, {"kind": "semantic_progress", "indexed": 10, "total": 9000}]
+    for f, width, want in [
+        (wide, 200, "1,234 AI changes to review in 150 notes (v)"),
+        (long, 80, "  1,234 to review in 150 notes"),
+        (dataclasses.replace(wide, events=indexing), 80, "  1,234 to review  "),
+    ]:
+        line = fit(segments(f), width)
+        assert want in line.plain and line.cell_length <= width, line.plain
+    one = fit(segments(dataclasses.replace(facts, review=(1, 1))), 200).plain
+    assert "1 AI change to review in 1 note (v)" in one
+    assert (
+        "nothing to review" in fit(segments(dataclasses.replace(facts, review=(0, 0))), 200).plain
+    )
+    assert "review" not in fit(segments(facts), 200).plain  # not counted yet: nothing said
+
+
+# -- the list and the diff ----------------------------------------------------------------------
+
+
+def at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """Commits made from here on carry this time (the server's git inherits it)."""
+    monkeypatch.setenv("GIT_AUTHOR_DATE", when)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", when)
+
+
+async def test_the_list_newest_first_with_its_columns(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with connect(vault) as s:
+        at(monkeypatch, "2026-12-01T09:00:00")
+        await s.call("append_section", path="a.md", heading="Log", content="- a1")
+        at(monkeypatch, "2026-12-01T11:30:00")
+        await s.call("append_section", path="a.md", heading="Log", content="- a2\n- a3")
+        monkeypatch.delenv("GIT_AUTHOR_DATE")
+        monkeypatch.delenv("GIT_COMMITTER_DATE")
+        await s.call("append_section", path=LONG, heading="日志", content="- 周二：模拟面试")
+        git(vault, "commit", "-q", "--allow-empty", "-m", "owner, nothing")
+    app = app_on(vault)
+    async with app.run_test(size=(200, 40)) as pilot:
+        screen = await open_review(pilot)
+        assert notes_listed(app) == [LONG, "a.md"]  # newest change first
+        text = screen_text(app)
+        assert "3 AI commits in 2 notes" in text.split("\n")[1]
+        table = screen.query_one("#review-notes", DataTable)
+        row = [c.plain for c in table.get_row_at(1)]
+        assert row[0] == "a.md" and row[1] == "A" and row[2] == "2" and row[3] == "+3 −0"
+        assert "append_section" in row[5] and "mcp" in row[5]
+        assert row[4] == "12-01 09:00–11:30"  # the span, first to last (local time is UTC here)
+        # the Chinese path, cut in the middle to its column, keeps its head and its file name
+        long_row = [c.plain for c in table.get_row_at(0)]
+        assert long_row[0].startswith("项目笔记/") and long_row[0].endswith("学习笔记.md")
+
+
+def test_long_paths_are_cut_in_the_middle_by_cells() -> None:
+    cut = shorten_middle(LONG, 30)
+    assert Content(cut).cell_length <= 30 and "…" in cut
+    assert cut.startswith("项目") and cut.endswith(".md")
+    assert shorten_middle("a.md", 30) == "a.md"
+
+
+async def test_the_net_diff_sets_the_owners_lines_apart(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        a1 = await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        own = owner_edit(vault, "w.md", "- two\n", "- two (mine)\n")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_review(pilot)
+        await shown(pilot, "w.md")
+        text = diff_text(app)
+        lines = text.split("\n")
+        mine = lines.index("+ - two (mine)")
+        ai = lines.index("+ - ai four")
+        assert lines[mine - 2].startswith(f"  ┌ YOU · {own[:8]}")  # above "- two", removed by you
+        assert lines[ai - 1].startswith(f"  ┌ AI {a1['commit'][:8]} · append_section · ")
+        assert "one diff from before" in text and "your reviewed state to now" in text
+        pane = app.screen.query_one(ReviewDiff)
+        styles = {str(span.style) for span in pane.lines[mine].spans}
+        assert OWNER_ADD in styles  # drawn apart from the AI's green lines
+        assert OWNER_ADD not in {str(span.style) for span in pane.lines[ai].spans}
+
+
+# -- mark, next, mark all -----------------------------------------------------------------------
+
+
+async def test_mark_next_and_mark_all(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        for p in ("a.md", "b.md", "w.md"):
+            await s.call("append_section", path=p, heading="Log", content=f"- in {p}")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        assert notes_listed(app) == ["w.md", "b.md", "a.md"]
+        await pilot.press("n")  # the next unreviewed note
+        await shown(pilot, "b.md")
+        await pilot.press("space")  # b.md reviewed: exactly the commit on screen
+        await until(pilot, lambda: notes_listed(app) == ["w.md", "a.md"])
+        assert "b.md: 1 AI commit marked reviewed" in screen_text(app)
+        assert "Reviewed: b.md" in git(vault, "notes", f"--ref={NOTES_REF}", "show", "HEAD~1")
+        await until(pilot, lambda: "2 AI changes to review in 2 notes" in header(app))
+        await press_and_confirm(pilot, "A")
+        await until(pilot, lambda: notes_listed(app) == [])
+        assert summaries(vault).notes == []
+        await until(pilot, lambda: "nothing to review" in header(app))
+        assert "Nothing to review" in diff_text(app)
+        assert screen.query_one("#review-notes", DataTable).row_count == 0
+        assert git(vault, "status", "--porcelain") == ""  # marks never touch the files
+
+
+async def test_a_batch_over_three_notes_reviewed_one_at_a_time(connect: Any, vault: Path) -> None:
+    ops = [
+        {"tool": "append_section", "args": {"path": p, "heading": "Log", "content": f"- in {p}"}}
+        for p in ("w.md", "a.md", "b.md")
+    ]
+    async with connect(vault) as s:
+        batch = await s.call("batch", ops=ops)
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_review(pilot)
+        assert sorted(notes_listed(app)) == ["a.md", "b.md", "w.md"]
+        assert "1 AI change to review in 3 notes" in header(app)
+        for left in (2, 1, 0):
+            path = app.screen.current().path
+            await pilot.press("space")
+            await until(pilot, lambda left=left: len(notes_listed(app)) == left)
+            assert path not in notes_listed(app)
+            note = git(vault, "notes", f"--ref={NOTES_REF}", "show", batch["commit"])
+            assert f"Reviewed: {path}" in note
+            # the commit is settled only with its last note
+            assert ("Reviewed-all: yes" in note) == (left == 0)
+        await until(pilot, lambda: "nothing to review" in header(app))
+
+
+# -- undo a hunk, revert a note -----------------------------------------------------------------
+
+
+async def test_undo_a_hunk_keeps_the_owners_lines(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        ai = await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        owner_edit(vault, "w.md", "- three\n", "- three\n- mine, beside it\n")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_review(pilot)
+        await shown(pilot, "w.md")
+        assert "▶ @@" in diff_text(app)  # the hunk `u` acts on is marked
+        await press_and_confirm(pilot, "u")
+        await until(pilot, lambda: "undid hunk 1 of w.md" in screen_text(app))
+        await until(pilot, lambda: notes_listed(app) == [])
+    text = (vault / "w.md").read_text()
+    assert text == W.replace("- three\n", "- three\n- mine, beside it\n")
+    msg = git(vault, "log", "-1", "--format=%B")
+    assert "Vaultwatch-Action: undo" in msg and f"Vaultwatch-Undoes: {ai['commit']}" in msg
+
+
+async def test_a_refused_undo_says_why_and_changes_nothing(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        await s.call("edit_text", path="w.md", old="- one", new="- one, by AI")
+        owner_edit(vault, "w.md", "- ai four", "- ai four, fixed by me")
+    head, before = git(vault, "rev-parse", "HEAD"), (vault / "w.md").read_text()
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_review(pilot)
+        await shown(pilot, "w.md")
+        await press_and_confirm(pilot, "u")
+        await until(pilot, lambda: "undo refused" in screen_text(app))
+        assert "changed lines the AI wrote" in screen_text(app)
+        assert notes_listed(app) == ["w.md"]
+    assert git(vault, "rev-parse", "HEAD") == head and (vault / "w.md").read_text() == before
+
+
+async def test_an_undo_of_a_hunk_that_moved_since_it_was_shown_is_refused(
+    connect: Any, vault: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        app = app_on(vault)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await open_review(pilot)
+            await shown(pilot, "w.md")
+            # a write lands between the drawing and the key: hunk 1 is not what the owner saw
+            # (the screen is held from following the vault, as in the moment before it does)
+            app.screen._busy = True
+            await s.call("edit_text", path="w.md", old="- one", new="- one, by AI")
+            await until(pilot, lambda: "2 AI changes to review" in header(app))
+            head = git(vault, "rev-parse", "HEAD")
+            await press_and_confirm(pilot, "u")
+            await until(pilot, lambda: "changed since its diff was shown" in screen_text(app))
+            assert git(vault, "rev-parse", "HEAD") == head
+
+
+async def test_revert_a_note_leaves_the_owners_commits(connect: Any, vault: Path) -> None:
+    ops = [
+        {"tool": "append_section", "args": {"path": p, "heading": "Log", "content": f"- in {p}"}}
+        for p in ("w.md", "a.md")
+    ]
+    async with connect(vault) as s:
+        await s.call("batch", ops=ops)
+        owner_edit(vault, "w.md", "free text", "free text, mine")
+        await s.call("append_section", path="w.md", heading="Log", content="- ai again")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_review(pilot)
+        await shown(pilot, "w.md")
+        await press_and_confirm(pilot, "R")
+        await until(pilot, lambda: notes_listed(app) == ["a.md"])
+        assert "reverted the AI's changes to w.md" in screen_text(app)
+    assert (vault / "w.md").read_text() == W.replace("free text", "free text, mine")
+    assert "- in a.md" in (vault / "a.md").read_text()
+
+
+# -- periods ------------------------------------------------------------------------------------
+
+
+async def test_the_period_switch(connect: Any, vault: Path) -> None:
+    start = git(vault, "rev-parse", "HEAD").strip()
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        mark_reviewed(vault)
+        await s.call("append_section", path="a.md", heading="Log", content="- ai in a")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        assert notes_listed(app) == ["a.md"]
+        await pilot.press("p")  # today: reviewed or not
+        await until(pilot, lambda: screen.since == "today" and screen.review is not None)
+        assert sorted(notes_listed(app)) == ["a.md", "w.md"]  # (one second apart or less)
+        text = screen_text(app)
+        assert "Review · today · 2 notes changed by the AI, 1 not reviewed" in text
+        table = screen.query_one("#review-notes", DataTable)
+        marks = {table.get_row_at(i)[1].plain: table.get_row_at(i)[0].plain for i in range(2)}
+        assert marks == {"a.md": "•", "w.md": "✓"}
+        table.move_cursor(row=notes_listed(app).index("w.md"))
+        await shown(pilot, "w.md")
+        await pilot.press("n")  # the next unreviewed note: past the reviewed one
+        await shown(pilot, "a.md")
+        await pilot.press("p")
+        await until(pilot, lambda: screen.since == "7d" and screen.review is not None)
+        assert "the last 7 days" in screen_text(app)
+        await pilot.press("p")
+        await until(pilot, lambda: screen.since == "last" and screen.review is not None)
+        assert notes_listed(app) == ["a.md"]
+        # a commit typed in: the same view from there
+        await pilot.press("d")
+        box = screen.query_one("#review-since", Input)
+        await until(pilot, lambda: box.has_focus)
+        box.value = start[:10]
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.since == start[:10] and screen.review is not None)
+        assert sorted(notes_listed(app)) == ["a.md", "w.md"]
+        assert f"since {start[:10]}" in screen_text(app)
+        # a period that is none is refused in words
+        await pilot.press("d")
+        await until(pilot, lambda: box.has_focus)
+        box.value = "last tuesday"
+        await pilot.press("enter")
+        await until(pilot, lambda: "not last, today" in screen_text(app))
+
+
+# -- the note view ------------------------------------------------------------------------------
+
+
+EDITOR = """#!/bin/sh
+printf '%s\\n' "$1" >> "{log}"
+printf 'edited in the editor\\n' >> "$1"
+"""
+
+
+async def test_the_note_view_and_edit_in_editor(
+    connect: Any, vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai four\n- ai five")
+        owner_edit(vault, "w.md", "- one\n", "- one\n- mine\n")
+    log = tmp_path / "editor.log"
+    script = tmp_path / "editor.sh"
+    script.write_text(EDITOR.format(log=log))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("EDITOR", str(script))
+    app = app_on(vault)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_review(pilot)
+        await pilot.press("o")
+        await until(
+            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
+        )
+        text = screen_text(app)
+        lines = text.split("\n")
+        assert any(" AI - ai four" in ln for ln in lines)
+        assert any(" AI - ai five" in ln for ln in lines)
+        mine = next(ln for ln in lines if "- mine" in ln)
+        assert " AI " not in mine
+        total = len(W.splitlines()) + 3
+        assert f"the AI wrote 2 of {total} lines ({2 / total:.0%})" in lines[0]
+        assert "3 commits, 1 by the AI" in lines[0]
+        assert "append_section" in text and "owner edits w.md" in text and "import" in text
+        await pilot.press("e")
+        await until(pilot, lambda: log.exists())
+        assert log.read_text() == f"{vault / 'w.md'}\n"
+        # the view shows the note as the editor left it, the new line the owner's (unsaved)
+        await until(pilot, lambda: "✎  edited in the editor" in screen_text(app))
+
+
+async def test_o_shows_the_obsidian_link_without_a_desktop(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    async with connect(vault) as s:
+        await s.call("append_section", path=LONG, heading="日志", content="- 一行")
+    app = app_on(vault)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await open_review(pilot)
+        await pilot.press("o")
+        await until(
+            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
+        )
+        await pilot.press("o")
+        url = obsidian_url(vault, LONG)
+        status = app.screen.query_one("#note-status", Static)
+        await until(pilot, lambda: url in str(status.content))
+        assert "open in Obsidian (copied)" in str(status.content)
+        assert app.clipboard == url
+    assert url.startswith(f"obsidian://open?vault={vault.name}&file=")
+    assert "%2F" in url and "%E9%A1%B9" in url and "/" not in url[len("obsidian://") :]
+
+
+# -- launch, two dashboards ---------------------------------------------------------------------
+
+
+async def test_the_launch_prompt_and_one_key_to_review(connect: Any, vault: Path) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- a")
+        await s.call("append_section", path="b.md", heading="Log", content="- b")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        said = lambda: "\n".join(str(n.message) for n in app._notifications)  # noqa: E731
+        await until(pilot, lambda: "Press v to review" in said())
+        assert "2 AI changes to 2 notes since you last looked" in said()
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+
+async def test_no_prompt_when_there_is_nothing_to_review(vault: Path) -> None:
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.review_watch.count is not None)
+        await pilot.pause(0.3)
+        assert not any("review" in str(n.message) for n in app._notifications)
+
+
+async def test_two_dashboards_share_marks_and_they_survive_a_restart(
+    connect: Any, vault: Path
+) -> None:
+    async with connect(vault) as s:
+        for p in ("w.md", "a.md", "b.md"):
+            await s.call("append_section", path=p, heading="Log", content=f"- in {p}")
+    one, two = app_on(vault), app_on(vault)
+    async with one.run_test(size=(120, 36)) as p1, two.run_test(size=(120, 36)) as p2:
+        await until(p2, lambda: "3 AI changes to review in 3 notes" in header(two))
+        await open_review(p1)
+        await p1.press("space")  # marked in the first dashboard
+        await until(p1, lambda: len(notes_listed(one)) == 2)
+        # the second one follows: its header, and its review screen once open
+        await until(p2, lambda: "2 AI changes to review in 2 notes" in header(two))
+        await open_review(p2)
+        assert notes_listed(two) == notes_listed(one)
+        await p2.press("space")  # and back the other way, live on an open screen
+        await until(p1, lambda: len(notes_listed(one)) == 1)
+        assert "1 AI change to review in 1 note" in header(one)
+        left = notes_listed(one)
+    # a restart: a new dashboard reads the same marks from the vault's git
+    three = app_on(vault)
+    async with three.run_test(size=(120, 36)) as p3:
+        await until(p3, lambda: "1 AI change to review in 1 note" in header(three))
+        await open_review(p3)
+        assert notes_listed(three) == left

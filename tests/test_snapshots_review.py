@@ -1,0 +1,127 @@
+"""SVG snapshots of the review screens (pytest-textual-snapshot) at 80x24, 120x36 and 200x50, on
+the pinned vault of the dashboard snapshots: a Chinese note at a long path, the owner's unsaved
+line beside the AI's, every date pinned. The launch prompt (a toast) is cleared before the
+screens it would cover; it has its own snapshot. Each baseline was looked at as an image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import DataTable
+
+from app.ui.note_screen import NoteScreen
+from app.ui.review_screen import ReviewScreen
+
+from .test_dashboard_snapshots import LONG, SIZES, make_app, pinned_vault, settle, settle_on_screen
+
+__all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
+
+
+async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
+    """The review screen open, its list read and the diff of `path` (else the first) drawn."""
+    app = pilot.app
+    for _ in range(200):
+        if app.review_watch.count is not None:
+            break
+        await pilot.pause(0.05)
+    await pilot.press("v")
+    await settle_on_screen(pilot)
+    screen = app.screen
+    assert isinstance(screen, ReviewScreen)
+    for _ in range(200):
+        if screen.review is not None:
+            break
+        await pilot.pause(0.05)
+    assert screen.review is not None
+    if path is not None:
+        at = [n.path for n in screen.review.notes].index(path)
+        screen.query_one("#review-notes", DataTable).move_cursor(row=at)
+    for _ in range(200):
+        if screen.shown is not None and (path is None or screen.shown.note.path == path):
+            break
+        await pilot.pause(0.05)
+    app.clear_notifications()
+    await settle(pilot)
+    return screen
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_review_screen(pinned_vault: Path, snap_compare: Any, size: str) -> None:
+    """The three notes, newest first, the Chinese one at a long path cut in the middle; its
+    net diff under the AI commit that wrote it."""
+
+    async def run_before(pilot: Any) -> None:
+        await review(pilot)
+
+    assert snap_compare(make_app(pinned_vault), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", ["80x24", "120x36"])
+def test_review_owner_lines_set_apart(pinned_vault: Path, snap_compare: Any, size: str) -> None:
+    """The week note: the AI's line, and the owner's unsaved line under YOU."""
+
+    async def run_before(pilot: Any) -> None:
+        await review(pilot, "weeks/w49.md")
+
+    assert snap_compare(make_app(pinned_vault), terminal_size=SIZES[size], run_before=run_before)
+
+
+def test_review_period_view(pinned_vault: Path, snap_compare: Any) -> None:
+    """A period typed in (`d`): every AI change since then, reviewed (✓) or not (•)."""
+
+    async def run_before(pilot: Any) -> None:
+        screen = await review(pilot)
+        screen.query_one("#review-notes").focus()
+        await pilot.press("space")  # one note reviewed, so the ✓ column has both marks
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        for ch in "2026-01-01":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await settle(pilot)
+        pilot.app.clear_notifications()
+        await settle(pilot)
+
+    assert snap_compare(
+        make_app(pinned_vault), terminal_size=SIZES["120x36"], run_before=run_before
+    )
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_note_view(pinned_vault: Path, snap_compare: Any, size: str) -> None:
+    """The Chinese note as it is now, the AI's line marked, its history and the AI's share."""
+
+    async def run_before(pilot: Any) -> None:
+        await review(pilot, LONG)
+        await pilot.press("o")
+        await settle_on_screen(pilot)
+        assert isinstance(pilot.app.screen, NoteScreen)
+        await settle(pilot)
+
+    assert snap_compare(make_app(pinned_vault), terminal_size=SIZES[size], run_before=run_before)
+
+
+def test_undo_hunk_confirmation(pinned_vault: Path, snap_compare: Any) -> None:
+    async def run_before(pilot: Any) -> None:
+        await review(pilot, "study/cache.md")
+        await pilot.press("u")
+        await settle_on_screen(pilot)
+
+    assert snap_compare(make_app(pinned_vault), terminal_size=SIZES["80x24"], run_before=run_before)
+
+
+def test_launch_prompt(pinned_vault: Path, snap_compare: Any) -> None:
+    """At launch, with AI changes to review: the header's count and the prompt naming `v`."""
+
+    async def run_before(pilot: Any) -> None:
+        app = pilot.app
+        for _ in range(200):
+            if app._notifications:
+                break
+            await pilot.pause(0.05)
+        await settle(pilot)
+
+    assert snap_compare(make_app(pinned_vault), terminal_size=SIZES["80x24"], run_before=run_before)
