@@ -4,6 +4,10 @@ and the vault as it was. The actions themselves: `revert` (revert.py) and the fi
 
 from __future__ import annotations
 
+from server.errors import VaultwatchError
 
-class ActionError(Exception):
-    pass
+
+class ActionError(VaultwatchError):
+    """What the owner asked for was not done; the message says why, for the owner."""
+
+    code = "refused"

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from server.errors import VaultwatchError
+
 from .actions import ActionError
 from .history import Commit, FileChange
 
@@ -34,8 +36,10 @@ if TYPE_CHECKING:
 COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context")
 
 
-class Refused(Exception):
+class Refused(VaultwatchError):
     """The one-line reason a command did nothing."""
+
+    code = "refused"
 
 
 def _vault(raw: str) -> Path:

@@ -4,27 +4,14 @@ stale replace that conflicts, and a write rejected for an unknown tag."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from datetime import date
-from pathlib import Path
 
 import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-
-from server.cli import EXAMPLE_VAULT
-from server.gitrepo import ensure_repo
-
-
-def make_demo_vault() -> Path:
-    dest = Path(tempfile.mkdtemp(prefix="vaultwatch-demo-")) / "vault"
-    shutil.copytree(EXAMPLE_VAULT, dest)
-    ensure_repo(dest)
-    return dest
 
 
 async def run_script(

@@ -4,14 +4,13 @@ own server or Claude Desktop's made the change)."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from server.gitrepo import state_dir
+from server.gitrepo import git, state_dir
 from server.journal import JournalReader
 
 from .history import Commit, is_ancestor, read_commits, reverted_by
@@ -139,12 +138,8 @@ class Feed:
         return self._complete
 
     def _current_head(self) -> str | None:
-        r = subprocess.run(
-            ["git", "-C", str(self.root), "rev-parse", "-q", "--verify", "HEAD"],
-            capture_output=True,
-            text=True,
-        )
-        return r.stdout.strip() or None
+        r = git(self.root, "rev-parse", "-q", "--verify", "HEAD", check=False)
+        return r.stdout.decode().strip() or None
 
     def poll(self) -> bool:
         with self._lock:

@@ -21,15 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from server.config import Config, DocType, load_config
-from server.dates import as_date
 from server.docs import decode, parse_doc
-from server.edits import render_value
+from server.edits import render_new_note
 from server.entry import classify
-from server.gitrepo import GitError, git, human_identity, identity_env, state_dir, write_lock
+from server.faults import fault_after
+from server.gitrepo import (
+    ACTION,
+    GitError,
+    commit_message,
+    human_identity,
+    ignored_paths,
+    state_dir,
+    write_lock,
+)
 from server.journal import Journal
 from server.links import LinkIndex, rewrite_links
-from server.paths import PathRefused, normalize_rel
-from server.store import NO_SIGN, Store, StoreError, atomic_write
+from server.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
+from server.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
 from server.validate import new_problems, problems
 from server.writes import Rejected, note_path
 
@@ -64,10 +72,6 @@ def folders_of(files: list[str]) -> list[str]:
     return sorted(out)
 
 
-def _is_note(path: str) -> bool:
-    return path.lower().endswith(".md")
-
-
 def _read(root: Path, rel: str) -> bytes | None:
     try:
         return (root / rel).read_bytes()
@@ -75,10 +79,10 @@ def _read(root: Path, rel: str) -> bytes | None:
         return None
 
 
-def _texts(root: Path, files: list[str]) -> dict[str, str]:
+def _texts(root: Path, files: list[str], extensions: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for f in files:
-        if _is_note(f):
+        if is_note(f, extensions):
             data = _read(root, f)
             if data is not None:
                 out[f] = decode(data)[0]
@@ -102,6 +106,7 @@ class MovePlan:
     edits: dict[str, tuple[str, str]]  # note (its path after the move) -> (text before, after)
     problems: list[str]  # type rules the move breaks at the new place
     originals: dict[str, bytes] = field(default_factory=dict)  # what was read, to detect races
+    extensions: tuple[str, ...] = NOTE_EXTENSIONS  # what is a note here (the config's)
 
     @property
     def subject(self) -> str:
@@ -115,7 +120,8 @@ class MovePlan:
         out = []
         for old, new in self.moves.items():
             if new not in self.edits:
-                text = decode(self.originals.get(old, b""))[0] if _is_note(old) else ""
+                note = is_note(old, self.extensions)
+                text = decode(self.originals.get(old, b""))[0] if note else ""
                 out.append(FileChange(new, "R", old, text, text))
         for path, (before, after) in self.edits.items():
             was = next((o for o, n in self.moves.items() if n == path), None)
@@ -131,8 +137,10 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     """What moving `source` (a file or a folder) to `dest` would do. Nothing is written.
 
     A note moved onto a folder goes inside it under its own name; a note's destination without
-    an extension gets `.md`."""
+    an extension gets the note's own (`.md`)."""
     files = vault_files(root)
+    config = _config(root)
+    exts = config.extensions if config is not None else NOTE_EXTENSIONS
     src = _clean_path(source, "the file to move")
     dst = _clean_path(dest, "the new path")
     is_folder = (root / src).is_dir()
@@ -147,8 +155,8 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     else:
         if (root / dst).is_dir() or dest.strip().endswith("/"):  # into a folder, new or not
             dst = f"{dst}/{posixpath.basename(src)}"
-        elif _is_note(src) and not posixpath.splitext(dst)[1]:
-            dst += ".md"
+        elif is_note(src, exts) and not posixpath.splitext(dst)[1]:
+            dst += posixpath.splitext(src)[1]
         moves = {src: dst}
     moves = {o: n for o, n in moves.items() if o != n}
     if not moves:
@@ -162,7 +170,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
             if parent in taken:
                 raise ActionError(f"{parent} is a file, so {new} cannot be made under it")
             parent = posixpath.dirname(parent)
-    texts = _texts(root, files)
+    texts = _texts(root, files, exts)
     before = LinkIndex(files)
     after = LinkIndex([moves.get(f, f) for f in files])
     edits: dict[str, tuple[str, str]] = {}
@@ -171,11 +179,10 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
         new_text = rewrite_links(text, path, new_path, moves, before, after)
         if new_text != text:
             edits[new_path] = (text, new_text)
-    config = _config(root)
     found: list[str] = []
     if config is not None:
         for old, new in moves.items():
-            if not _is_note(old) or old not in texts:
+            if not is_note(old, exts) or old not in texts:
                 continue
             text = edits.get(new, (texts[old], texts[old]))[1]
             old_doc, new_doc = parse_doc(old, texts[old].encode()), parse_doc(new, text.encode())
@@ -193,7 +200,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
         for p in {*moves, *(o for o in texts if moves.get(o, o) in edits)}
         if (data := _read(root, p)) is not None
     }
-    return MovePlan(moves, edits, found, originals)
+    return MovePlan(moves, edits, found, originals, exts)
 
 
 def _config(root: Path) -> Config | None:
@@ -217,7 +224,8 @@ def plan_remove(root: Path, path: str) -> RemovePlan:
     if data is None or not (root / rel).is_file():
         raise ActionError(f"{rel} is not a file in the vault")
     files = vault_files(root)
-    texts = _texts(root, files)
+    config = _config(root)
+    texts = _texts(root, files, config.extensions if config is not None else NOTE_EXTENSIONS)
     index = LinkIndex(files)
     links = []
     for src, link in index.backlinks(rel, texts):
@@ -259,44 +267,37 @@ def doc_types(root: Path) -> list[str]:
 
 
 def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str = "") -> NewNote:
-    """A new note of `type_name`: required fields checked (dates must be dates), its path from
-    the type's folder and filename pattern, frontmatter then a heading."""
+    """A new note of `type_name`: its path from the type's folder and filename pattern,
+    frontmatter then a heading, checked by the write path's own rules (`validate.problems`:
+    required fields, dates, allowed values), said in the form's words."""
     config = _config(root)
     if config is None or type_name not in config.types:
         raise ActionError(f"unknown type {type_name!r}")
     t = config.types[type_name]
     values = {k: v.strip() for k, v in fields.items() if v.strip()}
-    missing = [f for f in t.required if f not in values]
+    body = f"# {title.strip()}\n" if title.strip() else ""
+    text = render_new_note(values, [], "\n" + body if body else "")
+    try:
+        path: str | None = note_path(config, type_name, {**values, "title": title.strip()}, body)
+    except Rejected as exc:
+        path, naming = None, f"{exc.message} ({exc.hint})"
+    doc = parse_doc(path or f"{t.folder}/{type_name}.md", text.encode())
+    # without a path (the name pattern lacks a field), the stand-in's name is not the owner's
+    found = [p for p in problems(doc, config) if path is not None or p.code != "wrong_filename"]
+    missing = [p.key for p in found if p.code == "missing_field"]
     if missing:
         raise ActionError(f"fill in {', '.join(missing)}")
-    for f in t.dates:
-        if f in values and as_date(values[f]) is None:
-            raise ActionError(f"{f}: {values[f]!r} is not a date; write it as YYYY-MM-DD")
-    for f, allowed in t.values.items():
-        if f in values and values[f] not in {str(a) for a in allowed}:
-            raise ActionError(
-                f"{f}: {values[f]!r} is not allowed; use one of {', '.join(map(str, allowed))}"
-            )
-    body = f"# {title.strip()}\n" if title.strip() else ""
-    try:
-        path = note_path(config, type_name, {**values, "title": title.strip()}, body)
-    except Rejected as exc:
-        raise ActionError(f"{exc.message} ({exc.hint})") from None
+    if found:
+        raise ActionError("; ".join(str(p) for p in found))
+    if path is None:
+        raise ActionError(naming)
     if (root / path).exists():
         raise ActionError(f"{path} exists already; change the fields or the title")
-    head = "---\n" + "\n".join(render_value(k, v) for k, v in values.items()) + "\n---\n"
-    return NewNote(path, head + ("\n" + body if body else ""))
+    return NewNote(path, text)
 
 
 # ------------------------------------------------------------------------------------------------
 # applying: lock, snapshot, working tree with an undo log, one commit
-
-
-def _fault_after() -> int | None:
-    """VAULTWATCH_FAULT=action_after:N makes the N+1th file step fail like a full disk would
-    (the failure tests use it: as root, read-only files do not stop a write)."""
-    spec = os.environ.get("VAULTWATCH_FAULT", "")
-    return int(spec.split(":", 1)[1]) if spec.startswith("action_after:") else None
 
 
 class _Tree:
@@ -305,7 +306,8 @@ class _Tree:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.undo: list[Callable[[], None]] = []
-        self.fail_after = _fault_after()
+        # the failure tests fail a step like a full disk would (as root, read-only files do not)
+        self.fail_after = fault_after("action_after")
         self.steps = 0
 
     def _step(self) -> None:
@@ -392,41 +394,14 @@ def _action(root: Path, involved: list[str]) -> Iterator[None]:
 
 
 def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
-    """One commit as the owner of exactly these paths as they are on disk now (a private
-    index: anything else the owner has staged stays out of it)."""
-    index = state_dir(root) / "action.index"
-    env = {"GIT_INDEX_FILE": str(index)}
-    try:
-        head = git(root, "rev-parse", "HEAD").stdout.decode().strip()
-        branch = git(root, "symbolic-ref", "-q", "HEAD").stdout.decode().strip()
-        git(root, "read-tree", head, env=env)
-        git(root, "add", "-A", "--", *paths, env=env)
-        tree = git(root, "write-tree", env=env).stdout.decode().strip()
-        name, email = human_identity(root)
-        message = f"{subject}\n\nVaultwatch-Action: {action}\n"
-        sha = (
-            git(
-                root,
-                *NO_SIGN,
-                "commit-tree",
-                tree,
-                "-p",
-                head,
-                "-F",
-                "-",
-                env=identity_env(name, email),
-                input=message.encode(),
-            )
-            .stdout.decode()
-            .strip()
-        )
-        git(root, "update-ref", "-m", f"vaultwatch: {subject}", branch, sha, head)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            index.unlink()
-    # git's own index follows for these paths (the commit stands even if this lags)
-    git(root, "reset", "-q", "--", *paths, check=False)
-    return sha
+    """One commit as the owner of exactly these paths as they are on disk now (the write
+    path's private index: anything else the owner has staged stays out of it). A path git
+    ignores and does not track is refused, as `git add` would."""
+    ignored = ignored_paths(root, [p for p in paths if os.path.lexists(root / p)])
+    if ignored:
+        raise GitError(f"git ignores {', '.join(ignored)}; nothing was committed")
+    message = commit_message(subject, {ACTION: action})
+    return commit_blobs(root, disk_blobs(root, paths), message, human_identity(root))
 
 
 def _unchanged(root: Path, originals: dict[str, bytes]) -> None:
@@ -497,7 +472,7 @@ def suggest_folder(root: Path, path: str) -> str | None:
     else the one type whose required fields it all has."""
     config = _config(root)
     data = _read(root, path)
-    if config is None or data is None or not _is_note(path):
+    if config is None or data is None or not is_note(path, config.extensions):
         return None
     fm = parse_doc(path, data).frontmatter
     declared = fm.get("type")

@@ -37,10 +37,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
 
+    from server.bundled import make_demo_vault
     from server.config import ConfigError, load_config
     from server.gitrepo import ensure_repo
 
-    from .demo import make_demo_vault
     from .supervisor import ServerSupervisor
     from .ui.dashboard import Dashboard
 

@@ -15,9 +15,7 @@ timeline names it: an upgrade does not split one assistant in two.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +23,16 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from server.gitrepo import git, state_dir, trailer_value
+from server.gitrepo import (
+    REVERTS_PATH,
+    UNDOES,
+    git,
+    git_stream,
+    state_dir,
+    trailer_field,
+    trailer_value,
+    trailer_values,
+)
 from server.journal import read_all
 
 from .actions import ActionError
@@ -33,8 +40,6 @@ from .history import (
     FIELD,
     FORMAT,
     RECORD,
-    REVERTS_PATH_TRAILER,
-    UNDOES_TRAILER,
     Commit,
     parse_commit,
     parse_since,
@@ -46,8 +51,8 @@ EVENT_KINDS = ("conflict", "rejected", "noop")  # what the journal adds to git's
 # one git log: the commit's own fields, then the targets of an undo and of a one-file revert
 _FORMAT = (
     f"{RECORD}{FORMAT}{FIELD}"
-    f"%(trailers:key={UNDOES_TRAILER},valueonly,separator=%x2C){FIELD}"
-    f"%(trailers:key={REVERTS_PATH_TRAILER},valueonly,separator=%x1d){FIELD}"
+    f"{trailer_field(UNDOES, '%x2C')}{FIELD}"
+    f"{trailer_field(REVERTS_PATH, '%x1d')}{FIELD}"
 )
 BARS = "▁▂▃▄▅▆▇█"
 SINCE_HELP = "today, 7d, 4w (this week and the 3 before), YYYY-MM-DD or a commit"
@@ -224,16 +229,8 @@ class _Log:
 
     def __init__(self, root: Path, *args: str, stdin: list[str] | None = None) -> None:
         extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-        cmd = ["git", "-C", str(root), "log", f"--format={_FORMAT}", "--numstat", "-z"]
-        cmd += ["--no-renames", *extra, *args]
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-        self._proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        cmd = ["log", f"--format={_FORMAT}", "--numstat", "-z", "--no-renames", *extra, *args]
+        self._proc = git_stream(root, *cmd, stdin=bool(stdin))
         if stdin:  # `--no-walk --stdin` reads every name before it writes anything
             assert self._proc.stdin is not None
             self._proc.stdin.write(("\n".join(stdin) + "\n").encode())
@@ -268,8 +265,8 @@ def _row(record: bytes) -> _Row | None:
             a, r = stat[0].strip(), stat[1]
             added += int(a) if a.isdigit() else 0  # "-": a binary file
             removed += int(r) if r.isdigit() else 0
-    undoes = [s.strip() for s in parts[9].split(",") if s.strip()]
-    one_file = [v.strip().split(" ", 1)[0] for v in parts[10].split("\x1d") if v.strip()]
+    undoes = trailer_values(parts[9])
+    one_file = [v.split(" ", 1)[0] for v in trailer_values(parts[10], "\x1d")]
     targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
     return _Row(commit, added, removed, targets)
 

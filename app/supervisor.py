@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.connect import claude_mcp_add_http
 from server.gitrepo import state_dir
 
 URL_LINE = re.compile(r"at (http://\S+/mcp)")
@@ -180,10 +181,7 @@ def snippets(root: Path, url: str, server_command: str | None = None) -> dict[st
     token_file = state_dir(root) / "token"
     cmd = server_command or str(Path(sys.executable).parent / "vaultwatch-server")
     return {
-        "Claude Code (HTTP, this server)": (
-            f"claude mcp add --transport http vaultwatch {url} --header "
-            f'"Authorization: Bearer $(cat {shlex.quote(str(token_file))})"'
-        ),
+        "Claude Code (HTTP, this server)": claude_mcp_add_http(url, token_file),
         # the .mcp.json entry names the variable; this puts the token in it (the shell that
         # starts the client must have run it)
         "Export the token for the .mcp.json entry (shell)": (

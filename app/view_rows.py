@@ -5,10 +5,11 @@ row each. No Textual here: the main screen and shell commands share these rules.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from server.gitrepo import git
 
 from .feed import Row
 
@@ -97,9 +98,5 @@ def commits_mentioning(root: Path, text: str) -> frozenset[str]:
     """Commits whose change adds or removes `text` (any case): one `git log -S`."""
     if not text:
         return frozenset()
-    r = subprocess.run(
-        ["git", "-C", str(root), "log", "--format=%H", "-i", "-S", text, "HEAD"],
-        capture_output=True,
-        text=True,
-    )
-    return frozenset(r.stdout.split()) if r.returncode == 0 else frozenset()
+    r = git(root, "log", "--format=%H", "-i", "-S", text, "HEAD", check=False)
+    return frozenset(r.stdout.decode().split()) if r.returncode == 0 else frozenset()

@@ -16,6 +16,7 @@ from typing import Any
 from app.ui.dashboard import POLL_SECONDS, Dashboard
 from app.ui.lines import LinesView
 from app.ui.timeline import Timeline
+from server.gitrepo import CLIENT, TOOL, commit_message
 
 from .stats import ms
 
@@ -29,9 +30,9 @@ def _repo(n_commits: int, n_events: int) -> Path:
         ai = i % 3 != 0
         who = "Claude <claude@vaultwatch.local>" if ai else "Owner <owner@example.test>"
         msg = (
-            (
-                f"append_section: notes/n{i % 500}.md § Log\n\nVaultwatch-Tool: append_section\n"
-                "Vaultwatch-Client: bench/1\n"
+            commit_message(
+                f"append_section: notes/n{i % 500}.md § Log",
+                {TOOL: "append_section", CLIENT: "bench/1"},
             )
             if ai
             else f"owner edit {i}\n"
@@ -47,7 +48,7 @@ def _repo(n_commits: int, n_events: int) -> Path:
         f"line {k} of a long note{' (edited)' if k % 2 else ''}\n" for k in range(5_000)
     )
     for k, (text, t) in enumerate(((big_old, 1_770_000_000), (big_new, 1_770_000_100))):
-        msg = "replace_doc: big.md\n\nVaultwatch-Tool: replace_doc\nVaultwatch-Client: bench/1\n"
+        msg = commit_message("replace_doc: big.md", {TOOL: "replace_doc", CLIENT: "bench/1"})
         out.append(
             f"commit refs/heads/master\nauthor Claude <c@x> {t} +0000\ncommitter Claude <c@x> {t} +0000\n"
             f"data {len(msg)}\n{msg}\nM 100644 inline big.md\ndata {len(text.encode())}\n{text}\n"

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
+from server.gitrepo import CLIENT, TOOL, commit_message
 
 from .stats import ms
 
@@ -35,9 +36,8 @@ def _commit(i: int, who: str, msg: str, path: str, text: str) -> str:
 
 
 def _ai_msg(path: str) -> str:
-    return (
-        f"append_section: {path} § Log\n\nVaultwatch-Tool: append_section\n"
-        "Vaultwatch-Client: bench/1\n"
+    return commit_message(
+        f"append_section: {path} § Log", {TOOL: "append_section", CLIENT: "bench/1"}
     )
 
 

@@ -6,8 +6,12 @@ the wheel maps them into the package (`server/example_vault`, `app/themes`: see 
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from importlib.resources import files
 from pathlib import Path
+
+from .gitrepo import ensure_repo
 
 SOURCE_TREE = Path(__file__).resolve().parent.parent
 
@@ -20,3 +24,21 @@ def bundled_dir(package: str, name: str) -> Path:
     if isinstance(inside, Path) and inside.is_dir():
         return inside
     return SOURCE_TREE / name
+
+
+EXAMPLE_VAULT = bundled_dir("server", "example_vault")
+
+
+def make_demo_vault(dest: Path | None = None) -> Path:
+    """A fresh copy of the example vault at `dest` (default: in a new temporary folder), made a
+    git repo with its import commit: what `vaultwatch --demo`, `vaultwatch-server --demo` and
+    the tests' `example_vault` serve."""
+    if not EXAMPLE_VAULT.is_dir():
+        raise SystemExit(
+            f"vaultwatch: --demo needs the example vault, missing at {EXAMPLE_VAULT}; "
+            "reinstall vaultwatch"
+        )
+    dest = dest or Path(tempfile.mkdtemp(prefix="vaultwatch-demo-")) / "vault"
+    shutil.copytree(EXAMPLE_VAULT, dest)
+    ensure_repo(dest)
+    return dest

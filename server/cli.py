@@ -8,26 +8,23 @@ import logging
 import os
 import resource
 import secrets
-import shlex
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .bundled import bundled_dir
+from .bundled import make_demo_vault
+from .connect import claude_mcp_add_http
 from .gitrepo import ensure_repo, state_dir
 from .http_guard import guard
 from .journal import ServerStarted, ServerStopped
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch")
-EXAMPLE_VAULT = bundled_dir("server", "example_vault")
 
 
 def read_or_create_token(path: Path) -> str:
@@ -67,17 +64,6 @@ def parse_bind(text: str) -> tuple[str, int]:
         raise SystemExit(
             f"vaultwatch-server: --http takes HOST:PORT, e.g. 127.0.0.1:8765 (got {text!r})"
         ) from None
-
-
-def make_demo_vault() -> Path:
-    if not EXAMPLE_VAULT.is_dir():
-        raise SystemExit(
-            f"vaultwatch-server: --demo needs the example vault, missing at {EXAMPLE_VAULT}; "
-            "reinstall vaultwatch"
-        )
-    dest = Path(tempfile.mkdtemp(prefix="vaultwatch-demo-")) / "vault"
-    shutil.copytree(EXAMPLE_VAULT, dest)
-    return dest
 
 
 def _watch_parent() -> None:
@@ -227,8 +213,7 @@ def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | No
     print(
         f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
         "vaultwatch-server: connect Claude Code with:\n"
-        f'  claude mcp add --transport http vaultwatch {url} --header "Authorization: Bearer '
-        f'$(cat {shlex.quote(str(token_path))})"',
+        f"  {claude_mcp_add_http(url, token_path)}",
         file=sys.stderr,
         flush=True,
     )

@@ -22,6 +22,9 @@ from typing import Any
 
 import yaml
 
+from .errors import VaultwatchError
+from .paths import NOTE_EXTENSIONS
+
 log = logging.getLogger("vaultwatch.config")
 
 CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
@@ -39,7 +42,11 @@ class ConfigProblem:
         return f"{where}: {self.message}"
 
 
-class ConfigError(Exception):
+class ConfigError(VaultwatchError):
+    """The config does not load; `problems` say where (file:line) and what is wrong."""
+
+    code = "bad_config"
+
     def __init__(self, problems: list[ConfigProblem], vocabulary: str | None = None) -> None:
         super().__init__("; ".join(str(p) for p in problems))
         self.problems = problems
@@ -157,7 +164,7 @@ class Config:
     limits: Limits = Limits()
     semantic: SemanticConfig = SemanticConfig()
     health: HealthConfig = HealthConfig()
-    extensions: tuple[str, ...] = (".md",)
+    extensions: tuple[str, ...] = NOTE_EXTENSIONS
     http_port: int | None = None
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
     # Problems in the `semantic:` block. They switch recall off (and say so, with file:line)

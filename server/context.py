@@ -13,7 +13,8 @@ from .budget import fit_result
 from .config import ContextItem
 from .docs import decode
 from .entry import Entry
-from .query import Filters, select, sort_entries, summarize, tag_stats
+from .query import Filters, select, sort_entries, summarize
+from .tags import tag_stats
 from .vault import Vault
 
 RULES_SHARE = 0.4  # the rules file may take at most this share of the budget

@@ -6,12 +6,16 @@ import re
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from .errors import VaultwatchError
+
 RELATIVE = re.compile(r"^([+-]?)(\d+)([dwmy])$")
 NAMED = {"today": 0, "yesterday": -1, "tomorrow": 1}
 
 
-class DateError(ValueError):
-    pass
+class DateError(VaultwatchError, ValueError):
+    """Text that is not a date or a relative date; the message says what is."""
+
+    code = "bad_date"
 
 
 def as_date(value: Any) -> date | None:

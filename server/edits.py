@@ -12,19 +12,18 @@ from typing import Any
 import yaml
 
 from .docs import Doc, FrontmatterLoader, frontmatter_tags, split_frontmatter
+from .errors import VaultwatchError
 from .reading import ReadError, find_section
 
 
-class EditError(ValueError):
+class EditError(VaultwatchError, ValueError):
     """An edit that cannot be made as asked; `code` names why, the message says what to do.
 
     `later`, when set, builds more of the message (edit_text's closest line): the caller runs
     it after releasing the vault's write lock, since on a long note it takes a while."""
 
     def __init__(self, code: str, message: str, later: Callable[[], str] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
         self.later = later
 
 
@@ -138,7 +137,7 @@ def _closest_hint(text: str, old: str) -> str:
 # The closest-line hint compares the first line of `old` with the note by character trigrams:
 # one pass over the note, in C (set lookups of zip tuples), so its cost grows with the note's
 # length and nothing else. difflib's SequenceMatcher, used before, grew faster than the square
-# of a long line: 45 s for a misquoted 5 KB table line, 523 s for 10 KB (now ~1 ms each).
+# of a long line (minutes for one misquoted table line); tests/test_hangs.py holds the bound.
 HINT_WANT_CHARS = 200  # of old's first non-blank line: plenty to recognise a line by
 HINT_PIECE_CHARS = 2_000  # long lines are compared in overlapping pieces of this size...
 HINT_OVERLAP = HINT_WANT_CHARS  # ...overlapping by a whole `want`, so no match is cut in two
@@ -226,6 +225,17 @@ def render_value(key: str, value: Any, flow: bool = True) -> str:
         key_text = dump({key: 0}, False).rsplit(":", 1)[0]
         return f"{key_text}: {dump(value, True).strip()}"
     return dump({key: value}, False).rstrip("\n")
+
+
+def render_new_note(fields: dict[str, Any], tags: list[str], body: str) -> str:
+    """A new note's text: its fields (then `tags`) as frontmatter, then `body`, ending in a
+    newline. The one layout of a created note, whether the AI (create_doc) or the owner (the
+    dashboard's new-note form) makes it."""
+    lines = [render_value(k, v) for k, v in fields.items() if k != "tags"]
+    if tags:
+        lines.append(render_value("tags", tags))
+    head = "---\n" + "\n".join(lines) + "\n---\n" if lines else ""
+    return head + (body if body.endswith("\n") or not body else body + "\n")
 
 
 def _blocks(fm_lines: list[str]) -> list[tuple[str | None, int, int]]:

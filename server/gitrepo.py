@@ -9,15 +9,19 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from .errors import VaultwatchError
 
 FALLBACK_HUMAN = ("Vault owner", "owner@vaultwatch.local")
 
 
-class GitError(RuntimeError):
-    pass
+class GitError(VaultwatchError, RuntimeError):
+    """A git command failed; the message is git's own words."""
+
+    code = "git_failed"
 
 
 def git(
@@ -27,11 +31,10 @@ def git(
     check: bool = True,
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     proc = subprocess.run(
         ["git", "-C", str(root), *args],
         capture_output=True,
-        env=full_env,
+        env=_env(env),
         input=input,
         pass_fds=tuple(getattr(_HELD, "fds", ())),
     )
@@ -41,6 +44,23 @@ def git(
             f"git {' '.join(a for a in args[:4] if not a.startswith('-c'))} failed: {said}"
         )
     return proc
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """git never prompts (no terminal to answer it) and speaks one language we can parse."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
+
+
+def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[bytes]:
+    """git started with its output to be read as it comes (a long `git log` parsed while git
+    still works); the caller reads stdout and waits. stdin is a pipe when asked for."""
+    return subprocess.Popen(
+        ["git", "-C", str(root), *args],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
 
 
 def human_identity(root: Path) -> tuple[str, str]:
@@ -62,6 +82,19 @@ def identity_env(name: str, email: str) -> dict[str, str]:
     }
 
 
+# The commit trailers, written by the server (the AI's tool and client, the owner's snapshot) and
+# by the dashboard's owner actions, and read back by the history, review and feed. One set of
+# names: a writer and a reader can never spell one differently.
+TOOL = "Vaultwatch-Tool"  # the AI tool that made the commit: its presence makes it an AI commit
+CLIENT = "Vaultwatch-Client"  # the MCP client (name/version) that called the tool
+ACTION = (
+    "Vaultwatch-Action"  # an owner action: revert, undo, move, create, remove, snapshot, import
+)
+REVERTS = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
+# "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
+REVERTS_PATH = "Vaultwatch-Reverts-Path"
+UNDOES = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
+
 # A trailer value is one line of printable text: git ends the trailer block at a blank line
 # and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
 # could hide `Vaultwatch-Tool` (the dashboard would take the AI commit for the owner's) or
@@ -70,20 +103,42 @@ def identity_env(name: str, email: str) -> dict[str, str]:
 TRAILER_VALUE_MAX = 120
 
 
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (newlines included) made a space:
+    a path or name put in a commit message can then never start a line of its own."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
 def trailer_value(value: str) -> str:
     """`value` as one printable line of at most TRAILER_VALUE_MAX chars ("unknown" if empty)."""
-    text = "".join(ch if ch.isprintable() else " " for ch in value[: TRAILER_VALUE_MAX * 4])
-    text = " ".join(text.split())
+    text = " ".join(printable(value[: TRAILER_VALUE_MAX * 4]).split())
     if len(text) > TRAILER_VALUE_MAX:
         text = text[: TRAILER_VALUE_MAX - 1] + "…"
     return text or "unknown"
 
 
-def commit_message(subject: str, trailers: dict[str, str]) -> str:
-    """`subject`, a blank line, then one `Key: value` line per trailer, each value made safe."""
+def commit_message(
+    subject: str, trailers: Mapping[str, str] | Iterable[tuple[str, str]], body: str = ""
+) -> str:
+    """`subject` (one line), a blank line, `body` (its own paragraphs, if any), then one
+    `Key: value` line per trailer (a key may repeat). Every value is made one printable line;
+    a value that comes from a peer (a client's name) goes through `trailer_value` first."""
     head = " ".join(subject.split()) or "(no subject)"
-    lines = "".join(f"{key}: {trailer_value(value)}\n" for key, value in trailers.items())
-    return f"{head}\n\n{lines}"
+    pairs = trailers.items() if isinstance(trailers, Mapping) else trailers
+    lines = "".join(f"{key}: {printable(value)}\n" for key, value in pairs)
+    para = body.strip("\n") + "\n\n" if body.strip("\n") else ""
+    return f"{head}\n\n{para}{lines}"
+
+
+def trailer_field(key: str, separator: str = "") -> str:
+    """The `git log --format` placeholder for every value of trailer `key`, joined by
+    `separator` (a git format escape such as %x2C)."""
+    return f"%(trailers:key={key},valueonly,separator={separator})"
+
+
+def trailer_values(field: str, separator: str = ",") -> tuple[str, ...]:
+    """The values a `trailer_field` printed, split back (blanks dropped)."""
+    return tuple(v.strip() for v in field.split(separator) if v.strip())
 
 
 def state_dir(root: Path) -> Path:
@@ -210,7 +265,7 @@ def ensure_repo(root: Path) -> bool:
             "-q",
             "--allow-empty",
             "-m",
-            "import\n\nVaultwatch-Action: import",
+            commit_message("import", {ACTION: "import"}),
             env=identity_env(name, email),
         )
         return True

@@ -43,7 +43,7 @@ class Link:
     def is_attachment(self) -> bool:
         """An embed or link to a non-note file (image, pdf, ...)."""
         name = self.target.rsplit("/", 1)[-1]
-        return "." in name and not name.lower().endswith(".md")
+        return "." in name and not _md_named(name)
 
 
 def code_spans(text: str) -> list[tuple[int, int]]:
@@ -171,8 +171,14 @@ def parse_links(text: str, masked: str | None = None) -> list[Link]:
 # Resolving a link to a file, and rewriting links when files move (the owner's move/rename)
 
 
-def _is_note(name: str) -> bool:
-    return name.lower().endswith(".md")
+# Obsidian's link rule, not the vault's note rule (`paths.is_note`): a link without an
+# extension names a `.md` file, and a link to a `.md` file may leave the extension out.
+LINK_EXT = ".md"
+
+
+def _md_named(name: str) -> bool:
+    """The name ends in the extension a link may leave out."""
+    return name.lower().endswith(LINK_EXT)
 
 
 class LinkIndex:
@@ -197,7 +203,7 @@ class LinkIndex:
         if link.kind == "md":
             base = "" if target.startswith("/") else posixpath.dirname(source)
             path = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
-            for p in (path, path + ".md"):
+            for p in (path, path + LINK_EXT):
                 hit = self._exact.get(p.casefold())
                 if hit:
                     return [hit]
@@ -207,13 +213,13 @@ class LinkIndex:
             target = path
         if "/" in target:
             want = target.casefold().lstrip("/")
-            want_md = want if _is_note(want) or _has_ext(want) else want + ".md"
+            want_md = want if _has_ext(want) else want + LINK_EXT
             hit = self._exact.get(want_md) or self._exact.get(want)
             if hit:
                 return [hit]
             return [f for f in self.files if f.casefold().endswith("/" + want_md)]
         return list(
-            self._by_name.get(_name_key(target if _has_ext(target) else target + ".md"), [])
+            self._by_name.get(_name_key(target if _has_ext(target) else target + LINK_EXT), [])
         )
 
     def resolve(self, link: Link, source: str) -> str | None:
@@ -248,8 +254,8 @@ def _wiki_text(link: Link, target: str, full: bool, original: str) -> str:
     """The link's new text pointing at `target`: the bare name, or the whole path when the
     name alone would be ambiguous; `.md` kept only if the owner wrote it; heading, alias and
     embed kept as they were."""
-    wrote_md = link.target.lower().endswith(".md")
-    shown = target if (_is_note(target) and wrote_md) or not _is_note(target) else target[:-3]
+    wrote_md = _md_named(link.target)
+    shown = target[: -len(LINK_EXT)] if _md_named(target) and not wrote_md else target
     if not full:
         shown = shown.rsplit("/", 1)[-1]
     inner = original[original.index("[[") + 2 : original.rindex("]]")]
@@ -268,8 +274,8 @@ def _md_text(link: Link, target: str, source: str, original: str) -> str:
     body = raw[1:-1] if angle else raw
     fragment = body[body.index("#") :] if "#" in body else ""
     path = rel if angle else rel.replace("%", "%25").replace(" ", "%20")
-    if not _is_note(link.target) and _is_note(target) and not _has_ext(link.target):
-        path = path[:-3]  # [x](Note) stays extension-less
+    if not _md_named(link.target) and _md_named(target) and not _has_ext(link.target):
+        path = path[: -len(LINK_EXT)]  # [x](Note) stays extension-less
     new_raw = f"<{path}{fragment}>" if angle else path + fragment
     return original[: m.start(2)] + new_raw + original[m.end(2) :]
 

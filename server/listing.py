@@ -15,8 +15,8 @@ from .query import (
     select,
     sort_entries,
     summarize,
-    tag_stats,
 )
+from .tags import tag_stats
 from .vault import Vault
 
 

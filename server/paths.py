@@ -14,17 +14,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from .errors import VaultwatchError
+
 NAME_MAX_BYTES = 255
 PATH_MAX_BYTES = 1024
 
 
-class PathRefused(Exception):
+class PathRefused(VaultwatchError):
     """A path the model may not use. `code` names the rule, `message` says how to fix it."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -149,6 +146,20 @@ def normalize_rel(raw: str) -> str:
     return rel
 
 
+NOTE_EXTENSIONS = (".md",)  # a vault whose config names no `extensions:`
+
+
+@lru_cache(maxsize=64)
+def _lowered(extensions: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(e.lower() for e in extensions)
+
+
+def is_note(rel: str, extensions: tuple[str, ...] = NOTE_EXTENSIONS) -> bool:
+    """The one rule for "is this file a note": its name ends in one of the config's note
+    extensions, in any case. The walker, the write path and the owner's file actions ask it."""
+    return rel.lower().endswith(_lowered(extensions))
+
+
 class PathPolicy:
     """Resolves paths for one vault under the current private globs and note extensions.
 
@@ -182,7 +193,7 @@ class PathPolicy:
         return self._private_rx is not None and self._private_rx.match(fold(rel)) is not None
 
     def is_note_name(self, rel: str) -> bool:
-        return rel.lower().endswith(self.extensions)
+        return is_note(rel, self.extensions)
 
     def target_allowed(self, real: str) -> bool:
         """The one rule for where a symlink may point (`real` is its fully resolved absolute

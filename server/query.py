@@ -1,4 +1,4 @@
-"""list_docs filters, sorting, paging and group_by; list_tags counts and trends.
+"""list_docs filters, sorting, paging and group_by (tag counts and trends: `tags`).
 
 Pure functions over already-parsed notes (`entry.Entry`, classified by `entry.classify`): no
 I/O, no MCP.
@@ -9,10 +9,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from .budget import json_len, shrink
@@ -20,11 +19,7 @@ from .config import Config
 from .dates import DateError, as_date, looks_like_date, parse_when
 from .docs import to_json
 from .entry import Entry
-
-
-class QueryError(ValueError):
-    """Arguments the model can fix; the message says how."""
-
+from .filters import NoteFilter, QueryError
 
 # ------------------------------------------------------------------------------------------------
 # Conditions
@@ -143,23 +138,6 @@ def compile_where(where: dict[str, Any] | None) -> list[tuple[str, str, Any]]:
     return conds
 
 
-def folder_key(folder: str) -> str:
-    """A folder as the model writes it ('sessions', 'sessions/', '/sessions') -> 'sessions'."""
-    return unicodedata.normalize("NFC", folder.strip().strip("/"))
-
-
-def in_folder(path: str, folder: str) -> bool:
-    """The one folder rule of list_docs, search_text and recall: a note is in a folder when it
-    is in that folder or one of its sub-folders. Never a bare name prefix: 'sess' is not
-    'sessions/'. An empty folder is the whole vault."""
-    key = folder_key(folder)
-    return not key or path.startswith(key + "/")
-
-
-def _tag_key(wanted: str) -> str:
-    return wanted.casefold().lstrip("#").rstrip("/")
-
-
 @dataclass
 class Filters:
     type: str | None = None
@@ -174,34 +152,29 @@ class Filters:
     date_field: str | None = None
 
     def check(self, config: Config) -> None:
-        if self.type is not None and self.type not in config.types:
-            known = ", ".join(sorted(config.types)) or "none are configured"
-            raise QueryError(f"unknown type {self.type!r}; types in this vault: {known}")
+        self.note_filter(config)
+
+    def note_filter(self, config: Config) -> NoteFilter:
+        """The type, folder and tag part, as search_text and recall apply it too."""
+        return NoteFilter.of(
+            config,
+            types=[self.type],
+            folders=[self.folder],
+            tags_all=self.tags_all or (),
+            tags_any=self.tags_any or (),
+            tags_none=self.tags_none or (),
+            tag_prefix=self.tag_prefix,
+        )
 
 
 def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
-    f.check(config)
+    keep = f.note_filter(config)
     conds = compile_where(f.where)
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
-    # A wanted tag matches itself and its children: 'area' finds 'area/sub' (tagkeys has parents).
-    tag_all = frozenset(_tag_key(t) for t in f.tags_all or ())
-    tag_any = frozenset(_tag_key(t) for t in f.tags_any or ())
-    tag_none = frozenset(_tag_key(t) for t in f.tags_none or ())
-    prefix = f.tag_prefix.casefold().lstrip("#") if f.tag_prefix else None
     out = []
     for e in entries:
-        if f.type is not None and e.type != f.type:
-            continue
-        if f.folder and not in_folder(e.doc.path, f.folder):
-            continue
-        if tag_all and not tag_all <= e.tagkeys:
-            continue
-        if tag_any and tag_any.isdisjoint(e.tagkeys):
-            continue
-        if tag_none and not tag_none.isdisjoint(e.tagkeys):
-            continue
-        if prefix and not any(t.startswith(prefix) for t in e.tagkeys):
+        if not keep.matches(e):
             continue
         if lo or hi:
             d = _entry_date(e, f.date_field)
@@ -363,58 +336,3 @@ def group(entries: list[Entry], by: str) -> list[dict[str, Any]]:
     else:
         pairs.sort(key=lambda r: (-r[1], r[0]))
     return [{"key": k, "count": n} for k, n in pairs]
-
-
-# ------------------------------------------------------------------------------------------------
-# Tags
-
-
-def tag_stats(
-    entries: list[Entry], config: Config, days: int, today: date | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Per tag: total, count in the last `days`, last used, trend; plus unused vocabulary tags."""
-    today = today or date.today()
-    start = today - timedelta(days=days)
-    prev_start = start - timedelta(days=days)
-    stats: dict[str, dict[str, Any]] = {}
-    for e in entries:
-        d = e.day
-        for t in e.doc.tags:
-            k = t.casefold()
-            s = stats.get(k)
-            if s is None:
-                s = stats[k] = {
-                    "tag": config.vocabulary.get(k, t),
-                    "count": 0,
-                    "recent": 0,
-                    "previous": 0,
-                    "last_used": d,
-                }
-            s["count"] += 1
-            if start < d <= today:
-                s["recent"] += 1
-            elif prev_start < d <= start:
-                s["previous"] += 1
-            if d > s["last_used"]:
-                s["last_used"] = d
-    rows = []
-    for k, s in stats.items():
-        recent, prev = s.pop("recent"), s.pop("previous")
-        if recent == 0:
-            trend = "quiet"
-        elif recent >= 2 and recent >= 1.5 * prev + 1:
-            trend = "rising"
-        else:
-            trend = "steady"
-        rows.append(
-            {
-                **s,
-                "in_window": recent,
-                "last_used": s["last_used"].isoformat(),
-                "trend": trend,
-                "in_vocabulary": k in config.vocabulary,
-            }
-        )
-    rows.sort(key=lambda r: (-r["in_window"], -r["count"], r["tag"].casefold()))
-    unused = sorted(v for k, v in config.vocabulary.items() if k not in stats)
-    return rows, unused

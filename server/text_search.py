@@ -9,23 +9,11 @@ from typing import Any
 
 from .docs import decode
 from .entry import Entry
-from .query import QueryError, fingerprint, in_folder, page, read_cursor
+from .filters import NoteFilter
+from .query import QueryError, fingerprint, page, read_cursor
 from .search import Wants
 from .search_query import SearchError, fts_expression, parse, snippets, title_expression
 from .vault import Vault
-
-
-def keep_entry(e: Entry, types: list[str], folders: list[str], tags: list[str]) -> bool:
-    if types and e.type not in types:
-        return False
-    if folders and not any(in_folder(e.doc.path, f) for f in folders):
-        return False
-    if tags:
-        for t in tags:
-            if t.casefold().lstrip("#").rstrip("/") not in e.tagkeys:
-                return False
-    return True
-
 
 TITLE_WEIGHT = 0.6  # a title holding every word: worth 60% of the best body match of the query
 RECENCY = 0.1  # a note changed today scores up to 10% better: a tie-break, not a ranking
@@ -132,13 +120,12 @@ def search_text(
         pq = parse(query)
     except SearchError as exc:
         raise QueryError(str(exc)) from exc
-    types = [t for t in [type, *pq.types] if t]
-    for t in types:
-        if t not in cfg.types:
-            known = ", ".join(sorted(cfg.types)) or "none are configured"
-            raise QueryError(f"unknown type {t!r}; types in this vault: {known}")
-    folders = [f for f in [folder, *pq.paths] if f]
-    want_tags = [*(tags or []), *pq.tags]
+    wanted = NoteFilter.of(
+        cfg,
+        types=[type, *pq.types],
+        folders=[folder, *pq.paths],
+        tags_all=[*(tags or []), *pq.tags],
+    )
 
     entries = vault.searchable_entries()
     expr = fts_expression(pq)
@@ -146,15 +133,14 @@ def search_text(
     off = read_cursor(cursor, fp)
     if expr is None:  # filters only: newest first
         ranked = sorted(
-            (e for e in entries.values() if keep_entry(e, types, folders, want_tags)),
+            (e for e in entries.values() if wanted.matches(e)),
             key=lambda e: (-e.modified_ns, -e.doc.mtime_ns),
         )
         total = len(ranked)
     else:
-        filtered = types or folders or want_tags
         top = TopK(
             entries,
-            (lambda e: keep_entry(e, types, folders, want_tags)) if filtered else None,
+            wanted.matches if wanted.narrows else None,
             off + limit,
             time.time(),
             offset=off,

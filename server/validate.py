@@ -18,7 +18,7 @@ from .config import Config, DocType
 from .dates import as_date
 from .docs import Doc, to_json
 from .entry import classify
-from .links import Link
+from .links import LINK_EXT, Link
 from .redact import secrets_in
 
 
@@ -233,7 +233,7 @@ def missing_attachments(links: tuple[Link, ...], note_path: str, root: Path) -> 
         if names is None:
             names = _all_file_names(root)
         base = target.rsplit("/", 1)[-1]
-        if base not in names and base + ".md" not in names:
+        if base not in names and base + LINK_EXT not in names:
             missing.append(target)
     return missing
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from .docs import Doc, DocIndex, ReadResult, read_note
 from .entry import Entry, classify
+from .errors import VaultwatchError
 from .gitrepo import secure_state, state_dir
 from .journal import ConfigReloaded, Journal, SemanticProgress
 from .modified import ModifiedTimes
@@ -36,11 +37,8 @@ SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again afte
 INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
-class VaultError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+class VaultError(VaultwatchError):
+    """The vault cannot serve this (a note not found, the vault gone); the message says why."""
 
 
 class Vault:
@@ -248,7 +246,11 @@ class Vault:
                 try:
                     self._semantic = self._open_semantic(sc)
                 except Exception as exc:
-                    why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+                    why = (
+                        exc.message
+                        if isinstance(exc, VaultwatchError)
+                        else f"{type(exc).__name__}: {exc}"
+                    )
                     self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
                     log.warning("recall is unavailable: %s", why)
                     return None
@@ -330,7 +332,8 @@ class Vault:
 
     def start_semantic_soon(self) -> None:
         """start_semantic, called after each tool call; the first time (numpy and the embedder
-        still to import, ~0.5 s) it runs in a thread, so no call waits for recall's set-up."""
+        still to import: `uv run python -m bench --only semantic`, cold start) it runs in a
+        thread, so no call waits for recall's set-up."""
         if not self.semantic_wanted():
             return
         if self._semantic is not None:

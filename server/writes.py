@@ -26,10 +26,11 @@ import yaml
 from .config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from .dates import as_date
 from .docs import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
-from .edits import EditError, append_section, edit_text, render_value, update_frontmatter
+from .edits import EditError, append_section, edit_text, render_new_note, update_frontmatter
+from .errors import VaultwatchError
 from .gitrepo import ignored_paths
 from .journal import cap_diff
-from .paths import fold, is_protected
+from .paths import fold, is_note, is_protected
 from .redact import mask_secrets, secrets_in
 from .store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
 from .tool_names import ToolName
@@ -63,7 +64,7 @@ DIFF_IN_RESULT = 1_500
 _LATER = itertools.count()
 
 
-class Rejected(Exception):
+class Rejected(VaultwatchError):
     """A write refused by a rule. Nothing was written.
 
     Part of the message can be left for later (`defer`): text that takes a while to build, such
@@ -73,8 +74,8 @@ class Rejected(Exception):
     def __init__(
         self, code: str, message: str, hint: str, paths: list[str], diff: str = ""
     ) -> None:
-        super().__init__(message)
-        self.code, self.message, self.hint, self.paths, self.diff = code, message, hint, paths, diff
+        super().__init__(code, message, hint)
+        self.paths, self.diff = paths, diff
         self.later: dict[str, Callable[[], str]] = {}
 
     def defer(self, build: Callable[[], str]) -> str:
@@ -89,22 +90,22 @@ class Rejected(Exception):
         self.later = {}
 
 
-class Conflict(Exception):
-    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
-        super().__init__(path)
-        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
+class Conflict(VaultwatchError):
+    """The note is not what the caller last read (its hash, or it changed mid-write)."""
 
-    @property
-    def message(self) -> str:
+    code = "conflict"
+
+    def __init__(self, path: str, expected: str, actual: str, reason: str | None = None) -> None:
         what = (
-            f"{self.reason}"
-            if self.reason
-            else f"changed since you read it (your hash {self.expected}, current hash {self.actual})"
+            f"{reason}"
+            if reason
+            else f"changed since you read it (your hash {expected}, current hash {actual})"
         )
-        return (
-            f"conflict: {self.path} {what}. Nothing was written. Call read_doc to see the current "
+        super().__init__(
+            f"conflict: {path} {what}. Nothing was written. Call read_doc to see the current "
             "text, then make your change again on top of it."
         )
+        self.path, self.expected, self.actual, self.reason = path, expected, actual, reason
 
 
 @dataclass
@@ -408,7 +409,7 @@ def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: 
         return slugify(fields[key])
 
     name = re.sub(r"\{(\w+)\}", fill, pattern)
-    if not name.endswith(tuple(cfg.extensions)):
+    if not is_note(name, cfg.extensions):
         name += cfg.extensions[0]
     return f"{t.folder}/{name}"
 
@@ -440,11 +441,7 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
         if not f.rel.startswith(t.folder + "/"):
             fields["type"] = type
     _prepare_tags(p, tags)
-    lines = [render_value(k, v) for k, v in fields.items() if k != "tags"]
-    if tags:
-        lines.append(render_value("tags", tags))
-    head = "---\n" + "\n".join(lines) + "\n---\n" if lines else ""
-    text = head + (body if body.endswith("\n") or not body else body + "\n")
+    text = render_new_note(fields, tags, body)
     missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
     if missing:
         raise Rejected(
@@ -511,9 +508,10 @@ def _diff(f: _File) -> str:
 
 
 # A write's diff is made under the write lock (for its result, or the journal when rejected).
-# difflib aligns lines in time quadratic in the changed stretch: a note where every other line
-# changed took 18 s at 8,000 lines and minutes at 40,000. Past this many changed lines, lines are
-# paired by position instead (linear; exact when lines were edited in place, as in that case).
+# difflib aligns lines in time quadratic in the changed stretch (a note where every other line
+# changed took minutes; tests/test_hangs.py holds the bound). Past this many changed lines,
+# lines are paired by position instead (linear; exact when lines were edited in place, as
+# in that case).
 DIFF_ALIGN_LINES = 1_000
 
 Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from server.bundled import make_demo_vault
 from server.gitrepo import ensure_repo
 from server.tools import build_server
 from server.vault import Vault
@@ -60,10 +60,7 @@ def write_files(root: Path, files: dict[str, str | bytes]) -> None:
 @pytest.fixture
 def example_vault(tmp_path: Path) -> Path:
     """A fresh copy of example_vault/ as its own git repo (never the original)."""
-    root = tmp_path / "vault"
-    shutil.copytree(EXAMPLE, root)
-    ensure_repo(root)
-    return root
+    return make_demo_vault(tmp_path / "vault")
 
 
 @pytest.fixture

@@ -127,3 +127,17 @@ def test_a_dashboard_killed_outright_leaves_no_server_behind(
             raise AssertionError("the server outlived the dashboard that started it")
     finally:
         parent.kill()
+
+
+def test_the_server_and_the_dashboard_give_one_claude_mcp_add_line(make_vault: Any) -> None:
+    """The line the server prints when it starts is the dashboard's Claude Code snippet, word
+    for word (`server.connect.claude_mcp_add_http`)."""
+    root = make_vault({"a.md": "# A\n"})
+    sup = ServerSupervisor(root)
+    try:
+        url = sup.start()
+        line = snippets(root, url)["Claude Code (HTTP, this server)"]
+        assert line.startswith("claude mcp add --transport http vaultwatch ")
+        assert f"  {line}" in sup.stderr_tail
+    finally:
+        sup.stop()

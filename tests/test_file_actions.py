@@ -214,3 +214,37 @@ def test_the_owners_staged_work_stays_out_of_the_commit(vault: Path) -> None:
     sha = apply_move(vault, plan_move(vault, "plans/Plan.md", "plans/Roadmap.md"))
     assert "draft.md" not in git(vault, "show", "--name-only", "--format=", sha)
     assert git(vault, "status", "--porcelain").strip() == "A  draft.md"
+
+
+def test_what_is_a_note_follows_the_configs_extensions(make_vault: Any) -> None:
+    """`extensions:` decides what a note is for the owner's file actions too (one predicate,
+    `server.paths.is_note`): a `.markdown` note's links are found and rewritten, and a note
+    moved to a name without an extension keeps its own."""
+    root = make_vault(
+        {
+            "vault.config.yaml": "extensions: [.md, .markdown]\n",
+            "a.md": "# A\n",
+            "b.markdown": "# B\n\nsee [[a]]\n",
+        }
+    )
+    removing = plan_remove(root, "a.md")
+    assert [(src, link) for src, _, link in removing.backlinks] == [("b.markdown", "[[a]]")]
+    moving = plan_move(root, "a.md", "notes/c.md")
+    assert moving.edits["b.markdown"][1] == "# B\n\nsee [[c]]\n"
+    assert plan_move(root, "b.markdown", "d").moves == {"b.markdown": "d.markdown"}
+
+
+def test_the_new_note_form_says_what_the_write_path_would_say(vault: Path) -> None:
+    """plan_create checks with validate.problems, the rule every write is held to: every
+    problem of the new note is named at once, in the write path's own words."""
+    from server.config import load_config
+    from server.docs import parse_doc
+    from server.validate import problems
+
+    fields = {"date": "2026-13-02", "kind": "nap"}
+    with pytest.raises(ActionError) as refused:
+        plan_create(vault, "session", fields, "Mock two")
+    doc = parse_doc("sessions/2026-12-02-x.md", b"---\ndate: 2026-13-02\nkind: nap\n---\n")
+    expected = problems(doc, load_config(vault))
+    assert [p.code for p in expected] == ["bad_date", "bad_value"]
+    assert str(refused.value) == "; ".join(str(p) for p in expected)

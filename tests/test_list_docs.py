@@ -206,3 +206,42 @@ async def test_broken_note_still_lists_with_its_problem(connect: Any, make_vault
         res = await s.call("list_docs", sort="path")
         assert [x["path"] for x in res["docs"]] == ["a.md", "b.md"]
         assert "broken YAML" in res["docs"][0]["problems"][0]
+
+
+async def test_list_docs_and_search_text_pick_notes_by_one_filter(
+    connect: Any, vault: Path
+) -> None:
+    """Type, folder and tag filters are one rule (`filters.NoteFilter`): list_docs and
+    search_text (as its arguments and as `type:`/`path:`/`tag:` in the query) pick the same
+    notes, and name an unknown type the same way."""
+    cases: list[dict[str, Any]] = [
+        {"type": "application"},
+        {"folder": "/applications/"},
+        {"folder": "sess"},  # a bare name prefix is no folder
+        {"tags": ["area"]},  # a tag finds its children
+        {"tags": ["#Area/", "crdt"]},
+        {"type": "session", "tags": ["crdt"]},
+        {"folder": "inbox", "tags": ["crdt"]},
+    ]
+    async with connect(vault) as s:
+        for case in cases:
+            listed = {"tags_all": case["tags"]} if "tags" in case else {}
+            listed |= {k: v for k, v in case.items() if k != "tags"}
+            want = sorted(await paths(s, **listed, limit=200))
+            query = " ".join(
+                [f"type:{v}" for k, v in case.items() if k == "type"]
+                + [f"path:{v}" for k, v in case.items() if k == "folder"]
+                + [f"tag:{t}" for t in case.get("tags", [])]
+            )
+            by_query = await s.call("search_text", query=query, limit=50)
+            args = {k: v for k, v in case.items() if k != "folder"}
+            scope = f"path:{case.get('folder', '/')}"  # a query needs one term; '/' is all
+            by_args = await s.call("search_text", query=scope, limit=50, **args)
+            assert sorted(r["path"] for r in by_query["hits"]) == want, case
+            assert sorted(r["path"] for r in by_args["hits"]) == want, case
+        assert "unknown type 'job'; types in this vault: application, session" in await s.error(
+            "search_text", query="type:job"
+        )
+        assert "unknown type 'job'; types in this vault: application, session" in await s.error(
+            "list_docs", type="job"
+        )

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from server.filters import NoteFilter
 from server.search_query import fts_expression, parse, title_expression
-from server.text_search import TopK, keep_entry, search_text
+from server.text_search import TopK, search_text
 from server.vault import Vault
 
 FILLER = [
@@ -84,7 +85,8 @@ def _full(vault: Vault, query: str, **filters: Any) -> tuple[list[str], int]:
     entries = vault.searchable_entries()
     expr = fts_expression(pq)
     assert expr is not None
-    top = TopK(entries, lambda e: keep_entry(e, types, folders, tags), None, time.time())
+    keep = NoteFilter.of(vault.config, types=types, folders=folders, tags_all=tags).matches
+    top = TopK(entries, keep, None, time.time())
     vault.search.search(expr, title_expression(pq), top)
     return [e.doc.path for e in top.ranked()], top.total
 

@@ -156,3 +156,28 @@ async def test_private_notes_are_invisible_everywhere(connect: Any, example_vaul
             "append_section", path="private/diary.md", heading="x", content="y"
         )
         assert "private" in await s.error("create_doc", path="private/new.md", body="x")
+
+
+async def test_dashboard_tags_screen_and_list_tags_give_the_same_trends(
+    connect: Any, vault: Path
+) -> None:
+    """One trend rule (`server.tags`): the Tags screen marks, counts and orders the tags as
+    list_tags and get_context's tags block do, on the same vault and day."""
+    from app.ui.insights import MARKS, tag_trends
+
+    (vault / "sessions" / "h.md").write_text(session(-20, "CRDT, caching, typescript"))
+    (vault / "tags.yaml").write_text("- crdt\n- caching\n- 架构\n- never-used\n- TypeScript\n")
+    screen, notes = tag_trends(vault)
+    async with connect(vault) as s:
+        listed = (await s.call("list_tags", days=30))["tags"]
+        top = (await s.call("get_context"))["blocks"][4]["tags"]
+    assert [r["tag"] for r in screen] == [r["tag"] for r in listed]
+    assert [r["mark"] for r in screen] == [MARKS[r["trend"]] for r in listed]
+    assert [(r["recent"], r["total"]) for r in screen] == [
+        (r["in_window"], r["count"]) for r in listed
+    ]
+    assert [t["trend"] for t in top] == [r["trend"] for r in listed if r["in_window"]][:5]
+    assert {r["tag"]: r["mark"] for r in screen}["crdt"] == "↑ rising"
+    assert {r["tag"]: r["mark"] for r in screen}["caching"] == ""  # 1 in 30 d, 3 before
+    assert len(notes["crdt"]) == 5
+    assert "TypeScript" in notes  # spelled as the vocabulary spells it, on both sides

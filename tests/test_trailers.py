@@ -56,3 +56,20 @@ async def test_client_name_cannot_hide_or_forge_trailers(make_vault: Any, name: 
         if e["kind"] == "commit" and e.get("sha") == newest.sha
     ]
     assert [e["client"] for e in commits] == [newest.client]
+
+
+def test_owner_commits_carry_the_shared_trailers_and_only_their_paths(make_vault: Any) -> None:
+    """A move through the dashboard's file actions commits through the write path's private
+    index (nothing the owner staged goes in) with the same trailer names the history reads."""
+    from app.file_actions import apply_move, plan_move
+    from server.gitrepo import ACTION
+
+    root: Path = make_vault({"a.md": "# A\n", "b.md": "# B\n"})
+    (root / "b.md").write_text("# B staged\n")
+    git(root, "add", "b.md")
+    sha = apply_move(root, plan_move(root, "a.md", "moved/a.md"))
+    newest = read_commits(root, limit=1)[0]
+    assert newest.sha == sha and newest.action == "move" and not newest.is_ai
+    assert set(newest.files) == {"a.md", "moved/a.md"}
+    assert f"{ACTION}: move" in git(root, "log", "-1", "--format=%B")
+    assert git(root, "diff", "--cached", "--name-only").split() == ["b.md"]

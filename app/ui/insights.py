@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
@@ -18,6 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from server.tags import tally
 from server.vault import Vault
 
 from ..stats import sparkline
@@ -50,54 +51,41 @@ def fill(
         table.add_row(*row, key=keys[n] if keys else None)
 
 
+MARKS = {"rising": "↑ rising", "steady": "", "quiet": "· quiet"}
+TREND_DAYS = 30  # the window the trend mark compares (list_tags' default)
+
+
 def tag_trends(
     root: Path, today: date | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """Per tag: weekly counts over 12 weeks, count in the last 30 days, mark; and its notes."""
+    """Per tag: weekly counts over 12 weeks, count in the last 30 days, mark; and its notes.
+    Counts, trend and order are the server's own (`server.tags`, as list_tags gives them);
+    only the weekly buckets are the dashboard's."""
     today = today or date.today()
     vault = Vault(root)
     try:
-        entries = vault.entries()
+        entries = list(vault.entries().values())
+        config = vault.config
     finally:
         vault.close()
     weekly: dict[str, list[int]] = defaultdict(lambda: [0] * WEEKS)
-    last30: Counter[str] = Counter()
-    prev30: Counter[str] = Counter()
-    notes: dict[str, list[str]] = defaultdict(list)
-    spelled: dict[str, str] = {}
-    for e in entries.values():
-        for t in e.doc.tags:
-            k = t.casefold()
-            spelled.setdefault(k, t)
-            notes[k].append(e.doc.path)
-            age = (today - e.day).days
-            if 0 <= age < WEEKS * 7:
-                weekly[k][WEEKS - 1 - age // 7] += 1
-            if 0 <= age < 30:
-                last30[k] += 1
-            elif 30 <= age < 60:
-                prev30[k] += 1
-    rows = []
-    for k in notes:
-        recent, prev = last30[k], prev30[k]
-        mark = (
-            "↑ rising"
-            if recent >= 2 and recent >= 1.5 * prev + 1
-            else "· quiet"
-            if recent == 0
-            else ""
-        )
-        rows.append(
-            {
-                "tag": spelled[k],
-                "spark": sparkline(weekly[k]),
-                "recent": recent,
-                "total": len(notes[k]),
-                "mark": mark,
-            }
-        )
-    rows.sort(key=lambda r: (-r["recent"], -r["total"], r["tag"].casefold()))  # type: ignore[operator,attr-defined]
-    return rows, {spelled[k]: sorted(v) for k, v in notes.items()}
+    for e in entries:
+        age = (today - e.day).days
+        if 0 <= age < WEEKS * 7:
+            for t in e.doc.tags:
+                weekly[t.casefold()][WEEKS - 1 - age // 7] += 1
+    tallies = tally(entries, config, TREND_DAYS, today)
+    rows: list[dict[str, Any]] = [
+        {
+            "tag": s.tag,
+            "spark": sparkline(weekly[s.key]),
+            "recent": s.recent,
+            "total": s.count,
+            "mark": MARKS[s.trend],
+        }
+        for s in tallies
+    ]
+    return rows, {s.tag: sorted(s.paths) for s in tallies}
 
 
 class TagsScreen(Screen[tuple[str, list[str]] | None]):
