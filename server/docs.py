@@ -178,10 +178,12 @@ def _fast_value(v: str | None) -> tuple[bool, Any]:
     if v[0] == "[":
         if v[-1] != "]" or any(c in v[1:-1] for c in "[]{}\"'"):
             return False, None
-        inner = v[1:-1].strip()
+        # YAML's blanks are spaces and tabs only: str.strip() would also drop a no-break or
+        # ideographic space, which YAML keeps as (part of) a value
+        inner = v[1:-1].strip(" \t")
         if not inner:
             return True, []
-        items = [x.strip() for x in inner.split(",")]
+        items = [x.strip(" \t") for x in inner.split(",")]
         if items and items[-1] == "":
             items.pop()  # a trailing comma is allowed in flow sequences
         if not all(_plain_ok(x, True) for x in items):
