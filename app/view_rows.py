@@ -14,7 +14,7 @@ from server.gitrepo import git
 from .feed import Row
 
 # one name per filter, used by the footer, the help, the status line and the palette alike
-GROUPS = {"a": "AI", "h": "Human", "e": "Errors"}
+GROUPS = {"a": "AI", "h": "You", "e": "Errors"}  # "You": the owner, as the review screen says
 
 
 @dataclass(frozen=True)

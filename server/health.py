@@ -559,7 +559,10 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
     if ignore_warning:
         warnings.append(ignore_warning)
     # one finding per id: the id is what the screen keys its rows by and what an ignore names
-    found = list({f.id: f for f in reversed(found)}.values())
+    firsts: dict[str, Finding] = {}
+    for f in found:
+        firsts.setdefault(f.id, f)
+    found = list(firsts.values())
     order = {k: i for i, k in enumerate(KINDS)}
     found.sort(key=lambda f: (order[f.kind], -(f.score or 0), f.path, f.line or 0))
     ignored = [f for f in found if f.id in ignored_ids]

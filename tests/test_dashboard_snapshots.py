@@ -141,11 +141,20 @@ def make_app(root: Path) -> Dashboard:
     return app
 
 
-async def settle(pilot: Any) -> None:
-    """Until nothing moves: every worker done (diffs, line counts, tags) and the screen redrawn."""
+async def settle(pilot: Any, toasts: bool = False) -> None:
+    """Until nothing moves: every worker done (diffs, line counts, tags, the review count) and
+    the screen redrawn. The launch's "to review" toast covers the screen under test: it goes
+    (it has its own snapshot, which keeps it with `toasts=True`)."""
+    app = pilot.app
+    for _ in range(200):  # the count is read once the timeline has rows; the toast follows it
+        if getattr(app, "review_watch", None) is None or app.review_watch.count is not None:
+            break
+        await pilot.pause(0.05)
     for _ in range(3):
-        await pilot.app.workers.wait_for_complete()
+        await app.workers.wait_for_complete()
         await pilot.pause(0.2)
+        if not toasts:
+            app.clear_notifications()
 
 
 async def settle_on_screen(pilot: Any) -> None:

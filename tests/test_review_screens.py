@@ -22,7 +22,7 @@ from app.ui.note_screen import NoteScreen, obsidian_url
 from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen, shorten_middle
 
 from .conftest import git
-from .test_dashboard import until
+from .test_dashboard import footer, footer_fits, until
 from .test_review import W, owner_edit
 from .test_screens import screen_text
 
@@ -178,6 +178,13 @@ async def test_the_list_newest_first_with_its_columns(
         # the Chinese path, cut in the middle to its column, keeps its head and its file name
         long_row = [c.plain for c in table.get_row_at(0)]
         assert long_row[0].startswith("项目笔记/") and long_row[0].endswith("学习笔记.md")
+        assert row[5] == "append_section · mcp"  # the client without its version
+    async with app_on(vault).run_test(size=(80, 24)) as pilot:
+        await open_review(pilot)
+        assert footer_fits(pilot.app, 80)  # every key of the footer whole at 80 columns
+        assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
+            k.description for k in footer(pilot.app)
+        }
 
 
 def test_long_paths_are_cut_in_the_middle_by_cells() -> None:

@@ -122,6 +122,6 @@ def test_launch_prompt(pinned_vault: Path, snap_compare: Any) -> None:
             if app._notifications:
                 break
             await pilot.pause(0.05)
-        await settle(pilot)
+        await settle(pilot, toasts=True)
 
     assert snap_compare(make_app(pinned_vault), terminal_size=SIZES["80x24"], run_before=run_before)

@@ -213,7 +213,12 @@ class MainScreen(Screen[None]):
         Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding(
-            "v", "review", "Review", tooltip="review what the AI changed since you last looked"
+            "v",
+            "review",
+            "Review",
+            show=False,  # the header names it beside the count ("… to review (v)"): the footer
+            # has no room left at 80 columns
+            tooltip="review what the AI changed since you last looked",
         ),
         Binding("H", "health", "Health", show=False, tooltip="library health: what needs a look"),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),

@@ -243,7 +243,13 @@ class ReviewScreen(Screen[None]):
         Binding("enter", "focus_diff", "Diff", show=False, tooltip="focus the diff (esc returns)"),
         Binding("space", "mark", "Mark", tooltip="mark this note reviewed"),
         Binding("n", "next", "Next", tooltip="next unreviewed note"),
-        Binding("A", "mark_all", "All", tooltip="mark every note listed reviewed"),
+        Binding(
+            "A",
+            "mark_all",
+            "All",
+            show=False,  # the footer fits 80 columns without it; help and the palette list it
+            tooltip="mark every note listed reviewed",
+        ),
         Binding(
             "right_square_bracket", "hunk(1)", "Hunk", show=False, tooltip="select the next hunk"
         ),
