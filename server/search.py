@@ -318,41 +318,31 @@ class SearchIndex:
         is what costs (a top-N sort of the first few is several times cheaper), and Python
         looks only at the rows the ranking needs. Title matches further down, when the ranking
         still wants them, are scored alone (`+rowid IN`: bm25 only for the rows that pass)."""
-        with self._lock:
-            db = self._connect()
-            try:
-                ids = self._ids
-                rows = [r for (r,) in db.execute(MATCHES, (expr,)) if r in ids]
-                in_title: set[int] = set()
-                if title_expr is not None and rows:
-                    title_match = f"{{title}} : ({title_expr})"
-                    in_title = {r for (r,) in db.execute(MATCHES, (title_match,))}
-                    in_title.intersection_update(rows)
-                first = ranker.start([ids[r] for r in rows], len(in_title))
-                if first == 0:
-                    return
-                sql, args = BEST_FIRST, list[object]([expr])
-                if first is not None:
-                    sql, args = f"{BEST_FIRST} LIMIT ?", [expr, first]
-                seen: set[int] = set()
-                wants = self._feed(db.execute(sql, args), ranker, in_title, seen)
-                left = sorted(in_title - seen)  # title matches below the first rows
-                more = first is not None and len(seen) >= first
-                if wants is Wants.TITLES and more and len(left) <= MAX_ALONE:
-                    marks = ",".join("?" * len(left))  # scored alone, best first
-                    cur = db.execute(f"{BEST_OF} ({marks}) ORDER BY body", [expr, *left])
-                    wants = self._feed(cur, ranker, in_title, seen)
-                if wants is not Wants.NONE and more:
-                    ranker.start([ids[r] for r in rows], len(in_title))  # not enough: all
-                    self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, set())
-            except sqlite3.OperationalError as exc:
-                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
-                    raise ValueError(f"the search index could not read this query: {exc}") from exc
-                if not is_corrupt(exc):
-                    raise IndexUnavailable(exc) from exc
-                raise IndexBroken(str(exc)) from exc
-            except sqlite3.DatabaseError as exc:
-                raise IndexBroken(str(exc)) from exc
+        with self._reading() as db:
+            ids = self._ids
+            rows = [r for (r,) in db.execute(MATCHES, (expr,)) if r in ids]
+            in_title: set[int] = set()
+            if title_expr is not None and rows:
+                title_match = f"{{title}} : ({title_expr})"
+                in_title = {r for (r,) in db.execute(MATCHES, (title_match,))}
+                in_title.intersection_update(rows)
+            first = ranker.start([ids[r] for r in rows], len(in_title))
+            if first == 0:
+                return
+            sql, args = BEST_FIRST, list[object]([expr])
+            if first is not None:
+                sql, args = f"{BEST_FIRST} LIMIT ?", [expr, first]
+            seen: set[int] = set()
+            wants = self._feed(db.execute(sql, args), ranker, in_title, seen)
+            left = sorted(in_title - seen)  # title matches below the first rows
+            more = first is not None and len(seen) >= first
+            if wants is Wants.TITLES and more and len(left) <= MAX_ALONE:
+                marks = ",".join("?" * len(left))  # scored alone, best first
+                cur = db.execute(f"{BEST_OF} ({marks}) ORDER BY body", [expr, *left])
+                wants = self._feed(cur, ranker, in_title, seen)
+            if wants is not Wants.NONE and more:
+                ranker.start([ids[r] for r in rows], len(in_title))  # not enough: all
+                self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, set())
 
     def _feed(
         self, rows: sqlite3.Cursor, ranker: Ranker, in_title: set[int], seen: set[int]
@@ -374,7 +364,8 @@ class SearchIndex:
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection for one read of recall's (below), its errors as search()'s."""
+        """The connection for one read, with SQLite's errors said as the tools say them: a
+        query FTS5 cannot read, an index busy or missing, an index broken."""
         with self._lock:
             db = self._connect()
             try:

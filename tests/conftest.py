@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,20 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-C", str(root), *args], capture_output=True, text=True, check=True
     ).stdout
+
+
+VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
+
+
+def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `vaultwatch` command, as the owner runs it from a shell (recall off: no
+    command here needs the model, and loading it would only cost time)."""
+    return subprocess.run(
+        [VAULTWATCH, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
+    )

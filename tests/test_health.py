@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import date, timedelta
@@ -18,6 +17,7 @@ from server import health
 from server.vault import Vault
 
 from .conftest import git
+from .conftest import vaultwatch_cli as run
 
 VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
 LATER = date.today() + timedelta(days=40)  # every committed note is 40 days old then
@@ -192,18 +192,6 @@ def test_health_config_errors_are_clear_and_keep_the_vault_open(make_vault: Any)
     assert "unknown key 'colour' in health" in text
     r = report(root)
     assert sum("health config:" in w for w in r.warnings) == 5
-
-
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [VAULTWATCH, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
-    )
 
 
 def test_the_cli_json_and_text(vault: Path) -> None:

@@ -519,7 +519,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
     from app.ui.dashboard import Dashboard
     from app.ui.reads import ReadsScreen
 
-    from .test_dashboard import until
+    from .test_dashboard import footer, footer_fits, until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:
@@ -534,6 +534,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
         screen = app.screen
         assert isinstance(screen, ReadsScreen)
         await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        assert footer_fits(app, size[0]) and "Keys" in [k.description for k in footer(app)]
         await pilot.press("2")
         await pilot.pause(0.2)
         text = screen_text(app)

@@ -14,6 +14,7 @@ import pytest
 from app.review import NOTES_REF
 
 from .conftest import git
+from .conftest import vaultwatch_cli as run
 
 pytestmark = pytest.mark.anyio
 
@@ -29,17 +30,6 @@ def vault(make_vault: Any) -> Path:
             "a.md": "# A\n\n## Log\n",
             "links.md": "See [[a]] and [[w]].\n",
         }
-    )
-
-
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [VAULTWATCH, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
     )
 
 

@@ -126,10 +126,19 @@ class ReadsScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
         Binding("escape,q,dollar_sign", "app.pop_screen", "Back"),
-        Binding("1", "tab('cost')", "Cost", tooltip="context cost: today, the last 30 days"),
-        Binding("2", "tab('most')", "Most read", tooltip="the notes the AI reads most"),
-        Binding("3", "tab('unread')", "Not read", tooltip="notes not read in N days"),
-        Binding("4", "tab('context')", "Context", tooltip="what get_context gives the AI now"),
+        # the tab bar names 1-4 already; in the footer too they pushed "? Keys" off at 80 columns
+        Binding(
+            "1", "tab('cost')", "Cost", show=False, tooltip="context cost: today, the last 30 days"
+        ),
+        Binding("2", "tab('most')", "Most read", show=False, tooltip="the notes the AI reads most"),
+        Binding("3", "tab('unread')", "Not read", show=False, tooltip="notes not read in N days"),
+        Binding(
+            "4",
+            "tab('context')",
+            "Context",
+            show=False,
+            tooltip="what get_context gives the AI now",
+        ),
         Binding("plus,equals_sign", "days(1)", "More days", show=False, tooltip="N days: more"),
         Binding("minus", "days(-1)", "Fewer days", show=False, tooltip="N days: fewer"),
         Binding("m", "mark_reviewed", "Reviewed", tooltip="mark the context preview reviewed"),
