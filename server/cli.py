@@ -22,6 +22,7 @@ from .connect import claude_mcp_add_http
 from .gitrepo import ensure_repo, state_dir
 from .http_guard import guard
 from .journal import ServerStarted, ServerStopped
+from .store import ignore_lease_breaks
 from .vault import Vault, VaultError
 
 log = logging.getLogger("vaultwatch")
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    ignore_lease_breaks()  # writes take file leases: an editor's save in flight is not lost
     if args.exit_with_parent:
         _watch_parent()
     reason = "exit"

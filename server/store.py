@@ -20,6 +20,7 @@ re-saving identical text changes no byte, so bytes alone cannot tell a save in p
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -190,6 +191,40 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+def ignore_lease_breaks() -> None:
+    """Let the write path take file leases (see _lease): the kernel tells the lease holder
+    that someone opened the file with SIGIO, whose default action ends the process. Call it
+    from the main thread of a process that writes notes (the server, the dashboard)."""
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+
+
+def _lease(fd: int) -> bool:
+    """A write lease on the file before it is checked and replaced: while it is held, a
+    program that opens the file (an editor appending a line) waits, and the lease shows it
+    was asked for. Without one, an append that opened the old copy just before the rename
+    and wrote just after the check would land in a copy nobody sees again. Taken only where
+    lease breaks cannot end the process; other programs holding the file open, a filesystem
+    without leases or a file of another owner leave the check as it was without a lease."""
+    if signal.getsignal(signal.SIGIO) != signal.SIG_IGN:
+        return False
+    for _ in range(5):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            return True
+        except BlockingIOError:  # open elsewhere this moment (a reader): try again shortly
+            time.sleep(_POLL_S)
+        except OSError:
+            return False
+    return False
+
+
+def _lease_broken(fd: int) -> bool:
+    """Whether someone opened the file while our lease was held; the lease is released."""
+    broken = fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_WRLCK
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    return broken
+
+
 def _open_if_exists(path: Path) -> int | None:
     try:
         return os.open(path, os.O_RDONLY)
@@ -321,6 +356,7 @@ class Store:
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
+        leased: set[int] = set()  # fds we hold a write lease on (see _lease)
         # the crash-recovery tests stop a server at an exact point inside a batch
         crash_after = fault_after("after_write")
         try:
@@ -356,6 +392,8 @@ class Store:
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
                 fd = _open_if_exists(target)
+                if fd is not None and _lease(fd):
+                    leased.add(fd)
                 current = _read_fd(fd) if fd is not None else None
                 if current != w.old or (
                     fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
@@ -379,6 +417,10 @@ class Store:
             for w, fd in held:
                 if fd is None:
                     continue
+                if fd in leased and _lease_broken(fd):
+                    # opened while we replaced it: the opener was held until now; let its
+                    # save finish before judging the old copy
+                    _settled_fd(fd, w.old)
                 st = os.fstat(fd)
                 moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
                 if moved or _read_fd(fd) != w.old:

@@ -453,3 +453,35 @@ async def test_a_full_disk_is_a_clear_error_keeps_the_index_and_recall_comes_bac
             assert out["hits"][0]["path"] == "a.md"
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -> None:
+    """The write path's lease (store._lease): an editor that opens the note while the server
+    replaces it waits until the lease is released, and the lease says it was asked for, so
+    the write can wait for that save and put it back instead of losing it in the old copy."""
+    import signal
+
+    from server import store
+
+    note = tmp_path / "n.md"
+    note.write_text("old\n")
+    fd = os.open(note, os.O_RDONLY)
+    try:
+        assert not store._lease(fd)  # SIGIO would end the process: no lease without this
+        previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
+        try:
+            assert store._lease(fd)
+            editor = subprocess.Popen(
+                [sys.executable, "-c", f"open({str(note)!r}, 'a').write('- typed\\n')"]
+            )
+            time.sleep(0.3)
+            assert editor.poll() is None  # held in open() while the lease is ours
+            (tmp_path / "new").write_text("new\n")
+            os.replace(tmp_path / "new", note)
+            assert store._lease_broken(fd)  # it was asked for, and is released now
+            editor.wait(10)
+            assert os.pread(fd, 100, 0) == b"old\n- typed\n"  # the line, in the old copy
+        finally:
+            signal.signal(signal.SIGIO, previous)
+    finally:
+        os.close(fd)

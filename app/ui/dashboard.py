@@ -176,6 +176,8 @@ class Dashboard(App[None]):
     def on_review_changed(self, _: ReviewChanged) -> None:
         with contextlib.suppress(NoMatches):  # the app is closing
             self.main.show_header()
+        if not self.screen_stack:
+            return  # the app is closing: a count read in a thread arrived after its screens
         if isinstance(self.screen, ReviewScreen):
             self.screen.show_header()
             self.screen.follow()
@@ -216,6 +218,8 @@ class Dashboard(App[None]):
             if not self._feed_shown:  # the timeline has its rows: now the review count
                 self._feed_shown = True
                 self.recount_review()
+        if not self.screen_stack:
+            return  # the app is closing
         newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
         if newest != self._newest_commit:  # notes changed: an open tags screen follows
             self._newest_commit = newest
