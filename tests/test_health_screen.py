@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
+from app.ui.cells import cut_middle, note_label
 from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import DestinationPrompt
-from app.ui.health_screen import HealthScreen, NoteModal, note_cell, shorten
+from app.ui.health_screen import HealthScreen, NoteModal
 from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal
 
@@ -157,11 +158,11 @@ async def test_delete_a_note_through_the_owner_flow(vault: Path) -> None:
 
 def test_paths_are_shortened_in_cells_never_to_nothing() -> None:
     name = "非常长的项目名称-离线同步与冲突解决方案的设计评审记录-第三版.md"
-    short = shorten(name, 20)
+    short = cut_middle(name, 20)
     from rich.cells import cell_len
 
     assert cell_len(short) <= 20 and short.endswith("第三版.md") and "…" in short
-    assert shorten("a.md", 20) == "a.md"
-    assert shorten(name, 1) == "…"
-    cell = note_cell("项目/二零二六年度/" + name, 30)
+    assert cut_middle("a.md", 20) == "a.md"
+    assert cut_middle(name, 1) == "…"
+    cell = note_label("项目/二零二六年度/" + name, 30)
     assert cell.cell_length <= 30 and cell.plain.startswith("非常")

@@ -14,12 +14,13 @@ from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
 from app.review import NOTES_REF, mark_reviewed, summaries
+from app.ui.cells import cut_middle
 from app.ui.dashboard import Dashboard
 from app.ui.header import HeaderFacts, ServerState, segments
 from app.ui.header_fit import fit
 from app.ui.main_screen import MainScreen
 from app.ui.note_screen import NoteScreen, obsidian_url
-from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen, shorten_middle
+from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
 
 from .conftest import git
 from .test_dashboard import footer, footer_fits, until
@@ -188,10 +189,10 @@ async def test_the_list_newest_first_with_its_columns(
 
 
 def test_long_paths_are_cut_in_the_middle_by_cells() -> None:
-    cut = shorten_middle(LONG, 30)
+    cut = cut_middle(LONG, 30)
     assert Content(cut).cell_length <= 30 and "…" in cut
     assert cut.startswith("项目") and cut.endswith(".md")
-    assert shorten_middle("a.md", 30) == "a.md"
+    assert cut_middle("a.md", 30) == "a.md"
 
 
 async def test_the_net_diff_sets_the_owners_lines_apart(connect: Any, vault: Path) -> None:
@@ -426,8 +427,9 @@ async def test_the_note_view_and_edit_in_editor(
         mine = next(ln for ln in lines if "- mine" in ln)
         assert " AI " not in mine
         total = len(W.splitlines()) + 3
-        assert f"the AI wrote 2 of {total} lines ({2 / total:.0%})" in lines[0]
-        assert "3 commits, 1 by the AI" in lines[0]
+        assert lines[0].strip() == "w.md"  # the path on its own line, then the figures
+        assert f"the AI wrote 2 of {total} lines ({2 / total:.0%})" in lines[1]
+        assert "3 commits, 1 by the AI" in lines[1]
         assert "append_section" in text and "owner edits w.md" in text and "import" in text
         await pilot.press("e")
         await until(pilot, lambda: log.exists())

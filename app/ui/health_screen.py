@@ -27,48 +27,10 @@ from server.health import TITLES, Finding, Report
 from .. import owner_flows as flows
 from ..actions import ActionError
 from ..file_actions import apply_move, apply_remove, folders_of, suggest_folder, vault_files
+from .cells import cut_middle, note_label
 from .file_dialogs import DestinationPrompt, FileFinder
 from .lines import LinesView
 from .modals import ConfirmModal
-
-ELLIPSIS = "…"
-
-
-def shorten(text: str, width: int) -> str:
-    """`text` in at most `width` terminal cells (a Chinese character takes two): whole when it
-    fits, else its start and its end around an ellipsis (a path keeps its file name's end and
-    extension), never cut to nothing."""
-    if cell_len(text) <= width:
-        return text
-    if width <= 1:
-        return ELLIPSIS[:width]
-    room = width - 1
-    head_room = room // 3
-    head, used = "", 0
-    for ch in text:
-        w = cell_len(ch)
-        if used + w > head_room:
-            break
-        head, used = head + ch, used + w
-    tail, used_tail = "", 0
-    for ch in reversed(text[len(head) :]):
-        w = cell_len(ch)
-        if used + used_tail + w > room:
-            break
-        tail, used_tail = ch + tail, used_tail + w
-    return head + ELLIPSIS + tail
-
-
-def note_cell(path: str, width: int) -> Content:
-    """The file name first, then its folder muted (a narrow column drops the folder first, as
-    the timeline does); a name longer than the column is shortened in the middle."""
-    folder, _, name = path.rpartition("/")
-    name = shorten(name, width)
-    cell = Content(name)
-    room = width - cell_len(name) - 2
-    if folder and room >= 4:
-        cell += Content.styled("  " + shorten(folder + "/", room), "$text-muted")
-    return cell
 
 
 def detail_text(f: Finding) -> str:
@@ -229,9 +191,8 @@ class HealthScreen(Screen[None]):
         elif self.ignored:
             title += f" · {len(self.ignored)} ignored shown"
         self.query_one("#health-title", Static).update(Content.styled(title, "bold"))
-        width = max(20, self.app.size.width - 4)
         self.query_one("#health-warnings", Static).update(
-            Content("\n".join(shorten(w, width * 2) for w in report.warnings))
+            Content("\n".join(report.warnings))  # sentences: wrapped, never cut in the middle
         )
         self.query_one("#health-warnings", Static).display = bool(report.warnings)
         # measured in cells: the path column takes what its widest cell needs, up to half
@@ -250,8 +211,10 @@ class HealthScreen(Screen[None]):
             if not group:
                 continue
             table.add_row(
-                Content.styled(shorten(f"{heading} ({len(group)})", path_w), "bold $text-accent"),
-                Content.styled(shorten(" · ".join(group[0].actions), detail_w), "$text-muted"),
+                Content.styled(
+                    cut_middle(f"{heading} ({len(group)})", path_w), "bold $text-accent"
+                ),
+                Content.styled(cut_middle(" · ".join(group[0].actions), detail_w), "$text-muted"),
                 key=f"group:{kind}",
             )
             for f in group:
@@ -261,7 +224,7 @@ class HealthScreen(Screen[None]):
                     detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
                         detail_w, ellipsis=True
                     )
-                table.add_row(note_cell(f.path, path_w), detail, key=f.id)
+                table.add_row(note_label(f.path, path_w), detail, key=f.id)
         keys = [str(k.value) for k in table.rows]
         if keep in keys:
             table.move_cursor(row=keys.index(keep))

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..history import Commit
 from ..review import NoteView, note_view
+from .cells import cut_middle
 from .header import plural
 from .insights import fill
 from .lines import LinesView
@@ -178,10 +179,11 @@ class NoteScreen(Screen[None]):
         self.view = view
         share = f"{view.ai_share:.0%}" if view.lines else "–"
         ai = sum(1 for c in view.history if c.is_ai)
+        # the path on a line of its own, cut in the middle (wrapped, it broke inside a name)
         self.query_one("#note-title", Static).update(
-            Content.styled(f" {self.path}", "bold")
+            Content.styled(f" {cut_middle(self.path, self.app.size.width - 2)}", "bold")
             + Content(
-                f"  ·  the AI wrote {view.ai_lines:,} of {view.lines:,} lines ({share})"
+                f"\n the AI wrote {view.ai_lines:,} of {view.lines:,} lines ({share})"
                 f"  ·  {plural(len(view.history), 'commit')}, {ai:,} by the AI"
             )
         )

@@ -16,7 +16,6 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from rich.cells import cell_len
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,6 +38,7 @@ from server.reads import (
 from server.vault import Vault
 
 from ..stats import BARS
+from .cells import cut_middle, note_label
 from .insights import fill
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
@@ -48,42 +48,6 @@ TABS = ("cost", "most", "unread", "context")
 def clock(event: dict[str, Any]) -> str:
     at = local_time(event)
     return f"{at:%H:%M:%S}" if at is not None else ""
-
-
-def cut_middle(text: str, width: int) -> str:
-    """`text` in at most `width` cells, its middle replaced by '…' (both ends say the most:
-    a folder's top and a name's extension)."""
-    if cell_len(text) <= width:
-        return text
-    if width <= 1:
-        return "…"[:width]
-    head, tail = "", ""
-    i, j = 0, len(text)
-    room = width - 1
-    while i < j:  # take from both ends in turn, by cells
-        if cell_len(head) <= cell_len(tail):
-            if cell_len(head + text[i]) + cell_len(tail) > room:
-                break
-            head, i = head + text[i], i + 1
-        else:
-            if cell_len(head) + cell_len(text[j - 1] + tail) > room:
-                break
-            tail, j = text[j - 1] + tail, j - 1
-    return head + "…" + tail
-
-
-def note_label(path: str, width: int, more: int = 0) -> Content:
-    """The note's name first (and how many more notes, `+2`), then its folder (muted), in at
-    most `width` cells: the folder is shortened first, then the name's middle; never cut to
-    nothing."""
-    folder, _, name = path.rpartition("/")
-    width = max(8, width)
-    if more:
-        name = f"{cut_middle(name, width - len(str(more)) - 2)} +{more}"
-    if cell_len(name) >= width - 4 or not folder:
-        return Content(cut_middle(name, width))
-    room = width - cell_len(name) - 2
-    return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
 
 
 def sparkline(values: list[int]) -> Content:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from rich.cells import cell_len, get_character_cell_size
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -43,6 +43,7 @@ from ..review import (
     write_marks,
 )
 from ..stats import client_name
+from .cells import cut_middle
 from .header import StatusHeader, plural
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -63,34 +64,6 @@ def period_words(since: str) -> str:
         "today": "today",
         "7d": "the last 7 days",
     }.get(since, f"since {since}")
-
-
-def cells(text: str) -> int:
-    return cell_len(text)
-
-
-def shorten_middle(text: str, most: int) -> str:
-    """`text` in at most `most` terminal cells, cut in the middle (a folder's start and the
-    file name stay: two notes in one deep folder still read apart). Chinese is two cells."""
-    if cells(text) <= most:
-        return text
-    if most <= 1:
-        return "…"[:most]
-    keep_tail = (most - 1) * 2 // 3
-    keep_head = most - 1 - keep_tail
-    head, used = "", 0
-    for ch in text:
-        used += get_character_cell_size(ch)
-        if used > keep_head:
-            break
-        head += ch
-    tail, used = "", 0
-    for ch in reversed(text):
-        used += get_character_cell_size(ch)
-        if used > keep_tail:
-            break
-        tail = ch + tail
-    return head + "…" + tail
 
 
 def share(
@@ -419,7 +392,7 @@ class ReviewScreen(Screen[None]):
             ]
             for n in notes
         ]
-        needs = [max([cells(h), *(cells(t[i]) for t in texts)]) for i, h in enumerate(heads)]
+        needs = [max([cell_len(h), *(cell_len(t[i]) for t in texts)]) for i, h in enumerate(heads)]
         # DataTable pads every column by one cell on each side; a period adds the ✓ column
         period = self.since != "last"
         room = width - 2 * len(heads) - (3 if period else 0) - 1
@@ -432,7 +405,7 @@ class ReviewScreen(Screen[None]):
         for name, w in zip(heads, widths, strict=True):
             table.add_column(Text(name), width=w)
         for n, t in zip(notes, texts, strict=True):
-            row = [Content(shorten_middle(text, w)) for text, w in zip(t, widths, strict=True)]
+            row = [Content(cut_middle(text, w)) for text, w in zip(t, widths, strict=True)]
             row[3] = Content.assemble(
                 (f"+{n.added:,}", "$text-success"), " ", (f"−{n.removed:,}", "$text-error")
             )
