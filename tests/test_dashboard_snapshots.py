@@ -157,14 +157,18 @@ async def settle(pilot: Any, toasts: bool = False) -> None:
             app.clear_notifications()
 
 
-async def settle_on_screen(pilot: Any) -> None:
-    """After a key that opens a screen or dialog: its flow waits for an answer in a worker, so
-    wait for the screen to be on top and drawn, not for the workers."""
+async def open_screen(pilot: Any, key: str) -> None:
+    """Press a key that opens a screen or dialog and wait for it to be on top and drawn (its
+    flow waits for an answer in a worker, so not for the workers). The screen below is taken
+    before the key: taken after, it was often the new screen already, and the wait for a
+    change ran out its five seconds in every snapshot test."""
     first = pilot.app.screen
+    await pilot.press(key)
     for _ in range(100):
         if pilot.app.screen is not first:
             break
         await pilot.pause(0.05)
+    assert pilot.app.screen is not first, f"{key!r} opened no screen"
     for _ in range(3):
         await pilot.pause(0.2)
 
@@ -212,8 +216,7 @@ def test_revert_confirmation(pinned_vault: Path, snap_compare: Any, size: str) -
         # (the append_section's line has the owner's unsaved line right after it: reverting it
         # opens the blockers dialog instead)
         await select_ai_commit(pilot, "edit_text")
-        await pilot.press("r")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "r")
 
     app = make_app(pinned_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
@@ -223,8 +226,7 @@ def test_revert_confirmation(pinned_vault: Path, snap_compare: Any, size: str) -
 def test_tags_screen(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
         await select_ai_commit(pilot, "edit_text")
-        await pilot.press("g")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "g")
 
     app = make_app(pinned_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

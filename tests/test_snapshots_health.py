@@ -16,7 +16,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.health_screen import HealthScreen
 
 from .conftest import write_files
-from .test_dashboard_snapshots import SIZES, settle, settle_on_screen
+from .test_dashboard_snapshots import SIZES, open_screen, settle
 
 ROOT = Path("/tmp/vaultwatch-snapshot-health/vault")
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
@@ -64,8 +64,7 @@ def make_app(root: Path) -> Dashboard:
 
 async def open_health(pilot: Any) -> None:
     await settle(pilot)
-    await pilot.press("H")
-    await settle_on_screen(pilot)
+    await open_screen(pilot, "H")
     screen = pilot.app.screen
     assert isinstance(screen, HealthScreen)
     for _ in range(200):
@@ -88,8 +87,7 @@ def test_health_open_at_a_broken_link(health_vault: Path, snap_compare: Any, siz
         screen = pilot.app.screen
         assert isinstance(screen, HealthScreen)
         await pilot.press("j")  # the first broken link (j skips the group rows)
-        await pilot.press("o")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "o")
 
     app = make_app(health_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

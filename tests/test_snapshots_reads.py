@@ -20,9 +20,9 @@ from .test_dashboard_snapshots import (
     LONG,
     SIZES,
     make_app,
+    open_screen,
     pinned_vault,
     settle,
-    settle_on_screen,
 )
 
 __all__ = ["pinned_vault"]  # the fixture, imported for use here
@@ -112,8 +112,7 @@ def open_reads(tab: str) -> Any:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         pilot.app.clear_notifications()  # the launch's "to review" toast is not this screen
-        await pilot.press("dollar_sign")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "dollar_sign")
         screen = pilot.app.screen
         for _ in range(200):  # the vault's lists and the preview are read in a thread
             if getattr(screen, "preview", None) is not None:

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from app.ui.note_screen import NoteScreen
 from app.ui.review_screen import ReviewScreen
 
-from .test_dashboard_snapshots import LONG, SIZES, make_app, pinned_vault, settle, settle_on_screen
+from .test_dashboard_snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
 
 __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
 
@@ -26,8 +26,7 @@ async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
         if app.review_watch.count is not None:
             break
         await pilot.pause(0.05)
-    await pilot.press("v")
-    await settle_on_screen(pilot)
+    await open_screen(pilot, "v")
     screen = app.screen
     assert isinstance(screen, ReviewScreen)
     for _ in range(200):
@@ -96,8 +95,7 @@ def test_note_view(pinned_vault: Path, snap_compare: Any, size: str) -> None:
 
     async def run_before(pilot: Any) -> None:
         await review(pilot, LONG)
-        await pilot.press("o")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "o")
         assert isinstance(pilot.app.screen, NoteScreen)
         await settle(pilot)
 
@@ -107,8 +105,7 @@ def test_note_view(pinned_vault: Path, snap_compare: Any, size: str) -> None:
 def test_undo_hunk_confirmation(pinned_vault: Path, snap_compare: Any) -> None:
     async def run_before(pilot: Any) -> None:
         await review(pilot, "study/cache.md")
-        await pilot.press("u")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "u")
 
     assert snap_compare(make_app(pinned_vault), terminal_size=SIZES["80x24"], run_before=run_before)
 

@@ -20,7 +20,7 @@ from app.ui.dashboard import Dashboard
 from server.gitrepo import commit_message, state_dir
 from server.journal import Conflict, Journal, Noop, Rejected
 
-from .test_dashboard_snapshots import SIZES, settle, settle_on_screen
+from .test_dashboard_snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history
 
 ROOT = Path("/tmp/vaultwatch-snapshot-stats/vault")
@@ -96,8 +96,7 @@ def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) ->
             if pilot.app.feed.rows:
                 break
             await pilot.pause(0.05)
-        await pilot.press("S")
-        await settle_on_screen(pilot)
+        await open_screen(pilot, "S")
         await settle(pilot)
 
     app = make_app(pinned_stats_vault)
