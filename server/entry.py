@@ -41,8 +41,6 @@ def _keys_of(tag: str) -> tuple[str, ...]:
 # so both are cached: single tags recur across notes far more often than whole tag lists do.
 @functools.lru_cache(maxsize=16384)
 def _tag_keys(tags: tuple[str, ...]) -> frozenset[str]:
-    if len(tags) == 1:
-        return frozenset(_keys_of(tags[0]))
     return frozenset(itertools.chain.from_iterable(map(_keys_of, tags)))
 
 
