@@ -162,8 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         reason = "signal"
     finally:
-        vault.journal.append(ServerStopped(transport=transport, reason=reason))
-        stop(vault)
+        stop(vault, ServerStopped(transport=transport, reason=reason))
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
@@ -179,14 +178,18 @@ def no_core_dumps() -> None:
 STOP_WAIT_S = 2.0  # under the SDK client's grace before it signals, and the dashboard's 10 s
 
 
-def stop(vault: Vault) -> None:
+def stop(vault: Vault, stopped: ServerStopped) -> None:
     """Every way out (the client closing stdin, SIGTERM, Ctrl-C, an error) ends here: recall's
     indexer is stopped and joined before the interpreter shuts down, since a thread still inside
-    the model's native code then is killed there and the process aborts (SIGABRT, exit 134)."""
+    the model's native code then is killed there and the process aborts (SIGABRT, exit 134).
+    `stopped` is journaled once the indexer has stopped, so it is the server's last line: an
+    indexer still running would log its progress after it."""
     # A second signal (a client whose grace period ran out) must not cut the wait short.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if vault.close(wait=STOP_WAIT_S):
+    done = vault.close(wait=STOP_WAIT_S)
+    vault.journal.append(stopped)
+    if done:
         return
     # Still inside one embedding call after the wait: leave without the interpreter's shutdown
     # (the journal line is written; the vectors are derived and re-embedded on the next start).
