@@ -203,8 +203,8 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
         await pilot.pause(0.1)
         assert [k for k, _, _ in shown] == ["partial", "whole"]
         (_, first, partial), (_, whole, report) = shown
-        assert "comparing notes for near-duplicates…" in first
-        assert "comparing" not in whole and "comparing" not in _title(screen)
+        assert "looking for near-duplicates…" in first
+        assert "looking for" not in whole and "looking for" not in _title(screen)
         for heading in ("Broken links (6)", "Orphans (1)", "Stale open items (1)"):
             assert heading in first and heading in whole
         assert not partial.duplicates_checked and not partial.by_kind("duplicate")

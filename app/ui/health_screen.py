@@ -220,7 +220,7 @@ class HealthScreen(Screen[None]):
         elif self.ignored:
             title += f" · {len(self.ignored)} ignored shown"
         if self.partial is not None:
-            title += " · comparing notes for near-duplicates…"
+            title += " · looking for near-duplicates…"
         self.query_one("#health-title", Static).update(Content.styled(title, "bold"))
         self.query_one("#health-warnings", Static).update(
             Content("\n".join(report.warnings))  # sentences: wrapped, never cut in the middle
