@@ -199,7 +199,9 @@ class ReadsScreen(Screen[None]):
     def on_mount(self) -> None:
         self.draw_cost()
         self.query_one("#by-tool", DataTable).focus()
-        self.load()
+        # after the first paint: the count holds the interpreter for stretches, and today's
+        # cost (already drawn) must be up first
+        self.call_after_refresh(self.load)
         self.set_interval(0.5, self.follow)
 
     def on_resize(self) -> None:
