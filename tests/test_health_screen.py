@@ -238,3 +238,43 @@ async def test_near_duplicates_not_listed_are_counted_on_the_screen(vault: Path)
         assert "Near-duplicates (2 of 331,339)" in table_text(screen)
         warned = str(screen.query_one("#health-warnings", Static).render())
         assert "331,337 more pairs at or above 0.85 not listed" in warned
+
+
+async def test_the_cursor_goes_to_the_first_finding_when_near_duplicates_come_unless_moved(
+    vault: Path,
+) -> None:
+    """Near-duplicates come after the rest and are listed above some of it: a cursor the owner
+    has not moved goes to the first finding of the whole list; one the owner moved stays on
+    its finding."""
+    from server.health import Finding, Report
+
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        whole = screen.report
+        assert whole is not None
+        later = [f for f in whole.findings if f.kind in ("stale", "too_big")]
+        assert len(later) == 2
+        pair = Finding("duplicate", "notes/a.md", "alike", other="notes/b.md", score=0.99)
+
+        def rest() -> Report:
+            return Report(notes=whole.notes, findings=list(later), ignored=[])
+
+        def full() -> Report:
+            return Report(notes=whole.notes, findings=[pair, *later], ignored=[])
+
+        screen._show_partial(rest())
+        await pilot.pause(0.05)
+        assert screen.selected() == later[0]
+        screen._show(full())
+        await pilot.pause(0.05)
+        assert screen.selected() == pair  # the first finding, not where the rest put it
+
+        screen._show_partial(rest())
+        await pilot.pause(0.05)
+        await pilot.press("j")  # the owner moves to the second finding
+        await pilot.pause(0.05)
+        assert screen.selected() == later[1]
+        screen._show(full())
+        await pilot.pause(0.05)
+        assert screen.selected() == later[1]

@@ -130,6 +130,7 @@ class HealthScreen(Screen[None]):
         self.ignored: set[str] = set()
         self.by_id: dict[str, Finding] = {}
         self._filled_width = 0
+        self._placed: str | None = None  # the row `fill` put the cursor on (not the owner)
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(" Library health · checking…", "bold"), id="health-title")
@@ -212,6 +213,10 @@ class HealthScreen(Screen[None]):
         self._filled_width = self.app.size.width
         table = self.query_one("#findings", DataTable)
         keep = self._current_key()
+        # a cursor the owner has not moved goes to the first finding again: near-duplicates,
+        # which come after the rest, are listed above where it was put
+        if keep == self._placed:
+            keep = None
         shown = self.shown_findings()
         quiet = len(self.ignored) if not self.show_ignored else 0
         title = f" Library health · {report.notes:,} notes · {len(shown)} findings"
@@ -262,6 +267,7 @@ class HealthScreen(Screen[None]):
         else:
             first = next((i for i, k in enumerate(keys) if k in self.by_id), 0)
             table.move_cursor(row=first)
+            self._placed = keys[first] if keys else None
         self._describe()
 
     def heading(self, kind: str, n: int) -> str:
