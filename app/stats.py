@@ -2,7 +2,8 @@
 owner committed, what the owner took back, and what never became a commit. Plain Python, no
 Textual: the stats screen and `vaultwatch stats` call the same `compute`.
 
-Commits come from git, in one `git log` pass (trailers and numstat): a commit with a
+Commits come from git, in one `git log` pass (sha, time, trailers; the AI's line counts are
+asked of git once per commit and kept, see `_lines`): a commit with a
 `Vaultwatch-Tool` trailer is the AI's (`Commit.is_ai`), every other one is the owner's; an
 owner commit with `Vaultwatch-Action: revert` or `undo` is a revert, and its
 `Vaultwatch-Reverts`, `Vaultwatch-Reverts-Path` and `Vaultwatch-Undoes` trailers say of what.
@@ -15,7 +16,12 @@ timeline names it: an upgrade does not split one assistant in two.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
+import os
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,10 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from server.gitrepo import (
+    ACTION,
+    CLIENT,
+    REVERTS,
     REVERTS_PATH,
+    TOOL,
     UNDOES,
     git,
     git_stream,
+    make_state_dir,
     state_dir,
     trailer_field,
     trailer_value,
@@ -36,23 +47,22 @@ from server.gitrepo import (
 from server.journal import read_all
 
 from .actions import ActionError
-from .history import (
-    FIELD,
-    FORMAT,
-    RECORD,
-    Commit,
-    parse_commit,
-    parse_since,
-    since_time,
-)
+from .history import FIELD, RECORD, Commit, parse_since, since_time
 
 REVERT_ACTIONS = ("revert", "undo")  # owner commits that take back earlier changes
 EVENT_KINDS = ("conflict", "rejected", "noop")  # what the journal adds to git's picture
 # one git log: the commit's own fields, then the targets of an undo and of a one-file revert
-_FORMAT = (
-    f"{RECORD}{FORMAT}{FIELD}"
-    f"{trailer_field(UNDOES, '%x2C')}{FIELD}"
-    f"{trailer_field(REVERTS_PATH, '%x1d')}{FIELD}"
+_FORMAT = RECORD + FIELD.join(
+    [
+        "%H",
+        "%at",
+        trailer_field(TOOL),
+        trailer_field(CLIENT),
+        trailer_field(ACTION),
+        trailer_field(REVERTS, "%x2C"),
+        trailer_field(UNDOES, "%x2C"),
+        trailer_field(REVERTS_PATH, "%x1d"),
+    ]
 )
 BARS = "▁▂▃▄▅▆▇█"
 SINCE_HELP = "today, 7d, 4w (this week and the 3 before), YYYY-MM-DD or a commit"
@@ -120,7 +130,10 @@ class Week:
     clients: dict[str, Tally] = field(default_factory=dict)
 
     def client(self, name: str) -> Tally:
-        return self.clients.setdefault(name, Tally())
+        t = self.clients.get(name)
+        if t is None:  # (not setdefault: a Tally is four Counters, made for every call)
+            t = self.clients[name] = Tally()
+        return t
 
     @property
     def quiet(self) -> bool:
@@ -207,7 +220,12 @@ def week_of(when: datetime) -> tuple[str, date]:
 
 def client_name(raw: object) -> str:
     """A client as counted: one printable line (as the trailer holds it), without version."""
-    return trailer_value(str(raw or "")).split("/")[0] or "unknown"
+    return _client_name(str(raw or ""))
+
+
+@functools.lru_cache(maxsize=1024)  # a vault has a few clients, named on every commit
+def _client_name(raw: str) -> str:
+    return trailer_value(raw).split("/")[0] or "unknown"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,20 +234,17 @@ def client_name(raw: object) -> str:
 
 @dataclass(frozen=True)
 class _Row:
-    commit: Commit  # its file list is left empty: the counts are all stats needs
-    added: int
-    removed: int
+    commit: Commit  # sha, time and trailers only: author, subject and files are left empty
     targets: tuple[str, ...]  # what a revert or undo took back
 
 
 class _Log:
-    """`git log` of commits with their trailers and line counts. Started first, so git works
-    while the journal is read; `rows()` parses each commit as its record arrives, so the
-    parsing overlaps git's diffing too."""
+    """`git log` of commits with their trailers (no diffs: a commit's line counts come from
+    `_lines`, which keeps them). Started first, so git works while the journal is read."""
 
     def __init__(self, root: Path, *args: str, stdin: list[str] | None = None) -> None:
         extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-        cmd = ["log", f"--format={_FORMAT}", "--numstat", "-z", "--no-renames", *extra, *args]
+        cmd = ["log", f"--format={_FORMAT}", "-z", *extra, *args]
         self._proc = git_stream(root, *cmd, stdin=bool(stdin))
         if stdin:  # `--no-walk --stdin` reads every name before it writes anything
             assert self._proc.stdin is not None
@@ -238,37 +253,129 @@ class _Log:
 
     def rows(self) -> list[_Row]:
         assert self._proc.stdout is not None
-        rows: list[_Row] = []
-        rest = b""
-        sep = RECORD.encode()
-        while chunk := self._proc.stdout.read(1 << 16):
-            records = (rest + chunk).split(sep)
-            rest = records.pop()  # perhaps incomplete: completed by the next chunk
-            rows += filter(None, map(_row, records))
+        out = self._proc.stdout.read()
         if self._proc.wait() != 0:
             return []  # an unborn branch: no history yet
-        return [*rows, *filter(None, [_row(rest)])]
+        return list(filter(None, map(_row, out.decode("utf-8", "replace").split(RECORD))))
 
 
-def _row(record: bytes) -> _Row | None:
-    """One commit's record: its fields, the targets of an undo or one-file revert, numstat."""
-    parts = record.decode("utf-8", "replace").split(FIELD)
-    if len(parts) < 12:
+def _row(record: str) -> _Row | None:
+    """One commit's record: its sha, time and trailers (the targets of a revert or undo)."""
+    parts = record.split(FIELD)
+    if len(parts) < 8:
         return None
-    commit = parse_commit(parts[:9], "")
-    if commit is None:
+    sha, at, tool, client, action, reverts = map(str.strip, parts[:6])
+    if not at.isdigit():
         return None
-    added = removed = 0
-    for item in parts[11].split("\x00"):
-        stat = item.split("\t", 2)
-        if len(stat) == 3:
-            a, r = stat[0].strip(), stat[1]
-            added += int(a) if a.isdigit() else 0  # "-": a binary file
-            removed += int(r) if r.isdigit() else 0
-    undoes = trailer_values(parts[9])
-    one_file = [v.split(" ", 1)[0] for v in trailer_values(parts[10], "\x1d")]
+    commit = Commit(
+        sha,
+        "",
+        "",
+        datetime.fromtimestamp(int(at), UTC),
+        "",
+        tool or None,
+        client or None,
+        action or None,
+        (),
+        trailer_values(reverts) if reverts else (),
+    )
+    if not (reverts or parts[6].strip() or parts[7].strip("\x00\n ")):
+        return _Row(commit, ())  # most commits: no revert or undo trailer
+    undoes = trailer_values(parts[6])
+    one_file = [v.split(" ", 1)[0] for v in trailer_values(parts[7].rstrip("\x00\n"), "\x1d")]
     targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
-    return _Row(commit, added, removed, targets)
+    return _Row(commit, targets)
+
+
+# -- the AI's line counts, kept per commit ---------------------------------------------------------
+# A commit's diff never changes (its sha names it), and diffing is most of what `git log
+# --numstat` costs (10,000 commits: 0.4 s of git's CPU, the whole budget's half). So each AI
+# commit's counts are asked of git once and kept in the state folder; later runs diff only the
+# commits made since. The file holds shas and numbers only, nothing of a note.
+LINES_FILE = "stats-lines.json"
+LINES_VERSION = 1  # bump when what a count means changes (the old file is then ignored)
+_SHA = re.compile(r"[0-9a-f]{40,64}")
+
+
+def _load_lines(root: Path) -> dict[str, tuple[int, int]]:
+    """The kept counts; a missing, damaged or older file is an empty one (it is rewritten)."""
+    try:
+        data = json.loads((state_dir(root) / LINES_FILE).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("v") != LINES_VERSION:
+        return {}
+    lines = data.get("lines")
+    if not isinstance(lines, dict):
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    for sha, v in lines.items():
+        if (
+            isinstance(v, list)
+            and len(v) == 2
+            and all(type(n) is int and n >= 0 for n in v)
+            and _SHA.fullmatch(sha)
+        ):
+            out[sha] = (v[0], v[1])
+    return out
+
+
+def _save_lines(root: Path, lines: dict[str, tuple[int, int]]) -> None:
+    """Atomically (a temp file, then rename), 0600 like every state file. Not written is no
+    harm: the next run asks git again."""
+    with contextlib.suppress(OSError):
+        folder = make_state_dir(state_dir(root))
+        fd, tmp = tempfile.mkstemp(prefix=f".{LINES_FILE}.", suffix=".vaultwatch-tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"v": LINES_VERSION, "lines": lines}, fh, separators=(",", ":"))
+            os.replace(tmp, folder / LINES_FILE)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
+def _numstat(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
+    """Lines each commit added and removed, from one `git log --numstat` over exactly them (a
+    merge counts nothing, as `git log` shows it no diff; "-" is a binary file: 0)."""
+    if not shas:
+        return {}
+    cmd = ["log", "--no-walk=unsorted", "--stdin", f"--format={RECORD}%H", "--numstat", "-z"]
+    proc = git_stream(root, *cmd, "--no-renames", stdin=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(("\n".join(shas) + "\n").encode())
+    proc.stdin.close()
+    out = proc.stdout.read().decode("utf-8", "replace")
+    if proc.wait() != 0:
+        return {}
+    counts: dict[str, tuple[int, int]] = {}
+    for record in out.split(RECORD)[1:]:
+        sha, *items = record.split("\x00")
+        added = removed = 0
+        for item in items:
+            stat = item.split("\t", 2)
+            if len(stat) == 3:
+                a, r = stat[0].strip(), stat[1]
+                added += int(a) if a.isdigit() else 0
+                removed += int(r) if r.isdigit() else 0
+        counts[sha.strip()] = (added, removed)
+    return counts
+
+
+def _lines(root: Path, shas: list[str], whole: bool) -> dict[str, tuple[int, int]]:
+    """Lines added and removed per commit of `shas`: the kept ones, and git's for the rest
+    (then kept). `whole`: `shas` is the whole history, so counts of commits no longer in it
+    (a rewritten branch) are dropped from the file."""
+    kept = _load_lines(root)
+    found = _numstat(root, [s for s in shas if s not in kept])
+    kept.update(found)
+    gone = set(kept).difference(shas) if whole else set()
+    for sha in gone:
+        del kept[sha]
+    if found or gone:
+        _save_lines(root, kept)
+    return kept
 
 
 def _what(c: Commit | None) -> str:
@@ -326,16 +433,19 @@ def compute(
     wanted = sorted({t for row in rows for t in row.targets if t not in by_sha})
     if wanted:  # reverts of commits older than the period: what they were
         by_sha.update({r.commit.sha: r.commit for r in _Log(root, stdin=wanted).rows()})
+    ai = [row.commit.sha for row in rows if row.commit.is_ai]
+    lines = _lines(root, ai, whole=start is None and after is None)
     for row in rows:
         c = row.commit
         w = week(c.time)
         if c.is_ai:
             name = client_name(c.client)
+            added, removed = lines.get(c.sha, (0, 0))
             for t in (w.tally, w.client(name)):
                 t.ai_commits += 1
                 t.tools[c.tool or "?"] += 1
-                t.added += row.added
-                t.removed += row.removed
+                t.added += added
+                t.removed += removed
             continue
         w.tally.owner_commits += 1
         if c.action not in REVERT_ACTIONS:

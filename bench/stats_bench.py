@@ -161,7 +161,13 @@ def run(iters: int = 5) -> dict[str, Any]:
         f"  generated {COMMITS:,} commits and {EVENTS:,} events in {time.perf_counter() - t0:.1f} s"
     )
     try:
+        t, c = time.perf_counter(), _cpu()
         s = compute(root)
+        res["compute_first_s"], res["compute_first_cpu_s"] = time.perf_counter() - t, _cpu() - c
+        print(
+            f"  app.stats.compute, all history, first run (every commit diffed) "
+            f"{ms(res['compute_first_s'])}; CPU {ms(res['compute_first_cpu_s'])}"
+        )
         print(
             f"  {s.total.ai_commits:,} AI commits, {s.total.owner_commits:,} yours, "
             f"{s.total.reverts:,} reverts, {s.total.conflicts:,} conflicts, "

@@ -40,6 +40,8 @@ from .reading import _norm as heading_key
 from .validate import problems as note_problems
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .vault import Vault
 
 IGNORE_FILE = "health-ignore.json"
@@ -121,6 +123,7 @@ class Report:
     ignored: list[Finding]  # the ignored ones found now
     warnings: list[str] = field(default_factory=list)  # config, ignore file, recall not ready
     duplicates_checked: bool = False
+    duplicates_unlisted: int = 0  # pairs at or above the threshold beyond MAX_DUPLICATES
     seconds: float = 0.0
 
     def by_kind(self, kind: str) -> list[Finding]:
@@ -143,6 +146,7 @@ class Report:
                 {"a": f.path, "b": f.other, "score": f.score} for f in self.by_kind("duplicate")
             ],
             "duplicates_checked": self.duplicates_checked,
+            "duplicates_not_listed": self.duplicates_unlisted,
             "stale": [f.path for f in self.by_kind("stale")],
             "too_big": [f.path for f in self.by_kind("too_big")],
             "findings": [{**f.to_json(), "ignored": f.id in ignored_ids} for f in self.findings],
@@ -400,19 +404,63 @@ def _age_days(e: Entry, today: date) -> int:
     return (today - e.modified.date()).days
 
 
+def near_pairs(
+    mat: np.ndarray, threshold: float, cap: int = MAX_DUPLICATES, block: int = BLOCK
+) -> tuple[list[tuple[float, int, int]], int]:
+    """(the best `cap` pairs of rows (score, i, j), i < j, whose cosine is at or above
+    `threshold`; how many pairs are at or above it in all). Time and memory are those of the
+    blocked matrix product whatever the scores: a vault of look-alike notes has hundreds of
+    thousands of such pairs (every one counted, `cap` kept), and each block gives at most
+    `cap` candidates, taken only above the cap-th best score found so far."""
+    import numpy as np
+
+    n = len(mat)
+    norms = np.linalg.norm(mat, axis=1)
+    mat = (mat / np.where(norms == 0, 1, norms)[:, None]).astype(np.float32)
+    total = 0
+    keep_s = np.zeros(0, np.float32)
+    keep_i = np.zeros(0, np.int64)
+    keep_j = np.zeros(0, np.int64)
+    floor = threshold  # what a pair must reach to be kept; the cap-th best once `cap` are kept
+    for a in range(0, n, block):
+        # rows a..a+b against columns a.. only (half the work); in the b x b square where the
+        # rows meet their own columns, the diagonal and below are pairs seen once already
+        sims = mat[a : a + block] @ mat[a:].T
+        b = sims.shape[0]
+        sims[:, :b][np.tril_indices(b)] = -np.inf
+        total += int(np.count_nonzero(sims >= threshold))
+        hit = sims >= floor if len(keep_s) < cap else sims > floor
+        found = int(np.count_nonzero(hit))
+        if not found:
+            continue
+        if found > cap:  # only the block's best `cap` can be among the best `cap` overall
+            rows, cols = np.unravel_index(np.argpartition(sims, -cap, axis=None)[-cap:], sims.shape)
+        else:
+            rows, cols = np.nonzero(hit)
+        keep_s = np.concatenate([keep_s, sims[rows, cols]])
+        keep_i = np.concatenate([keep_i, rows + a])
+        keep_j = np.concatenate([keep_j, cols + a])
+        if len(keep_s) > cap:
+            top = np.argpartition(-keep_s, cap - 1)[:cap]
+            keep_s, keep_i, keep_j = keep_s[top], keep_i[top], keep_j[top]
+        if len(keep_s) >= cap:
+            floor = max(floor, float(keep_s.min()))
+    pairs = list(zip(keep_s.tolist(), keep_i.tolist(), keep_j.tolist(), strict=True))
+    return pairs, total
+
+
 def _duplicates(
     vault: Vault, entries: dict[str, Entry], threshold: float
-) -> tuple[list[Finding], str | None, bool]:
+) -> tuple[list[Finding], str | None, bool, int]:
     """Near-duplicate pairs from recall's stored whole-note vectors: (findings, a warning,
-    whether any were compared). Nothing is embedded: when recall has not indexed the vault,
+    whether any were compared, how many pairs at or above the threshold are not listed).
+    Nothing is embedded: when recall has not indexed the vault,
     the warning says so and this finding is skipped."""
     if not vault.semantic_wanted():
-        return [], "near-duplicates not checked: recall is off in this vault", False
+        return [], "near-duplicates not checked: recall is off in this vault", False, 0
     sem = vault.semantic()
     if sem is None:
-        return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False
-    import numpy as np  # only here: a health check without recall never loads numpy
-
+        return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False, 0
     paths, mat, missing = sem.whole_vectors({p: e.doc for p, e in entries.items()})
     if len(paths) < 2:
         return (
@@ -423,6 +471,7 @@ def _duplicates(
                 "connected; check again when it is done)"
             ),
             False,
+            0,
         )
     warning = (
         f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
@@ -430,39 +479,16 @@ def _duplicates(
         if missing
         else None
     )
-    norms = np.linalg.norm(mat, axis=1)
-    mat = mat / np.where(norms == 0, 1, norms)[:, None]
-    # In blocks of rows against all columns, each pair once (the upper triangle), every pair
-    # at or above the threshold counted and only the best MAX_DUPLICATES kept, in numpy: a
-    # vault of look-alike notes has hundreds of thousands of pairs.
-    total = 0
-    keep_s = np.zeros(0, np.float32)
-    keep_i = np.zeros(0, np.int64)
-    keep_j = np.zeros(0, np.int64)
-    for a in range(0, len(paths), BLOCK):
-        # against the columns from this block on only (half the work); column > row, so a
-        # pair comes once and never a note with itself
-        sims = np.triu(mat[a : a + BLOCK] @ mat[a:].T, k=1)
-        rows, cols = np.nonzero(sims >= threshold)
-        total += len(rows)
-        if not len(rows):
-            continue
-        keep_s = np.concatenate([keep_s, sims[rows, cols]])
-        keep_i = np.concatenate([keep_i, rows + a])
-        keep_j = np.concatenate([keep_j, cols + a])
-        if len(keep_s) > 4 * MAX_DUPLICATES:
-            top = np.argpartition(-keep_s, MAX_DUPLICATES)[:MAX_DUPLICATES]
-            keep_s, keep_i, keep_j = keep_s[top], keep_i[top], keep_j[top]
-    found = sorted(
-        zip(keep_s.tolist(), keep_i.tolist(), keep_j.tolist(), strict=True),
-        key=lambda x: (-x[0], paths[x[1]], paths[x[2]]),
-    )[:MAX_DUPLICATES]
-    if total > MAX_DUPLICATES:
+    found, total = near_pairs(mat, threshold)
+    unlisted = total - len(found)
+    if unlisted:
         note = (
-            f"near-duplicates: {total - MAX_DUPLICATES:,} more pairs at or above "
-            f"{threshold} not listed (raise health.duplicate_score to see the closest only)"
+            f"near-duplicates: {unlisted:,} more pairs at or above {threshold} not listed "
+            f"(the closest {len(found):,} are; raise health.duplicate_score to see the closest "
+            "only)"
         )
         warning = f"{warning}; {note}" if warning else note
+    found.sort(key=lambda x: (-x[0], paths[x[1]], paths[x[2]]))
     out = []
     for score, i, j in found:
         a_path, b_path = sorted((paths[i], paths[j]))
@@ -475,13 +501,40 @@ def _duplicates(
                 score=round(score, 3),
             )
         )
-    return out, warning, True
+    return out, warning, True, unlisted
 
 
-def check(vault: Vault, *, include_ignored: bool = False, today: date | None = None) -> Report:
-    """Every finding in the vault now. Reads only; writes nothing."""
+def check(
+    vault: Vault,
+    *,
+    include_ignored: bool = False,
+    today: date | None = None,
+    duplicates: bool = True,
+) -> Report:
+    """Every finding in the vault now. Reads only; writes nothing. `duplicates=False` leaves
+    the near-duplicates out (`with_duplicates` adds them): the screen shows the rest first."""
     started = time.monotonic()
-    today = today or date.today()
+    found, warnings = _findings(vault, today or date.today())
+    report = _report(vault, found, warnings, include_ignored, started)
+    return with_duplicates(vault, report, include_ignored=include_ignored) if duplicates else report
+
+
+def with_duplicates(vault: Vault, report: Report, *, include_ignored: bool = False) -> Report:
+    """`report` (made with `duplicates=False`) with the near-duplicates added."""
+    started = time.monotonic() - report.seconds
+    seen = {f.id for f in report.findings}
+    found = report.findings + [f for f in report.ignored if f.id not in seen]
+    dups, warning, checked, unlisted = _duplicates(
+        vault, vault.entries(), vault.config.health.duplicate_score
+    )
+    warnings = [*report.warnings, *([warning] if warning else [])]
+    out = _report(vault, found + dups, warnings, include_ignored, started)
+    out.duplicates_checked, out.duplicates_unlisted = checked, unlisted
+    return out
+
+
+def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
+    """Every finding but the near-duplicates, and the warnings so far."""
     cfg: Config = vault.config
     hc = cfg.health
     warnings: list[str] = []
@@ -550,14 +603,16 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
                 )
             )
 
-    dups, warning, checked = _duplicates(vault, entries, hc.duplicate_score)
-    found += dups
-    if warning:
-        warnings.append(warning)
+    return found, warnings
 
+
+def _report(
+    vault: Vault, found: list[Finding], warnings: list[str], include_ignored: bool, started: float
+) -> Report:
+    """The findings one per id, in order, the ignored ones set apart (or marked)."""
     ignored_ids, ignore_warning = load_ignored(vault.root)
-    if ignore_warning:
-        warnings.append(ignore_warning)
+    if ignore_warning:  # last, and once (`with_duplicates` passes the first report's on)
+        warnings = [w for w in warnings if w != ignore_warning] + [ignore_warning]
     # one finding per id: the id is what the screen keys its rows by and what an ignore names
     firsts: dict[str, Finding] = {}
     for f in found:
@@ -568,11 +623,10 @@ def check(vault: Vault, *, include_ignored: bool = False, today: date | None = N
     ignored = [f for f in found if f.id in ignored_ids]
     shown = found if include_ignored else [f for f in found if f.id not in ignored_ids]
     return Report(
-        notes=len(entries),
+        notes=len(vault.entries()),
         findings=shown,
         ignored=ignored,
         warnings=warnings,
-        duplicates_checked=checked,
         seconds=time.monotonic() - started,
     )
 

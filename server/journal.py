@@ -316,6 +316,16 @@ def _of_kinds(path: Path, kinds: Collection[str]) -> list[dict[str, Any]]:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
-    names = [json.dumps(k).encode() for k in kinds]  # as a kind is spelled in a line
-    lines = [raw for raw in data.split(b"\n") if any(n in raw for n in names)]
+    # the lines that spell one of the kinds (as json.dumps writes it): each place a name is
+    # found, widened to its line, rather than a test of every line in Python
+    names = re.compile(b"|".join(re.escape(json.dumps(k).encode()) for k in kinds) or b"(?!)")
+    lines: list[bytes] = []
+    end = -1
+    for m in names.finditer(data):
+        if m.start() < end:
+            continue  # the line already taken
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        end = data.find(b"\n", m.end())
+        end = len(data) if end < 0 else end
+        lines.append(data[start:end])
     return [e for e in _parse_lines(lines) if e["kind"] in kinds]

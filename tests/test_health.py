@@ -283,3 +283,72 @@ def test_near_duplicates_wait_for_recall_and_say_so(
     finally:
         v.close()
     assert paths == [] and len(missing) == r.notes  # nothing was embedded
+
+
+# -- near-duplicates, bounded ---------------------------------------------------------------------
+
+
+def _brute_pairs(mat: Any, threshold: float) -> list[tuple[float, int, int]]:
+    """Every pair i < j at or above the threshold, best first (the oracle: the whole matrix)."""
+    import numpy as np
+
+    unit = mat / np.linalg.norm(mat, axis=1)[:, None]
+    sims = unit @ unit.T
+    n = len(mat)
+    return sorted(
+        (
+            (float(sims[i, j]), i, j)
+            for i in range(n)
+            for j in range(i + 1, n)
+            if sims[i, j] >= threshold
+        ),
+        reverse=True,
+    )
+
+
+def test_near_pairs_are_the_closest_pairs_and_every_pair_is_counted() -> None:
+    """Blocks of rows, several per cluster and clusters across blocks: the pairs kept are the
+    best `cap` of all (as from the whole matrix), each once with i < j, and every pair at or
+    above the threshold is counted."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    centres = rng.normal(size=(30, 24))
+    mat = np.vstack([centres[k % 30] + rng.normal(scale=0.25, size=24) for k in range(450)])
+    mat = np.vstack([mat, rng.normal(size=(150, 24))]).astype(np.float32)  # and unrelated ones
+    brute = _brute_pairs(mat, 0.85)
+    assert len(brute) > 500  # more than the cap: some are left out
+    for block in (37, 64, 1024):
+        pairs, total = health.near_pairs(mat, 0.85, cap=100, block=block)
+        assert total == len(brute)
+        assert all(i < j for _, i, j in pairs) and len({(i, j) for _, i, j in pairs}) == 100
+        assert sorted((i, j) for _, i, j in pairs) == sorted((i, j) for _, i, j in brute[:100])
+        got = sorted((s for s, _, _ in pairs), reverse=True)
+        assert np.allclose(got, [s for s, _, _ in brute[:100]], atol=1e-5)
+    # under the cap: every pair, none made up
+    pairs, total = health.near_pairs(mat, 0.85, cap=10_000, block=64)
+    assert total == len(pairs) == len(brute)
+    assert sorted((i, j) for _, i, j in pairs) == sorted((i, j) for _, i, j in brute)
+
+
+def test_near_pairs_of_notes_all_alike_are_capped_and_the_rest_counted() -> None:
+    """Every note like every other (the bench vault's generated notes are close to this):
+    the output is the cap, not the 124,750 pairs, and the count of all of them is exact."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    mat = (np.ones((500, 16)) + rng.normal(scale=0.01, size=(500, 16))).astype(np.float32)
+    pairs, total = health.near_pairs(mat, 0.85, cap=50, block=64)
+    assert total == 500 * 499 // 2
+    assert len(pairs) == 50 and len({(i, j) for _, i, j in pairs}) == 50
+    assert all(i < j and s >= 0.85 for s, i, j in pairs)
+    # zero vectors (an empty note) are never a pair, not even with each other
+    pairs, total = health.near_pairs(np.zeros((3, 4), np.float32), 0.85)
+    assert (pairs, total) == ([], 0)
+
+
+def test_the_pairs_not_listed_are_in_the_json() -> None:
+    r = health.Report(notes=3, findings=[], ignored=[], duplicates_checked=True)
+    assert r.to_json()["duplicates_not_listed"] == 0
+    r.duplicates_unlisted = 331_337
+    assert r.to_json()["duplicates_not_listed"] == 331_337

@@ -166,3 +166,115 @@ def test_paths_are_shortened_in_cells_never_to_nothing() -> None:
     assert cut_middle(name, 1) == "…"
     cell = note_label("项目/二零二六年度/" + name, 30)
     assert cell.cell_length <= 30 and cell.plain.startswith("非常")
+
+
+def _title(screen: HealthScreen) -> str:
+    return str(screen.query_one("#health-title", Static).render())
+
+
+async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
+    vault: Path,
+) -> None:
+    """The screen shows every finding but the near-duplicates as soon as they are found, and
+    says it is still comparing; the whole report then takes their place, the title without it."""
+    from textual.app import App
+
+    from server.health import Report
+
+    shown: list[tuple[str, str, Report]] = []
+
+    class Watched(HealthScreen):
+        def _show_partial(self, report: Report) -> None:
+            super()._show_partial(report)
+            shown.append(("partial", _title(self) + "\n" + table_text(self), report))
+
+        def _show(self, report: Report) -> None:
+            super()._show(report)
+            shown.append(("whole", _title(self) + "\n" + table_text(self), report))
+
+    class Host(App[None]):
+        pass
+
+    app = Host()
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = Watched(vault, today=LATER)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.report is not None)
+        await pilot.pause(0.1)
+        assert [k for k, _, _ in shown] == ["partial", "whole"]
+        (_, first, partial), (_, whole, report) = shown
+        assert "looking for near-duplicates…" in first
+        assert "looking for" not in whole and "looking for" not in _title(screen)
+        for heading in ("Broken links (6)", "Orphans (1)", "Stale open items (1)"):
+            assert heading in first and heading in whole
+        assert not partial.duplicates_checked and not partial.by_kind("duplicate")
+        assert [f.id for f in partial.findings] == [
+            f.id for f in report.findings if f.kind != "duplicate"
+        ]
+        assert "private" not in first and "private" not in whole
+
+
+async def test_near_duplicates_not_listed_are_counted_on_the_screen(vault: Path) -> None:
+    """More pairs than are listed: the group says how many there are in all, and the warning
+    how many are not listed (nothing left out unsaid)."""
+    from server.health import Finding
+
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        report = screen.report
+        assert report is not None
+        pairs = [
+            Finding("duplicate", "notes/a.md", "alike", other="notes/b.md", score=0.99),
+            Finding("duplicate", "notes/c.md", "alike", other="notes/d.md", score=0.98),
+        ]
+        report.findings = [*report.findings, *pairs]
+        report.duplicates_unlisted = 331_337
+        report.warnings = [
+            "near-duplicates: 331,337 more pairs at or above 0.85 not listed (the closest 2 are)"
+        ]
+        screen._show(report)
+        await pilot.pause(0.1)
+        assert "Near-duplicates (2 of 331,339)" in table_text(screen)
+        warned = str(screen.query_one("#health-warnings", Static).render())
+        assert "331,337 more pairs at or above 0.85 not listed" in warned
+
+
+async def test_the_cursor_goes_to_the_first_finding_when_near_duplicates_come_unless_moved(
+    vault: Path,
+) -> None:
+    """Near-duplicates come after the rest and are listed above some of it: a cursor the owner
+    has not moved goes to the first finding of the whole list; one the owner moved stays on
+    its finding."""
+    from server.health import Finding, Report
+
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        whole = screen.report
+        assert whole is not None
+        later = [f for f in whole.findings if f.kind in ("stale", "too_big")]
+        assert len(later) == 2
+        pair = Finding("duplicate", "notes/a.md", "alike", other="notes/b.md", score=0.99)
+
+        def rest() -> Report:
+            return Report(notes=whole.notes, findings=list(later), ignored=[])
+
+        def full() -> Report:
+            return Report(notes=whole.notes, findings=[pair, *later], ignored=[])
+
+        screen._show_partial(rest())
+        await pilot.pause(0.05)
+        assert screen.selected() == later[0]
+        screen._show(full())
+        await pilot.pause(0.05)
+        assert screen.selected() == pair  # the first finding, not where the rest put it
+
+        screen._show_partial(rest())
+        await pilot.pause(0.05)
+        await pilot.press("j")  # the owner moves to the second finding
+        await pilot.pause(0.05)
+        assert screen.selected() == later[1]
+        screen._show(full())
+        await pilot.pause(0.05)
+        assert screen.selected() == later[1]

@@ -578,3 +578,92 @@ async def test_a_rules_file_that_does_not_exist_is_not_a_most_read_note(
         await s.text("get_context")
     report = reads_report_of(root, 30, datetime.now().astimezone())
     assert [n.path for n in report.most] == ["study/a.md"]
+
+
+async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Reads screen opens with the cost tab only; the Most read, Not read and Context tabs
+    are made when first shown, with the same rows the report has, in its order (the note
+    label every row had before), kept current once made; a private note named by a read in
+    the journal appears in none of them."""
+    from textual.widgets import DataTable
+
+    from app.ui.cells import note_label
+    from app.ui.dashboard import Dashboard
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    async with client(vault) as s:
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path=LONG)
+        await s.text("read_doc", path="study/a.md")
+    line = {
+        "v": 1,
+        "ts": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "pid": 1,
+        "client": "forged/1",
+        "kind": "read",
+        "tool": "read_doc",
+        "paths": ["private/salary.md"],
+        "chars": 90,
+        "tokens": 30,
+    }
+    with (state_dir(vault) / "events.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+    def rows(screen: ReadsScreen, id_: str) -> list[str]:
+        table = screen.query_one(f"#{id_}", DataTable)
+        return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: len(app.feed.events) >= 4)
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
+        screen = app.screen
+        assert isinstance(screen, ReadsScreen)
+        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        assert screen.built == {"cost"}
+        for id_ in ("#most", "#unread", "#context-body"):
+            assert not screen.query(id_), id_  # not made before it is shown
+        report = screen.report
+        assert report is not None
+
+        await pilot.press("2")
+        await until(pilot, lambda: bool(screen.query("#most")) and len(rows(screen, "most")) > 0)
+        width = screen.note_width(58)
+        assert rows(screen, "most") == [note_label(n.path, width).plain for n in report.most]
+        assert [n.path for n in report.most] == [LONG, "study/a.md"]
+        assert screen.focused is screen.query_one("#most", DataTable)
+
+        await pilot.press("3")
+        await until(pilot, lambda: bool(screen.query("#unread")))
+        width = screen.note_width(40)
+        unread = [note_label(u.path, width).plain for u in report.unread]
+        assert unread and rows(screen, "unread") == unread
+        assert "study/c.md" in [u.path for u in report.unread]
+
+        # a read while another tab shows: the Most read tab, once made, follows it
+        async with client(vault, "late-client") as s:
+            for _ in range(3):
+                await s.text("read_doc", path="study/a.md")
+        await until(
+            pilot,
+            lambda: screen.report is not None and screen.report.most[0].path == "study/a.md",
+        )
+        await pilot.press("2")
+        await until(pilot, lambda: rows(screen, "most")[:1] == ["a.md  study/"])
+
+        await pilot.press("4")
+        await until(pilot, lambda: bool(screen.query("#context-body")))
+        await pilot.pause(0.2)
+        assert "What a new conversation receives now" in screen_text(app)
+        for tab in ("2", "3", "4"):  # (the cost tab lists the journal's reads as they were)
+            await pilot.press(tab)
+            await pilot.pause(0.1)
+            text = screen_text(app)
+            assert "private/" not in text and "salary" not in text and SECRET not in text
+        assert not any("private/" in r for t in ("most", "unread") for r in rows(screen, t))

@@ -535,3 +535,69 @@ def test_a_commit_authored_before_the_period_still_counts(owners_vault: Path) ->
     stats = compute(owners_vault, head, now=NOW)
     assert stats.total.ai_commits == 1
     assert [w.week for w in stats.weeks if not w.quiet] == ["2026-W44"]
+
+
+def test_line_counts_are_kept_per_commit(owners_vault: Path) -> None:
+    """The AI's line counts are asked of git once per commit and kept in the state folder
+    (0600, shas and numbers only); a later run counts the same, and a commit made since is
+    diffed and added. A damaged or foreign file is ignored and rewritten, never trusted."""
+    from app.stats import LINES_FILE
+
+    kept = owners_vault / ".git" / "vaultwatch" / LINES_FILE
+    first = compute(owners_vault, now=NOW).as_json()
+    assert (first["total"]["added"], first["total"]["removed"]) == (3908, 153)
+    assert kept.stat().st_mode & 0o777 == 0o600
+    data = json.loads(kept.read_text())
+    ai = git(owners_vault, "log", "--format=%H", "--grep=Vaultwatch-Tool").split()
+    assert len(ai) == 272 and sorted(data["lines"]) == sorted(ai)  # every AI commit, only them
+    assert all(re.fullmatch(r"[0-9a-f]{40}", s) for s in data["lines"])
+    assert compute(owners_vault, now=NOW).as_json() == first
+
+    # a commit since: diffed once, counted with the kept ones
+    head = git(owners_vault, "rev-parse", "HEAD").strip()
+    msg = commit_message(
+        "append_section: new.md", {"Vaultwatch-Tool": "append_section", "Vaultwatch-Client": "x/1"}
+    )
+    at = int(NOW.timestamp()) - 60
+    _fast_import(owners_vault, [(at, AI_WHO, msg, "new.md", "- a\n- b\n")], parent=head)
+    after = compute(owners_vault, now=NOW).as_json()
+    assert (after["total"]["added"], after["total"]["removed"]) == (3910, 153)
+    assert len(json.loads(kept.read_text())["lines"]) == 273
+
+    # the file is what is read: a count put there is used (git is not asked again) ...
+    data = json.loads(kept.read_text())
+    new = git(owners_vault, "rev-parse", "HEAD").strip()
+    data["lines"][new] = [1000, 0]
+    kept.write_text(json.dumps(data))
+    assert compute(owners_vault, now=NOW).total.added == 3908 + 1000
+    # ... but a damaged, foreign or malformed one is not: git counts again and it is rewritten
+    for bad in (
+        "{not json",
+        json.dumps({"v": 999, "lines": {new: [5, 5]}}),
+        json.dumps({"v": 1, "lines": {new: ["5", -1]}}),
+        json.dumps([1, 2]),
+    ):
+        kept.write_text(bad)
+        assert compute(owners_vault, now=NOW).as_json() == after
+        assert json.loads(kept.read_text())["lines"][new] == [2, 0]
+
+
+def test_line_counts_of_a_rewritten_history_are_dropped(owners_vault: Path) -> None:
+    """Counts of commits no longer in the history (a rewritten branch) leave the kept file on
+    the next whole-history count; a count over part of it keeps them."""
+    from app.stats import LINES_FILE
+
+    kept = owners_vault / ".git" / "vaultwatch" / LINES_FILE
+    compute(owners_vault, now=NOW)
+    data = json.loads(kept.read_text())
+    gone = "0" * 40
+    data["lines"][gone] = [1, 1]
+    kept.write_text(json.dumps(data))
+    head = git(owners_vault, "rev-parse", "HEAD").strip()
+    msg = commit_message("edit_text: z.md", {"Vaultwatch-Tool": "edit_text"})
+    _fast_import(owners_vault, [(int(NOW.timestamp()) - 60, AI_WHO, msg, "z.md", "z\n")], head)
+    compute(owners_vault, "today", now=NOW)
+    assert gone in json.loads(kept.read_text())["lines"]
+    compute(owners_vault, now=NOW)
+    lines = json.loads(kept.read_text())["lines"]
+    assert gone not in lines and len(lines) == 273

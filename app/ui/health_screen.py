@@ -23,11 +23,12 @@ from textual.widgets import DataTable, Footer, Static
 from server import health
 from server.docs import decode
 from server.health import TITLES, Finding, Report
+from server.vault import Vault
 
 from .. import owner_flows as flows
 from ..actions import ActionError
 from ..file_actions import apply_move, apply_remove, folders_of, suggest_folder, vault_files
-from .cells import cut_middle, note_label
+from .cells import TableCell, cut_middle, note_label
 from .file_dialogs import DestinationPrompt, FileFinder
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -97,7 +98,9 @@ def note_lines(root: Path, path: str, at: int | None) -> list[Content]:
 
 class HealthScreen(Screen[None]):
     """Findings by kind; `a` shows the ignored ones too. The check runs when the screen opens
-    and again after each move or delete (`r` runs it by hand)."""
+    and again after each move or delete (`r` runs it by hand). Every finding but the
+    near-duplicates shows first; comparing thousands of notes' vectors comes after, and the
+    title says so meanwhile."""
 
     BINDINGS = [
         Binding("escape,q,H", "app.pop_screen", "Back"),
@@ -121,11 +124,13 @@ class HealthScreen(Screen[None]):
         super().__init__()
         self.root = root
         self.today = today
-        self.report: Report | None = None
+        self.report: Report | None = None  # the whole check, near-duplicates included
+        self.partial: Report | None = None  # the rest, shown while near-duplicates are compared
         self.show_ignored = False
         self.ignored: set[str] = set()
         self.by_id: dict[str, Finding] = {}
         self._filled_width = 0
+        self._placed: str | None = None  # the row `fill` put the cursor on (not the owner)
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(" Library health · checking…", "bold"), id="health-title")
@@ -145,7 +150,16 @@ class HealthScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="health")
     def recheck(self) -> None:
         try:
-            report = health.check_root(self.root, include_ignored=True, today=self.today)
+            vault = Vault(self.root, client="vaultwatch-health")
+            try:
+                first = health.check(
+                    vault, include_ignored=True, today=self.today, duplicates=False
+                )
+                with contextlib.suppress(RuntimeError):  # the app is closing
+                    self.app.call_from_thread(self._show_partial, first)
+                report = health.with_duplicates(vault, first, include_ignored=True)
+            finally:
+                vault.close()
         except Exception as exc:  # a vault gone or unreadable: said on the screen, no crash
             with contextlib.suppress(RuntimeError):
                 self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
@@ -162,27 +176,47 @@ class HealthScreen(Screen[None]):
     def action_recheck(self) -> None:
         self.recheck()
 
+    def _show_partial(self, report: Report) -> None:
+        """Every finding but the near-duplicates, while they are compared."""
+        if not self.is_attached:
+            return
+        self.partial = report
+        self._take(report)
+
     def _show(self, report: Report) -> None:
         if not self.is_attached:
             return
-        self.report = report
+        self.report, self.partial = report, None
+        self._take(report)
+
+    def _take(self, report: Report) -> None:
         self.ignored = {f.id for f in report.ignored}
         self.by_id = {f.id: f for f in report.findings}
         self.fill()
 
+    @property
+    def shown_report(self) -> Report | None:
+        """What the table shows: the rest of a re-check while it compares, else the last."""
+        return self.partial or self.report
+
     def shown_findings(self) -> list[Finding]:
-        if self.report is None:
+        report = self.shown_report
+        if report is None:
             return []
-        return [f for f in self.report.findings if self.show_ignored or f.id not in self.ignored]
+        return [f for f in report.findings if self.show_ignored or f.id not in self.ignored]
 
     def fill(self) -> None:
         """The table from the report, grouped by kind, the cursor kept on the same finding."""
-        report = self.report
+        report = self.shown_report
         if report is None:
             return
         self._filled_width = self.app.size.width
         table = self.query_one("#findings", DataTable)
         keep = self._current_key()
+        # a cursor the owner has not moved goes to the first finding again: near-duplicates,
+        # which come after the rest, are listed above where it was put
+        if keep == self._placed:
+            keep = None
         shown = self.shown_findings()
         quiet = len(self.ignored) if not self.show_ignored else 0
         title = f" Library health · {report.notes:,} notes · {len(shown)} findings"
@@ -190,6 +224,8 @@ class HealthScreen(Screen[None]):
             title += f" · {quiet} ignored (a shows them)"
         elif self.ignored:
             title += f" · {len(self.ignored)} ignored shown"
+        if self.partial is not None:
+            title += " · looking for near-duplicates…"
         self.query_one("#health-title", Static).update(Content.styled(title, "bold"))
         self.query_one("#health-warnings", Static).update(
             Content("\n".join(report.warnings))  # sentences: wrapped, never cut in the middle
@@ -198,7 +234,7 @@ class HealthScreen(Screen[None]):
         # measured in cells: the path column takes what its widest cell needs, up to half
         inner = max(24, self.app.size.width - 6)  # cell padding of two columns and the scrollbar
         path_w = min(max((cell_len(f.path) for f in shown), default=10) + 2, inner // 2)
-        headings = [f"{TITLES[k]} ({n})" for k in TITLES if (n := sum(f.kind == k for f in shown))]
+        headings = [self.heading(k, n) for k in TITLES if (n := sum(f.kind == k for f in shown))]
         path_w = max(path_w, min(max(map(cell_len, headings), default=24), inner // 2))
         detail_w = max(8, inner - path_w)
         table.clear(columns=True)
@@ -206,13 +242,13 @@ class HealthScreen(Screen[None]):
         table.add_column("finding", width=detail_w, key="finding")
         if not shown:
             table.add_row(Content.styled("nothing to look at", "$text-muted"), "", key="none")
-        for kind, heading in TITLES.items():
+        for kind in TITLES:
             group = [f for f in shown if f.kind == kind]
             if not group:
                 continue
             table.add_row(
                 Content.styled(
-                    cut_middle(f"{heading} ({len(group)})", path_w), "bold $text-accent"
+                    cut_middle(self.heading(kind, len(group)), path_w), "bold $text-accent"
                 ),
                 Content.styled(cut_middle(" · ".join(group[0].actions), detail_w), "$text-muted"),
                 key=f"group:{kind}",
@@ -224,14 +260,22 @@ class HealthScreen(Screen[None]):
                     detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
                         detail_w, ellipsis=True
                     )
-                table.add_row(note_label(f.path, path_w), detail, key=f.id)
+                table.add_row(TableCell(note_label(f.path, path_w)), TableCell(detail), key=f.id)
         keys = [str(k.value) for k in table.rows]
         if keep in keys:
             table.move_cursor(row=keys.index(keep))
         else:
             first = next((i for i, k in enumerate(keys) if k in self.by_id), 0)
             table.move_cursor(row=first)
+            self._placed = keys[first] if keys else None
         self._describe()
+
+    def heading(self, kind: str, n: int) -> str:
+        """A group's title and count; near-duplicates beyond the listed ones are counted too
+        (the warning above says how many are not listed)."""
+        report = self.shown_report
+        more = report.duplicates_unlisted if report and kind == "duplicate" else 0
+        return f"{TITLES[kind]} ({n:,} of {n + more:,})" if more else f"{TITLES[kind]} ({n})"
 
     def on_resize(self) -> None:
         # the screen always spans the app; a modal on top must not re-lay the table out

@@ -22,6 +22,7 @@ from server.tags import tally
 from server.vault import Vault
 
 from ..stats import sparkline
+from .cells import TableCell
 
 WEEKS = 12
 Cell = Content | int | str
@@ -48,7 +49,7 @@ def fill(
         width = max([Content(heading).cell_length, *(r[i].cell_length for r in cells)])
         table.add_column(Text(heading), width=min(most, width))
     for n, row in enumerate(cells):
-        table.add_row(*row, key=keys[n] if keys else None)
+        table.add_row(*map(TableCell, row), key=keys[n] if keys else None)
 
 
 MARKS = {"rising": "↑ rising", "steady": "", "quiet": "· quiet"}

@@ -5,6 +5,10 @@ and the get_context preview with its changes since the owner last marked it revi
 It only draws: the figures come from server.reads and app.context_preview. Today's cost is
 drawn from the dashboard's events at once; the lists that need the vault and the preview are
 computed in a thread after the screen is up, and again whenever new events arrive.
+
+A tab's widgets are made when it is first shown (the cost tab at open): laying out and filling
+every tab's tables at once (thousands of rows of notes) kept the screen from opening for
+seconds on a big vault. A tab once made is kept current like the shown one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from app.context_preview import Preview, mark_reviewed, preview
@@ -144,6 +149,7 @@ class ReadsScreen(Screen[None]):
         self._vault: Vault | None = None  # opened by the first load, in its thread
         self._vault_lock = threading.Lock()
         self._closed = False
+        self.built: set[str] = {"cost"}  # the tabs whose widgets exist (made when first shown)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -161,20 +167,41 @@ class ReadsScreen(Screen[None]):
                 yield DataTable(id="client-days", cursor_type="row")
                 yield DataTable(id="by-day", cursor_type="row")
                 yield DataTable(id="biggest", cursor_type="row")
-            with TabPane("2 Most read", id="tab-most"):
-                yield Static(Content(" reading the vault…"), classes="caption", id="most-caption")
-                yield DataTable(id="most", cursor_type="row", zebra_stripes=True)
-            with TabPane("3 Not read", id="tab-unread"):
-                yield Static(Content(" reading the vault…"), classes="caption", id="unread-caption")
-                yield DataTable(id="unread", cursor_type="row", zebra_stripes=True)
-            with TabPane("4 Context", id="tab-context"), VerticalScroll(id="context-scroll"):
-                yield Static(Content("building the context…"), id="context-body")
+            yield TabPane("2 Most read", id="tab-most")  # made when first shown (`build`)
+            yield TabPane("3 Not read", id="tab-unread")
+            yield TabPane("4 Context", id="tab-context")
         yield Footer()
+
+    def tab_widgets(self, tab: str) -> list[Widget]:
+        """What a tab other than the cost holds, before its figures are drawn into it."""
+        waiting = f" could not read the vault: {self.failure}" if self.failure else None
+        if tab == "context":
+            body = Static(Content(waiting or "building the context…"), id="context-body")
+            return [VerticalScroll(body, id="context-scroll")]
+        return [
+            Static(
+                Content(waiting or " reading the vault…"), classes="caption", id=f"{tab}-caption"
+            ),
+            DataTable(id=tab, cursor_type="row", zebra_stripes=True),
+        ]
+
+    async def build(self, tab: str) -> None:
+        """Make a tab's widgets the first time it is shown, and draw what is known into them."""
+        if tab in self.built or tab not in TABS:
+            return
+        self.built.add(tab)
+        await self.query_one(f"#tab-{tab}", TabPane).mount_all(self.tab_widgets(tab))
+        if tab == "context":
+            self.draw_context()
+        else:
+            self.draw_lists()
 
     def on_mount(self) -> None:
         self.draw_cost()
         self.query_one("#by-tool", DataTable).focus()
-        self.load()
+        # after the first paint: the count holds the interpreter for stretches, and today's
+        # cost (already drawn) must be up first
+        self.call_after_refresh(self.load)
         self.set_interval(0.5, self.follow)
 
     def on_resize(self) -> None:
@@ -227,7 +254,8 @@ class ReadsScreen(Screen[None]):
         self.failure = why
         if self.is_attached:
             for id_ in ("#most-caption", "#unread-caption", "#context-body"):
-                self.query_one(id_, Static).update(Content(f" could not read the vault: {why}"))
+                with contextlib.suppress(NoMatches):  # a tab not made yet says it when made
+                    self.query_one(id_, Static).update(Content(f" could not read the vault: {why}"))
 
     def loaded(self, cost: dict[str, Any], report: Reads, shown: Preview) -> None:
         if not self.is_attached:
@@ -324,9 +352,16 @@ class ReadsScreen(Screen[None]):
         return max(24, self.size.width - others)
 
     def draw_lists(self) -> None:
+        """The Most read and Not read tabs, those of them made (see `build`)."""
         r = self.report
         if r is None:
             return
+        if "most" in self.built:
+            self.draw_most(r)
+        if "unread" in self.built:
+            self.draw_unread(r)
+
+    def draw_most(self, r: Reads) -> None:
         width = self.note_width(58)
         self.query_one("#most-caption", Static).update(
             Content(
@@ -351,6 +386,9 @@ class ReadsScreen(Screen[None]):
             ],
             most=max(width, 40),
         )
+        self.query_one("#most", DataTable).display = bool(r.most)
+
+    def draw_unread(self, r: Reads) -> None:
         never = sum(1 for u in r.unread if u.last is None)
         self.query_one("#unread-caption", Static).update(
             Content(
@@ -362,7 +400,6 @@ class ReadsScreen(Screen[None]):
             )
         )
         self.query_one("#unread", DataTable).display = bool(r.unread)
-        self.query_one("#most", DataTable).display = bool(r.most)
         width = self.note_width(40)
         self.refill(
             "#unread",
@@ -376,7 +413,7 @@ class ReadsScreen(Screen[None]):
 
     def draw_context(self) -> None:
         p = self.preview
-        if p is None:
+        if p is None or "context" not in self.built:
             return
         seen = (
             f"last marked reviewed {p.reviewed_at:%Y-%m-%d %H:%M}"
@@ -414,9 +451,13 @@ class ReadsScreen(Screen[None]):
 
     # -- keys -----------------------------------------------------------------------------------
 
-    def action_tab(self, tab: str) -> None:
+    async def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = f"tab-{tab}"
         self.refresh_bindings()
+        await self.build(tab)
+        self.focus_tab(tab)
+
+    def focus_tab(self, tab: str) -> None:
         target = {"cost": "#by-tool", "most": "#most", "unread": "#unread"}.get(tab)
         if target:
             self.query_one(target, DataTable).focus()
@@ -442,8 +483,9 @@ class ReadsScreen(Screen[None]):
         self.notify("context marked reviewed", timeout=3)
         self.load()
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()
+        await self.build(str(event.pane.id).removeprefix("tab-"))  # a tab clicked
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """+ − act on the Not read tab, m on the Context tab; hidden elsewhere."""
