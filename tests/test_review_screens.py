@@ -14,6 +14,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
 from app.review import NOTES_REF, mark_reviewed, summaries
+from app.ui import review_screen
 from app.ui.cells import cut_middle
 from app.ui.dashboard import Dashboard
 from app.ui.header import HeaderFacts, ServerState, segments
@@ -186,6 +187,54 @@ async def test_the_list_newest_first_with_its_columns(
         assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
             k.description for k in footer(pilot.app)
         }
+
+
+async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open is the figure the owner waits on: the list was filled a second time by the
+    resize that follows mounting (same width), and the first note's diff was read two or three
+    times (asked again by each highlight of the row while the first read ran)."""
+    async with connect(vault) as s:
+        for path in ("a.md", "b.md", LONG):
+            await s.call(
+                "append_section",
+                path=path,
+                heading="Log" if path != LONG else "日志",
+                content="- x",
+            )
+    reads: list[str] = []
+    real = review_screen.net_diffs
+
+    def counted(root: Path, notes: list[Any]) -> Any:
+        reads.extend(n.path for n in notes)
+        return real(root, notes)
+
+    monkeypatch.setattr(review_screen, "net_diffs", counted)
+    fills = 0
+    fill = ReviewScreen._fill
+
+    def counted_fill(self: ReviewScreen, table: Any) -> None:
+        nonlocal fills
+        fills += 1
+        fill(self, table)
+
+    monkeypatch.setattr(ReviewScreen, "_fill", counted_fill)
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        first = notes_listed(app)[0]
+        await shown(pilot, first)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        assert fills == 1
+        assert reads.count(first) == 1, reads
+        assert notes_listed(app)[1] in reads  # the next one was read ahead, once shown
+        await pilot.resize_terminal(100, 36)
+        await until(pilot, lambda: fills == 2)  # a new width shares the columns out again
+        await pilot.pause(0.3)
+        assert fills == 2  # once, though a change of size can come as two resizes
+        assert screen.shown is not None and screen.shown.note.path == first
 
 
 def test_long_paths_are_cut_in_the_middle_by_cells() -> None:
