@@ -27,6 +27,10 @@ SHOWN_EVENTS = {
 }
 
 
+# what a server writes on its own behalf, not a client's: who is the server itself
+SERVER_OWN = frozenset({"server_started", "server_stopped", "recovered", "config_reloaded"})
+
+
 @dataclass(frozen=True)
 class Row:
     key: str
@@ -80,7 +84,8 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
     kind = e.get("kind", "")
     if kind not in SHOWN_EVENTS:
         return None
-    client = str(e.get("client", "?")).split("/")[0]
+    # the server's own events are written before any client has said its name ("unknown")
+    client = "vaultwatch" if kind in SERVER_OWN else str(e.get("client", "?")).split("/")[0]
     tool = e.get("tool") or ""
     paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
     if kind == "conflict":

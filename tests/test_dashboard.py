@@ -411,6 +411,53 @@ async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
         assert "stopped" in servers[0].summary and "signal" in servers[0].summary
 
 
+async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_write(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    """A demo launch: the import and the server's start, no AI write yet. The cursor is on the
+    newest row (it was on the import, whose diff is every file of the vault), and the first AI
+    write that lands is selected, as one that was there at launch would have been."""
+    Journal(state_dir(vault) / "events.jsonl").append(
+        ServerStarted(
+            transport="http", read_only=False, version="0", vault=str(vault), config_errors=[]
+        )
+    )
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: "server" in kinds(app) and "import" in kinds(app))
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.current is not None and t.current.kind == "server")
+        assert t.cursor == 0
+        async with connect(vault) as s:
+            res = await s.call("append_section", path="w.md", heading="Log", content="- ai")
+        await until(pilot, lambda: t.current is not None and t.current.kind == "ai")
+        assert t.current is not None and t.current.key == f"c:{res['commit']}"
+        # once placed, a newer AI write does not take the cursor from the one being read
+        async with connect(vault) as s:
+            await s.call("append_section", path="w.md", heading="Log", content="- ai 2")
+        await until(pilot, lambda: sum(k == "ai" for k in kinds(app)) == 2)
+        await pilot.pause(0.3)
+        assert t.current is not None and t.current.key == f"c:{res['commit']}"
+
+
+async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    git(vault, "commit", "-q", "--allow-empty", "-m", "owner, before the AI")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: kinds(app).count("import") == 1 and len(kinds(app)) >= 2)
+        t = app.query_one("#timeline", Timeline)
+        t.focus()
+        await pilot.press("end")  # the owner looks at the oldest row, the import
+        await until(pilot, lambda: t.current is not None and t.current.kind == "import")
+        async with connect(vault) as s:
+            await s.call("append_section", path="w.md", heading="Log", content="- ai")
+        await until(pilot, lambda: "ai" in kinds(app))
+        await pilot.pause(0.3)
+        assert t.current is not None and t.current.kind == "import"
+
+
 async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_file(
     make_vault: Any, settings_home: Path
 ) -> None:

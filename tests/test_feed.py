@@ -112,6 +112,20 @@ def test_journal_events_join_the_commits_by_time(repo: Path) -> None:
     assert sum(1 for r in f.rows if r.event is not None) == 1
 
 
+def test_the_servers_own_rows_are_named_vaultwatch_and_an_unnamed_client_stays_unknown() -> None:
+    """A server writes its start, stop, config reloads and recoveries on its own behalf, before
+    any client has said its name: the journal says "unknown", the timeline said "who: unknown"
+    for the dashboard's own server."""
+    base = {"v": 1, "ts": "2030-01-01T00:00:00.000Z", "pid": 7, "client": "unknown"}
+    for kind in ("server_started", "server_stopped", "config_reloaded", "recovered"):
+        row = feed_mod.event_row({**base, "kind": kind, "ok": True}, 0)
+        assert row is not None and row.who == "vaultwatch", (kind, row)
+    row = feed_mod.event_row({**base, "kind": "rejected", "code": "x", "message": "m"}, 0)
+    assert row is not None and row.who == "unknown"  # a client that did not say its name
+    row = feed_mod.event_row({**base, "kind": "conflict", "client": "claude-code/2.1"}, 0)
+    assert row is not None and row.who == "claude-code"
+
+
 @pytest.mark.anyio
 async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -5,19 +5,23 @@ text (the compositor's lines) and the vault is checked with git."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
 from app.review import NOTES_REF, mark_reviewed, summaries
+from app.ui import review_screen
 from app.ui.cells import cut_middle
 from app.ui.dashboard import Dashboard
 from app.ui.header import HeaderFacts, ServerState, segments
 from app.ui.header_fit import fit
+from app.ui.lines import LinesView
 from app.ui.main_screen import MainScreen
 from app.ui.note_screen import NoteScreen, obsidian_url
 from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
@@ -186,6 +190,54 @@ async def test_the_list_newest_first_with_its_columns(
         assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
             k.description for k in footer(pilot.app)
         }
+
+
+async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open is the figure the owner waits on: the list was filled a second time by the
+    resize that follows mounting (same width), and the first note's diff was read two or three
+    times (asked again by each highlight of the row while the first read ran)."""
+    async with connect(vault) as s:
+        for path in ("a.md", "b.md", LONG):
+            await s.call(
+                "append_section",
+                path=path,
+                heading="Log" if path != LONG else "日志",
+                content="- x",
+            )
+    reads: list[str] = []
+    real = review_screen.net_diffs
+
+    def counted(root: Path, notes: list[Any]) -> Any:
+        reads.extend(n.path for n in notes)
+        return real(root, notes)
+
+    monkeypatch.setattr(review_screen, "net_diffs", counted)
+    fills = 0
+    fill = ReviewScreen._fill
+
+    def counted_fill(self: ReviewScreen, table: Any) -> None:
+        nonlocal fills
+        fills += 1
+        fill(self, table)
+
+    monkeypatch.setattr(ReviewScreen, "_fill", counted_fill)
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        first = notes_listed(app)[0]
+        await shown(pilot, first)
+        await app.workers.wait_for_complete()
+        await pilot.pause(0.3)
+        assert fills == 1
+        assert reads.count(first) == 1, reads
+        assert notes_listed(app)[1] in reads  # the next one was read ahead, once shown
+        await pilot.resize_terminal(100, 36)
+        await until(pilot, lambda: fills == 2)  # a new width shares the columns out again
+        await pilot.pause(0.3)
+        assert fills == 2  # once, though a change of size can come as two resizes
+        assert screen.shown is not None and screen.shown.note.path == first
 
 
 def test_long_paths_are_cut_in_the_middle_by_cells() -> None:
@@ -436,6 +488,66 @@ async def test_the_note_view_and_edit_in_editor(
         assert log.read_text() == f"{vault / 'w.md'}\n"
         # the view shows the note as the editor left it, the new line the owner's (unsaved)
         await until(pilot, lambda: "✎  edited in the editor" in screen_text(app))
+
+
+ZH200 = "".join(chr(0x4E00 + (i * 37) % 2000) for i in range(200))  # 200 ideographs, no space
+
+
+def note_rows(app: Dashboard) -> list[str]:
+    """The note pane's rows as drawn, inside its border."""
+    rows = []
+    for line in screen_text(app).split("\n"):
+        if line.startswith("│") and "│" in line[1:]:
+            rows.append(line[1 : line.index("│", 1)])
+    return rows
+
+
+async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"n.md": f"# 标题\n\n{ZH200}\n\n用 Python 写{ZH200[:60]}\n"})
+    app = app_on(root)
+    async with app.run_test(size=(80, 30)) as pilot:
+        app.push_screen(NoteScreen(root, "n.md"))
+        await until(pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view)
+        await pilot.pause(0.2)
+        view = app.screen.query_one("#note-text", LinesView)
+        width = view.scrollable_content_region.width
+        rows = note_rows(app)
+        at = next(i for i, r in enumerate(rows) if re.match(r"\s*3\b", r))
+        shown = "".join(ch for r in rows[at:] for ch in r if ch in ZH200 or ch == "\n")
+        assert shown.startswith(ZH200), rows  # every character, in order, none cut at the edge
+        # the text starts on the line number's row and hangs under itself, not under the number
+        assert ZH200[0] in rows[at]
+        indent = rows[at].index(ZH200[0])
+        assert all(r.index(r.strip()[0]) == indent for r in rows[at + 1 : at + 5]), rows
+        # every row of the view within the text's width (measured in cells)
+        for i in range(len(view.lines)):
+            assert all(s.cell_length <= width for s in view._wrap(i))
+        # a Latin word then Chinese: the Chinese fills the row after the word, not the next one
+        mixed = next(i for i, r in enumerate(rows) if "用 Python 写" in r)
+        assert cell_len(rows[mixed].rstrip()) >= width, rows  # within a cell of the edge
+
+
+def test_wrap_breaks_chinese_between_characters_and_words_at_spaces() -> None:
+    from app.ui.lines import wrap
+
+    def plain(c: Content, width: int) -> list[str]:
+        rows = wrap(c, width)
+        assert all(r.cell_length <= width for r in rows), [(r.plain, r.cell_length) for r in rows]
+        return [r.plain for r in rows]
+
+    assert plain(Content(ZH200[:15]), 9) == [ZH200[0:4], ZH200[4:8], ZH200[8:12], ZH200[12:15]]
+    # an odd width: a wide character is never split across the edge, none is lost
+    assert "".join(plain(Content(ZH200), 79)) == ZH200
+    assert plain(Content("one two three four"), 9) == ["one two", "three", "four"]
+    assert plain(Content("see 中文的句子"), 8) == ["see 中文", "的句子"]
+    url = "https://example.com/" + "x" * 30
+    assert plain(Content(f"a {url} b"), 20) == ["a", url[:20], url[20:40], url[40:] + " b"]
+    # no row starts with the punctuation that closes a sentence
+    assert plain(Content("中文中文。好"), 8) == ["中文中", "文。好"]
+    styled = Content.styled(ZH200[:10], "bold")
+    assert all(r.spans for r in wrap(styled, 6))  # styles carried over to every row
 
 
 async def test_o_shows_the_obsidian_link_without_a_desktop(

@@ -6,7 +6,10 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
+from textual.style import Style
 
 ELLIPSIS = "…"
 
@@ -50,23 +53,48 @@ def note_label(path: str, width: int, more: int = 0) -> Content:
     return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
 
 
-class TableCell:
-    """A Content cell for a DataTable, measured by its length in cells. DataTable measures
-    every cell of every new row (even under a column of fixed width) through `rich_cast`,
-    which has Content render itself to segments: 10,000 cells of the Reads screen took most
-    of a second to add. Drawn, it renders exactly what the Content renders."""
+class Cell:
+    """A table cell that knows its width. DataTable measures every cell of every row it is
+    given (even under a column of fixed width), and a Content cell is rendered to segments, its
+    styles parsed again, only to be measured: 10,000 cells of the Reads screen took most of a
+    second to add, and 150 rows of the review list a third of its opening. `Cell(*parts)` is
+    plain text in set styles (give it text already cut to its column, `cut_middle`);
+    `Cell.of(content)` a Content, rendered only when drawn."""
 
-    __slots__ = ("content",)
+    __slots__ = ("content", "parts", "width")
 
-    def __init__(self, content: Content) -> None:
-        self.content = content
+    def __init__(self, *parts: str | tuple[str, RichStyle | None]) -> None:
+        self.parts = [(p, None) if isinstance(p, str) else p for p in parts]
+        self.content: Content | None = None
+        self.width = sum(cell_len(text) for text, _ in self.parts)
+
+    @classmethod
+    def of(cls, content: Content) -> Cell:
+        cell = cls()
+        cell.content, cell.width = content, content.cell_length
+        return cell
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        n = self.content.cell_length
-        return Measurement(n, n)
+        return Measurement(self.width, self.width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.content.__rich__()
+        if self.content is not None:
+            yield self.content.__rich__()
+            return
+        for text, style in self.parts:
+            yield Segment(text, style)
+
+    @property
+    def plain(self) -> str:
+        if self.content is not None:
+            return self.content.plain
+        return "".join(text for text, _ in self.parts)
 
     def __str__(self) -> str:
-        return self.content.plain
+        return self.plain
+
+
+def rich_style(style: str) -> RichStyle:
+    """A Textual style (theme variables such as `$text-success` too) as a Rich style, for
+    `Cell`: parsed once per table fill instead of once per cell."""
+    return Style.parse(style).rich_style

@@ -28,7 +28,7 @@ from server.vault import Vault
 from .. import owner_flows as flows
 from ..actions import ActionError
 from ..file_actions import apply_move, apply_remove, folders_of, suggest_folder, vault_files
-from .cells import TableCell, cut_middle, note_label
+from .cells import Cell, cut_middle, note_label
 from .file_dialogs import DestinationPrompt, FileFinder
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -260,7 +260,7 @@ class HealthScreen(Screen[None]):
                     detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
                         detail_w, ellipsis=True
                     )
-                table.add_row(TableCell(note_label(f.path, path_w)), TableCell(detail), key=f.id)
+                table.add_row(Cell.of(note_label(f.path, path_w)), Cell.of(detail), key=f.id)
         keys = [str(k.value) for k in table.rows]
         if keep in keys:
             table.move_cursor(row=keys.index(keep))

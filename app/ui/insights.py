@@ -22,16 +22,16 @@ from server.tags import tally
 from server.vault import Vault
 
 from ..stats import sparkline
-from .cells import TableCell
+from .cells import Cell
 
 WEEKS = 12
-Cell = Content | int | str
+Value = Content | int | str
 
 
 def fill(
     table: DataTable[Any],
     headings: Sequence[str],
-    rows: Sequence[Sequence[Cell]],
+    rows: Sequence[Sequence[Value]],
     keys: Sequence[str] | None = None,
     most: int = 60,
 ) -> None:
@@ -49,7 +49,7 @@ def fill(
         width = max([Content(heading).cell_length, *(r[i].cell_length for r in cells)])
         table.add_column(Text(heading), width=min(most, width))
     for n, row in enumerate(cells):
-        table.add_row(*map(TableCell, row), key=keys[n] if keys else None)
+        table.add_row(*map(Cell.of, row), key=keys[n] if keys else None)
 
 
 MARKS = {"rising": "↑ rising", "steady": "", "quiet": "· quiet"}

@@ -2,15 +2,18 @@
 
 A Static holding a 7,500-line diff wraps and styles every line before it can draw one (most
 of a second); this view wraps a line only when it first scrolls into sight, so any diff shows
-at once. Lines wider than the view are word-wrapped, as prose notes need, and hang under their
-text: a diff line's continuation rows repeat its +/- gutter (they read as context lines when
-they started at the left edge), any other line's are indented two cells."""
+at once. Lines wider than the view are wrapped by cells (`wrap`): at spaces, between Chinese
+characters (a line of Chinese has no spaces), and inside a word only when it is longer than a
+row (a URL). Rows hang under their text: a diff line's continuation rows repeat its +/- gutter
+(they read as context lines when they started at the left edge), a line with `hang_at` set (the
+note view's numbers) hangs after it, any other line's are indented two cells."""
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from rich.cells import cell_len, get_character_cell_size
 from textual.cache import LRUCache
 from textual.content import Content
 from textual.geometry import Size
@@ -33,6 +36,9 @@ class LinesView(ScrollView, can_focus=True):
         self._starts: list[int] = [0]  # first screen row of each line, then the total
         self._width = 0
         self._wrapped: LRUCache[tuple[int, int], list[Strip]] = LRUCache(2_048)
+        # characters at the start of every line that are not its text (the note view's line
+        # number and mark): a wrapped line's rows hang under the text after them
+        self.hang_at = 0
 
     @property
     def lines(self) -> Sequence[Content]:
@@ -76,7 +82,8 @@ class LinesView(ScrollView, can_focus=True):
         key = (i, self._width)
         strips = self._wrapped.get(key)
         if strips is None:
-            strips = [self._strip(row) for row in hang(self._lines[i], self._width)]
+            rows = hang(self._lines[i], self._width, self.hang_at)
+            strips = [self._strip(row) for row in rows]
             self._wrapped[key] = strips = strips or [Strip.blank(0)]
         return strips
 
@@ -100,16 +107,78 @@ class LinesView(ScrollView, can_focus=True):
         return strips[sub].extend_cell_length(width, style).crop(0, width)
 
 
-def hang(line: Content, width: int) -> list[Content]:
-    """`line` as screen rows of at most `width` cells, continuation rows hanging under the text."""
+def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
+    """`line` as screen rows of at most `width` cells, continuation rows hanging under the text:
+    after its first `gutter` characters (a line number, a mark), which are blank on them; a diff
+    line's +/- gutter repeats; any other line's rows are indented two cells."""
     if line.cell_length <= width:
         return [line]
     if width <= HANG + 1:
         return line.fold(max(2, width))
-    head = line[:HANG]
-    if head.plain in GUTTERS:
-        return [head + row for row in line[HANG:].wrap(width - HANG)]
-    first = line.wrap(width)[0]
-    rest = line[len(first.plain) :]
+    head = line[:gutter] if gutter else line[:HANG]
+    if gutter or head.plain in GUTTERS:
+        room = width - head.cell_length
+        if room >= 2:
+            pad = head if not gutter else Content(" " * head.cell_length)
+            rows = wrap(line[len(head.plain) :], room)
+            return [head + rows[0], *(pad + row for row in rows[1:])]
+    first, *_ = breaks(line.plain, width) or [len(line.plain)]
+    rest = line[first:]
     rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
-    return [first, *(Content(" " * HANG) + row for row in rest.wrap(width - HANG))]
+    rows = wrap(rest, width - HANG) if rest.plain else []
+    return [line[:first].rstrip(), *(Content(" " * HANG) + row for row in rows)]
+
+
+# punctuation that closes a phrase: it stays on the row of the character before it
+CLOSING = frozenset("，。、；：？！）》」』】〉…—,.;:?!)]}%'\"”’")
+
+
+def units(text: str) -> Iterator[tuple[int, int, int]]:
+    """The pieces a row may not break inside, as (start, end of the visible part, end with the
+    spaces after it): a word of narrow characters, or one wide (CJK) character with the closing
+    punctuation after it. Chinese and Japanese break between any two characters."""
+    i, n = 0, len(text)
+    while i < n:
+        j = i
+        if get_character_cell_size(text[i]) > 1:
+            j += 1
+            while j < n and text[j] in CLOSING:
+                j += 1
+        else:
+            while j < n and not text[j].isspace() and get_character_cell_size(text[j]) < 2:
+                j += 1
+        k = j
+        while k < n and text[k].isspace():
+            k += 1
+        yield i, j, k
+        i = k
+
+
+def breaks(text: str, width: int) -> list[int]:
+    """Where the rows after the first start, for `text` in rows of at most `width` cells: at
+    spaces, between wide characters, and inside a word only when it is longer than a row (a
+    URL), from a row of its own, at the width. Spaces at a row's end do not count."""
+    out: list[int] = []
+    used = gap = 0  # cells on this row, and the spaces after them
+    for i, j, k in units(text):
+        w, spaces = cell_len(text[i:j]), cell_len(text[j:k])
+        if used + gap + w <= width:
+            used, gap = used + gap + w, spaces
+            continue
+        if used and i:
+            out.append(i)
+        used, gap = 0, spaces
+        for x in range(i, j):  # a word that fits no row: cut at the width, never in a character
+            cells = get_character_cell_size(text[x])
+            if used + cells > width and used:
+                out.append(x)
+                used = 0
+            used += cells
+    return out
+
+
+def wrap(line: Content, width: int) -> list[Content]:
+    """`line` in rows of at most `width` cells (see `breaks`), its styles kept, the spaces at
+    each row's end dropped; never a character lost or a wide one split at the edge."""
+    width = max(2, width)
+    return [row.rstrip() for row in line.divide(breaks(line.plain, width))] or [line]

@@ -245,6 +245,7 @@ class MainScreen(Screen[None]):
         self._selected: str | None = None
         self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
         self._placed = False  # the cursor was put on the newest AI write at launch
+        self._placing: str | None = None  # the row it was put on while there was none yet
         self._select_next: str | None = None  # the row of a commit an owner action just made
 
     @property
@@ -313,16 +314,26 @@ class MainScreen(Screen[None]):
             t.move_to(0)
             t.scroll_to(y=0, animate=False, immediate=True)
         elif not self._placed and rows:
-            # at launch: the newest AI write, not "server started"
-            self._placed = True
-            first = next((i for i, r in enumerate(rows) if r.kind == "ai"), None)
-            t.move_to(
-                first
-                if first is not None
-                else next((i for i, r in enumerate(rows) if r.group != "s"), 0)
-            )
+            self._place(t, rows)
         self._select_made()
         self._show_filters(t, rows)
+
+    def _place(self, t: Timeline, rows: list[Row]) -> None:
+        """At launch the cursor goes to the newest AI write (not "server started"). With none
+        yet (a demo, a new vault) it is on the newest row, follows the newest row, and goes to
+        the first AI write that lands above it, as it would have at launch (an older one read
+        in the background, below it, does not take it). Until the owner moves it."""
+        if self._placing is not None and (t.current is None or t.current.key != self._placing):
+            self._placed = True  # the owner moved the cursor: it stays where they put it
+            return
+        newest = next((i for i, r in enumerate(rows) if r.kind == "ai"), None)
+        if newest is not None and (self._placing is None or newest < t.cursor):
+            self._placed = True
+            at = newest
+        else:
+            at = 0
+        self._placing = rows[at].key
+        t.move_to(at)
 
     def _show_filters(self, t: Timeline, rows: list[Row]) -> None:
         """The filters in force stay in sight (the timeline's title) while they are on."""

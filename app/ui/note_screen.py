@@ -187,7 +187,7 @@ class NoteScreen(Screen[None]):
                 f"  ·  {plural(len(view.history), 'commit')}, {ai:,} by the AI"
             )
         )
-        self.query_one("#note-text", NoteText).update(note_lines(view))
+        self.query_one("#note-text", NoteText).show(view)
         table = self.query_one("#note-history", DataTable)
         table.clear(columns=True)
         fill(
@@ -215,12 +215,22 @@ class NoteText(LinesView):
         Binding("k", "scroll_up", "Up", show=False),
     ]
 
+    def show(self, view: NoteView) -> None:
+        """The note; a line wider than the pane wraps under its text, not under its number."""
+        self.hang_at = gutter(view)
+        self.update(note_lines(view))
+
+
+def gutter(view: NoteView) -> int:
+    """The characters before each line's text: its number, a space, the mark and its space."""
+    return len(str(len(view.blame))) + 4
+
 
 def note_lines(view: NoteView) -> list[Content]:
     """The note, one row per line: its number, `AI` where the AI wrote it (`✎` where the owner
     has not saved it to git yet), then the text."""
     ai = {c.sha for c in view.history if c.is_ai}
-    width = len(str(len(view.blame)))
+    width = gutter(view) - 4
     out = []
     for n, (sha, text) in enumerate(view.blame, 1):
         number = Content.styled(f"{n:>{width}} ", "$text-muted")

@@ -43,7 +43,7 @@ from ..review import (
     write_marks,
 )
 from ..stats import client_name
-from .cells import cut_middle
+from .cells import Cell, cut_middle, rich_style
 from .header import StatusHeader, plural
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -260,6 +260,8 @@ class ReviewScreen(Screen[None]):
         self._busy = False  # an action is running: the list waits to follow the vault
         self._good_since = since  # the last period that listed
         self._diffs: dict[tuple[object, ...], NetDiff] = {}  # read ahead, by what they depend on
+        self._loading: tuple[object, ...] | None = None  # the diff being read (no second read)
+        self._fitted = 0  # the width the list's columns were shared out for
 
     @property
     def dash(self) -> Dashboard:
@@ -370,7 +372,8 @@ class ReviewScreen(Screen[None]):
         if self.listed_in is None:
             self.listed_in = time.perf_counter() - self.opened
         self._title()
-        self.show_selected()
+        # the diff after the list is on screen: its read and its drawing would hold the list back
+        self.call_after_refresh(self.show_selected)
 
     def _fill(self, table: DataTable[Any]) -> None:
         assert self.review is not None
@@ -378,7 +381,7 @@ class ReviewScreen(Screen[None]):
         # the list is as wide as the screen, above the diff: every column readable (beside the
         # diff, at 200 columns, the tools and clients were cut to a word). Its own size is not
         # laid out yet on the first fill.
-        width = max(40, (self.app.size.width or 120) - 2)
+        width = self._fitted = self._list_width()
         wide = width >= 110
         heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
         texts = [
@@ -404,23 +407,29 @@ class ReviewScreen(Screen[None]):
             table.add_column(Text("✓"), width=1)
         for name, w in zip(heads, widths, strict=True):
             table.add_column(Text(name), width=w)
+        good, bad = rich_style("$text-success"), rich_style("$text-error")
         for n, t in zip(notes, texts, strict=True):
-            row = [Content(cut_middle(text, w)) for text, w in zip(t, widths, strict=True)]
-            row[3] = Content.assemble(
-                (f"+{n.added:,}", "$text-success"), " ", (f"−{n.removed:,}", "$text-error")
-            )
+            row = [Cell(cut_middle(text, w)) for text, w in zip(t, widths, strict=True)]
+            row[3] = Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad))
             if period:
-                row.insert(0, Content.styled("✓", "$text-success") if n.reviewed else Content("•"))
+                row.insert(0, Cell(("✓", good)) if n.reviewed else Cell("•"))
             table.add_row(*row, key=n.path)
         table.border_title = (
             None if notes else ("nothing to review" if self.since == "last" else "no AI changes")
         )
+
+    def _list_width(self) -> int:
+        return max(40, (self.app.size.width or 120) - 2)
 
     def on_resize(self) -> None:
         if self.review is not None:
             self.call_after_refresh(self._refit)
 
     def _refit(self) -> None:
+        # only when the width changed: the first resize comes right after mounting, at the
+        # width the list was just filled for, and one change of size can come as two resizes
+        if self.review is None or self._list_width() == self._fitted:
+            return
         with contextlib.suppress(NoMatches):
             table = self.query_one("#review-notes", DataTable)
             at = table.cursor_row
@@ -439,7 +448,7 @@ class ReviewScreen(Screen[None]):
 
     @on(DataTable.RowHighlighted, "#review-notes")
     def _highlighted(self, _: DataTable.RowHighlighted) -> None:
-        self.show_selected()
+        self.call_after_refresh(self.show_selected)  # the cursor's move is drawn first
 
     @on(DataTable.RowSelected, "#review-notes")
     def _selected(self, _: DataTable.RowSelected) -> None:
@@ -462,12 +471,16 @@ class ReviewScreen(Screen[None]):
         shown = self.shown
         if shown is not None and shown.note == note:
             return  # that diff is on screen already
+        key = self._diff_key(note, self.since)
+        if key == self._loading:
+            return  # being read: asked again by the cursor's highlight or a refill
         self._asked = time.perf_counter()
-        cached = self._diffs.get(self._diff_key(note, self.since))
+        cached = self._diffs.get(key)
         if cached is not None:  # read ahead while the owner looked at the one before
             self._diff_loaded(note, self.since, cached)
         else:
-            self.load_diff(note, self.since)
+            self._loading = key
+            self.load_diff(note, self.since, key)
 
     def _diff_key(self, note: NoteSummary, since: str) -> tuple[object, ...]:
         """What a note's net diff depends on: its commits, the branch and the file on disk."""
@@ -480,10 +493,13 @@ class ReviewScreen(Screen[None]):
         return (note.path, since, note.base, shas, disk, self.dash.review_watch.stamp())
 
     @work(thread=True, exclusive=True, group="review-diff")
-    def load_diff(self, note: NoteSummary, since: str) -> None:
-        key = self._diff_key(note, since)
-        [diff] = net_diffs(self.root, [note])
-        self._diffs[key] = diff
+    def load_diff(self, note: NoteSummary, since: str, key: tuple[object, ...]) -> None:
+        try:
+            [diff] = net_diffs(self.root, [note])
+            self._diffs[key] = diff  # before the flag drops: a second ask finds it here
+        finally:
+            if self._loading == key:
+                self._loading = None
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._diff_loaded, note, since, diff)
 
@@ -507,8 +523,8 @@ class ReviewScreen(Screen[None]):
         notes = self.review.notes if self.review else []
         at = notes.index(note) if note in notes else -1
         near = [notes[i] for i in (at + 1, at - 1) if 0 <= i < len(notes) and at >= 0]
-        if near:
-            self.read_ahead(near, since)
+        if near:  # once this diff is on screen: reading ahead would hold its drawing back
+            self.call_after_refresh(self.read_ahead, near, since)
 
     def _draw(self, scroll: bool = True) -> None:
         s = self.shown
