@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.bundled import make_demo_vault
-from server.gitrepo import ensure_repo
-from server.tools import build_server
+from server.core.gitrepo import ensure_repo
+from server.notes.bundled import make_demo_vault
+from server.protocol.tools import build_server
 from server.vault import Vault
 
 REPO = Path(__file__).resolve().parent.parent
