@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import secure_state, state_dir
+from server.index.doc_index import DocIndex
 from server.index.search import SearchIndex
 from server.index.watch import TreeWatcher
 from server.notes.config import Config, ConfigProblem, ConfigStore, SemanticConfig
 from server.notes.entry import Entry, classify
-from server.notes.note import Doc, DocIndex, ReadResult, read_note
+from server.notes.note import Doc, ReadResult, read_note
 from server.notes.parsecache import ParseCache
 from server.notes.paths import PathPolicy, PathRefused, VaultPath, matches_any
 from server.write.journal import ConfigReloaded, Journal, SemanticProgress

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from server.notes.note import DocIndex
+from server.index.doc_index import DocIndex
 from server.notes.parsecache import ParseCache
 from server.vault import Vault
 

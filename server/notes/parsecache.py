@@ -47,7 +47,7 @@ def parser_version() -> str:
     """Changes whenever the code that turns bytes into a Doc may give a different answer."""
     h = hashlib.sha256(f"{SCHEMA}|{yaml.__version__}|{hasattr(yaml, 'CSafeLoader')}".encode())
     here = Path(__file__).resolve().parent
-    for name in ("note.py", "links.py", "parsecache.py"):
+    for name in ("frontmatter.py", "note.py", "links.py", "parsecache.py"):
         try:
             h.update((here / name).read_bytes())
         except OSError:  # cannot tell what parsed the rows: never match them

@@ -19,7 +19,7 @@ from server.notes.config import Config
 from server.notes.dates import DateError, as_date, looks_like_date, parse_when
 from server.notes.entry import Entry
 from server.notes.filters import NoteFilter, QueryError
-from server.notes.note import to_json
+from server.notes.frontmatter import to_json
 
 # ------------------------------------------------------------------------------------------------
 # Conditions

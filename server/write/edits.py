@@ -12,7 +12,8 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.notes.note import Doc, FrontmatterLoader, frontmatter_tags, split_frontmatter
+from server.notes.frontmatter import FrontmatterLoader, frontmatter_tags, split_frontmatter
+from server.notes.note import Doc
 from server.notes.reading import ReadError, find_section
 
 

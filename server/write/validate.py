@@ -18,8 +18,9 @@ from server.core.redact import secrets_in
 from server.notes.config import Config, DocType
 from server.notes.dates import as_date
 from server.notes.entry import classify
+from server.notes.frontmatter import to_json
 from server.notes.links import LINK_EXT, Link
-from server.notes.note import Doc, to_json
+from server.notes.note import Doc
 
 
 @dataclass(frozen=True)
