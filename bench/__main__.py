@@ -21,7 +21,9 @@ from mcp import Client
 
 from server.core.gitrepo import ensure_repo
 from server.protocol.tools import build_server
-from server.services.conditions import Filters, select, sort_entries, summarize
+from server.services.conditions import Filters, select
+from server.services.sorting import sort_entries
+from server.services.summary import summarize
 from server.vault import Vault
 
 from . import (

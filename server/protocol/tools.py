@@ -26,6 +26,7 @@ from server.core.budget import cap_message, fit_result, paths_named
 from server.core.gitrepo import trailer_value
 from server.core.tool_names import ToolName
 from server.index.search import IndexUnavailable
+from server.notes.filters import QueryError
 from server.notes.reading import ReadError, about_note, content_budget, read_slice
 from server.protocol.results import (
     BatchOut,
@@ -37,7 +38,7 @@ from server.protocol.results import (
     SearchResult,
     WriteOut,
 )
-from server.services.conditions import Filters, QueryError
+from server.services.conditions import Filters
 from server.services.context import build_context
 from server.services.listing import list_docs as run_list_docs
 from server.services.listing import list_tags as run_list_tags

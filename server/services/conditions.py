@@ -1,4 +1,5 @@
-"""list_docs filters, sorting, paging and group_by (tag counts and trends: `tags`).
+"""Which notes a list_docs call keeps: the `where` conditions (operators, dates, lists) and the
+type, folder, tag and date filters on top of the one note filter (`notes.filters`).
 
 Pure functions over already-parsed notes (`entry.Entry`, classified by `entry.classify`): no
 I/O, no MCP.
@@ -6,23 +7,14 @@ I/O, no MCP.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
-from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from server.core.budget import json_len, shrink
 from server.notes.config import Config
 from server.notes.dates import DateError, as_date, looks_like_date, parse_when
 from server.notes.entry import Entry
 from server.notes.filters import NoteFilter, QueryError
-from server.notes.frontmatter import to_json
-
-# ------------------------------------------------------------------------------------------------
-# Conditions
 
 OPS = ("eq", "ne", "in", "exists", "lt", "le", "gt", "ge", "contains")
 OP_ALIASES = {
@@ -199,140 +191,3 @@ def _entry_date(e: Entry, field: str | None) -> date | None:
     if field == "modified":
         return e.modified.date()
     return as_date(e.doc.frontmatter.get(field))
-
-
-# ------------------------------------------------------------------------------------------------
-# Sorting, paging, shaping
-
-
-def sort_entries(entries: list[Entry], sort: str | None) -> list[Entry]:
-    spec = (sort or "-date").strip()
-    desc = spec.startswith("-")
-    key = spec.lstrip("+-") or "date"
-
-    def value(e: Entry) -> Any:
-        if key == "date":
-            return e.day
-        if key == "modified":
-            return e.modified_ns
-        if key == "path":
-            return e.doc.path
-        v = field_value(e, key)
-        d = as_date(v)
-        if d is not None:
-            return d
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return v
-        return None if v is None else str(v).casefold()
-
-    present: list[Entry] = []
-    missing: list[Entry] = []
-    for e in entries:
-        (missing if value(e) is None else present).append(e)
-    try:
-        present.sort(key=lambda e: e.doc.path)
-        present.sort(key=value, reverse=desc)
-    except TypeError:  # mixed kinds in one field: compare as text
-        present.sort(key=lambda e: str(value(e)), reverse=desc)
-    missing.sort(key=lambda e: e.doc.path)
-    return present + missing
-
-
-def make_cursor(offset: int, fingerprint: str) -> str:
-    return base64.urlsafe_b64encode(f"{offset}:{fingerprint}".encode()).decode().rstrip("=")
-
-
-def read_cursor(cursor: str | None, fingerprint: str) -> int:
-    if not cursor:
-        return 0
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        off, fp = raw.split(":", 1)
-        offset = int(off)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise QueryError(
-            "cursor is not one this server gave; omit it to start from the top"
-        ) from exc
-    if fp != fingerprint:
-        raise QueryError(
-            "cursor belongs to a different query; repeat the same arguments with it, or omit it"
-        )
-    return offset
-
-
-def fingerprint(*parts: Any) -> str:
-    raw = json.dumps(parts, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha1(raw.encode()).hexdigest()[:8]
-
-
-def summarize(e: Entry, fields: list[str] | None, value_chars: int = 300) -> dict[str, Any]:
-    doc = e.doc
-    item: dict[str, Any] = {
-        "path": doc.path,
-        "title": doc.title,
-        "type": e.type,
-        "date": e.date.isoformat() if e.date else None,
-        "modified": e.modified.isoformat(timespec="seconds"),
-        "tags": list(doc.tags),
-        "hash": doc.hash,
-    }
-    fm = doc.frontmatter
-    keys = [k for k in fm if k not in ("tags", "tag", "title")] if fields is None else fields
-    out: dict[str, Any] = {}
-    for k in keys:
-        if k in fm:
-            v = to_json(fm[k])
-            text = json.dumps(v, ensure_ascii=False)
-            out[k] = v if len(text) <= value_chars else text[:value_chars] + "…"
-    item["fields"] = out
-    if doc.problems:
-        item["problems"] = list(doc.problems)
-    return item
-
-
-def page(
-    items: list[dict[str, Any]], offset: int, budget: int, fp: str, total: int
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Keep items while the JSON stays under `budget` chars; cursor to the rest if any. An
-    item bigger than a whole page (thousands of tags, a huge field) is cut to fit, alone."""
-    kept: list[dict[str, Any]] = []
-    used = 0
-    for item in items:
-        size = json_len(item) + 1
-        if kept and used + size > budget:
-            break
-        if size > budget:
-            item = shrink(item, budget - 1)
-            size = json_len(item) + 1
-        kept.append(item)
-        used += size
-    nxt = offset + len(kept)
-    return kept, (make_cursor(nxt, fp) if nxt < total else None)
-
-
-def group(entries: list[Entry], by: str) -> list[dict[str, Any]]:
-    counts: Counter[str] = Counter()
-    spelled: dict[str, str] = {}
-    for e in entries:
-        if by == "tag":
-            keys = list(e.doc.tags) or ["(no tags)"]
-        elif by == "type":
-            keys = [e.type or "(no type)"]
-        elif by == "month":
-            keys = [e.day.strftime("%Y-%m")]
-        elif by == "folder":
-            keys = [e.doc.folder or "(root)"]
-        else:
-            v = field_value(e, by)
-            vals = v if isinstance(v, list) else [v]
-            keys = [str(to_json(x)) for x in vals if x is not None and x != ""] or ["(none)"]
-        for k in keys:
-            folded = k.casefold()
-            spelled.setdefault(folded, k)
-            counts[folded] += 1
-    pairs = [(spelled[k], n) for k, n in counts.items()]
-    if by == "month":
-        pairs.sort(key=lambda r: r[0], reverse=True)
-    else:
-        pairs.sort(key=lambda r: (-r[1], r[0]))
-    return [{"key": k, "count": n} for k, n in pairs]

@@ -13,7 +13,9 @@ from server.core.budget import fit_result
 from server.notes.config import ContextItem
 from server.notes.entry import Entry
 from server.notes.note import decode
-from server.services.conditions import Filters, select, sort_entries, summarize
+from server.services.conditions import Filters, select
+from server.services.sorting import sort_entries
+from server.services.summary import summarize
 from server.services.tags import tag_stats
 from server.vault import Vault
 

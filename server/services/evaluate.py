@@ -15,7 +15,7 @@ import yaml
 
 from server.index.search_query import ParsedQuery, SearchError, parse
 from server.index.semantic import SemanticIndex, SqliteVectors, make_embedder
-from server.services.conditions import QueryError
+from server.notes.filters import QueryError
 from server.services.recall import has_every_word, keyword_scores
 from server.services.text_search import search_text
 from server.vault import Vault, VaultError

@@ -6,16 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from server.core.budget import json_len, shrink
-from server.services.conditions import (
-    Filters,
-    fingerprint,
-    group,
-    page,
-    read_cursor,
-    select,
-    sort_entries,
-    summarize,
-)
+from server.services.conditions import Filters, select
+from server.services.grouping import group
+from server.services.paging import fingerprint, page, read_cursor
+from server.services.sorting import sort_entries
+from server.services.summary import summarize
 from server.services.tags import tag_stats
 from server.vault import Vault
 

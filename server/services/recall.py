@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from server.index.search import IndexBroken, IndexUnavailable, note_words
 from server.index.search_query import ParsedQuery, SearchError, contains_all, excluded, parse
-from server.notes.filters import NoteFilter
+from server.notes.filters import NoteFilter, QueryError
 from server.notes.note import Doc, decode
-from server.services.conditions import QueryError
 from server.vault import Vault
 
 if TYPE_CHECKING:  # numpy loads with the first recall, not with the server

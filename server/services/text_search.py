@@ -10,9 +10,9 @@ from typing import Any
 from server.index.search import Wants
 from server.index.search_query import SearchError, fts_expression, parse, snippets, title_expression
 from server.notes.entry import Entry
-from server.notes.filters import NoteFilter
+from server.notes.filters import NoteFilter, QueryError
 from server.notes.note import decode
-from server.services.conditions import QueryError, fingerprint, page, read_cursor
+from server.services.paging import fingerprint, page, read_cursor
 from server.vault import Vault
 
 TITLE_WEIGHT = 0.6  # a title holding every word: worth 60% of the best body match of the query
