@@ -1,15 +1,15 @@
-"""`vaultwatch-server`: serve one vault over stdio (default) or streamable HTTP with a token."""
+"""`vaultwatch-server`: serve one vault over stdio (default) or streamable HTTP with a token.
+
+This module runs the process: start (the vault, recovery, the journal line), serve, and stop on
+every way out. The arguments are `args`, HTTP serving `http_serve`, `eval` is
+`services.evaluate`."""
 
 from __future__ import annotations
 
-import argparse
-import ipaddress
 import logging
 import os
 import resource
-import secrets
 import signal
-import socket
 import sys
 import threading
 import time
@@ -17,54 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from server import __version__
-from server.core.gitrepo import ensure_repo, state_dir
+from server.core.gitrepo import ensure_repo
 from server.notes.bundled import make_demo_vault
-from server.protocol.connect import claude_mcp_add_http
-from server.protocol.http_guard import guard
+from server.protocol.args import build_parser, is_loopback, parse_bind
+from server.protocol.http_serve import serve_http
 from server.vault import Vault, VaultError
 from server.write.journal import ServerStarted, ServerStopped
 from server.write.store import ignore_lease_breaks
 
 log = logging.getLogger("vaultwatch")
-
-
-def read_or_create_token(path: Path) -> str:
-    """The bearer token, created with mode 0600 on first use. Safe when two servers race."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        token = path.read_text(encoding="utf-8").strip()
-        if token:
-            return token
-        raise SystemExit(
-            f"vaultwatch-server: token file {path} is empty; delete it to make a new one"
-        ) from None
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token + "\n")
-    return token
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def parse_bind(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
-    try:
-        return host.strip("[]") or "127.0.0.1", int(port)
-    except ValueError:
-        raise SystemExit(
-            f"vaultwatch-server: --http takes HOST:PORT, e.g. 127.0.0.1:8765 (got {text!r})"
-        ) from None
 
 
 def _watch_parent() -> None:
@@ -78,26 +39,6 @@ def _watch_parent() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="vaultwatch-server",
-        description="MCP server over a markdown vault kept in git. stdio by default.",
-    )
-    ap.add_argument("--vault", default=".", help="vault folder (default: current folder)")
-    ap.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP (port 0: any free)")
-    ap.add_argument("--token-file", help="bearer token file (default .git/vaultwatch/token)")
-    ap.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --http bind")
-    ap.add_argument("--read-only", action="store_true", help="leave the write tools out")
-    ap.add_argument("--demo", action="store_true", help="serve a fresh copy of example_vault")
-    ap.add_argument(
-        "--exit-with-parent",
-        action="store_true",
-        help="stop when the process that started this one is gone (the dashboard)",
-    )
-    ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
-    return ap
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -195,34 +136,6 @@ def stop(vault: Vault) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
-    import uvicorn
-
-    token = read_or_create_token(Path(token_file) if token_file else state_dir(root) / "token")
-    host, port = bind
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)  # listening before we say so: a client may connect the moment it reads the URL
-    port = sock.getsockname()[1]
-    app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}/mcp"
-    token_path = Path(token_file) if token_file else state_dir(root) / "token"
-    # The token itself is never printed: the snippet reads it from its file when pasted.
-    print(
-        f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
-        "vaultwatch-server: connect Claude Code with:\n"
-        f"  {claude_mcp_add_http(url, token_path)}",
-        file=sys.stderr,
-        flush=True,
-    )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    server.run(sockets=[sock])
 
 
 if __name__ == "__main__":
