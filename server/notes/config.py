@@ -257,8 +257,8 @@ class _Parser:
         return default
 
 
-def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
-    known = {
+KNOWN_KEYS = frozenset(
+    {
         "ai_author",
         "rules",
         "tags",
@@ -272,174 +272,235 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         "extensions",
         "http",
     }
+)
+
+
+def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    """The Config fields a config file sets: one small parser per block, in the file's order of
+    importance (each reports its own problems to `p`; recall and health keep theirs apart)."""
     for key in data:
-        if key not in known:
-            p.fail(f"unknown key {key!r}; known keys: {', '.join(sorted(known))}", key)
+        if key not in KNOWN_KEYS:
+            p.fail(f"unknown key {key!r}; known keys: {', '.join(sorted(KNOWN_KEYS))}", key)
     out: dict[str, Any] = {}
-
-    author = p.mapping(data.get("ai_author"), "ai_author")
-    if author:
-        name, email = author.get("name"), author.get("email")
-        if not isinstance(name, str) or not isinstance(email, str) or "@" not in email:
-            p.fail("ai_author needs name and email, e.g. {name: Claude, email: a@b}", "ai_author")
-        else:
-            out["ai_author"] = Author(name=name, email=email)
-
-    if "rules" in data:
-        if isinstance(data["rules"], str) and data["rules"].strip():
-            out["rules"] = data["rules"].strip()
-        else:
-            p.fail("rules must be the path of the rules file, e.g. CLAUDE.md", "rules")
-
-    tags = p.mapping(data.get("tags"), "tags")
-    if tags:
-        vocab = tags.get("vocabulary")
-        unknown = tags.get("unknown", "create")
-        if vocab is not None and not isinstance(vocab, str):
-            p.fail("tags.vocabulary must be a file path such as tags.yaml", "tags", "vocabulary")
-            vocab = None
-        if unknown not in ("reject", "create"):
-            p.fail("tags.unknown must be 'reject' or 'create'", "tags", "unknown")
-            unknown = "create"
-        out["tags"] = TagsConfig(vocabulary=vocab, unknown=unknown)
-
+    out.update(_parse_author(data, p))
+    out.update(_parse_rules(data, p))
+    out.update(_parse_tags(data, p))
     out["private"] = p.str_list(data.get("private"), "private")
     out["protected"] = p.str_list(data.get("protected"), "protected")
+    out.update(_parse_extensions(data, p))
+    types = _parse_types(data, p)
+    out["types"] = types
+    out.update(_parse_context(data, p, types))
+    out.update(_parse_limits(data, p))
+    out.update(_parse_semantic(data, p))
+    out.update(_parse_health_block(data, p, types))
+    out.update(_parse_http(data, p))
+    return out
 
+
+def _parse_author(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    author = p.mapping(data.get("ai_author"), "ai_author")
+    if not author:
+        return {}
+    name, email = author.get("name"), author.get("email")
+    if not isinstance(name, str) or not isinstance(email, str) or "@" not in email:
+        p.fail("ai_author needs name and email, e.g. {name: Claude, email: a@b}", "ai_author")
+        return {}
+    return {"ai_author": Author(name=name, email=email)}
+
+
+def _parse_rules(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    if "rules" not in data:
+        return {}
+    if isinstance(data["rules"], str) and data["rules"].strip():
+        return {"rules": data["rules"].strip()}
+    p.fail("rules must be the path of the rules file, e.g. CLAUDE.md", "rules")
+    return {}
+
+
+def _parse_tags(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    tags = p.mapping(data.get("tags"), "tags")
+    if not tags:
+        return {}
+    vocab = tags.get("vocabulary")
+    unknown = tags.get("unknown", "create")
+    if vocab is not None and not isinstance(vocab, str):
+        p.fail("tags.vocabulary must be a file path such as tags.yaml", "tags", "vocabulary")
+        vocab = None
+    if unknown not in ("reject", "create"):
+        p.fail("tags.unknown must be 'reject' or 'create'", "tags", "unknown")
+        unknown = "create"
+    return {"tags": TagsConfig(vocabulary=vocab, unknown=unknown)}
+
+
+def _parse_extensions(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     exts = p.str_list(data.get("extensions"), "extensions")
-    if exts:
-        out["extensions"] = tuple(e if e.startswith(".") else "." + e for e in exts)
+    if not exts:
+        return {}
+    return {"extensions": tuple(e if e.startswith(".") else "." + e for e in exts)}
 
+
+def _parse_types(data: dict[str, Any], p: _Parser) -> dict[str, DocType]:
     types: dict[str, DocType] = {}
     for name, spec in p.mapping(data.get("types"), "types").items():
-        spec = p.mapping(spec, "types", name)
-        folder = spec.get("folder")
-        if not isinstance(folder, str) or not folder.strip("/"):
-            p.fail(f"types.{name}.folder is required (the folder its notes live in)", "types", name)
-            continue
-        filename = spec.get("filename")
-        if filename is not None and (not isinstance(filename, str) or "/" in filename):
+        doc_type = _parse_type(str(name), p.mapping(spec, "types", name), p, name)
+        if doc_type is not None:
+            types[str(name)] = doc_type
+    return types
+
+
+def _parse_type(name: str, spec: dict[str, Any], p: _Parser, key: Any) -> DocType | None:
+    """One `types:` entry (`key` as written in the file, for the problem's location)."""
+    folder = spec.get("folder")
+    if not isinstance(folder, str) or not folder.strip("/"):
+        p.fail(f"types.{key}.folder is required (the folder its notes live in)", "types", key)
+        return None
+    filename = spec.get("filename")
+    if filename is not None and (not isinstance(filename, str) or "/" in filename):
+        p.fail(
+            f"types.{key}.filename must be a pattern like '{{date}}-{{slug}}.md'",
+            "types",
+            key,
+            "filename",
+        )
+        filename = None
+    values: dict[str, tuple[Any, ...]] = {}
+    for fname, allowed in p.mapping(spec.get("values"), "types", key, "values").items():
+        if not isinstance(allowed, list) or not allowed:
             p.fail(
-                f"types.{name}.filename must be a pattern like '{{date}}-{{slug}}.md'",
+                f"types.{key}.values.{fname} must be a list of allowed values",
                 "types",
-                name,
-                "filename",
+                key,
+                "values",
+                fname,
             )
-            filename = None
-        values: dict[str, tuple[Any, ...]] = {}
-        for fname, allowed in p.mapping(spec.get("values"), "types", name, "values").items():
-            if not isinstance(allowed, list) or not allowed:
-                p.fail(
-                    f"types.{name}.values.{fname} must be a list of allowed values",
-                    "types",
-                    name,
-                    "values",
-                    fname,
-                )
-                continue
-            values[str(fname)] = tuple(allowed)
-        types[str(name)] = DocType(
-            name=str(name),
-            folder=unicodedata.normalize("NFC", folder.strip("/")),
-            filename=filename,
-            required=p.str_list(spec.get("required"), "types", name, "required"),
-            dates=p.str_list(spec.get("dates"), "types", name, "dates"),
-            values=values,
-            description=spec.get("description")
-            if isinstance(spec.get("description"), str)
-            else None,
-        )
-    out["types"] = types
+            continue
+        values[str(fname)] = tuple(allowed)
+    return DocType(
+        name=name,
+        folder=unicodedata.normalize("NFC", folder.strip("/")),
+        filename=filename,
+        required=p.str_list(spec.get("required"), "types", key, "required"),
+        dates=p.str_list(spec.get("dates"), "types", key, "dates"),
+        values=values,
+        description=spec.get("description") if isinstance(spec.get("description"), str) else None,
+    )
 
-    if "context" in data:
-        items: list[ContextItem] = []
-        raw_items = data["context"]
-        if not isinstance(raw_items, list):
-            p.fail("context must be a list of blocks", "context")
-            raw_items = []
-        for i, raw in enumerate(raw_items):
-            item = _parse_context_item(raw, i, p, types)
-            if item is not None:
-                items.append(item)
-        out["context"] = tuple(items)
 
+def _parse_context(data: dict[str, Any], p: _Parser, types: dict[str, DocType]) -> dict[str, Any]:
+    if "context" not in data:
+        return {}
+    items: list[ContextItem] = []
+    raw_items = data["context"]
+    if not isinstance(raw_items, list):
+        p.fail("context must be a list of blocks", "context")
+        raw_items = []
+    for i, raw in enumerate(raw_items):
+        item = _parse_context_item(raw, i, p, types)
+        if item is not None:
+            items.append(item)
+    return {"context": tuple(items)}
+
+
+def _parse_limits(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     limits = p.mapping(data.get("limits"), "limits")
-    if limits:
-        out["limits"] = Limits(
-            result_chars=p.positive_int(
-                limits.get("result_chars"), 40_000, "limits", "result_chars"
-            ),
-            batch_ops=p.positive_int(limits.get("batch_ops"), 200, "limits", "batch_ops"),
-        )
-        if out["limits"].result_chars < 2_000:
-            p.fail("limits.result_chars must be at least 2000", "limits", "result_chars")
+    if not limits:
+        return {}
+    parsed = Limits(
+        result_chars=p.positive_int(limits.get("result_chars"), 40_000, "limits", "result_chars"),
+        batch_ops=p.positive_int(limits.get("batch_ops"), 200, "limits", "batch_ops"),
+    )
+    if parsed.result_chars < 2_000:
+        p.fail("limits.result_chars must be at least 2000", "limits", "result_chars")
+    return {"limits": parsed}
 
-    rp = _Parser(p.file, p.loc)  # recall's own problems: see Config.recall_problems
+
+SEMANTIC_KEYS = frozenset(
+    {"enabled", "model", "backend", "url", "path", "api_key_env", "collection"}
+)
+
+
+def _parse_semantic(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    """`semantic:` problems are recall's own (Config.recall_problems): they turn recall off and
+    leave the rest of the config applied."""
+    out: dict[str, Any] = {}
+    rp = _Parser(p.file, p.loc)
     sem = rp.mapping(data.get("semantic"), "semantic")
     if sem:
-        allowed = {"enabled", "model", "backend", "url", "path", "api_key_env", "collection"}
-        for key in sem:
-            if key not in allowed:
-                rp.fail(
-                    f"unknown key {key!r}; known keys: {', '.join(sorted(allowed))}",
-                    "semantic",
-                    key,
-                )
-        backend = sem.get("backend", "sqlite")
-        if backend not in ("sqlite", "qdrant"):
-            rp.fail(
-                "semantic.backend must be sqlite (the default) or qdrant", "semantic", "backend"
-            )
-            backend = "sqlite"
-        if backend == "qdrant" and not (sem.get("url") or sem.get("path")):
-            rp.fail(
-                "semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
-                "semantic",
-                "backend",
-            )
-            backend = "sqlite"
-        strings = {k: sem.get(k) for k in ("model", "url", "path", "api_key_env", "collection")}
-        for k, v in strings.items():
-            if v is not None and not isinstance(v, str):
-                rp.fail(f"semantic.{k} must be text", "semantic", k)
-                strings[k] = None
-        if strings["model"] is not None and strings["model"] not in EMBEDDING_MODELS:
-            models = ", ".join(sorted(EMBEDDING_MODELS))
-            rp.fail(
-                f"semantic.model {strings['model']!r} is not a known embedding model; "
-                f"use one of: {models}",
-                "semantic",
-                "model",
-            )
-            strings["model"] = None
-        out["semantic"] = SemanticConfig(
-            enabled=sem.get("enabled", True) is not False,
-            model=strings["model"] or DEFAULT_MODEL,
-            backend=backend,
-            url=strings["url"],
-            path=strings["path"],
-            api_key_env=strings["api_key_env"],
-            collection=strings["collection"],
-        )
+        out["semantic"] = _semantic_config(sem, rp)
     if rp.problems:
         out["semantic"] = replace(out.get("semantic", SemanticConfig()), enabled=False)
         out["recall_problems"] = tuple(rp.problems)
+    return out
 
-    hp = _Parser(p.file, p.loc)  # health's own problems: see Config.health_problems
+
+def _semantic_config(sem: dict[str, Any], rp: _Parser) -> SemanticConfig:
+    for key in sem:
+        if key not in SEMANTIC_KEYS:
+            rp.fail(
+                f"unknown key {key!r}; known keys: {', '.join(sorted(SEMANTIC_KEYS))}",
+                "semantic",
+                key,
+            )
+    backend = sem.get("backend", "sqlite")
+    if backend not in ("sqlite", "qdrant"):
+        rp.fail("semantic.backend must be sqlite (the default) or qdrant", "semantic", "backend")
+        backend = "sqlite"
+    if backend == "qdrant" and not (sem.get("url") or sem.get("path")):
+        rp.fail(
+            "semantic.backend qdrant needs url: (a Qdrant server) or path: (local mode)",
+            "semantic",
+            "backend",
+        )
+        backend = "sqlite"
+    strings = {k: sem.get(k) for k in ("model", "url", "path", "api_key_env", "collection")}
+    for k, v in strings.items():
+        if v is not None and not isinstance(v, str):
+            rp.fail(f"semantic.{k} must be text", "semantic", k)
+            strings[k] = None
+    if strings["model"] is not None and strings["model"] not in EMBEDDING_MODELS:
+        models = ", ".join(sorted(EMBEDDING_MODELS))
+        rp.fail(
+            f"semantic.model {strings['model']!r} is not a known embedding model; "
+            f"use one of: {models}",
+            "semantic",
+            "model",
+        )
+        strings["model"] = None
+    return SemanticConfig(
+        enabled=sem.get("enabled", True) is not False,
+        model=strings["model"] or DEFAULT_MODEL,
+        backend=backend,
+        url=strings["url"],
+        path=strings["path"],
+        api_key_env=strings["api_key_env"],
+        collection=strings["collection"],
+    )
+
+
+def _parse_health_block(
+    data: dict[str, Any], p: _Parser, types: dict[str, DocType]
+) -> dict[str, Any]:
+    """`health:` problems are the health check's own (Config.health_problems)."""
+    out: dict[str, Any] = {}
+    hp = _Parser(p.file, p.loc)
     health = _parse_health(hp.mapping(data.get("health"), "health"), hp, types)
     if health is not None:
         out["health"] = health
     if hp.problems:
         out["health_problems"] = tuple(hp.problems)
-
-    http = p.mapping(data.get("http"), "http")
-    if http:
-        port = http.get("port")
-        if not isinstance(port, int) or not 0 < port < 65536:
-            p.fail("http.port must be a TCP port number (1-65535)", "http", "port")
-        else:
-            out["http_port"] = port
     return out
+
+
+def _parse_http(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    http = p.mapping(data.get("http"), "http")
+    if not http:
+        return {}
+    port = http.get("port")
+    if not isinstance(port, int) or not 0 < port < 65536:
+        p.fail("http.port must be a TCP port number (1-65535)", "http", "port")
+        return {}
+    return {"http_port": port}
 
 
 def _stale_rule(spec: dict[str, Any], base: StaleRule, p: _Parser, *path: str) -> StaleRule:
