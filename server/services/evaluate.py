@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 
+from server.index.embedders import make_embedder
 from server.index.search_query import ParsedQuery, SearchError, parse
-from server.index.semantic import SemanticIndex, SqliteVectors, make_embedder
+from server.index.semantic import SemanticIndex
+from server.index.vectors import SqliteVectors
 from server.notes.filters import QueryError
 from server.services.recall import has_every_word, keyword_scores
 from server.services.text_search import search_text
