@@ -53,8 +53,8 @@ class ConfigError(VaultwatchError):
         self.vocabulary = vocabulary  # the vocabulary file the config names, if it got that far
 
 
-# The embedding models recall can load (server/index/semantic.py builds one per name). Named here so
-# the config is checked without importing the embedder, and numpy with it, at start.
+# The embedding models recall can load (server/index/embedders.py builds one per name). Named
+# here so the config is checked without importing the embedder, and numpy with it, at start.
 DEFAULT_MODEL = "use-multilingual-v3"
 HASH_MODEL = "hash-ngrams"
 EMBEDDING_MODELS = (DEFAULT_MODEL, HASH_MODEL)
@@ -113,8 +113,8 @@ class SemanticConfig:
     collection: str | None = None  # default: one per vault, from its folder name
 
 
-# `health:` (the library health check, server/services/health.py): what counts as an orphan, a stale open
-# item and a near-duplicate. Defaults are for a notes vault looked at weekly.
+# `health:` (the library health check, server/services/health.py): what counts as an orphan, a
+# stale open item and a near-duplicate. Defaults are for a notes vault looked at weekly.
 DEFAULT_OPEN = ("open", "todo", "doing", "in-progress", "waiting", "next")
 
 

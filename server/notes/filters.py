@@ -1,5 +1,5 @@
 """Which notes a read asks for: the type, folder and tag filters of list_docs, search_text and
-recall, one rule for all three (list_docs adds `where` and dates on top, in `query.select`).
+recall, one rule for all three (list_docs adds `where` and dates on top, in `services.conditions.select`).
 Pure functions over classified notes (`entry.Entry`): no I/O, no MCP.
 """
 
