@@ -8,6 +8,7 @@ server down.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -180,6 +181,15 @@ class Config:
     # "last_good" (the private and protected rules kept from the last config that loaded) or
     # "closed" (none kept: every path is refused).
     standing_in: str = ""
+
+    @functools.cached_property
+    def type_folders(self) -> tuple[tuple[str, str], ...]:
+        """(folder + '/', type name), deepest folder first: a note's type by folder is the
+        first whose folder holds it (the first of two types on one folder, as declared)."""
+        return tuple(
+            (t.folder + "/", t.name)
+            for t in sorted(self.types.values(), key=lambda t: -len(t.folder))
+        )
 
     def protected_paths(self) -> tuple[str, ...]:
         """Files only the owner may write: rules, config, vocabulary, plus any configured."""
