@@ -70,6 +70,7 @@ class Vault:
         self._semantic_key: Any = None
         self._semantic_lock = threading.Lock()
         self._semantic_starter: threading.Thread | None = None
+        self._closing = False  # set by close: recall starts nothing after it
         self._semantic_failed_at = 0.0
         # (config key, what broke, when to try again): recall could not be set up
         self._semantic_broken: tuple[Any, str, float] | None = None
@@ -337,7 +338,7 @@ class Vault:
         """start_semantic, called after each tool call; the first time (numpy and the embedder
         still to import: `uv run python -m bench --only semantic`, cold start) it runs in a
         thread, so no call waits for recall's set-up."""
-        if not self.semantic_wanted():
+        if not self.semantic_wanted() or self._closing:
             return
         if self._semantic is not None:
             self._start_semantic_logged()  # cheap once built: returns when already indexing
@@ -386,8 +387,11 @@ class Vault:
                 sem.error = f"{type(exc).__name__}: {exc}"
                 log.exception("semantic indexing failed")
 
-        sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
-        sem.thread.start()
+        with self._semantic_lock:
+            if self._closing:  # close already looked for an indexer to stop: start none
+                return
+            sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
+            sem.thread.start()
 
     def semantic_after_write(self, paths: list[str]) -> None:
         """Written means findable by meaning too: embed the written notes before returning."""
@@ -406,8 +410,19 @@ class Vault:
         """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
         False when the indexer is still running: its store is then left open for it, and the
         process must leave with os._exit (see cli.stop)."""
+        deadline = time.monotonic() + wait
+        # Not under _semantic_lock: opening recall holds it, and may take long (a model, a
+        # Qdrant server that does not answer). The starter checks the flag under it.
+        self._closing = True
+        starter = self._semantic_starter
+        # recall's starter (first tool call) may be about to start the indexer: wait for it,
+        # or an indexer started after this look would run on into the interpreter's shutdown
+        if starter is not None:
+            starter.join(max(0.0, deadline - time.monotonic()))
         sem = self._semantic
-        stopped = sem is None or sem.stop(wait)
+        stopped = not (starter is not None and starter.is_alive()) and (
+            sem is None or sem.stop(max(0.0, deadline - time.monotonic()))
+        )
         self.index.close()
         self.search.close()
         if sem is not None and stopped:

@@ -386,3 +386,29 @@ def test_the_bounded_diff_turns_old_into_new(align: int, monkeypatch: pytest.Mon
             new[k : k + rng.randrange(2)] = rng.choice([[], ["x\n"], ["a\n", "y\n"]])
         diff = writes.unified_diff(old, new, "n.md")
         assert apply_unified(old, diff) == new and (diff == "") == (old == new)
+
+
+@pytest.mark.semantic  # with the hash embedder: no model to load
+def test_closing_while_recall_is_still_starting_leaves_no_indexer_behind(tmp_path: Path) -> None:
+    """The first tool call starts recall in a thread ("semantic-start"): it builds the index and
+    then starts the indexer. A client that disconnects in that moment closed the vault while the
+    starter still ran; close saw no indexer and said all was stopped, and the starter then
+    started one, which the interpreter's shutdown killed inside the model's native code
+    (SIGABRT, the 'terminate called' above, once in 20 under load). Closing now waits for the
+    starter, and nothing starts after it."""
+    root = tmp_path / "v"
+    shutil.copytree(EXAMPLE, root)
+    for i in range(300):  # enough notes that the starter is still listing them at close
+        (root / f"n{i}.md").write_text(f"# Note {i}\n\nabout topic {i % 17}\n")
+    (root / "vault.config.yaml").write_text(
+        (root / "vault.config.yaml").read_text() + "\nsemantic: {model: hash-ngrams}\n"
+    )
+    ensure_repo(root)
+    for _ in range(15):
+        before = set(threading.enumerate())
+        vault = Vault(root)
+        vault.start_semantic_soon()
+        assert vault.close(wait=5.0)
+        threading.Event().wait(0.3)  # a starter left running would have started its indexer by now
+        late = [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
+        assert not late, late

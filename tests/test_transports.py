@@ -203,7 +203,9 @@ def test_two_servers_starting_at_once(vault_dir: Path) -> None:
         if journal.exists():
             started = sum(e["kind"] == "server_started" for e in read_all(journal))
         time.sleep(0.05)
-    assert started == 3
+    # a server that died says why (its stderr); one still running is stuck before the journal
+    dead = [p.stderr.read()[-2000:] for p in procs if p.poll() is not None]  # type: ignore[union-attr]
+    assert started == 3, dead
     for p in procs:
         p.stdin.close()  # type: ignore[union-attr]
         code = p.wait(60)
