@@ -4,7 +4,7 @@ and the vault as it was. The actions themselves: `revert` (revert.py) and the fi
 
 from __future__ import annotations
 
-from server.errors import VaultwatchError
+from server.core.errors import VaultwatchError
 
 
 class ActionError(VaultwatchError):

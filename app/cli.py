@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from server.errors import VaultwatchError
+from server.core.errors import VaultwatchError
 
 from .actions import ActionError
 from .history import Commit, FileChange
@@ -154,10 +154,10 @@ def _review(args: argparse.Namespace) -> int:
 
 
 def _reads(args: argparse.Namespace) -> int:
-    from server.gitrepo import state_dir
-    from server.journal import read_all
-    from server.reads import reads_report
+    from server.core.gitrepo import state_dir
+    from server.services.reads import reads_report
     from server.vault import Vault
+    from server.write.journal import read_all
 
     root = _vault(args.vault)
     if args.days < 1:
@@ -393,7 +393,7 @@ def _columns(headings: list[str], rows: list[list[str | int]]) -> list[str]:
 
 
 def _health(args: argparse.Namespace) -> int:
-    from server.health import TITLES, check_root
+    from server.services.health import TITLES, check_root
 
     root = _vault(args.vault)
     report = check_root(root, include_ignored=args.include_ignored)

@@ -2,7 +2,7 @@
 changed in it since the owner last marked it reviewed. No Textual: the Reads screen and
 `vaultwatch context` call this.
 
-The text comes from server.context.context_text, the function the get_context tool's result
+The text comes from server.services.context.context_text, the function the get_context tool's result
 goes through, on the vault's own config: never a copy of its logic. The reviewed copy is kept
 in `.git/vaultwatch/context-reviewed.json` (never in the vault's files), written atomically.
 """
@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from server.context import context_text
-from server.gitrepo import make_state_dir, state_dir
-from server.journal import estimate_tokens, now_iso
-from server.store import atomic_write
+from server.core.gitrepo import make_state_dir, state_dir
+from server.services.context import context_text
 from server.vault import Vault
+from server.write.journal import estimate_tokens, now_iso
+from server.write.store import atomic_write
 
 REVIEWED = "context-reviewed.json"
 

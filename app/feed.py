@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from server.gitrepo import git, state_dir
-from server.journal import JournalReader
+from server.core.gitrepo import git, state_dir
+from server.write.journal import JournalReader
 
 from .history import Commit, is_ancestor, read_commits, reverted_by
 

@@ -20,12 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.config import Config, DocType, load_config
-from server.docs import decode, parse_doc
-from server.edits import render_new_note
-from server.entry import classify
-from server.faults import fault_after
-from server.gitrepo import (
+from server.core.faults import fault_after
+from server.core.gitrepo import (
     ACTION,
     GitError,
     commit_message,
@@ -34,12 +30,16 @@ from server.gitrepo import (
     state_dir,
     write_lock,
 )
-from server.journal import Journal
-from server.links import LinkIndex, rewrite_links
-from server.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
-from server.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
-from server.validate import new_problems, problems
-from server.writes import Rejected, note_path
+from server.notes.config import Config, DocType, load_config
+from server.notes.entry import classify
+from server.notes.links import LinkIndex, rewrite_links
+from server.notes.note import decode, parse_doc
+from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
+from server.services.writes import Rejected, note_path
+from server.write.edits import render_new_note
+from server.write.journal import Journal
+from server.write.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
+from server.write.validate import new_problems, problems
 
 from .actions import ActionError
 from .history import FileChange

@@ -10,15 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from server.gitrepo import (
-    ACTION,
-    CLIENT,
-    REVERTS,
-    TOOL,
-    git,
-    trailer_field,
-    trailer_values,
-)
+from server.core.gitrepo import ACTION, CLIENT, REVERTS, TOOL, git, trailer_field, trailer_values
 
 from .actions import ActionError
 

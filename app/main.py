@@ -10,7 +10,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    from server.store import ignore_lease_breaks
+    from server.write.store import ignore_lease_breaks
 
     ignore_lease_breaks()  # reverts and undos take file leases, as the server's writes do
     # A first word that is exactly a command name runs it; anything else is the vault folder
@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
 
-    from server.bundled import make_demo_vault
-    from server.config import ConfigError, load_config
-    from server.gitrepo import ensure_repo
+    from server.core.gitrepo import ensure_repo
+    from server.notes.bundled import make_demo_vault
+    from server.notes.config import ConfigError, load_config
 
     from .supervisor import ServerSupervisor
     from .ui.dashboard import Dashboard

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from server.config import CONFIG_NAMES, Config, ConfigError, load_config
+from server.notes.config import CONFIG_NAMES, Config, ConfigError, load_config
 
 from .actions import ActionError
 from .file_actions import MovePlan, RemovePlan, plan_move, plan_remove

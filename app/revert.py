@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.gitrepo import (
+from server.core.gitrepo import (
     ACTION,
     REVERTS,
     REVERTS_PATH,
@@ -41,8 +41,8 @@ from server.gitrepo import (
     state_dir,
     write_lock,
 )
-from server.journal import Journal
-from server.store import FileWrite, Store, StoreError, WriteRace
+from server.write.journal import Journal
+from server.write.store import FileWrite, Store, StoreError, WriteRace
 
 from .actions import ActionError
 from .file_actions import prune_empty_folders

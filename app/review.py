@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from server.gitrepo import (
+from server.core.gitrepo import (
     ACTION,
     REVERTS,
     REVERTS_PATH,
@@ -51,8 +51,8 @@ from server.gitrepo import (
     trailer_values,
     write_lock,
 )
-from server.journal import Journal
-from server.store import FileWrite, Store, StoreError
+from server.write.journal import Journal
+from server.write.store import FileWrite, Store, StoreError
 
 from .actions import ActionError
 from .history import (

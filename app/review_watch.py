@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from server.gitrepo import git
+from server.core.gitrepo import git
 
 from .review import NOTES_REF, Review, summaries
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from textual.theme import Theme
 
-from server.bundled import bundled_dir
+from server.notes.bundled import bundled_dir
 
 THEMES_DIR = bundled_dir("app", "themes")
 

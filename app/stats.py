@@ -29,7 +29,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from server.gitrepo import (
+from server.core.gitrepo import (
     ACTION,
     CLIENT,
     REVERTS,
@@ -44,7 +44,7 @@ from server.gitrepo import (
     trailer_value,
     trailer_values,
 )
-from server.journal import read_all
+from server.write.journal import read_all
 
 from .actions import ActionError
 from .history import FIELD, RECORD, Commit, parse_since, since_time

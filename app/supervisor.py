@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.connect import claude_mcp_add_http
-from server.gitrepo import state_dir
+from server.core.gitrepo import state_dir
+from server.protocol.connect import claude_mcp_add_http
 
 URL_LINE = re.compile(r"at (http://\S+/mcp)")
 
@@ -99,7 +99,7 @@ class ServerSupervisor:
         cmd = [
             self.python,
             "-m",
-            "server.cli",
+            "server.protocol.cli",
             "--vault",
             str(self.root),
             "--http",
@@ -209,7 +209,7 @@ def snippets(root: Path, url: str, server_command: str | None = None) -> dict[st
 def connect_notes(root: Path, url: str) -> list[str]:
     """What the Connect dialog says around the snippets: whether the URL lasts, and how to copy
     when the terminal's clipboard does not take it."""
-    from server.config import ConfigError, load_config
+    from server.notes.config import ConfigError, load_config
 
     try:
         pinned = load_config(root).http_port

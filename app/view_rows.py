@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.gitrepo import git
+from server.core.gitrepo import git
 
 from .feed import Row
 

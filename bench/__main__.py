@@ -19,9 +19,11 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from server.gitrepo import ensure_repo
-from server.query import Filters, select, sort_entries, summarize
-from server.tools import build_server
+from server.core.gitrepo import ensure_repo
+from server.protocol.tools import build_server
+from server.services.conditions import Filters, select
+from server.services.sorting import sort_entries
+from server.services.summary import summarize
 from server.vault import Vault
 
 from . import (

@@ -16,7 +16,7 @@ from typing import Any
 from app.ui.dashboard import POLL_SECONDS, Dashboard
 from app.ui.lines import LinesView
 from app.ui.timeline import Timeline
-from server.gitrepo import CLIENT, TOOL, commit_message
+from server.core.gitrepo import CLIENT, TOOL, commit_message
 
 from .stats import ms
 

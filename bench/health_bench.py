@@ -16,7 +16,7 @@ from typing import Any
 
 from textual.app import App
 
-from server.health import check_root
+from server.services.health import check_root
 from server.vault import Vault
 
 from .stats import ms

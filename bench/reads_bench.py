@@ -20,10 +20,10 @@ from typing import Any
 from app.context_preview import preview
 from app.ui.dashboard import Dashboard
 from app.ui.reads import ReadsScreen
-from server.gitrepo import ensure_repo
-from server.journal import read_all
-from server.reads import context_cost, cost_per_day, reads_report
+from server.core.gitrepo import ensure_repo
+from server.services.reads import context_cost, cost_per_day, reads_report
 from server.vault import Vault
+from server.write.journal import read_all
 
 from .stats import ms
 

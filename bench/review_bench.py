@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
-from server.gitrepo import CLIENT, TOOL, commit_message
+from server.core.gitrepo import CLIENT, TOOL, commit_message
 
 from .stats import ms
 

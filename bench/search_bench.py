@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.docs import decode
-from server.text_search import search_text
+from server.notes.note import decode
+from server.services.text_search import search_text
 from server.vault import Vault
 
 from .generate import TAIL

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.recall import recall
+from server.services.recall import recall
 from server.vault import Vault
 
 from .stats import ms, pct
@@ -43,7 +43,7 @@ def _cold_start(root: Path, semantic: bool) -> float:
         "from mcp.client.stdio import StdioServerParameters, stdio_client\n"
         "async def main():\n"
         "    t = time.perf_counter()\n"
-        f"    p = StdioServerParameters(command={sys.executable!r}, args=['-m', 'server.cli', '--vault', {str(root)!r}])\n"
+        f"    p = StdioServerParameters(command={sys.executable!r}, args=['-m', 'server.protocol.cli', '--vault', {str(root)!r}])\n"
         "    async with Client(stdio_client(p)) as c:\n"
         "        print(time.perf_counter() - t)\n"
         "anyio.run(main)\n"

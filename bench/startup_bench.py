@@ -44,7 +44,7 @@ class StdioServer:
             [
                 str(python if python.exists() else sys.executable),
                 "-m",
-                "server.cli",
+                "server.protocol.cli",
                 "--vault",
                 str(vault),
             ],

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from app.stats import compute
-from server.gitrepo import commit_message
+from server.core.gitrepo import commit_message
 
 from .stats import ms
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.tools import build_server
+from server.protocol.tools import build_server
 from server.vault import Vault
 
 from .stats import ms, pct

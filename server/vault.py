@@ -16,21 +16,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import Config, ConfigProblem, ConfigStore, SemanticConfig
-from .docs import Doc, DocIndex, ReadResult, read_note
-from .entry import Entry, classify
-from .errors import VaultwatchError
-from .gitrepo import secure_state, state_dir
-from .journal import ConfigReloaded, Journal, SemanticProgress
-from .modified import ModifiedTimes
-from .parsecache import ParseCache
-from .paths import PathPolicy, PathRefused, VaultPath, matches_any
-from .search import SearchIndex
-from .store import Store
-from .watch import TreeWatcher
+from server.core.errors import VaultwatchError
+from server.core.gitrepo import secure_state, state_dir
+from server.index.doc_index import DocIndex
+from server.index.search import SearchIndex
+from server.index.watch import TreeWatcher
+from server.notes.config import Config, ConfigProblem, ConfigStore, SemanticConfig
+from server.notes.entry import Entry, classify
+from server.notes.note import Doc, ReadResult, read_note
+from server.notes.parsecache import ParseCache
+from server.notes.paths import PathPolicy, PathRefused, VaultPath, matches_any
+from server.write.journal import ConfigReloaded, Journal, SemanticProgress
+from server.write.modified import ModifiedTimes
+from server.write.store import Store
 
 if TYPE_CHECKING:  # numpy and the embedder load only when recall is first used
-    from .semantic import SemanticIndex
+    from server.index.semantic import SemanticIndex
 
 log = logging.getLogger("vaultwatch.vault")
 SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
@@ -279,7 +280,9 @@ class Vault:
         )
 
     def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
-        from .semantic import QdrantVectors, SemanticIndex, SqliteVectors, make_embedder
+        from server.index.embedders import make_embedder
+        from server.index.semantic import SemanticIndex
+        from server.index.vectors import QdrantVectors, SqliteVectors
 
         embedder = make_embedder(sc.model)
         store: SqliteVectors | QdrantVectors
@@ -300,7 +303,7 @@ class Vault:
     def _copy_local_vectors(self, store: Any, model: str, dim: int) -> None:
         """Switching to Qdrant copies the vectors this machine already has (same model), so
         nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
-        from .semantic import SqliteVectors
+        from server.index.vectors import SqliteVectors
 
         if store.load():
             return

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import CallToolResult, TextContent
 
-from server.bundled import make_demo_vault
-from server.gitrepo import ensure_repo
-from server.tools import build_server
+from server.core.gitrepo import ensure_repo
+from server.notes.bundled import make_demo_vault
+from server.protocol.tools import build_server
 from server.vault import Vault
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,15 +87,24 @@ class Session:
 
     async def call(self, tool: str, **args: Any) -> dict[str, Any]:
         r = await self.client.call_tool(tool, args)
-        assert not r.is_error, f"{tool} failed: {r.content[0].text}"  # type: ignore[union-attr]
-        text = r.content[0].text  # type: ignore[union-attr]
+        assert not r.is_error, f"{tool} failed: {tool_text(r)}"
+        text = tool_text(r)
         assert json.loads(text) == r.structured_content
-        return r.structured_content  # type: ignore[return-value]
+        assert r.structured_content is not None  # held by the line above: the text is an object
+        return r.structured_content
 
     async def error(self, tool: str, **args: Any) -> str:
         r = await self.client.call_tool(tool, args)
         assert r.is_error, f"{tool} unexpectedly succeeded: {r.structured_content}"
-        return r.content[0].text  # type: ignore[union-attr]
+        return tool_text(r)
+
+
+def tool_text(r: CallToolResult) -> str:
+    """The text of a tool result: every result and error of ours is one text block (its JSON,
+    or the error's message)."""
+    block = r.content[0]
+    assert isinstance(block, TextContent), f"not a text result: {block!r}"
+    return block.text
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_a_dashboard_killed_outright_leaves_no_server_behind(
 
 def test_the_server_and_the_dashboard_give_one_claude_mcp_add_line(make_vault: Any) -> None:
     """The line the server prints when it starts is the dashboard's Claude Code snippet, word
-    for word (`server.connect.claude_mcp_add_http`)."""
+    for word (`server.protocol.connect.claude_mcp_add_http`)."""
     root = make_vault({"a.md": "# A\n"})
     sup = ServerSupervisor(root)
     try:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from server.config import ConfigError, load_config
-from server.journal import read_all
+from server.notes.config import ConfigError, load_config
 from server.vault import Vault
+from server.write.journal import read_all
 
 GOOD = """\
 rules: RULES.md

@@ -30,8 +30,8 @@ from app.ui.main_screen import DiffPane, MainScreen
 from app.ui.modals import ConfirmModal, HelpModal
 from app.ui.revert_dialog import BlockersModal
 from app.ui.timeline import Timeline, when
-from server.gitrepo import state_dir
-from server.journal import Journal, ServerStarted, ServerStopped
+from server.core.gitrepo import state_dir
+from server.write.journal import Journal, ServerStarted, ServerStopped
 
 from .conftest import git
 

@@ -17,7 +17,7 @@ from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal
 from app.ui.revert_dialog import BlockersModal
 from app.ui.timeline import Timeline, cells
-from server.gitrepo import operation_in_progress
+from server.core.gitrepo import operation_in_progress
 
 from .conftest import git
 from .test_dashboard import until

@@ -20,7 +20,7 @@ import pytest
 
 from app.ui.dashboard import Dashboard
 from app.ui.timeline import Timeline
-from server.gitrepo import ensure_repo
+from server.core.gitrepo import ensure_repo
 
 ROOT = Path("/tmp/vaultwatch-snapshot/vault")
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
@@ -45,7 +45,7 @@ def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
     import anyio
     from mcp import Client
 
-    from server.tools import build_server
+    from server.protocol.tools import build_server
     from server.vault import Vault
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from server.docs import DocIndex, parse_doc
-from server.watch import TreeWatcher
+from server.index.doc_index import DocIndex
+from server.index.watch import TreeWatcher
+from server.notes.note import parse_doc
 
 NOTE = """---
 title: Sync notes
@@ -286,7 +287,7 @@ def test_fast_frontmatter_equals_full_yaml(value: str) -> None:
     """The fast path either declines or gives exactly what the full YAML parse gives."""
     import yaml
 
-    from server.docs import FrontmatterLoader, fast_frontmatter
+    from server.notes.frontmatter import FrontmatterLoader, fast_frontmatter
 
     fm = f"# a comment\nkey: {value}\nother: plain\n"
     try:
@@ -299,7 +300,7 @@ def test_fast_frontmatter_equals_full_yaml(value: str) -> None:
 
 
 def test_fast_frontmatter_declines_block_structures() -> None:
-    from server.docs import fast_frontmatter
+    from server.notes.frontmatter import fast_frontmatter
 
     assert fast_frontmatter("tags:\n  - a\n  - b\n") is None
     assert fast_frontmatter("a: 1\nnested:\n  b: 2\n") is None
@@ -331,7 +332,7 @@ _value = st.one_of(
 def test_fast_frontmatter_property(entries: dict[str, str]) -> None:
     import yaml
 
-    from server.docs import FrontmatterLoader, fast_frontmatter
+    from server.notes.frontmatter import FrontmatterLoader, fast_frontmatter
 
     fm = "".join(f"{k}: {v}\n" for k, v in entries.items())
     fast = fast_frontmatter(fm)

@@ -1,4 +1,4 @@
-"""One base for every error (server.errors.VaultwatchError): code, message, hint."""
+"""One base for every error (server.core.errors.VaultwatchError): code, message, hint."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 import app
 import server
-from server.errors import VaultwatchError
-from server.filters import QueryError
-from server.paths import PathRefused
-from server.writes import Conflict, Rejected
+from server.core.errors import VaultwatchError
+from server.notes.filters import QueryError
+from server.notes.paths import PathRefused
+from server.services.writes import Conflict, Rejected
 
 HEADLESS = ("app.ui", "app.diffview", "app.settings", "app.main")  # Textual: not needed here
 

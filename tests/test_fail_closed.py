@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from server.config import load_config
+from server.notes.config import load_config
 from server.vault import Vault
 
 from .conftest import REPO, git, git_log
@@ -137,7 +137,7 @@ def test_a_fresh_process_on_a_broken_config_says_why_on_stderr(
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_CONFIG_GLOBAL"] = os.devnull
     r = subprocess.run(
-        [sys.executable, "-m", "server.cli", "--vault", str(root)],
+        [sys.executable, "-m", "server.protocol.cli", "--vault", str(root)],
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,

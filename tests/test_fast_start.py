@@ -42,7 +42,7 @@ def test_initialize_comes_before_any_vault_work(make_vault: Callable[..., Path])
     cache = root / ".git" / "vaultwatch" / "parsed.sqlite"
     for run in ("cold", "warm"):
         proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "--vault", str(root)],
+            [sys.executable, "-m", "server.protocol.cli", "--vault", str(root)],
             cwd=REPO,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -81,8 +81,8 @@ HEAVY = textwrap.dedent(
     import sys, anyio
     from pathlib import Path
     from mcp import Client
-    import server.cli
-    from server.tools import build_server
+    import server.protocol.cli
+    from server.protocol.tools import build_server
     from server.vault import Vault
 
     async def main():

@@ -18,8 +18,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
-from server.journal import read_all
 from server.vault import Vault
+from server.write.journal import read_all
 
 from .conftest import REPO, git
 from .test_transports import HttpServer
@@ -157,7 +157,7 @@ KILL_SCRIPT = """
 import itertools, sys
 from pathlib import Path
 from server.vault import Vault
-from server.writes import apply
+from server.services.writes import apply
 vault = Vault(Path(sys.argv[1]))
 print("ready", flush=True)
 for i in itertools.count():
@@ -259,7 +259,7 @@ async def test_full_disk(connect: Any, tmp_path: Path) -> None:
         root = mnt / "vault"
         root.mkdir()
         (root / "a.md").write_text("# A\n\n## Log\n")
-        from server.gitrepo import ensure_repo
+        from server.core.gitrepo import ensure_repo
 
         ensure_repo(root)
         filler = mnt / "filler"

@@ -166,7 +166,7 @@ async def test_the_header_shows_how_far_recall_indexing_is(
 ) -> None:
     from textual.widgets import Static
 
-    from server.journal import Journal, SemanticProgress
+    from server.write.journal import Journal, SemanticProgress
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
@@ -188,7 +188,7 @@ async def test_a_narrow_terminal_still_shows_recall_progress(
     """At 60 columns the header gives up the client names and the path, never the progress."""
     from textual.widgets import Static
 
-    from server.journal import Journal, Read, SemanticProgress
+    from server.write.journal import Journal, Read, SemanticProgress
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")

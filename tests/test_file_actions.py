@@ -218,7 +218,7 @@ def test_the_owners_staged_work_stays_out_of_the_commit(vault: Path) -> None:
 
 def test_what_is_a_note_follows_the_configs_extensions(make_vault: Any) -> None:
     """`extensions:` decides what a note is for the owner's file actions too (one predicate,
-    `server.paths.is_note`): a `.markdown` note's links are found and rewritten, and a note
+    `server.notes.paths.is_note`): a `.markdown` note's links are found and rewritten, and a note
     moved to a name without an extension keeps its own."""
     root = make_vault(
         {
@@ -237,9 +237,9 @@ def test_what_is_a_note_follows_the_configs_extensions(make_vault: Any) -> None:
 def test_the_new_note_form_says_what_the_write_path_would_say(vault: Path) -> None:
     """plan_create checks with validate.problems, the rule every write is held to: every
     problem of the new note is named at once, in the write path's own words."""
-    from server.config import load_config
-    from server.docs import parse_doc
-    from server.validate import problems
+    from server.notes.config import load_config
+    from server.notes.note import parse_doc
+    from server.write.validate import problems
 
     fields = {"date": "2026-13-02", "kind": "nap"}
     with pytest.raises(ActionError) as refused:

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import TextContent
 
-from server.gitrepo import ensure_repo
-from server.tool_names import ToolName
-from server.tools import build_server
+from server.core.gitrepo import ensure_repo
+from server.core.tool_names import ToolName
+from server.protocol.tools import build_server
 from server.vault import Vault
-from server.write_ops import WRITE_OPS, WriteArgs
+from server.write.write_ops import WRITE_OPS, WriteArgs
 
 from .conftest import EXAMPLE
 

@@ -23,13 +23,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from server import edits, writes
-from server.docs import content_hash
-from server.edits import EditError, closest_line, edit_text
-from server.gitrepo import ensure_repo, state_dir
-from server.journal import read_all
+from server.core.gitrepo import ensure_repo, state_dir
+from server.notes.note import content_hash
+from server.services import writes
+from server.services.writes import apply, result_for
 from server.vault import Vault
-from server.writes import apply, result_for
+from server.write import edits
+from server.write.edits import EditError, closest_line, edit_text
+from server.write.journal import read_all
 
 from .conftest import EXAMPLE, git
 

@@ -1,4 +1,4 @@
-"""Library health (server/health.py, `vaultwatch health`): every kind of finding planted in a real
+"""Library health (server/services/health.py, `vaultwatch health`): every kind of finding planted in a real
 git vault, private notes that never appear, the ignore list, the CLI's JSON and refusals."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server import health
+from server.services import health
 from server.vault import Vault
 
 from .conftest import git

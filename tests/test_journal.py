@@ -15,8 +15,8 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.gitrepo import ensure_repo
-from server.journal import (
+from server.core.gitrepo import ensure_repo
+from server.write.journal import (
     COMMON,
     EVENTS,
     KINDS,
@@ -109,7 +109,7 @@ CRASH_MID_WRITE = """
 import sys
 from pathlib import Path
 from server.vault import Vault
-from server.writes import apply
+from server.services.writes import apply
 vault = Vault(Path(sys.argv[1]))
 ops = [("append_section", {"path": "weeks/2026-W49.md", "heading": "Log", "content": "- lost"})]
 apply(vault, vault.store, "append_section", "crash-test", ops)
@@ -138,7 +138,7 @@ async def test_every_kind_the_server_writes_is_declared_with_its_fields(tmp_path
     assert crash.returncode == -9, crash.stderr  # killed mid-write: the next start recovers it
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "server.cli", "--vault", str(root)],
+        args=["-m", "server.protocol.cli", "--vault", str(root)],
         cwd=str(REPO),
         env=env,
     )

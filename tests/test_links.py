@@ -1,4 +1,4 @@
-"""Link resolution and rewriting (server/links.py) on a corpus of tricky cases: aliases,
+"""Link resolution and rewriting (server/notes/links.py) on a corpus of tricky cases: aliases,
 headings, embeds, spaces, unicode names, one name in two folders, links in code, relative
 `../` links, notes that move themselves."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.links import LinkIndex, parse_links, rewrite_links
+from server.notes.links import LinkIndex, parse_links, rewrite_links
 
 FILES = [
     "people/Ada Lovelace.md",

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from server.journal import read_all
+from server.write.journal import read_all
 
 from .conftest import REPO, git
 
@@ -157,7 +157,7 @@ import sys
 import time
 from pathlib import Path
 from server.vault import Vault
-from server.writes import apply
+from server.services.writes import apply
 vault = Vault(Path(sys.argv[1]))
 ops = [("append_section", {"path": f"n{i}.md", "heading": "Log", "content": "- AI batch line"})
        for i in range(4)]
@@ -347,7 +347,7 @@ async def test_a_vault_moved_away_is_reported_gone_never_recreated(
     subprocess.run(["git", "init", "-q", str(home)], check=True)
     root = home / "vault"
     (root / "a.md").write_text("# A\n\n## Log\n")
-    from server.gitrepo import ensure_repo
+    from server.core.gitrepo import ensure_repo
 
     ensure_repo(root)
     async with connect(root) as s:
@@ -365,7 +365,7 @@ async def test_a_vault_moved_away_is_reported_gone_never_recreated(
     assert not root.exists()  # no stub left at the old path
     # a server restarted on the old path refuses to start rather than serve an empty vault
     r = subprocess.run(
-        [sys.executable, "-m", "server.cli", "--vault", str(root)],
+        [sys.executable, "-m", "server.protocol.cli", "--vault", str(root)],
         cwd=REPO,
         timeout=60,
         stdin=subprocess.DEVNULL,
@@ -411,7 +411,7 @@ async def test_a_full_disk_is_a_clear_error_keeps_the_index_and_recall_comes_bac
         (root / "a.md").write_text("# Sourdough\n\nFeed the starter with flour and water.\n")
         for i in range(60):
             (root / f"n{i}.md").write_text(f"# Note {i}\n\n" + f"Some words about topic {i}. " * 40)
-        from server.gitrepo import ensure_repo
+        from server.core.gitrepo import ensure_repo
 
         ensure_repo(root)
         index = root / ".git/vaultwatch/index.sqlite"
@@ -461,7 +461,7 @@ def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -
     the write can wait for that save and put it back instead of losing it in the old copy."""
     import signal
 
-    from server import store
+    from server.write import store
 
     note = tmp_path / "n.md"
     note.write_text("old\n")

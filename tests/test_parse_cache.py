@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server.docs import DocIndex
-from server.parsecache import ParseCache
+from server.index.doc_index import DocIndex
+from server.notes.parsecache import ParseCache
 from server.vault import Vault
 
 from .conftest import REPO

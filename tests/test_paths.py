@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from server.paths import PathPolicy, PathRefused, matches_any, normalize_rel
+from server.notes.paths import PathPolicy, PathRefused, matches_any, normalize_rel
 
 
 @pytest.fixture

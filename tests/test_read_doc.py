@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from server.docs import content_hash
+from server.notes.note import content_hash
 
 pytestmark = pytest.mark.anyio
 

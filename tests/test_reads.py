@@ -20,10 +20,10 @@ from mcp.types import Implementation
 
 from app import cli
 from app.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
-from server.context import context_text
-from server.gitrepo import state_dir
-from server.journal import estimate_tokens, read_all
-from server.reads import (
+from server.core.gitrepo import state_dir
+from server.protocol.tools import build_server
+from server.services.context import context_text
+from server.services.reads import (
     context_cost,
     cost_per_day,
     most_read,
@@ -32,8 +32,8 @@ from server.reads import (
     reads_report,
     vault_notes,
 )
-from server.tools import build_server
 from server.vault import Vault
+from server.write.journal import estimate_tokens, read_all
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from server.journal import read_all
+from server.write.journal import read_all
 
 from . import node_clients
 from .conftest import EXAMPLE, REPO

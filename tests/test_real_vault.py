@@ -174,7 +174,7 @@ async def test_folder_is_that_folder_and_its_subfolders_in_every_tool(
 
 
 def test_one_exclusion_rule_for_search_and_recall() -> None:
-    from server.search_query import excluded, parse
+    from server.index.search_query import excluded, parse
 
     pq = parse("consumer -kafka")
     assert excluded(pq, "KAFKA Consumer offsets")
@@ -355,7 +355,7 @@ def test_eval_on_a_missing_vault_says_so_without_a_traceback(tmp_path: Path) -> 
         ["--vault", str(tmp_path / "nowhere"), "--queries", str(queries)],
         ["--vault", str(tmp_path), "--queries", str(tmp_path / "missing.yaml")],
     ):
-        cmd = [sys.executable, "-m", "server.cli", "eval", *args]
+        cmd = [sys.executable, "-m", "server.protocol.cli", "eval", *args]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert r.returncode != 0
         assert "Traceback" not in r.stderr, r.stderr

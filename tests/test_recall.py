@@ -14,9 +14,10 @@ import anyio
 import numpy as np
 import pytest
 
-from server import recall as recall_mod
-from server.evaluate import evaluate, load_questions
-from server.semantic import NoteVectors, SemanticError, SqliteVectors, UseEmbedder
+from server.index.embedders import SemanticError, UseEmbedder
+from server.index.vectors import NoteVectors, SqliteVectors
+from server.services import recall as recall_mod
+from server.services.evaluate import evaluate, load_questions
 from server.vault import Vault
 
 from .conftest import REPO
@@ -55,7 +56,7 @@ def test_real_vault_baseline(lang: str, tmp_path: Path) -> None:
     """Apache APISIX's docs in one language, questions written before any tuning (REAL_FLOORS)."""
     import shutil
 
-    from server.gitrepo import ensure_repo
+    from server.core.gitrepo import ensure_repo
 
     root = tmp_path / lang
     shutil.copytree(APISIX / lang, root)
@@ -75,7 +76,7 @@ def test_the_keyword_boost_counts_rare_words_not_common_ones(make_vault: Any) ->
     """recall's keyword boost (bm25 of any word of the query) leaves out words in more than
     KEYWORD_MAX_NOTES notes, whole words only: scoring every note that has a common word made a
     query at 10,000 notes twice as slow, for a word bm25 gives almost no weight."""
-    from server.search_query import parse
+    from server.index.search_query import parse
 
     notes = {
         f"n/{i}.md": f"# Note {i}\n\nA common word and a routine line, number {i}.\n"
@@ -260,7 +261,8 @@ def test_a_write_re_embeds_only_the_units_whose_text_changed(make_vault: Any) ->
     made writes with recall on about 3x slower. Only the changed section (and the whole-note
     unit, whose text includes the opening) is embedded again; the rest comes from the index,
     also after a restart (the digests are stored with the vectors)."""
-    from server.semantic import HashEmbedder, SemanticIndex
+    from server.index.embedders import HashEmbedder
+    from server.index.semantic import SemanticIndex
 
     class Counting(HashEmbedder):
         texts: list[str] = []
@@ -339,7 +341,7 @@ async def test_qdrant_backend_in_local_mode_copies_vectors_not_notes(
         sem.reconcile({p: e.doc for p, e in vault.entries().items()}, vault.note_meta) == 0
     )  # nothing re-embedded
     sem.ready = True
-    from server.recall import recall
+    from server.services.recall import recall
 
     remote = recall(vault, "choosing a message queue", limit=3)
     assert [h["path"] for h in remote["hits"]] == [h["path"] for h in local["hits"]]

@@ -31,9 +31,9 @@ from app.revert import (
     plan_revert,
     revert,
 )
-from server.gitrepo import operation_in_progress
-from server.journal import read_all
+from server.core.gitrepo import operation_in_progress
 from server.vault import Vault
+from server.write.journal import read_all
 
 from .conftest import REPO, git
 
@@ -233,7 +233,7 @@ async def test_a_dashboard_killed_mid_revert_is_rolled_back_at_the_next_start(
     assert git(root, "status", "--porcelain").count(" M ") == 2  # half a revert on disk
     # the next start: the server the dashboard starts rolls the interrupted write back first
     vault = Vault(root)
-    vault.store.recover()  # what server/cli.py does before it serves
+    vault.store.recover()  # what server/protocol/cli.py does before it serves
     vault.close()
     (event,) = [
         e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"

@@ -21,8 +21,8 @@ from app.ui.lines import LinesView
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
 from app.ui.reads import ReadsScreen
 from app.ui.timeline import Timeline
-from server.gitrepo import state_dir
-from server.journal import Journal, ServerStarted, estimate_tokens, read_all
+from server.core.gitrepo import state_dir
+from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
 from .conftest import git
 from .test_dashboard import until

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from server.filters import NoteFilter
-from server.search_query import fts_expression, parse, title_expression
-from server.text_search import TopK, search_text
+from server.index.search_query import fts_expression, parse, title_expression
+from server.notes.filters import NoteFilter
+from server.services.text_search import TopK, search_text
 from server.vault import Vault
 
 FILLER = [
@@ -55,7 +55,7 @@ def _notes(n: int, seed: int = 5) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from server.gitrepo import ensure_repo
+    from server.core.gitrepo import ensure_repo
     from tests.conftest import write_files
 
     root = tmp_path_factory.mktemp("rank") / "v"
@@ -129,10 +129,10 @@ def test_titles_deep_in_body_order_keep_their_place(
     """Notes with the word in their title and once in a long body come late by body score; the
     title weight puts some of them on the first page, as the full ranking does: whether those
     are scored alone or, when there are too many (a word in every file name), all are read."""
-    import server.search
+    import server.index.search
 
     if not alone:
-        monkeypatch.setattr(server.search, "MAX_ALONE", 0)
+        monkeypatch.setattr(server.index.search, "MAX_ALONE", 0)
     full, _ = _full(vault, "widget")
     first = [h["path"] for h in search_text(vault, "widget", limit=20)["hits"]]
     assert first == full[:20]

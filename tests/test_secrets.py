@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from server.journal import read_all
 from server.vault import Vault
+from server.write.journal import read_all
 
 from .conftest import git, git_log
 

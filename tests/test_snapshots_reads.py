@@ -53,7 +53,7 @@ def read_vault(pinned_vault: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     from mcp import Client
     from mcp.types import Implementation
 
-    from server.tools import build_server
+    from server.protocol.tools import build_server
     from server.vault import Vault
 
     root = pinned_vault

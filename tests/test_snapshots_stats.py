@@ -17,8 +17,8 @@ import pytest
 
 from app.revert import revert
 from app.ui.dashboard import Dashboard
-from server.gitrepo import commit_message, state_dir
-from server.journal import Conflict, Journal, Noop, Rejected
+from server.core.gitrepo import commit_message, state_dir
+from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history

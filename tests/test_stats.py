@@ -28,8 +28,8 @@ from app.review import undo_hunk
 from app.stats import compute, period_start, week_of
 from app.ui.dashboard import Dashboard
 from app.ui.stats_screen import StatsScreen
-from server.gitrepo import commit_message
-from server.tools import build_server
+from server.core.gitrepo import commit_message
+from server.protocol.tools import build_server
 from server.vault import Vault
 
 from .conftest import Session, git
@@ -504,7 +504,7 @@ def _counts(root: Path, done: dict[str, Any], client: str) -> list[str]:
 def test_the_journal_read_of_some_kinds(tmp_path: Path) -> None:
     """`read_all(path, kinds)`: exactly the events of those kinds, in order; a line that only
     mentions a kind (a path named "conflict") and a torn last line are not events of it."""
-    from server.journal import Conflict, Journal, Noop, Read, Rejected, read_all
+    from server.write.journal import Conflict, Journal, Noop, Read, Rejected, read_all
 
     path = tmp_path / "events.jsonl"
     j = Journal(path, client="c/1")

@@ -161,7 +161,7 @@ async def test_private_notes_are_invisible_everywhere(connect: Any, example_vaul
 async def test_dashboard_tags_screen_and_list_tags_give_the_same_trends(
     connect: Any, vault: Path
 ) -> None:
-    """One trend rule (`server.tags`): the Tags screen marks, counts and orders the tags as
+    """One trend rule (`server.services.tags`): the Tags screen marks, counts and orders the tags as
     list_tags and get_context's tags block do, on the same vault and day."""
     from app.ui.insights import MARKS, tag_trends
 

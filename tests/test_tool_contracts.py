@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from server.tool_names import ToolName
-from server.write_ops import WRITE_OPS
+from server.core.tool_names import ToolName
+from server.write.write_ops import WRITE_OPS
 
 # `name?` is optional; the order is the order clients see.
 EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {

@@ -10,10 +10,10 @@ from mcp import Client
 from mcp.types import Implementation
 
 from app.history import read_commits
-from server.gitrepo import TRAILER_VALUE_MAX
-from server.journal import read_all
-from server.tools import build_server
+from server.core.gitrepo import TRAILER_VALUE_MAX
+from server.protocol.tools import build_server
 from server.vault import Vault
+from server.write.journal import read_all
 
 from .conftest import git
 
@@ -62,7 +62,7 @@ def test_owner_commits_carry_the_shared_trailers_and_only_their_paths(make_vault
     """A move through the dashboard's file actions commits through the write path's private
     index (nothing the owner staged goes in) with the same trailer names the history reads."""
     from app.file_actions import apply_move, plan_move
-    from server.gitrepo import ACTION
+    from server.core.gitrepo import ACTION
 
     root: Path = make_vault({"a.md": "# A\n", "b.md": "# B\n"})
     (root / "b.md").write_text("# B staged\n")

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from server.journal import read_all
+from server.write.journal import read_all
 
 from .conftest import EXAMPLE, REPO
 
@@ -26,7 +26,7 @@ READ_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc"}
 
 
 def server_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "server.cli", *args]
+    return [sys.executable, "-m", "server.protocol.cli", *args]
 
 
 def child_env() -> dict[str, str]:
@@ -45,7 +45,7 @@ def vault_dir(tmp_path: Path) -> Path:
 async def test_stdio_subprocess(vault_dir: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "server.cli", "--vault", str(vault_dir)],
+        args=["-m", "server.protocol.cli", "--vault", str(vault_dir)],
         cwd=str(REPO),
         env=child_env(),
     )

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.docs import parse_doc
-from server.edits import EditError, append_section, edit_text, update_frontmatter
-from server.gitrepo import ensure_repo
-from server.journal import read_all
+from server.core.gitrepo import ensure_repo
+from server.notes.note import parse_doc
+from server.services.writes import Rejected, apply
 from server.vault import Vault
-from server.writes import Rejected, apply
+from server.write.edits import EditError, append_section, edit_text, update_frontmatter
+from server.write.journal import read_all
 
 from .conftest import REPO
 
@@ -238,7 +238,7 @@ CRASH_SCRIPT = """
 import sys
 from pathlib import Path
 from server.vault import Vault
-from server.writes import apply
+from server.services.writes import apply
 vault = Vault(Path(sys.argv[1]))
 ops = [("append_section", {"path": f"n{i}.md", "heading": "Log", "content": "- batch line"}) for i in range(6)]
 ops.append(("create_doc", {"path": "brand-new.md", "body": "# New\\n"}))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from server.docs import content_hash
-from server.journal import read_all
+from server.notes.note import content_hash
+from server.write.journal import read_all
 
 from .conftest import git, git_log
 

@@ -21,8 +21,8 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
-from server.config import ConfigStore
-from server.gitrepo import operation_in_progress
+from server.core.gitrepo import operation_in_progress
+from server.notes.config import ConfigStore
 
 from .. import settings
 from ..feed import Feed, Row

@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.content import Content
 
-from server.docs import content_hash
+from server.notes.note import content_hash
 
 from ..diffview import render_unified
 from ..feed import Row

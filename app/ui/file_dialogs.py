@@ -18,8 +18,8 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from server.config import ConfigError, load_config
-from server.writes import Rejected, note_path
+from server.notes.config import ConfigError, load_config
+from server.services.writes import Rejected, note_path
 
 from ..file_actions import ActionError, NewNote, doc_type, plan_create
 

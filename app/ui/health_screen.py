@@ -1,4 +1,4 @@
-"""Library health (`H`): the findings of server/health.py grouped by kind with counts, each with
+"""Library health (`H`): the findings of server/services/health.py grouped by kind with counts, each with
 its reason and what can be done: open the note (at the link's line), move it or delete it
 through the owner's flows, ignore it (or bring an ignored one back). The check and every action
 run in workers, off the UI thread; health itself never changes a note."""
@@ -20,9 +20,9 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
-from server import health
-from server.docs import decode
-from server.health import TITLES, Finding, Report
+from server.notes.note import decode
+from server.services import health
+from server.services.health import TITLES, Finding, Report
 from server.vault import Vault
 
 from .. import owner_flows as flows

@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from server.tags import tally
+from server.services.tags import tally
 from server.vault import Vault
 
 from ..stats import sparkline
@@ -60,7 +60,7 @@ def tag_trends(
     root: Path, today: date | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """Per tag: weekly counts over 12 weeks, count in the last 30 days, mark; and its notes.
-    Counts, trend and order are the server's own (`server.tags`, as list_tags gives them);
+    Counts, trend and order are the server's own (`server.services.tags`, as list_tags gives them);
     only the weekly buckets are the dashboard's."""
     today = today or date.today()
     vault = Vault(root)

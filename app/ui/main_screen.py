@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from server.gitrepo import operation_in_progress
+from server.core.gitrepo import operation_in_progress
 
 from .. import owner_flows as flows
 from ..actions import ActionError

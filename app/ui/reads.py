@@ -2,7 +2,7 @@
 the last 30 days per client and per tool, the notes read most, the notes not read in N days,
 and the get_context preview with its changes since the owner last marked it reviewed.
 
-It only draws: the figures come from server.reads and app.context_preview. Today's cost is
+It only draws: the figures come from server.services.reads and app.context_preview. Today's cost is
 drawn from the dashboard's events at once; the lists that need the vault and the preview are
 computed in a thread after the screen is up, and again whenever new events arrive.
 
@@ -31,8 +31,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from app.context_preview import Preview, mark_reviewed, preview
-from server.journal import TOKEN_RULE
-from server.reads import (
+from server.services.reads import (
     Reads,
     context_cost,
     event_paths,
@@ -41,6 +40,7 @@ from server.reads import (
     reads_report,
 )
 from server.vault import Vault
+from server.write.journal import TOKEN_RULE
 
 from ..stats import BARS
 from .cells import cut_middle, note_label

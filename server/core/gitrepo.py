@@ -1,0 +1,283 @@
+"""The little of git the read side needs: make sure the vault is a repo with a first commit."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from server.core.errors import VaultwatchError
+
+FALLBACK_HUMAN = ("Vault owner", "owner@vaultwatch.local")
+
+
+class GitError(VaultwatchError, RuntimeError):
+    """A git command failed; the message is git's own words."""
+
+    code = "git_failed"
+
+
+def git(
+    root: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    input: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        env=_env(env),
+        input=input,
+        pass_fds=tuple(getattr(_HELD, "fds", ())),
+    )
+    if check and proc.returncode != 0:
+        said = (proc.stderr or proc.stdout).decode(errors="replace").strip()
+        raise GitError(
+            f"git {' '.join(a for a in args[:4] if not a.startswith('-c'))} failed: {said}"
+        )
+    return proc
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """git never prompts (no terminal to answer it) and speaks one language we can parse."""
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
+
+
+def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[bytes]:
+    """git started with its output to be read as it comes (a long `git log` parsed while git
+    still works); the caller reads stdout and waits. stdin is a pipe when asked for."""
+    return subprocess.Popen(
+        ["git", "-C", str(root), *args],
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
+    )
+
+
+def human_identity(root: Path) -> tuple[str, str]:
+    """The identity git itself would commit with here (config or GIT_AUTHOR_* environment),
+    or a stand-in when git has none."""
+    r = git(root, "var", "GIT_AUTHOR_IDENT", check=False)
+    m = re.match(r"^(.*?) <([^>]*)>", r.stdout.decode("utf-8", "replace"))
+    if r.returncode == 0 and m and m.group(1).strip() and m.group(2).strip():
+        return m.group(1).strip(), m.group(2).strip()
+    return FALLBACK_HUMAN
+
+
+def identity_env(name: str, email: str) -> dict[str, str]:
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+
+
+# The commit trailers, written by the server (the AI's tool and client, the owner's snapshot) and
+# by the dashboard's owner actions, and read back by the history, review and feed. One set of
+# names: a writer and a reader can never spell one differently.
+TOOL = "Vaultwatch-Tool"  # the AI tool that made the commit: its presence makes it an AI commit
+CLIENT = "Vaultwatch-Client"  # the MCP client (name/version) that called the tool
+ACTION = (
+    "Vaultwatch-Action"  # an owner action: revert, undo, move, create, remove, snapshot, import
+)
+REVERTS = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted" marks
+# "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
+REVERTS_PATH = "Vaultwatch-Reverts-Path"
+UNDOES = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
+
+# A trailer value is one line of printable text: git ends the trailer block at a blank line
+# and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
+# could hide `Vaultwatch-Tool` (the dashboard would take the AI commit for the owner's) or
+# forge `Vaultwatch-Action`. The name comes from the peer, so it is made safe where trailers
+# are written, and capped so one peer cannot bloat every commit.
+TRAILER_VALUE_MAX = 120
+
+
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (newlines included) made a space:
+    a path or name put in a commit message can then never start a line of its own."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+def trailer_value(value: str) -> str:
+    """`value` as one printable line of at most TRAILER_VALUE_MAX chars ("unknown" if empty)."""
+    text = " ".join(printable(value[: TRAILER_VALUE_MAX * 4]).split())
+    if len(text) > TRAILER_VALUE_MAX:
+        text = text[: TRAILER_VALUE_MAX - 1] + "…"
+    return text or "unknown"
+
+
+def commit_message(
+    subject: str, trailers: Mapping[str, str] | Iterable[tuple[str, str]], body: str = ""
+) -> str:
+    """`subject` (one line), a blank line, `body` (its own paragraphs, if any), then one
+    `Key: value` line per trailer (a key may repeat). Every value is made one printable line;
+    a value that comes from a peer (a client's name) goes through `trailer_value` first."""
+    head = " ".join(subject.split()) or "(no subject)"
+    pairs = trailers.items() if isinstance(trailers, Mapping) else trailers
+    lines = "".join(f"{key}: {printable(value)}\n" for key, value in pairs)
+    para = body.strip("\n") + "\n\n" if body.strip("\n") else ""
+    return f"{head}\n\n{para}{lines}"
+
+
+def trailer_field(key: str, separator: str = "") -> str:
+    """The `git log --format` placeholder for every value of trailer `key`, joined by
+    `separator` (a git format escape such as %x2C)."""
+    return f"%(trailers:key={key},valueonly,separator={separator})"
+
+
+def trailer_values(field: str, separator: str = ",") -> tuple[str, ...]:
+    """The values a `trailer_field` printed, split back (blanks dropped)."""
+    return tuple(v.strip() for v in field.split(separator) if v.strip())
+
+
+def state_dir(root: Path) -> Path:
+    return root / ".git" / "vaultwatch"
+
+
+# What we keep in the state folder (the journal with its attempted diffs, the search index with
+# every note's text, the token, the intent) is the owner's alone: the folder is 0700 and each
+# file in it 0600, whatever the umask.
+STATE_DIR_MODE = 0o700
+STATE_FILE_MODE = 0o600
+
+
+def make_state_dir(d: Path) -> Path:
+    """The state folder `d` (<vault>/.git/vaultwatch), made if missing, but never the vault
+    folder itself: a vault moved or deleted while a server runs must stay gone, not come back
+    as an empty stub that a restarted server would serve (git resolving it to whatever
+    repository is above)."""
+    if not d.is_dir():
+        vault = d.parent.parent
+        if not vault.is_dir():
+            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+        d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    return d
+
+
+def state_file(path: Path) -> Path:
+    """Make sure the state file `path` exists with STATE_FILE_MODE before another program
+    creates it with its own default (SQLite gives its -wal and -shm files the database's mode,
+    git writes an index with the umask's)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, STATE_FILE_MODE)
+        return path
+    make_state_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
+    return path
+
+
+def secure_state(root: Path) -> None:
+    """The state folder at STATE_DIR_MODE and everything in it at STATE_FILE_MODE (folders at
+    STATE_DIR_MODE): run at every start, so vaults made by earlier versions are fixed too."""
+    top = make_state_dir(state_dir(root))
+    for dirpath, dirnames, filenames in os.walk(top):
+        with contextlib.suppress(OSError):
+            os.chmod(dirpath, STATE_DIR_MODE)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with contextlib.suppress(OSError):
+                if not os.path.islink(p):
+                    os.chmod(p, STATE_FILE_MODE)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+
+
+# What git leaves in .git while an operation waits for the owner, and how to abort each. One
+# list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.
+IN_PROGRESS = (
+    ("MERGE_HEAD", "merge", "a merge"),
+    ("rebase-merge", "rebase", "a rebase"),
+    ("rebase-apply", "rebase", "a rebase"),
+    ("CHERRY_PICK_HEAD", "cherry-pick", "a cherry-pick"),
+    ("REVERT_HEAD", "revert", "a revert"),
+)
+
+
+def operation_in_progress(root: Path) -> tuple[str, str] | None:
+    """(git command, "a merge") of the operation the vault's git is in the middle of, or None.
+    A few stat calls: cheap enough for every poll."""
+    g = root / ".git"
+    for marker, command, what in IN_PROGRESS:
+        if (g / marker).exists():
+            return command, what
+    return None
+
+
+# The lock's fd is passed to every git child started while it is held: a server killed
+# mid-commit leaves its `git update-ref` running, and the lock must stay taken until that child
+# is done too, or the next server's recovery would undo files the child is about to commit.
+# (per thread: only the thread holding the lock may hand out its fd)
+_HELD = threading.local()
+
+
+@contextmanager
+def write_lock(root: Path) -> Iterator[None]:
+    """One writer at a time across every process on this vault (flock on write.lock)."""
+    d = make_state_dir(state_dir(root))
+    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _HELD.fds = (*getattr(_HELD, "fds", ()), fd)
+        yield
+    finally:
+        _HELD.fds = tuple(f for f in getattr(_HELD, "fds", ()) if f != fd)
+        os.close(fd)  # releases the lock, unless a git child still holds its copy
+
+
+def ensure_repo(root: Path) -> bool:
+    """`git init` and one "import" commit as the human when the vault is not yet a repo.
+
+    Safe when two servers start at once (a client's probe process and the real one): `git init`
+    is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
+    Returns True when this call made the import commit.
+    """
+    if not (root / ".git" / "HEAD").exists():  # a bare `.git/vaultwatch` is not a repository
+        try:
+            git(root, "init", "-q")
+        except GitError:
+            # Another server started at the same moment and is initialising this very repo
+            # (git init takes a lock on .git/config): wait for it rather than fail.
+            for _ in range(100):
+                if (root / ".git" / "HEAD").exists():
+                    break
+                time.sleep(0.05)
+            else:
+                raise
+    with write_lock(root):
+        if git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0:
+            return False
+        git(root, "add", "-A")
+        name, email = human_identity(root)
+        git(
+            root,
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            commit_message("import", {ACTION: "import"}),
+            env=identity_env(name, email),
+        )
+        return True
+
+
+def ignored_paths(root: Path, paths: list[str]) -> list[str]:
+    """The paths git ignores here (.gitignore, .git/info/exclude, core.excludesFile) and does
+    not track: notes the owner keeps out of history, which no AI write may commit."""
+    if not paths:
+        return []
+    data = b"".join(p.encode() + b"\x00" for p in paths)
+    r = git(root, "check-ignore", "-z", "--stdin", check=False, input=data)
+    if r.returncode not in (0, 1):  # 1: none ignored; anything else: git could not tell
+        raise GitError(f"git check-ignore failed: {r.stderr.decode(errors='replace').strip()}")
+    return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]

@@ -1,0 +1,228 @@
+"""The search_text query language and the snippets that show why a note matched.
+
+CRDT 离线同步            both terms (AND)
+"offline sync"          a phrase
+-draft                  exclude notes with this term
+tag:crdt type:session path:study/   filters, like the tool's own parameters
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from server.core.errors import VaultwatchError
+from server.notes.textfold import CJK, WORD, fold, query_tokens
+
+MARK_OPEN, MARK_CLOSE = "«", "»"
+SNIPPET_CHARS = 160
+# Each term is a prefix search plus a pass for its snippets, all while the search index is held:
+# thousands of terms took tens of seconds (tests/test_hangs.py). A real question needs a handful.
+MAX_TERMS = 64
+MAX_QUERY_CHARS = 1_000
+
+
+class SearchError(VaultwatchError, ValueError):
+    """A query the model can fix; the message says how."""
+
+
+@dataclass
+class Term:
+    text: str
+    phrase: bool
+    negated: bool
+    tokens: list[tuple[str, bool]]
+
+
+@dataclass
+class ParsedQuery:
+    terms: list[Term] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+
+    @property
+    def positive(self) -> list[Term]:
+        return [t for t in self.terms if not t.negated]
+
+
+def _split(query: str) -> list[str]:
+    lexer = shlex.shlex(query, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.quotes = '"'
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote: treat the quote as a plain character
+        return query.replace('"', " ").split()
+
+
+def _too_long(size: str) -> NoReturn:
+    raise SearchError(
+        f"the query has {size}; a query takes at most {MAX_TERMS} terms (each word, "
+        f'"phrase", -exclusion and filter counts) in at most {MAX_QUERY_CHARS:,} characters. '
+        "Terms are ANDed: give the few most distinctive ones, and narrow with type, folder or tags."
+    )
+
+
+def parse(query: str) -> ParsedQuery:
+    if not query or not query.strip():
+        raise SearchError("query is empty: give words to look for, e.g. 'CRDT 离线同步'")
+    if len(query) > MAX_QUERY_CHARS:  # checked first: splitting a huge query is slow itself
+        words = len(query.split())
+        _too_long(f"{len(query):,} characters ({words:,} word{'s' if words != 1 else ''})")
+    pq = ParsedQuery()
+    raw_parts = _split(query.replace("\u201c", '"').replace("\u201d", '"'))
+    if len(raw_parts) > MAX_TERMS:
+        _too_long(f"{len(raw_parts):,} terms")
+    # shlex drops the quotes; find which parts were quoted from the original text
+    quoted = {m.group(1) for m in re.finditer(r'"([^"]+)"', query)}
+    for part in raw_parts:
+        negated = part.startswith("-") and len(part) > 1
+        body = part[1:] if negated else part
+        key, sep, value = body.partition(":")
+        if sep and key in ("tag", "type", "path") and value:
+            if negated:
+                raise SearchError(f"'-{key}:' is not supported; use tags_none or leave it out")
+            {"tag": pq.tags, "type": pq.types, "path": pq.paths}[key].append(value)
+            continue
+        tokens = query_tokens(body)
+        if not tokens:
+            continue  # punctuation only
+        is_phrase = body in quoted or " " in body
+        if not is_phrase and len(tokens) == 1 and not CJK.fullmatch(fold(body)):
+            w, pre = tokens[0]
+            # a plain word also finds longer forms: cache -> caches, cached, caching
+            tokens = [(w, pre or len(w) >= 3)]
+        pq.terms.append(Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens))
+    if not pq.positive and not (pq.tags or pq.types or pq.paths):
+        if pq.terms:
+            raise SearchError("the query only excludes; add at least one word to look for")
+        raise SearchError(
+            "the query has no words to look for, only punctuation (which is not indexed); "
+            "give words, e.g. 'CRDT 离线同步'"
+        )
+    return pq
+
+
+def _fts_phrase(tokens: list[tuple[str, bool]]) -> str:
+    parts = []
+    for tok, prefix in tokens:
+        parts.append('"' + tok.replace('"', '""') + '"' + ("*" if prefix else ""))
+    return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+
+def fts_expression(pq: ParsedQuery) -> str | None:
+    """The FTS5 MATCH expression, or None when the query is only filters."""
+    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    if not pos:
+        return None
+    expr = " AND ".join(pos)
+    for t in pq.terms:
+        if t.negated:
+            expr = f"({expr}) NOT {_fts_phrase(t.tokens)}"
+    return expr
+
+
+def title_expression(pq: ParsedQuery) -> str | None:
+    """The words looked for, without exclusions: a note whose title holds them all ranks higher
+    (an exclusion applies to the whole note, in fts_expression, never to the title alone)."""
+    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    return " AND ".join(pos) if pos else None
+
+
+def term_regex(term: Term) -> re.Pattern[str]:
+    """Where a term occurs in folded text (for snippets and title checks)."""
+    folded = fold(term.text)
+    pieces: list[str] = []
+    pos = 0
+    for m in CJK.finditer(folded):
+        pieces += [re.escape(w) for w in WORD.findall(folded[pos : m.start()])]
+        pieces.append(re.escape(m.group()))
+        pos = m.end()
+    pieces += [re.escape(w) for w in WORD.findall(folded[pos:])]
+    if not pieces:
+        return re.compile(r"(?!x)x")
+    if term.tokens and term.tokens[-1][1] and not CJK.fullmatch(term.tokens[-1][0]):
+        pieces[-1] += r"\w*"  # the prefix match the index made
+    return re.compile(r"[\W_]*".join(pieces))
+
+
+def excluded(pq: ParsedQuery, text: str) -> bool:
+    """The one `-word` rule where the index cannot apply it (recall): the note is dropped when a
+    negated term occurs anywhere in `text`, folded as the index folds it (NFKC, case), a plain
+    word matching its longer forms as the index's prefix match does."""
+    negated = [term_regex(t) for t in pq.terms if t.negated]
+    if not negated:
+        return False
+    folded = fold(text)
+    return any(rx.search(folded) for rx in negated)
+
+
+def contains_all(pq: ParsedQuery, text: str) -> bool:
+    """Every word of the query occurs in `text`, by the rule `excluded` uses: what recall calls a
+    lexical match (the note says it in those words), as against a match by meaning alone."""
+    folded = fold(text)
+    return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
+
+
+MAX_MATCHES = 400  # per term: enough to pick good lines, bounded for a 1 MB note
+
+
+def snippets(text: str, body_start: int, pq: ParsedQuery, limit: int = 3) -> list[str]:
+    """Up to `limit` lines of the body around matches, the matched terms marked «like this».
+
+    The body is folded once and each term searched across all of it, so a 1 MB note costs a
+    few regex scans, not one fold per line.
+    """
+    regexes = [term_regex(t) for t in pq.positive]
+    if not regexes:
+        return []
+    body = text[body_start:]
+    folded = body.lower() if body.isascii() else fold(body)
+    same_length = len(folded) == len(body)  # then offsets in folded text are offsets in body
+    lines: dict[int, tuple[int, list[tuple[int, int]], set[int]]] = {}
+    for k, rx in enumerate(regexes):
+        for n, m in enumerate(rx.finditer(folded)):
+            if n >= MAX_MATCHES:
+                break
+            if m.end() == m.start():
+                continue
+            ls = folded.rfind("\n", 0, m.start()) + 1
+            le = folded.find("\n", m.end())
+            le = len(folded) if le < 0 else le
+            entry = lines.setdefault(ls, (le, [], set()))
+            entry[1].append((m.start() - ls, m.end() - ls))
+            entry[2].add(k)
+    best = sorted(lines.items(), key=lambda kv: (-len(kv[1][2]), kv[0]))[:limit]
+    out = []
+    for ls, (le, spans, _) in sorted(best):
+        shown = body[ls:le] if same_length else folded[ls:le]
+        if not shown.strip():
+            continue
+        out.append(_mark(shown.rstrip("\r"), sorted(spans)))
+    return out
+
+
+def _mark(line: str, spans: list[tuple[int, int]]) -> str:
+    merged: list[list[int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    first = merged[0][0]
+    start = max(0, first - SNIPPET_CHARS // 3)
+    end = min(len(line), start + SNIPPET_CHARS)
+    out, pos = [], start
+    for a, b in merged:
+        if a >= end:
+            break
+        out.append(line[pos:a])
+        out.append(MARK_OPEN + line[a : min(b, end)] + MARK_CLOSE)
+        pos = min(b, end)
+    out.append(line[pos:end])
+    text = "".join(out).strip()
+    return ("…" if start > 0 else "") + text + ("…" if end < len(line) else "")

@@ -1,0 +1,282 @@
+"""The one place that turns a string from the model into a path inside the vault.
+
+Rules, each with its own error code so the model (and the journal) can tell which one it broke:
+relative, NFC-normalised, no `..`, inside the root after resolving symlinks, no dot-folders
+(.git, .obsidian, .trash), no private globs, and, for notes, a configured note extension.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from server.core.errors import VaultwatchError
+
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 1024
+
+
+class PathRefused(VaultwatchError):
+    """A path the model may not use. `code` names the rule, `message` says how to fix it."""
+
+
+@dataclass(frozen=True)
+class VaultPath:
+    rel: str  # NFC, posix, relative to the root: what the model sees
+    disk: Path  # the file on disk (its name may be NFD, as macOS writes it)
+    link: str | None = None  # the real path (NFC) when `rel` goes through a symlink
+
+    def exists(self) -> bool:
+        return self.disk.exists()
+
+
+def fold(text: str) -> str:
+    """A name as every path rule compares it: NFC and case-folded, so `claude.md`, `CLAUDE.md`
+    and an NFD `Café` on a case-insensitive disk (macOS, Windows) are the names they open."""
+    return (text if text.isascii() else unicodedata.normalize("NFC", text)).casefold()
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Gitignore-flavoured glob, matched against `fold(path)`: `**` spans folders, `*` and `?`
+    stay inside one name.
+
+    As in .gitignore: a pattern with no `/` except a trailing one names a file or folder at any
+    depth (`private/`, `diary.md`); a leading or inner `/` anchors it at the root (`/private`,
+    `work/hr/`). A path matches when it or any of its parent folders does, so `private/*` covers
+    `private/sub/x.md` for the walker and for a path from the model alike.
+    """
+    raw = pattern.strip()
+    anchored = "/" in raw.rstrip("/")
+    pat = fold(raw).strip("/")
+    out, i = [], 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == len(pat):
+            i += 3  # `dir/**` is the folder itself and everything in it: the parent rule below
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    body = "".join(out)
+    if not anchored:  # a bare name matches at any depth, like .gitignore
+        body = "(?:.*/)?" + body
+    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL)
+
+
+def matches_any(rel: str, globs: tuple[str, ...]) -> bool:
+    folded = fold(rel)
+    return any(_glob_regex(g).match(folded) for g in globs)
+
+
+def is_protected(rel: str, names: tuple[str, ...], globs: tuple[str, ...]) -> bool:
+    """The owner's files: exact names (rules, config, vocabulary) or `protected:` globs, both
+    compared case-folded and in NFC."""
+    folded = fold(rel)
+    return any(fold(n) == folded for n in names) or matches_any(rel, globs)
+
+
+def normalize_rel(raw: str) -> str:
+    """Model-supplied text -> a clean relative posix path, or PathRefused."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("path_empty", "path is empty: give a note path such as 'notes/idea.md'")
+    if "\x00" in raw:
+        raise PathRefused("path_nul", "path contains a NUL byte; remove it")
+    text = unicodedata.normalize("NFC", raw.strip())
+    if re.search(r"%(?:2e|2f|5c|00)", text, re.IGNORECASE):
+        raise PathRefused(
+            "path_encoded",
+            f"path {raw!r} contains URL-encoded '.', '/', '\\' or NUL; write the path plainly",
+        )
+    if any(ord(c) < 32 for c in text):
+        raise PathRefused("path_control", f"path {raw!r} contains control characters; remove them")
+    if "\\" in text:
+        raise PathRefused(
+            "path_separator",
+            f"path {raw!r} uses '\\'; vault paths use '/', e.g. 'notes/idea.md'",
+        )
+    if text.startswith("/") or re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
+        raise PathRefused(
+            "path_absolute",
+            f"path {raw!r} is absolute; give it relative to the vault root, e.g. 'notes/idea.md'",
+        )
+    parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise PathRefused(
+            "path_escape", f"path {raw!r} uses '..'; paths must stay inside the vault"
+        )
+    for p in parts:
+        if p.startswith("."):
+            raise PathRefused(
+                "path_hidden",
+                f"path {raw!r} enters {p!r}: dot-folders and dot-files (.git, .obsidian, .trash) "
+                "are not part of the notes",
+            )
+    if not parts:
+        raise PathRefused("path_empty", "path names the vault root; give a note path")
+    # What file systems take (a name of 255 bytes; a path of 1024 on macOS): longer is a
+    # refusal that says so, not an OSError from deep inside a tool.
+    for p in parts:
+        if len(p.encode("utf-8")) > NAME_MAX_BYTES:
+            raise PathRefused(
+                "path_too_long",
+                f"the name {p[:40]!r}… is over {NAME_MAX_BYTES} "
+                "bytes; file systems cannot store it. Use a shorter name.",
+            )
+    rel = "/".join(parts)
+    if len(rel.encode("utf-8")) > PATH_MAX_BYTES:
+        raise PathRefused(
+            "path_too_long",
+            f"the path {rel[:40]!r}… is over {PATH_MAX_BYTES} bytes; use fewer or shorter folders.",
+        )
+    return rel
+
+
+NOTE_EXTENSIONS = (".md",)  # a vault whose config names no `extensions:`
+
+
+@lru_cache(maxsize=64)
+def _lowered(extensions: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(e.lower() for e in extensions)
+
+
+def is_note(rel: str, extensions: tuple[str, ...] = NOTE_EXTENSIONS) -> bool:
+    """The one rule for "is this file a note": its name ends in one of the config's note
+    extensions, in any case. The walker, the write path and the owner's file actions ask it."""
+    return rel.lower().endswith(_lowered(extensions))
+
+
+class PathPolicy:
+    """Resolves paths for one vault under the current private globs and note extensions.
+
+    `closed` (a sentence saying why) makes every path private: the config does not load and no
+    last good rules are known, so nothing may be seen or written until it does.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        private: tuple[str, ...],
+        extensions: tuple[str, ...],
+        closed: str | None = None,
+    ) -> None:
+        self.root = root
+        self.real_root = Path(os.path.realpath(root))
+        self._real_prefix = str(self.real_root).rstrip(os.sep) + os.sep
+        self.private = private
+        self.extensions = tuple(e.lower() for e in extensions)
+        self.closed = closed
+        # One alternation for all globs: the walk asks this for every file on every call.
+        self._private_rx = (
+            re.compile("|".join(f"(?:{_glob_regex(g).pattern})" for g in private), re.DOTALL)
+            if private
+            else None
+        )
+
+    def is_private(self, rel: str) -> bool:
+        if self.closed is not None:
+            return True
+        return self._private_rx is not None and self._private_rx.match(fold(rel)) is not None
+
+    def is_note_name(self, rel: str) -> bool:
+        return is_note(rel, self.extensions)
+
+    def target_allowed(self, real: str) -> bool:
+        """The one rule for where a symlink may point (`real` is its fully resolved absolute
+        path): inside the vault, in no dot-folder (.git holds the token and remote
+        credentials) and in no private folder. The walker and `resolve` both ask this."""
+        if not real.startswith(self._real_prefix):
+            return False
+        target = real[len(self._real_prefix) :].replace(os.sep, "/")
+        target = target if target.isascii() else unicodedata.normalize("NFC", target)
+        return not any(p.startswith(".") for p in target.split("/")) and not self.is_private(target)
+
+    def resolve(
+        self, raw: str, *, note: bool = True, disk_names: dict[str, str] | None = None
+    ) -> VaultPath:
+        """Check `raw` against every rule. `disk_names` maps NFC paths to on-disk spellings."""
+        rel = normalize_rel(raw)
+        if self.closed is not None:
+            raise PathRefused("config_broken", self.closed)
+        if self.is_private(rel):
+            raise PathRefused(
+                "path_private",
+                f"{rel!r} is in a private folder of this vault; it cannot be read or written",
+            )
+        if note and not self.is_note_name(rel):
+            raise PathRefused(
+                "path_extension",
+                f"{rel!r} is not a note: notes end in {', '.join(self.extensions)}",
+            )
+        disk_rel = (disk_names or {}).get(rel, rel)
+        disk = self.root / disk_rel
+        _refuse_unicode_twins(self.root, rel)
+        if not disk.exists() and disk_rel == rel:
+            # The file may be spelled in NFD on disk (macOS); find its real name.
+            disk = _find_unicode_twin(self.root, rel) or disk
+        real = Path(os.path.realpath(disk))
+        if real != self.real_root and self.real_root not in real.parents:
+            raise PathRefused(
+                "path_symlink_escape",
+                f"{rel!r} resolves outside the vault through a symlink; it cannot be used",
+            )
+        real_rel = real.relative_to(self.real_root).as_posix() if real != self.real_root else ""
+        real_rel, link = unicodedata.normalize("NFC", real_rel), None
+        if real_rel != unicodedata.normalize("NFC", disk.relative_to(self.root).as_posix()):
+            # A symlink inside the vault: its target must obey the same rules.
+            if not self.target_allowed(str(real)):
+                raise PathRefused(
+                    "path_symlink_escape",
+                    f"{rel!r} is a symlink to a hidden or private location; it cannot be used",
+                )
+            link = real_rel
+        return VaultPath(rel=rel, disk=disk, link=link)
+
+
+def _refuse_unicode_twins(root: Path, rel: str) -> None:
+    """Two names on disk that are one name in NFC (café in NFC and in NFD, as macOS and Linux
+    tools can leave behind) would make the path mean two files: refuse rather than guess."""
+    parent, _, name = rel.rpartition("/")
+    try:
+        names = os.listdir(root / parent) if parent else os.listdir(root)
+    except OSError:
+        return
+    same = [n for n in names if n != name and unicodedata.normalize("NFC", n) == name]
+    if same and (name in names or len(same) > 1):
+        raise PathRefused(
+            "path_twin",
+            f"{rel!r} names two files whose names differ only in Unicode form; the owner must "
+            "rename one of them first",
+        )
+
+
+def _find_unicode_twin(root: Path, rel: str) -> Path | None:
+    """Walk `rel` one name at a time, matching names by their NFC form."""
+    cur = root
+    for part in rel.split("/"):
+        nxt = cur / part
+        if not nxt.exists():
+            try:
+                names = os.listdir(cur)
+            except OSError:
+                return None
+            match = [n for n in names if unicodedata.normalize("NFC", n) == part]
+            if not match:
+                return None
+            nxt = cur / match[0]
+        cur = nxt
+    return cur

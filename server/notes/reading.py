@@ -1,0 +1,208 @@
+"""read_doc's slicing: a whole note, one section, the last N entries, or a char offset, always
+under the result budget, with an outline and a footer saying how to get what was left out."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from server.core.budget import fit_text, json_len, prefix_fitting, shrink
+from server.core.errors import VaultwatchError
+from server.notes.note import Doc, Heading
+from server.notes.textfold import fold
+
+LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
+OUTLINE_MAX = 120
+HEADING_MAX = 300  # chars of one heading path in the outline
+FOOTER_ROOM = 450  # `next`, `range`, `complete` and the keys around them
+MIN_CONTENT_ROOM = 120
+
+
+class ReadError(VaultwatchError, ValueError):
+    """A read the model can correct (unknown section, bad offset); the message says how."""
+
+    code = "bad_arguments"
+
+
+def _norm(s: str) -> str:
+    """A heading as a section name compares: NFKC and case folded like search (? is ？), spaces
+    collapsed, backticks dropped (a heading made of code, ### `daily:path`, is found by
+    'daily:path' too)."""
+    return " ".join(fold(s).replace("`", " ").split())
+
+
+def find_section(doc: Doc, section: str) -> Heading:
+    want = [_norm(p) for p in section.strip().strip("/").split("/") if p.strip()]
+    if not want:
+        raise ReadError("section is empty: give a heading such as 'Log' or 'Week 42/Log'")
+    exact, suffix = [], []
+    for h in doc.headings:
+        parts = [_norm(p) for p in h.path.split("/")]
+        if parts == want:
+            exact.append(h)
+        elif parts[-len(want) :] == want:
+            suffix.append(h)
+    found = exact or suffix
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        choices = "; ".join(repr(h.path) for h in found[:10])
+        raise ReadError(
+            f"section {section!r} matches {len(found)} headings: {choices}. "
+            "Give the full heading path, e.g. 'Week 42/Log'"
+        )
+    names = "; ".join(repr(h.path) for h in doc.headings[:30]) or "this note has no headings"
+    raise ReadError(f"no heading {section!r} in {doc.path}. Headings: {names}")
+
+
+def outline(doc: Doc, room: int | None = None) -> list[dict[str, Any]]:
+    """The note's headings, as many as fit in `room` chars of JSON (all up to OUTLINE_MAX
+    when no room is given), the last row saying how many more there are."""
+    n = min(len(doc.headings), OUTLINE_MAX)
+    while True:
+        rows = [
+            {"heading": fit_text(h.path, HEADING_MAX), "level": h.level, "chars": h.end - h.start}
+            for h in doc.headings[:n]
+        ]
+        if len(doc.headings) > n:
+            more = f"… {len(doc.headings) - n} more headings"
+            rows.append({"heading": more, "level": 0, "chars": 0})
+        if room is None or n == 0 or json_len(rows) <= room:
+            return rows
+        n = n * 2 // 3
+
+
+def entries(doc: Doc, text: str, start: int, end: int, section: Heading | None) -> list[int]:
+    """Start offsets of the entries in text[start:end]: child sections at the first level that
+    has several (a note whose only H1 is its title has its entries below it), else list items,
+    else paragraphs."""
+    inner = [h for h in doc.headings if start <= h.start < end and h is not section]
+    for level in sorted({h.level for h in inner}):
+        at = [h.start for h in inner if h.level == level]
+        if len(at) > 1:
+            return at
+    body_from = section.body_start if section else max(start, doc.body_start)
+    chunk = text[body_from:end]
+    items = list(LIST_ITEM.finditer(chunk))
+    if items:
+        indent = min(len(m.group(1).expandtabs(4)) for m in items)
+        return [body_from + m.start() for m in items if len(m.group(1).expandtabs(4)) == indent]
+    paras = [body_from + m.start() for m in re.finditer(r"(?:^|\n\s*\n)(?=\S)", chunk)]
+    return [p if text[p : p + 1].strip() else _skip_blank(text, p) for p in paras]
+
+
+def _skip_blank(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def about_note(doc: Doc, type_name: str | None, chars: int, limit: int) -> dict[str, Any]:
+    """What read_doc says about a note besides its content; thousands of tags or a huge title
+    take at most a quarter of the budget (they are in the text too)."""
+    about = {
+        "path": doc.path,
+        "title": doc.title,
+        "type": type_name,
+        "hash": doc.hash,
+        "chars": chars,
+        "tags": list(doc.tags),
+        "problems": list(doc.problems) or None,
+    }
+    out: dict[str, Any] = shrink(about, limit // 4)
+    return out
+
+
+def content_budget(about: dict[str, Any], limit: int) -> int:
+    """The room read_doc leaves for a slice of the note (read_slice's `budget`)."""
+    return limit - json_len(about) - 20
+
+
+def fits_one_read(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
+    """Whether read_doc(path) returns the whole note in one call under `limit`: the one rule
+    for "too big to read at once" (the library health check asks it)."""
+    budget = content_budget(about_note(doc, type_name, len(text), limit), limit)
+    if len(text) * 6 + 8 + budget // 3 + FOOTER_ROOM < budget:
+        return True  # even escaped at six chars a char, with the largest outline, it fits
+    return bool(
+        read_slice(doc, text, section=None, tail=None, offset=None, budget=budget)["complete"]
+    )
+
+
+def _cut(text: str, start: int, end: int, room: int) -> int:
+    """End offset for a chunk starting at `start` that takes at most `room` chars as a JSON
+    string (what the client receives: a newline is two chars, a control character six),
+    ending on a line when one ends in its second half."""
+    stop = max(prefix_fitting(text, start, end, room), start + 1)
+    if stop >= end:
+        return end
+    nl = text.rfind("\n", start, stop)
+    return nl + 1 if nl > start + (stop - start) // 2 else stop
+
+
+def read_slice(
+    doc: Doc,
+    text: str,
+    *,
+    section: str | None,
+    tail: int | None,
+    offset: int | None,
+    budget: int,
+) -> dict[str, Any]:
+    """Everything read_doc returns except path/type/hash, sized to stay under `budget` chars."""
+    if tail is not None and offset is not None:
+        raise ReadError("give tail or offset, not both")
+    head = find_section(doc, section) if section else None
+    sel_start, sel_end = (head.start, head.end) if head else (0, len(text))
+    what = f"section {head.path!r}" if head else "the note"
+
+    # `budget` is for everything below: the outline gets at most a third, the footer (the
+    # section's name comes up to four times: its field, the note, the next call, the whole
+    # section) its share, the content the rest, all measured as JSON
+    out_rows = outline(doc, budget // 3)
+    footer = FOOTER_ROOM + (4 * json_len(head.path) if head else 0)
+    room = max(budget - json_len(out_rows) - footer, MIN_CONTENT_ROOM)
+
+    start, note = sel_start, None
+    if tail is not None:
+        starts = entries(doc, text, sel_start, sel_end, head)
+        if starts:
+            n = min(tail, len(starts))
+            start = starts[-n]
+            note = f"the last {n} of {len(starts)} entries of {what}"
+        else:
+            note = f"{what} has no entries; showing it from the start"
+    elif offset is not None:
+        if offset > sel_end - sel_start:
+            raise ReadError(
+                f"offset {offset} is past the end of {what} ({sel_end - sel_start} chars)"
+            )
+        start = sel_start + offset
+
+    end = _cut(text, start, sel_end, room)
+    content = text[start:end]
+    complete = start == 0 and end == len(text)
+    result: dict[str, Any] = {
+        "section": head.path if head else None,
+        "range": [start, end],
+        "content": content,
+        "complete": complete,
+    }
+    if complete:
+        return result
+    result["outline"] = out_rows
+    parts = [f"Showing chars {start}-{end} of {len(text)}"]
+    if note:
+        parts.append(f" ({note})")
+    if end < sel_end:
+        rel_next = end - sel_start
+        call = f"offset={rel_next}" + (f", section={head.path!r}" if head else "")
+        parts.append(f". Next part: read_doc(path, {call}).")
+    else:
+        parts.append(".")
+    if not head and doc.headings:
+        parts.append(" One section: read_doc(path, section='<heading>'); newest entries: tail=N.")
+    elif head and (start > sel_start or end < sel_end):
+        parts.append(f" Whole section from its start: read_doc(path, section={head.path!r}).")
+    result["next"] = "".join(parts)
+    return result

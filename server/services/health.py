@@ -1,0 +1,642 @@
+"""Library health: what in the vault needs the owner's look, each finding with a reason and what
+can be done about it. A plain service (no MCP, no Textual): `vaultwatch health` and the
+dashboard's health screen both call `check`.
+
+Every rule comes from where it already lives: problems under the config are the write checks'
+(`validate.problems`), links are parsed and resolved as the owner's move rewrites them
+(`links`), "modified" is the vault's (last commit, or mtime for unsaved edits), "too big" is
+read_doc's own budget (`reading.fits_one_read`), near-duplicates use the vectors recall already
+stored (nothing is embedded here). Health never changes a note; the only file it writes is the
+ignore list, `.git/vaultwatch/health-ignore.json`.
+
+Private notes never appear: they are not in the vault's note index, a link that resolves into a
+private folder is neither a link nor a broken one, and a private note's own links are not read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import posixpath
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from server.core.budget import escaped_len
+from server.core.gitrepo import make_state_dir, state_dir
+from server.notes.config import Config
+from server.notes.entry import Entry
+from server.notes.links import Link, LinkIndex, code_spans, mask_code, parse_links
+from server.notes.note import Doc, content_hash, decode, parse_doc
+from server.notes.reading import FOOTER_ROOM, fits_one_read
+from server.notes.reading import _norm as heading_key
+from server.write.validate import problems as note_problems
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from server.vault import Vault
+
+IGNORE_FILE = "health-ignore.json"
+KINDS = ("problem", "broken_link", "orphan", "duplicate", "stale", "too_big")
+TITLES = {
+    "problem": "Problems under the config",
+    "broken_link": "Broken links",
+    "orphan": "Orphans",
+    "duplicate": "Near-duplicates",
+    "stale": "Stale open items",
+    "too_big": "Too big to read in one call",
+}
+# What the owner can do with each kind (the screen offers these keys; the CLI prints them).
+ACTIONS = {
+    "problem": ("open", "ignore"),
+    "broken_link": ("open", "ignore"),
+    "orphan": ("open", "move", "delete", "ignore"),
+    "duplicate": ("open", "delete", "ignore"),
+    "stale": ("open", "move", "ignore"),
+    "too_big": ("open", "move", "ignore"),
+}
+MAX_DUPLICATES = 500  # pairs listed; a threshold set too low would otherwise list millions
+BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
+BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+# Obsidian drops these from a heading when it writes a link to it ([[Note#Q A]] for "Q&A: x"
+# keeps letters); compared without them so a link Obsidian wrote is never called broken.
+_HEADING_PUNCT = re.compile(r"[#|^:%\[\]\\]+")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of KINDS
+    path: str  # the note the finding is about (for a duplicate: the first of the pair)
+    reason: str  # one line, for the owner
+    other: str | None = None  # a duplicate's second note
+    link: str | None = None  # a broken link as written
+    line: int | None = None  # where the link is (1-based)
+    code: str | None = None  # a problem's code (missing_field, bad_date, ...)
+    key: str | None = None  # what a problem is about (field, tag): part of its id
+    score: float | None = None  # a duplicate's score
+    days: int | None = None  # orphans and stale items: days since the note changed
+
+    @property
+    def id(self) -> str:
+        """Stable across runs and edits elsewhere in the note: kind, paths, and the link or the
+        problem's code (a link's line is left out: a line added above it must not un-ignore)."""
+        if self.kind == "duplicate":
+            a, b = sorted((self.path, self.other or ""))
+            return f"duplicate:{a}|{b}"
+        if self.kind == "broken_link":
+            return f"broken_link:{self.path}:{self.link}"
+        if self.kind == "problem":
+            return f"problem:{self.path}:{self.code}:{self.key}"
+        return f"{self.kind}:{self.path}"
+
+    @property
+    def paths(self) -> list[str]:
+        return [self.path, self.other] if self.other else [self.path]
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        return ACTIONS[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "path": self.path}
+        for k in ("other", "link", "line", "code", "score", "days"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        out["reason"] = self.reason
+        out["actions"] = list(self.actions)
+        return out
+
+
+@dataclass
+class Report:
+    notes: int  # visible notes checked
+    findings: list[Finding]  # not ignored (all of them with include_ignored)
+    ignored: list[Finding]  # the ignored ones found now
+    warnings: list[str] = field(default_factory=list)  # config, ignore file, recall not ready
+    duplicates_checked: bool = False
+    duplicates_unlisted: int = 0  # pairs at or above the threshold beyond MAX_DUPLICATES
+    seconds: float = 0.0
+
+    def by_kind(self, kind: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    def to_json(self) -> dict[str, Any]:
+        ignored_ids = {f.id for f in self.ignored}
+        return {
+            "notes": self.notes,
+            "problems": [
+                {"path": f.path, "code": f.code, "message": f.reason}
+                for f in self.by_kind("problem")
+            ],
+            "broken_links": [
+                {"path": f.path, "link": f.link, "line": f.line, "reason": f.reason}
+                for f in self.by_kind("broken_link")
+            ],
+            "orphans": [f.path for f in self.by_kind("orphan")],
+            "duplicates": [
+                {"a": f.path, "b": f.other, "score": f.score} for f in self.by_kind("duplicate")
+            ],
+            "duplicates_checked": self.duplicates_checked,
+            "duplicates_not_listed": self.duplicates_unlisted,
+            "stale": [f.path for f in self.by_kind("stale")],
+            "too_big": [f.path for f in self.by_kind("too_big")],
+            "findings": [{**f.to_json(), "ignored": f.id in ignored_ids} for f in self.findings],
+            "ignored": len(self.ignored),
+            "warnings": self.warnings,
+        }
+
+
+# -- the ignore list ------------------------------------------------------------------------------
+
+
+def ignore_path(root: Path) -> Path:
+    return state_dir(root) / IGNORE_FILE
+
+
+def load_ignored(root: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """(finding id -> what was ignored and when, a warning when the file cannot be used). A
+    missing file is an empty list; a damaged one is a warning and an empty list, never a crash
+    (it is left as it is until the next ignore or unignore sets it aside)."""
+    path = ignore_path(root)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, f"the health ignore list {path} cannot be read ({exc}); nothing is ignored"
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        return {}, (
+            f"the health ignore list {path} is damaged ({exc.__class__.__name__}: {exc}); "
+            "nothing is ignored until it is fixed or the next ignore starts a new one"
+        )
+    items = data.get("ignored") if isinstance(data, dict) else None
+    if not isinstance(items, dict) or not all(isinstance(v, dict) for v in items.values()):
+        return {}, (
+            f"the health ignore list {path} is not a list vaultwatch wrote (no 'ignored' "
+            "mapping); nothing is ignored until it is fixed or the next ignore starts a new one"
+        )
+    return {str(k): v for k, v in items.items()}, None
+
+
+def _write_ignored(root: Path, items: dict[str, dict[str, Any]]) -> None:
+    """Atomically: a temp file in the same folder, fsync, rename; 0600 like every state file."""
+    folder = make_state_dir(state_dir(root))
+    fd, tmp = tempfile.mkstemp(prefix=f".{IGNORE_FILE}.", suffix=".vaultwatch-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"v": 1, "ignored": items}, fh, ensure_ascii=False, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, folder / IGNORE_FILE)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _editable(root: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The list to change; a damaged file is kept beside it (`.damaged`), never overwritten
+    unseen, and the change starts a new list (the message says so)."""
+    items, warning = load_ignored(root)
+    if warning is None:
+        return items, None
+    src = ignore_path(root)
+    kept = src.with_name(IGNORE_FILE + ".damaged")
+    os.replace(src, kept)
+    return {}, f"the damaged ignore list was kept as {kept.name}; a new one was started"
+
+
+def ignore(root: Path, finding: Finding) -> str | None:
+    """Put a finding on the ignore list (a note about a damaged list set aside, or None)."""
+    items, note = _editable(root)
+    items[finding.id] = {
+        "kind": finding.kind,
+        "paths": finding.paths,
+        "reason": finding.reason,
+        "at": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+    _write_ignored(root, items)
+    return note
+
+
+def unignore(root: Path, finding_id: str) -> str | None:
+    items, note = _editable(root)
+    if items.pop(finding_id, None) is not None or note:
+        _write_ignored(root, items)
+    return note
+
+
+# -- the checks ------------------------------------------------------------------------------------
+
+
+def _all_files(root: Path) -> Iterator[str]:
+    """Every file of the vault outside dot-folders (private ones included: a link into a
+    private folder must resolve there, to be left out, not be called broken)."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                for e in it:
+                    if e.name.startswith("."):
+                        continue
+                    rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(rel)
+                    else:
+                        yield rel
+        except OSError:
+            continue
+
+
+def _link_key(heading: str) -> str:
+    return heading_key(_HEADING_PUNCT.sub(" ", heading))
+
+
+@dataclass
+class _Parsed:
+    """What health needs of one note, kept per process by content hash (the index's, kept
+    current by stat), so the screen's re-checks read only the notes that changed."""
+
+    hash: str
+    text: str
+    links: tuple[Link, ...]
+    fits: bool  # read_doc returns it whole in one call
+    limit: int  # the budget `fits` was judged under
+    anchors: tuple[set[str], set[str]] | None = None  # headings and ^blocks, when asked
+
+
+_CACHE: dict[tuple[str, str], _Parsed] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _fits(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
+    # Every note of a few KB fits whatever its outline (at most a third) and the note's
+    # own fields (at most a quarter) take, and measuring that costs one JSON encode of the
+    # text; only longer notes get read_doc's exact rule, which needs their headings.
+    if escaped_len(text) + 2 + limit // 3 + limit // 4 + FOOTER_ROOM + 20 <= limit:
+        return True
+    full = parse_doc(doc.path, text.encode("utf-8"), disk=doc.disk, mtime_ns=doc.mtime_ns)
+    return fits_one_read(full, text, type_name, limit)
+
+
+def _parse(vault: Vault, e: Entry, limit: int) -> _Parsed | None:
+    key = (str(vault.root), e.doc.path)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None and hit.hash == e.doc.hash and hit.limit == limit:
+        return hit
+    try:
+        data = (vault.root / e.doc.disk).read_bytes()
+    except OSError:
+        return None  # gone since the index saw it
+    text, _ = decode(data)
+    links: tuple[Link, ...] = ()
+    if "[[" in text or "](" in text:  # every link has one of these; most notes have neither
+        spans = code_spans(text) if ("`" in text or "~~~" in text) else []  # as parse_doc does
+        links = tuple(parse_links(text, mask_code(text, spans)))
+    out = _Parsed(content_hash(data), text, links, _fits(e.doc, text, e.type, limit), limit)
+    with _CACHE_LOCK:
+        _CACHE[key] = out
+    return out
+
+
+def _parse_all(vault: Vault, entries: dict[str, Entry], limit: int) -> dict[str, _Parsed]:
+    out: dict[str, _Parsed] = {}
+    for path, e in entries.items():
+        p = _parse(vault, e, limit)
+        if p is not None:
+            out[path] = p
+    return out
+
+
+def _anchors(path: str, p: _Parsed) -> tuple[set[str], set[str]]:
+    """The note's headings (as links compare them) and block ids, parsed when first asked."""
+    if p.anchors is None:
+        full = parse_doc(path, p.text.encode("utf-8"))
+        p.anchors = (
+            {_link_key(h.text) for h in full.headings},
+            set(BLOCK_ID.findall(p.text)) if "^" in p.text else set(),
+        )
+    return p.anchors
+
+
+def _target_path(link: Link, source: str) -> str:
+    """Where a link that resolves to nothing would point, to tell whether that is private."""
+    if link.kind == "md" and not link.target.startswith("/"):
+        return posixpath.normpath(posixpath.join(posixpath.dirname(source), link.target))
+    return link.target.lstrip("/")
+
+
+def _links(
+    vault: Vault, parsed: dict[str, _Parsed]
+) -> tuple[list[Finding], dict[str, int], set[str]]:
+    """(broken links, incoming link count per note, notes with a link that resolves)."""
+    private = vault.policy.is_private
+    index = LinkIndex(_all_files(vault.root))
+    broken: list[Finding] = []
+    lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
+    incoming: dict[str, int] = {}
+    linking: set[str] = set()
+    for src, p in parsed.items():
+        for link in p.links:
+            written = p.text[link.start : link.end]
+            target = index.resolve(link, src)
+            if target is None:
+                if private(_target_path(link, src)):
+                    continue  # a link into a private folder: not shown, even as broken
+                what = (
+                    "embed" if link.embed else ("link" if link.kind == "wiki" else "markdown link")
+                )
+                reason = f"{what} {link.target!r}: no such note or file"
+            elif private(target):
+                continue  # neither a link nor a broken one: private notes never appear
+            else:
+                if target != src:
+                    incoming[target] = incoming.get(target, 0) + 1
+                    linking.add(src)
+                missing = _missing_heading(link, target, parsed)
+                if missing is None:
+                    continue
+                reason = missing
+            line = p.text.count("\n", 0, link.start) + 1
+            lines.setdefault((src, written), (reason, []))[1].append(line)
+    # The same link written twice in a note is one finding (its id has no line, so that one
+    # ignore quiets both), naming every line it is on.
+    for (src, written), (reason, at) in lines.items():
+        more = f" (also on line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})"
+        broken.append(
+            Finding(
+                "broken_link", src, reason + (more if len(at) > 1 else ""), link=written, line=at[0]
+            )
+        )
+    return broken, incoming, linking
+
+
+def _missing_heading(link: Link, target: str, parsed: dict[str, _Parsed]) -> str | None:
+    """Why a wikilink's #heading or #^block is not in its note (None when it is, or when the
+    link names none). Markdown links' fragments are slugs in many tools: not judged."""
+    if link.kind != "wiki" or not link.heading or target not in parsed:
+        return None
+    headings, blocks = _anchors(target, parsed[target])
+    part = link.heading.rsplit("#", 1)[-1].strip()  # [[Note#Top#Sub]]: the last one
+    if part.startswith("^"):
+        if part[1:] in blocks:
+            return None
+        return f"no block ^{part[1:]} in {target}"
+    if not part or _link_key(part) in headings:
+        return None
+    return f"no heading {part!r} in {target}"
+
+
+def _age_days(e: Entry, today: date) -> int:
+    return (today - e.modified.date()).days
+
+
+def near_pairs(
+    mat: np.ndarray, threshold: float, cap: int = MAX_DUPLICATES, block: int = BLOCK
+) -> tuple[list[tuple[float, int, int]], int]:
+    """(the best `cap` pairs of rows (score, i, j), i < j, whose cosine is at or above
+    `threshold`; how many pairs are at or above it in all). Time and memory are those of the
+    blocked matrix product whatever the scores: a vault of look-alike notes has hundreds of
+    thousands of such pairs (every one counted, `cap` kept), and each block gives at most
+    `cap` candidates, taken only above the cap-th best score found so far."""
+    import numpy as np
+
+    n = len(mat)
+    norms = np.linalg.norm(mat, axis=1)
+    mat = (mat / np.where(norms == 0, 1, norms)[:, None]).astype(np.float32)
+    total = 0
+    keep_s = np.zeros(0, np.float32)
+    keep_i = np.zeros(0, np.int64)
+    keep_j = np.zeros(0, np.int64)
+    floor = threshold  # what a pair must reach to be kept; the cap-th best once `cap` are kept
+    for a in range(0, n, block):
+        # rows a..a+b against columns a.. only (half the work); in the b x b square where the
+        # rows meet their own columns, the diagonal and below are pairs seen once already
+        sims = mat[a : a + block] @ mat[a:].T
+        b = sims.shape[0]
+        sims[:, :b][np.tril_indices(b)] = -np.inf
+        total += int(np.count_nonzero(sims >= threshold))
+        hit = sims >= floor if len(keep_s) < cap else sims > floor
+        found = int(np.count_nonzero(hit))
+        if not found:
+            continue
+        if found > cap:  # only the block's best `cap` can be among the best `cap` overall
+            rows, cols = np.unravel_index(np.argpartition(sims, -cap, axis=None)[-cap:], sims.shape)
+        else:
+            rows, cols = np.nonzero(hit)
+        keep_s = np.concatenate([keep_s, sims[rows, cols]])
+        keep_i = np.concatenate([keep_i, rows + a])
+        keep_j = np.concatenate([keep_j, cols + a])
+        if len(keep_s) > cap:
+            top = np.argpartition(-keep_s, cap - 1)[:cap]
+            keep_s, keep_i, keep_j = keep_s[top], keep_i[top], keep_j[top]
+        if len(keep_s) >= cap:
+            floor = max(floor, float(keep_s.min()))
+    pairs = list(zip(keep_s.tolist(), keep_i.tolist(), keep_j.tolist(), strict=True))
+    return pairs, total
+
+
+def _duplicates(
+    vault: Vault, entries: dict[str, Entry], threshold: float
+) -> tuple[list[Finding], str | None, bool, int]:
+    """Near-duplicate pairs from recall's stored whole-note vectors: (findings, a warning,
+    whether any were compared, how many pairs at or above the threshold are not listed).
+    Nothing is embedded: when recall has not indexed the vault,
+    the warning says so and this finding is skipped."""
+    if not vault.semantic_wanted():
+        return [], "near-duplicates not checked: recall is off in this vault", False, 0
+    sem = vault.semantic()
+    if sem is None:
+        return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False, 0
+    paths, mat, missing = sem.whole_vectors({p: e.doc for p, e in entries.items()})
+    if len(paths) < 2:
+        return (
+            [],
+            (
+                "near-duplicates not checked: recall has not indexed this vault yet (a server "
+                "embeds the notes in the background while the dashboard or a client is "
+                "connected; check again when it is done)"
+            ),
+            False,
+            0,
+        )
+    warning = (
+        f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
+        "not compared (recall embeds them while a server runs)"
+        if missing
+        else None
+    )
+    found, total = near_pairs(mat, threshold)
+    unlisted = total - len(found)
+    if unlisted:
+        note = (
+            f"near-duplicates: {unlisted:,} more pairs at or above {threshold} not listed "
+            f"(the closest {len(found):,} are; raise health.duplicate_score to see the closest "
+            "only)"
+        )
+        warning = f"{warning}; {note}" if warning else note
+    found.sort(key=lambda x: (-x[0], paths[x[1]], paths[x[2]]))
+    out = []
+    for score, i, j in found:
+        a_path, b_path = sorted((paths[i], paths[j]))
+        out.append(
+            Finding(
+                "duplicate",
+                a_path,
+                f"means nearly the same as {b_path} (score {score:.2f})",
+                other=b_path,
+                score=round(score, 3),
+            )
+        )
+    return out, warning, True, unlisted
+
+
+def check(
+    vault: Vault,
+    *,
+    include_ignored: bool = False,
+    today: date | None = None,
+    duplicates: bool = True,
+) -> Report:
+    """Every finding in the vault now. Reads only; writes nothing. `duplicates=False` leaves
+    the near-duplicates out (`with_duplicates` adds them): the screen shows the rest first."""
+    started = time.monotonic()
+    found, warnings = _findings(vault, today or date.today())
+    report = _report(vault, found, warnings, include_ignored, started)
+    return with_duplicates(vault, report, include_ignored=include_ignored) if duplicates else report
+
+
+def with_duplicates(vault: Vault, report: Report, *, include_ignored: bool = False) -> Report:
+    """`report` (made with `duplicates=False`) with the near-duplicates added."""
+    started = time.monotonic() - report.seconds
+    seen = {f.id for f in report.findings}
+    found = report.findings + [f for f in report.ignored if f.id not in seen]
+    dups, warning, checked, unlisted = _duplicates(
+        vault, vault.entries(), vault.config.health.duplicate_score
+    )
+    warnings = [*report.warnings, *([warning] if warning else [])]
+    out = _report(vault, found + dups, warnings, include_ignored, started)
+    out.duplicates_checked, out.duplicates_unlisted = checked, unlisted
+    return out
+
+
+def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
+    """Every finding but the near-duplicates, and the warnings so far."""
+    cfg: Config = vault.config
+    hc = cfg.health
+    warnings: list[str] = []
+    if vault.config_notice:
+        warnings.append(vault.config_notice)
+    warnings += [f"health config: {p}" for p in cfg.health_problems]
+    entries = vault.entries()
+    limit = cfg.limits.result_chars
+    parsed = _parse_all(vault, entries, limit)
+    found: list[Finding] = []
+
+    for path, e in entries.items():
+        for pr in note_problems(e.doc, cfg):
+            found.append(
+                Finding("problem", path, f"{pr.message} ({pr.hint})", code=pr.code, key=pr.key)
+            )
+
+    broken, incoming, linking = _links(vault, parsed)
+    found += broken
+
+    owners = {p.casefold() for p in cfg.protected_paths()}
+    for path, e in entries.items():
+        age = _age_days(e, today)
+        if (
+            age >= hc.orphan_days
+            and not incoming.get(path)
+            and path not in linking
+            and path.casefold() not in owners
+        ):
+            found.append(
+                Finding(
+                    "orphan",
+                    path,
+                    f"no note links to it and it links to none; unchanged for {age} days",
+                    days=age,
+                )
+            )
+
+    for path, e in entries.items():
+        rule = hc.stale_rule(e.type)
+        status = e.doc.frontmatter.get(rule.field)
+        if not isinstance(status, str) or status.strip().casefold() not in {
+            s.casefold() for s in rule.open
+        }:
+            continue
+        age = _age_days(e, today)
+        if age >= rule.days:
+            found.append(
+                Finding(
+                    "stale",
+                    path,
+                    f"{rule.field}: {status} and unchanged for {age} days "
+                    f"(since {e.modified.date().isoformat()}; stale after {rule.days})",
+                    days=age,
+                )
+            )
+
+    for path, p in parsed.items():
+        if not p.fits:
+            found.append(
+                Finding(
+                    "too_big",
+                    path,
+                    f"{len(p.text):,} chars: more than one read_doc returns under "
+                    f"limits.result_chars ({limit:,}); the AI reads it in parts",
+                )
+            )
+
+    return found, warnings
+
+
+def _report(
+    vault: Vault, found: list[Finding], warnings: list[str], include_ignored: bool, started: float
+) -> Report:
+    """The findings one per id, in order, the ignored ones set apart (or marked)."""
+    ignored_ids, ignore_warning = load_ignored(vault.root)
+    if ignore_warning:  # last, and once (`with_duplicates` passes the first report's on)
+        warnings = [w for w in warnings if w != ignore_warning] + [ignore_warning]
+    # one finding per id: the id is what the screen keys its rows by and what an ignore names
+    firsts: dict[str, Finding] = {}
+    for f in found:
+        firsts.setdefault(f.id, f)
+    found = list(firsts.values())
+    order = {k: i for i, k in enumerate(KINDS)}
+    found.sort(key=lambda f: (order[f.kind], -(f.score or 0), f.path, f.line or 0))
+    ignored = [f for f in found if f.id in ignored_ids]
+    shown = found if include_ignored else [f for f in found if f.id not in ignored_ids]
+    return Report(
+        notes=len(vault.entries()),
+        findings=shown,
+        ignored=ignored,
+        warnings=warnings,
+        seconds=time.monotonic() - started,
+    )
+
+
+def check_root(root: Path, *, include_ignored: bool = False, today: date | None = None) -> Report:
+    """`check` on the vault at `root`, opened and closed here (the CLI and the screen)."""
+    from server.vault import Vault
+
+    vault = Vault(root, client="vaultwatch-health")
+    try:
+        return check(vault, include_ignored=include_ignored, today=today)
+    finally:
+        vault.close()

@@ -1,0 +1,211 @@
+"""recall: notes ranked by meaning (a query, or the note at `path`), filtered like search_text.
+No MCP here."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from server.index.search import IndexBroken, IndexUnavailable, note_words
+from server.index.search_query import ParsedQuery, SearchError, contains_all, excluded, parse
+from server.notes.filters import NoteFilter, QueryError
+from server.notes.note import Doc, decode
+from server.vault import Vault
+
+if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
+    from server.index.semantic import SemanticIndex
+
+# a word in more notes than this adds no keyword boost: in a large vault bm25 gives it little
+# weight, and scoring every note that has it is what a query would spend its time on
+KEYWORD_MAX_NOTES = 400
+KEYWORD_BEST = 100  # notes the keyword boost looks at: below these it is a few thousandths
+READY_WAIT_S = 3.0  # a small vault is embedded in about this long: wait instead of saying "later"
+
+
+def _wait_ready(sem: SemanticIndex) -> None:
+    deadline = time.monotonic() + READY_WAIT_S
+    while not sem.ready and sem.error is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def indexed_words(vault: Vault, doc: Doc) -> str | None:
+    """A note's words as search_text indexes them, or None if it cannot be read."""
+    try:
+        text, _ = decode((vault.root / doc.disk).read_bytes())
+    except OSError:
+        return None
+    return "\n".join(note_words(doc, text))
+
+
+def has_every_word(vault: Vault, doc: Doc, pq: ParsedQuery) -> bool:
+    """recall's lexical match: the note has every word of the query, as search_text reads it."""
+    w = indexed_words(vault, doc)
+    return w is not None and contains_all(pq, w)
+
+
+def keyword_scores(vault: Vault, pq: ParsedQuery) -> dict[str, float]:
+    """The best notes that have any word of the query, with their bm25 from the full-text index
+    (higher is better): recall adds a bounded boost for them (semantic.KEYWORD_WEIGHT). Any
+    word, not every word, so one rare word that the model cannot place (a product name,
+    WebAssembly in a Chinese question) still counts. Common words are left out (see
+    KEYWORD_MAX_NOTES): scoring the thousands of notes that have them doubled the time of a query
+    at 10,000 notes. The text index is upkeep here: if it cannot answer, recall ranks by
+    meaning alone."""
+    # whole tokens: search_text's prefix match would count "a" in every word that starts with it
+    tokens = sorted({tok for t in pq.positive for tok, _ in t.tokens if tok})
+    try:
+        counts = vault.search.doc_counts(tokens)
+        keep = [
+            '"' + tok.replace('"', '""') + '"'
+            for tok in tokens
+            if 0 < counts[tok] <= KEYWORD_MAX_NOTES
+        ]
+        if not keep:
+            return {}
+        return vault.search.best(" OR ".join(keep), KEYWORD_BEST)
+    except (ValueError, IndexUnavailable, IndexBroken):
+        return {}
+
+
+def recall(
+    vault: Vault,
+    query: str | None = None,
+    *,
+    path: str | None = None,
+    limit: int = 8,
+    type: str | None = None,
+    folder: str | None = None,
+) -> dict[str, Any]:
+    sem = vault.semantic()
+    if sem is None:
+        raise QueryError(vault.semantic_unavailable())
+    if not query and not path:
+        raise QueryError(
+            "give query= (what the note is about, any language) or path= (a note "
+            "to find related notes for)"
+        )
+    cfg = vault.config
+    pq = None
+    if query:
+        try:
+            pq = parse(query)
+        except SearchError as exc:
+            raise QueryError(str(exc)) from exc
+    wanted = NoteFilter.of(
+        cfg,
+        types=[type, *(pq.types if pq else [])],
+        folders=[folder, *(pq.paths if pq else [])],
+        tags_all=list(pq.tags) if pq else [],
+    )
+    negates = pq is not None and any(t.negated for t in pq.terms)
+
+    vault.start_semantic()
+    _wait_ready(sem)
+    if sem.error:
+        raise QueryError(
+            f"the meaning index could not be built ({sem.error}); use search_text "
+            "and tell the owner"
+        )
+    if not sem.ready:
+        return {
+            "ready": False,
+            "indexed": sem.indexed,
+            "total": sem.total,
+            "hits": [],
+            "hint": f"indexed {sem.indexed:,} of {sem.total:,} notes so far; call recall again "
+            "in a few seconds, or use search_text meanwhile",
+        }
+    before = vault.index.generation
+    entries = vault.searchable_entries()  # the text index too: keyword_scores reads it
+    generation = vault.index.generation
+    if not sem.in_step(generation):  # an edit made in Obsidian since: embedded now
+        sem.reconcile(
+            {p: e.doc for p, e in entries.items()},
+            vault.note_meta,
+            # these docs are that generation only if no refresh ran meanwhile
+            generation=generation if generation == before else None,
+        )
+
+    exclude: set[str] = set()
+    if path:
+        rel = vault.resolve(path).rel
+        if rel not in entries:
+            raise QueryError(f"{rel!r} is not a note recall can see")
+        vec = sem.whole_vector(rel)
+        if vec is None:
+            raise QueryError(f"{rel!r} has no text to compare")
+        exclude.add(rel)
+    else:
+        text = " ".join(t.text for t in pq.positive) if pq else ""  # no filters, no exclusions
+        if not text:
+            raise QueryError(
+                "the query has only filters or exclusions: add words that say what "
+                "the note is about"
+            )
+        vec = sem.encode_query(text)
+
+    def words(p: str) -> str | None:
+        return indexed_words(vault, entries[p].doc)
+
+    def keep(p: str) -> bool:
+        e = entries.get(p)
+        if e is None or not wanted.matches(e):
+            return False
+        if negates and pq is not None:
+            w = words(p)
+            if w is None or excluded(pq, w):
+                return False
+        return True
+
+    def lexical(p: str) -> bool:
+        return pq is not None and has_every_word(vault, entries[p].doc, pq)
+
+    hits = []
+    ranked = sem.rank(
+        vec,
+        keep,
+        limit=limit,
+        exclude=exclude,
+        lexical=lexical if pq else None,
+        keyword=keyword_scores(vault, pq) if pq else None,
+    )
+    for m in ranked:
+        e = entries[m.path]
+        # lexical: the note has every word of the query; semantic: found by meaning alone
+        how = "lexical" if m.lexical else "semantic"
+        hits.append(
+            {
+                "path": m.path,
+                "title": e.doc.title,
+                "type": e.type,
+                "modified": e.modified.isoformat(timespec="seconds"),
+                "hash": e.doc.hash,
+                "score": round(m.score, 3),
+                "match": how,
+                "section": m.heading,
+                "snippet": m.excerpt,
+            }
+        )
+    out: dict[str, Any] = {"ready": True, "model": sem.embedder.name, "hits": hits}
+    if not hits:
+        out["hint"] = "no note passed the filters; drop a filter, or try search_text"
+    return out
+
+
+def similar_notes(vault: Vault, paths: list[str]) -> list[dict[str, Any]]:
+    """Up to 3 existing notes that mean nearly the same as the notes just created."""
+    sem = vault.semantic()
+    if sem is None:
+        return []
+    vault.start_semantic()
+    _wait_ready(sem)  # compare with the whole vault, not the part embedded so far
+    entries = vault.entries()
+    seen: set[str] = set(paths)
+    out: list[dict[str, Any]] = []
+    for p in paths:
+        for m in sem.similar(p, lambda q: q in entries and q not in seen):
+            seen.add(m.path)
+            out.append(
+                {"path": m.path, "title": entries[m.path].doc.title, "score": round(m.score, 3)}
+            )
+    return sorted(out, key=lambda x: -x["score"])[:3]

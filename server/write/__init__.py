@@ -1,0 +1,1 @@
+"""The write path: plan, check, lock, commit, recover, journal."""

@@ -1,0 +1,741 @@
+"""The write path: one writer at a time, the human's pending edits committed first, files written
+atomically, one git commit as the AI, and a recorded intent so a crash mid-write is rolled back.
+
+Order of a write (all under the vault's flock):
+  1. refuse if git is busy or mid-merge/rebase, or HEAD is detached   (nothing touched yet)
+  2. snapshot: commit the human's uncommitted edits to these paths as the human
+  3. record this write's own intent file: each path with its previous and new blob ids
+  4. write each file to a temp file, fsync, rename over
+  5. git commit exactly these paths as the AI, with the trailers
+  6. remove the intent file
+A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
+file; the next writer (any process, under the lock) or the next start puts the files back
+unless the human changed them since.
+
+A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
+the plan read: an editor that saves by truncate-then-write passes through an empty file, and
+re-saving identical text changes no byte, so bytes alone cannot tell a save in progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import secrets
+import signal
+import stat
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.core.errors import VaultwatchError
+from server.core.faults import fault_after
+from server.core.gitrepo import (
+    ACTION,
+    CLIENT,
+    TOOL,
+    GitError,
+    commit_message,
+    git,
+    human_identity,
+    identity_env,
+    operation_in_progress,
+    state_dir,
+    state_file,
+    trailer_value,
+    write_lock,
+)
+from server.notes.config import Config
+from server.write.journal import Commit, Journal, Recovered
+
+log = logging.getLogger("vaultwatch.store")
+
+NO_SIGN = ("-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null")
+
+
+class WriteRace(VaultwatchError):
+    """A file changed between planning a write and replacing it (the owner typing into it).
+    Its message is the note's path: the write path re-plans on it, nobody reads it."""
+
+    code = "write_race"
+
+    def __init__(
+        self,
+        rel: str,
+        expected: bytes | None,
+        actual: bytes | None,
+        restore: bytes | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(rel)
+        self.rel, self.expected, self.actual, self.restore = rel, expected, actual, restore
+        self.reason = reason
+
+
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns): what a file is, beyond its bytes
+Stamp = tuple[int, int, int, int]
+
+# A note found empty this recently is taken for an editor's save in progress (truncate, then
+# write) and waited for, at most this long, rather than planned on or snapshotted.
+SETTLE_S = 1.0
+_POLL_S = 0.005
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _just_emptied(st: os.stat_result) -> bool:
+    return st.st_size == 0 and time.time_ns() - st.st_mtime_ns < SETTLE_S * 1e9
+
+
+def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
+    """The file's bytes and stamp as one consistent state: (None, None) when there is no file.
+
+    The read counts only if the stamp is the same before and after it, the path still names
+    that inode, and the file is not a note emptied a moment ago (a save in flight). Otherwise
+    it waits, up to SETTLE_S, then raises WriteRace: never plan on a file being written.
+    """
+    deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
+    while True:
+        fd = _open_if_exists(path)
+        if fd is None:
+            return None, None
+        try:
+            before = os.fstat(fd)
+            data = _read_fd(fd)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        st = stamp_of(after)
+        try:
+            named = stamp_of(os.stat(path))
+        except FileNotFoundError:
+            named = None
+        if (
+            stamp_of(before) == st == named
+            and len(data) == after.st_size
+            and not _just_emptied(after)
+        ):
+            return data, st
+        if time.monotonic() >= deadline:
+            raise WriteRace(rel, None, data, reason="is being saved by another program right now")
+        time.sleep(_POLL_S)
+
+
+def _settled_fd(fd: int, old: bytes | None) -> bytes:
+    """What an open (possibly replaced) file holds once a save into it has finished: its bytes
+    when two reads a moment apart agree and it is not a just-emptied copy of a non-empty note
+    (a truncate whose write is still to come), waiting at most SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    data, st = _read_fd(fd), stamp_of(os.fstat(fd))
+    while time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        again, st2 = _read_fd(fd), stamp_of(os.fstat(fd))
+        if again == data and st2[1:3] == st[1:3] and (again or not old):
+            return again
+        data, st = again, st2
+    return data
+
+
+def _temp_name(path: Path) -> str:
+    return str(path.parent / f".{path.name}.{secrets.token_hex(4)}.vaultwatch-tmp")
+
+
+def _write_temp(tmp: str, path: Path, data: bytes) -> None:
+    """`data` in a new temp file beside `path`, fsynced, with the file's current mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _hash_files(root: Path, paths: list[str]) -> list[str]:
+    """Store these files (relative to root) in git exactly as their bytes are: no autocrlf,
+    eol or clean filter of the user's applies, so the blob is always the bytes we compare."""
+    out = git(
+        root, "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths).encode()
+    )
+    return out.stdout.decode().split()
+
+
+def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
+    """Raise WriteRace unless the file is still what was read (its stamp; or still absent)."""
+    try:
+        now: Stamp | None = stamp_of(os.stat(path))
+    except FileNotFoundError:
+        now = None
+    if (now is None) != (data is None) or (st is not None and now != st):
+        raise WriteRace(rel, data, None, reason="changed while the write was being prepared")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+def ignore_lease_breaks() -> None:
+    """Let the write path take file leases (see _lease): the kernel tells the lease holder
+    that someone opened the file with SIGIO, whose default action ends the process. Call it
+    from the main thread of a process that writes notes (the server, the dashboard)."""
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+
+
+def _lease(fd: int) -> bool:
+    """A write lease on the file before it is checked and replaced: while it is held, a
+    program that opens the file (an editor appending a line) waits, and the lease shows it
+    was asked for. Without one, an append that opened the old copy just before the rename
+    and wrote just after the check would land in a copy nobody sees again. Taken only where
+    lease breaks cannot end the process; other programs holding the file open, a filesystem
+    without leases or a file of another owner leave the check as it was without a lease."""
+    if signal.getsignal(signal.SIGIO) != signal.SIG_IGN:
+        return False
+    for _ in range(5):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            return True
+        except BlockingIOError:  # open elsewhere this moment (a reader): try again shortly
+            time.sleep(_POLL_S)
+        except OSError:
+            return False
+    return False
+
+
+def _lease_broken(fd: int) -> bool:
+    """Whether someone opened the file while our lease was held; the lease is released."""
+    broken = fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_WRLCK
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    return broken
+
+
+def _open_if_exists(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    off = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, off)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        off += len(chunk)
+
+
+class StoreError(VaultwatchError):
+    """The write path refused or failed (git busy, mid-merge, the write undone)."""
+
+
+@dataclass
+class FileWrite:
+    rel: str  # NFC path (the model's)
+    disk: str  # path on disk, relative to the root
+    old: bytes | None  # None: a new file
+    new: bytes | None  # None: the file is deleted (owner actions only, e.g. undoing a create)
+    stamp: Stamp | None = None  # of the file the plan read (None: no file, or not known)
+
+
+def blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file in the same folder, fsync, rename over: a reader sees old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = path.stat().st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vaultwatch-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+class Store:
+    def __init__(self, root: Path, journal: Journal) -> None:
+        self.root = root
+        self.journal = journal
+        # one intent file per write (pid + random): a writer never overwrites a dead one's
+        self.intent_path = state_dir(root) / f"intent.{os.getpid()}.{secrets.token_hex(4)}.json"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        with write_lock(self.root):
+            yield
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def check_repo(self) -> None:
+        g = self.root / ".git"
+        if (g / "index.lock").exists():
+            raise StoreError(
+                "git_busy",
+                "git is busy or crashed here (.git/index.lock exists); nothing was written. "
+                "Tell the owner: if no git command is running, they can delete .git/index.lock.",
+            )
+        busy = operation_in_progress(self.root)
+        if busy is not None:
+            raise StoreError(
+                "git_in_progress",
+                f"the vault is in the middle of {busy[1]}; nothing was written. Tell the owner "
+                "to finish or abort it first.",
+            )
+        head = (g / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        if not head.startswith("ref: "):
+            raise StoreError(
+                "detached_head",
+                "the vault's git HEAD is detached (not on a branch); nothing was written. Tell "
+                "the owner to check out a branch.",
+            )
+
+    # -- the write ------------------------------------------------------------------------------
+
+    def commit(
+        self, writes: list[FileWrite], *, subject: str, tool: str, client: str, config: Config
+    ) -> str:
+        """Write and commit (caller holds the lock and has run check_repo). Returns the sha.
+
+        The commit is built from the exact bytes written (through a private index), never from
+        whatever the working tree holds a moment later, so an owner typing into the same file
+        in Obsidian can neither leak into the AI's commit nor be overwritten unseen: a file
+        that is not what the plan read when it is replaced stops the write (WriteRace).
+        """
+        author = config.ai_author
+        message = commit_message(
+            subject, {TOOL: trailer_value(tool), CLIENT: trailer_value(client)}
+        )
+        return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
+
+    def apply(
+        self, writes: list[FileWrite], *, message: str, author: tuple[str, str], tool: str
+    ) -> str:
+        """The write path with any author and message (the AI's writes, the owner's reverts):
+        snapshot, intent, temp files, rename over (or unlink), one commit of exactly these
+        paths. Caller holds the lock and has run check_repo."""
+        paths = [w.disk for w in writes]
+        temps: list[str | None] = []  # None: the file is deleted, no temp file
+        renamed: list[FileWrite] = []
+        held: list[tuple[FileWrite, int | None]] = []
+        leased: set[int] = set()  # fds we hold a write lease on (see _lease)
+        # the crash-recovery tests stop a server at an exact point inside a batch
+        crash_after = fault_after("after_write")
+        try:
+            head_blobs = self.snapshot(
+                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+            )
+            # The intent (with the temp names) is on disk before any temp file exists, so a
+            # crash at any point leaves nothing that recovery does not know about.
+            temps = [_temp_name(self.root / w.disk) if w.new is not None else None for w in writes]
+            blobs = [blob_id(w.new) if w.new is not None else None for w in writes]
+            self._store_old_blobs(writes, head_blobs)
+            intent = {
+                "pid": os.getpid(),
+                "tool": tool,
+                "files": [
+                    {
+                        "path": w.disk,
+                        "old": blob_id(w.old) if w.old is not None else None,
+                        "new": b,
+                        "tmp": os.path.relpath(t, self.root) if t else None,
+                    }
+                    for w, b, t in zip(writes, blobs, temps, strict=True)
+                ],
+            }
+            atomic_write(self.intent_path, json.dumps(intent).encode())
+            for w, tmp in zip(writes, temps, strict=True):
+                if tmp is not None and w.new is not None:
+                    _write_temp(tmp, self.root / w.disk, w.new)
+            made = [t for t in temps if t is not None]
+            stored = _hash_files(self.root, made) if made else []
+            if stored != [b for b in blobs if b is not None]:
+                raise GitError("git stored different bytes than were written")
+            for w, tmp in zip(writes, temps, strict=True):
+                target = self.root / w.disk
+                fd = _open_if_exists(target)
+                if fd is not None and _lease(fd):
+                    leased.add(fd)
+                current = _read_fd(fd) if fd is not None else None
+                if current != w.old or (
+                    fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
+                ):
+                    if fd is not None:
+                        os.close(fd)
+                    raise WriteRace(w.rel, w.old, current)
+                if tmp is None:
+                    os.unlink(target)
+                else:
+                    os.replace(tmp, target)
+                renamed.append(w)
+                held.append((w, fd))
+                if crash_after is not None and len(renamed) >= crash_after:
+                    os.kill(os.getpid(), signal.SIGKILL)  # fault injection for crash tests
+            _fsync_dir(self.root)
+            # Someone who opened a file just before we replaced it wrote into the old copy (or
+            # truncated it, their write still to come): their words would vanish with it. Wait
+            # for their save to finish, put it back and stop. (Our rename changed the old
+            # copy's ctime, not its size or mtime.)
+            for w, fd in held:
+                if fd is None:
+                    continue
+                if fd in leased and _lease_broken(fd):
+                    # opened while we replaced it: the opener was held until now; let its
+                    # save finish before judging the old copy
+                    _settled_fd(fd, w.old)
+                st = os.fstat(fd)
+                moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
+                if moved or _read_fd(fd) != w.old:
+                    late = _settled_fd(fd, w.old)
+                    raise WriteRace(w.rel, w.old, late, restore=late)
+            sha = commit_blobs(
+                self.root,
+                [(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
+                message,
+                author,
+            )
+        except (OSError, GitError, WriteRace) as exc:
+            restore = exc.restore if isinstance(exc, WriteRace) else None
+            self._undo(
+                renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
+            )
+            for tmp in temps:
+                if tmp is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.intent_path)
+            if isinstance(exc, WriteRace):
+                raise
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
+        finally:
+            for _, fd in held:
+                if fd is not None:
+                    os.close(fd)
+        with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
+            os.unlink(self.intent_path)
+        return sha
+
+    def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
+        """Make sure git has every previous content, so recovery can always restore it. After
+        the snapshot that is HEAD's content; only a file git ignores needs storing."""
+        for w in writes:
+            if w.old is None:
+                continue
+            if in_head.get(w.disk) != blob_id(w.old):
+                git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=w.old)
+
+    def _undo(
+        self, written: list[FileWrite], restore_for: tuple[str | None, bytes | None] = (None, None)
+    ) -> None:
+        rel, late = restore_for
+        for w in reversed(written):
+            target = self.root / w.disk
+            try:
+                now = target.read_bytes()
+            except FileNotFoundError:
+                now = None
+            if now != w.new:
+                continue  # edited again since we replaced it: that edit is newer, keep it
+            data = late if (w.rel == rel and late is not None) else w.old
+            if data is None:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+            else:
+                atomic_write(target, data)
+
+    def _head_blobs(self, paths: list[str]) -> dict[str, str]:
+        out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
+            "utf-8", "replace"
+        )
+        blobs = {}
+        for entry in filter(None, out.split("\x00")):
+            meta, _, path = entry.partition("\t")
+            blobs[path] = meta.split()[2]
+        return blobs
+
+    def snapshot(
+        self,
+        paths: list[str],
+        expect: dict[str, tuple[str, bytes | None, Stamp | None]] | None = None,
+    ) -> dict[str, str]:
+        """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
+        each path afterwards (what the write starts from).
+
+        `expect` is what a write planned on, per path: (rel, bytes, stamp). The snapshot
+        commits exactly those bytes, and only while the file still is them (same stamp, and git
+        reading the same bytes back): a file that changed since the plan, or changes while git
+        reads it, raises WriteRace and the write is planned again. So a snapshot never records
+        a save caught half-way (an empty note, mid truncate-then-write). Without `expect`
+        (the dashboard's actions) each file is read as it settles now.
+
+        Compares the files with HEAD directly (not with git's index, which other tools may have
+        left in any state).
+        """
+        if expect is None:
+            expect = {}
+            for p in paths:
+                try:
+                    data, st = read_stable(self.root / p, p)
+                except WriteRace as race:
+                    raise StoreError(
+                        "file_busy",
+                        f"{p} {race.reason}; nothing was changed. Try again in a moment.",
+                    ) from race
+                expect[p] = (p, data, st)
+        head_blobs = self._head_blobs(paths)
+        dirty: list[str] = []
+        for p in paths:
+            rel, data, st = expect[p]
+            _still(self.root / p, rel, data, st)
+            if data is not None and head_blobs.get(p) != blob_id(data):
+                dirty.append(p)
+        if not dirty:
+            return head_blobs
+        try:
+            blobs = _hash_files(self.root, dirty)
+        except GitError:
+            for p in dirty:  # "short read": the file changed while git read it
+                _still(self.root / p, *expect[p])
+            raise
+        for p, blob in zip(dirty, blobs, strict=True):
+            rel, data, _ = expect[p]
+            if blob != blob_id(data or b""):  # git read other bytes: it changed meanwhile
+                raise WriteRace(rel, data, None, reason="changed while it was being snapshotted")
+        subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
+        sha = commit_blobs(
+            self.root,
+            list(zip(dirty, blobs, strict=True)),
+            commit_message(subject, {ACTION: "snapshot"}),
+            human_identity(self.root),
+        )
+        self.journal.append(Commit("snapshot", dirty, sha, chars=0), client="human")
+        return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """At start: roll back writes a crash interrupted. Returns the paths put back."""
+        with self.locked():
+            # A crash while one of our own state files was being written (the intent, the
+            # private index's marker) leaves only its temp file.
+            for stale in self.intent_path.parent.glob(".*.vaultwatch-tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+            return self.recover_locked()
+
+    def recover_locked(self) -> list[str]:
+        """Roll back every write whose writer died mid-way (caller holds the write lock).
+
+        Every write calls this first, not just a server's start: a server that stays up beside
+        one that was killed must not build on (or snapshot as the owner's) the dead one's
+        half-written files. Under the lock every intent file left is a dead writer's: a live
+        one removes its own before it lets the lock go, and a killed one's git children keep
+        the lock until they end.
+        """
+        restored: list[str] = []
+        for path in sorted(state_dir(self.root).glob("intent*.json")):
+            restored += self._recover_intent(path)
+        return restored
+
+    def _recover_intent(self, intent_path: Path) -> list[str]:
+        try:
+            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            files = intent["files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(intent_path)
+            return []
+        for f in files:
+            if f.get("tmp"):  # a temp file the crash left before its rename
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.root / f["tmp"])
+        restored, kept = [], []
+        committed = all(self._head_blob(f["path"]) == f["new"] for f in files)
+        if not committed:
+            for f in files:
+                target = self.root / f["path"]
+                current = target.read_bytes() if target.exists() else None
+                cur_id = blob_id(current) if current is not None else None
+                if cur_id == f["old"]:
+                    continue  # never touched
+                if cur_id != f["new"]:
+                    kept.append(f["path"])  # changed by someone since: leave it alone
+                    continue
+                if f["old"] is None:
+                    target.unlink()
+                else:
+                    data = git(self.root, "cat-file", "blob", f["old"]).stdout
+                    atomic_write(target, data)
+                restored.append(f["path"])
+        # The index for these paths goes back to HEAD whichever way it went (a crash may
+        # fall between moving the branch and updating the index).
+        git(self.root, "reset", "-q", "--", *[f["path"] for f in files], check=False)
+        os.unlink(intent_path)
+        # Every interrupted write is accounted for, even one that had already committed.
+        tool = intent.get("tool", "write")
+        msg = (
+            f"an interrupted {tool} was rolled back"
+            + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
+            if not committed
+            else f"an interrupted {tool} had been committed; the index was tidied"
+        )
+        self.journal.append(
+            Recovered(restored, kept, msg, intent.get("tool"), committed, intent.get("pid"))
+        )
+        return restored
+
+    def _head_blob(self, path: str) -> str | None:
+        r = git(self.root, "rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)
+        return r.stdout.decode().strip() if r.returncode == 0 else None
+
+
+def commit_blobs(
+    root: Path, entries: list[tuple[str, str | None]], message: str, author: tuple[str, str]
+) -> str:
+    """Commit exactly these paths, whatever else the working tree or git's index holds: HEAD +
+    these (path, blob; None removes the path) -> a tree (in a private index) -> a commit by
+    `author` -> the branch, moved only if it still points where it did (compare-and-swap).
+    The real index is then set to HEAD for these paths. Caller holds the write lock.
+
+    The one way anything of ours commits: the AI's writes, the owner's snapshots, reverts and
+    undos (through `Store.apply`) and the owner's moves, creates and deletes."""
+    # A private index, kept between writes (all of them under the write lock): when it
+    # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
+    # subtrees, which is most of the cost of a commit in a large vault.
+    index = state_dir(root) / "commit.index"
+    marker = state_dir(root) / "commit.index.head"
+    env = {"GIT_INDEX_FILE": str(index)}
+    branch, head = head_branch(root)
+    try:
+        if not (index.exists() and _read_text(marker) == head):
+            git(root, "read-tree", head, env=env)
+        lines = []
+        for path, blob in entries:
+            if blob is None:  # mode 0 takes the path out of the index
+                lines.append(f"0 {'0' * 40}\t{path}")
+                continue
+            lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
+        info = ("\n".join(lines) + "\n").encode()
+        git(root, "update-index", "--index-info", env=env, input=info)
+        tree = git(root, "write-tree", env=env).stdout.decode().strip()
+        state_file(index)  # git wrote it with the umask's mode
+    except GitError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index)
+        raise
+    sha = (
+        git(
+            root,
+            *NO_SIGN,
+            "commit-tree",
+            tree,
+            "-p",
+            head,
+            "-F",
+            "-",
+            env=identity_env(*author),
+            input=message.encode(),
+        )
+        .stdout.decode()
+        .strip()
+    )
+    subject = message.split("\n", 1)[0]
+    try:
+        git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+    except GitError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(marker)  # the private index is ahead of a HEAD that did not move
+        raise
+    try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
+        atomic_write(marker, sha.encode())
+    except OSError as exc:
+        log.warning("private index marker not written: %s", exc)
+        with contextlib.suppress(OSError):
+            os.unlink(marker)
+    # The real index: these paths as HEAD has them now (nothing of the owner's is staged
+    # there: the snapshot committed it).
+    try:
+        r = git(root, "update-index", "--index-info", input=info, check=False)
+        said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
+    except OSError as exc:  # git could not even start (no memory, no processes left)
+        said = str(exc)
+    if said is not None:  # the commit stands; only git's view of the index lags
+        log.warning("updating git's index after commit failed: %s", said)
+    return sha
+
+
+def _git_mode(path: Path) -> str:
+    """The mode git records for the file at `path` (a symlink as a link, not its target)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "100644"
+    if stat.S_ISLNK(st.st_mode):
+        return "120000"
+    return "100755" if st.st_mode & 0o111 else "100644"
+
+
+def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
+    """Each path with the blob of the file on disk now, stored in git (None: no such file, the
+    commit removes it); a symlink as its target text, as git keeps links."""
+    files = [p for p in paths if os.path.lexists(root / p) and not os.path.islink(root / p)]
+    found = dict(zip(files, _hash_files(root, files), strict=True)) if files else {}
+    for p in paths:
+        if os.path.islink(root / p):
+            link = os.fsencode(os.readlink(root / p))
+            found[p] = git(root, "hash-object", "-w", "--stdin", input=link).stdout.decode().strip()
+    return [(p, found.get(p)) for p in paths]
+
+
+def head_branch(root: Path) -> tuple[str, str]:
+    """(branch ref, HEAD sha) in one git call; StoreError when HEAD is not on a branch."""
+    # the flag applies to the arguments after it: the sha first, then the branch's name
+    out = git(root, "rev-parse", "HEAD", "--symbolic-full-name", "HEAD").stdout.decode()
+    sha, branch = out.split()[:2]
+    if not branch.startswith("refs/"):
+        raise StoreError(
+            "detached_head",
+            "the vault's git HEAD is not on a branch; "
+            "nothing was written. Tell the owner to check out a branch.",
+        )
+    return branch, sha

@@ -1,0 +1,107 @@
+"""The arguments of each write operation, declared once.
+
+One pydantic model per operation: its fields (names, types, limits, the descriptions the model
+reads) are the MCP tool's parameters, what `batch` validates each of its operations against, and
+what the fuzz tests draw. The planning of each operation lives in `writes`; nothing here knows
+MCP or the vault.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from server.core.tool_names import ToolName
+
+HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
+NOTE_PATH = "note path"
+
+
+class WriteArgs(BaseModel):
+    """What every operation's arguments share: unknown names are an error (a batch operation
+    with a misspelt argument must not silently drop it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    tool: ClassVar[ToolName]
+
+
+class CreateDoc(WriteArgs):
+    tool = ToolName.CREATE_DOC
+
+    type: Annotated[
+        str | None, Field(description="doc type: path comes from its folder and filename pattern")
+    ] = None
+    path: Annotated[str | None, Field(description="explicit path instead of type's pattern")] = None
+    fields: Annotated[
+        dict[str, Any] | None,
+        Field(description='frontmatter, e.g. {"date": "2026-10-02", "kind": "mock"}'),
+    ] = None
+    body: Annotated[
+        str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
+    ] = ""
+    tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None
+
+
+class AppendSection(WriteArgs):
+    tool = ToolName.APPEND_SECTION
+
+    path: Annotated[str, Field(description=NOTE_PATH)]
+    heading: Annotated[
+        str,
+        Field(
+            description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end "
+            "if missing"
+        ),
+    ]
+    content: Annotated[str, Field(description="markdown to add at the end of the section")]
+    hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+
+class EditText(WriteArgs):
+    tool = ToolName.EDIT_TEXT
+
+    path: Annotated[str, Field(description=NOTE_PATH)]
+    old: Annotated[str, Field(description="exact text now in the note (copy it from read_doc)")]
+    new: Annotated[str, Field(description="text to put in its place")]
+    count: Annotated[
+        int, Field(ge=1, le=1000, description="how many matches to expect and replace")
+    ] = 1
+    hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+
+class UpdateFrontmatter(WriteArgs):
+    tool = ToolName.UPDATE_FRONTMATTER
+
+    path: Annotated[str, Field(description=NOTE_PATH)]
+    set: Annotated[
+        dict[str, Any] | None,
+        Field(description='keys to set, e.g. {"status": "closed", "closed": "2026-10-02"}'),
+    ] = None
+    unset: Annotated[list[str] | None, Field(description="keys to remove")] = None
+    add_tags: Annotated[list[str] | None, Field(description="tags to add")] = None
+    remove_tags: Annotated[list[str] | None, Field(description="tags to remove")] = None
+    hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+
+class ReplaceDoc(WriteArgs):
+    tool = ToolName.REPLACE_DOC
+
+    path: Annotated[str, Field(description=NOTE_PATH)]
+    content: Annotated[str, Field(description="the complete new text, frontmatter included")]
+    hash: Annotated[str, Field(description="hash from your last read_doc of this note (required)")]
+
+
+WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc
+
+# Every operation a write tool or a batch can run, by tool name, in the order the tools are listed.
+WRITE_OPS: dict[str, type[WriteOp]] = {
+    m.tool: m for m in (CreateDoc, AppendSection, EditText, UpdateFrontmatter, ReplaceDoc)
+}
+
+
+def signature_line(model: type[WriteArgs]) -> str:
+    """`append_section(path, heading, content, hash?)`: an operation as batch's description
+    shows it, optional arguments marked with `?`."""
+    args = [n + ("" if f.is_required() else "?") for n, f in model.model_fields.items()]
+    return f"{model.tool}({', '.join(args)})"
