@@ -457,6 +457,57 @@ async def test_no_private_note_in_the_preview_or_any_list(vault: Path) -> None:
         v.close()
     out = preview(vault).text
     assert "study/" not in out and "private/" not in out
+    # today's biggest results count the read (its cost is real) but do not name the note
+    events = read_all(vault / ".git/vaultwatch/events.jsonl")
+    v = Vault(vault)
+    try:
+        big = context_cost(events, private=v.policy.is_private)["biggest"]
+    finally:
+        v.close()
+    assert any(b.hidden for b in big) and not any(
+        p.startswith(("private/", "study/")) for b in big for p in b.paths
+    ), big
+    # without the rules (the vault not read yet) no biggest result is listed at all
+    assert context_cost(events)["biggest"] == []
+
+
+async def test_the_reads_screen_never_names_a_note_that_is_private_now(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A note the AI read before its folder became private: counted in today's biggest results
+    as "1 private", never named, in any tab of the Reads screen."""
+    from textual.widgets import DataTable
+
+    from app.ui.dashboard import Dashboard
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/c.md")
+        await s.text("read_doc", path="study/a.md")
+    (vault / "vault.config.yaml").write_text(
+        CONFIG.replace('["private/**"]', '["private/**", "study/c.md"]')
+    )
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: len(app.feed.events) >= 2)
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
+        screen = app.screen
+        assert isinstance(screen, ReadsScreen)
+        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        table = screen.query_one("#biggest", DataTable)
+        await until(pilot, lambda: table.row_count == 2)
+        cells = [str(c) for r in range(table.row_count) for c in table.get_row_at(r)]
+        assert "1 private" in cells and any("a.md" in c for c in cells), cells
+        seen = " ".join(cells)
+        for key in ("2", "3", "4"):
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            seen += screen_text(app)
+        assert "c.md" not in seen and SECRET not in seen, seen
 
 
 # -- the shell ------------------------------------------------------------------------------------------

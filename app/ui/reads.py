@@ -32,9 +32,9 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from app.context_preview import Preview, mark_reviewed, preview
 from server.services.reads import (
+    BigRead,
     Reads,
     context_cost,
-    event_paths,
     event_tokens,
     local_time,
     reads_report,
@@ -69,9 +69,13 @@ def sparkline(values: list[int]) -> Content:
     )
 
 
-def first_and_more(event: dict[str, Any]) -> tuple[str, int]:
-    paths = event_paths(event)
-    return (paths[0], len(paths) - 1) if paths else ("", 0)
+def big_notes(b: BigRead) -> Content:
+    """The notes a big result named, private ones counted but never named."""
+    hidden = f"{b.hidden} private" if b.hidden else ""
+    if not b.paths:
+        return Content.styled(hidden, "$text-muted")
+    label = note_label(b.paths[0], 44, len(b.paths) - 1)
+    return label + Content.styled(f" +{hidden}", "$text-muted") if hidden else label
 
 
 def when(at: datetime | None, year: int) -> str:
@@ -224,7 +228,7 @@ class ReadsScreen(Screen[None]):
             with self._vault_lock:  # an earlier load may still be running (exclusive only flags it)
                 if self._vault is None:
                     self._vault = Vault(self.root)
-                cost = context_cost(events, self.today)
+                cost = context_cost(events, self.today, self._vault.policy.is_private)
                 report = reads_report(self._vault, events, self.days, self.now)
                 shown = preview(self.root, self._vault)
                 if self._closed:
@@ -309,10 +313,11 @@ class ReadsScreen(Screen[None]):
                     str(e.get("tool", "")),
                     n,
                     event_tokens(e),
-                    note_label(first_and_more(e)[0], 44, first_and_more(e)[1]),
+                    big_notes(b),
                     cut_middle(str(e.get("client", "")), 30),
                 ]
-                for n, e in c["biggest"]
+                for b in c["biggest"]
+                for n, e in [(b.chars, b.event)]
             ],
             most=200,
         )

@@ -114,9 +114,26 @@ def today_local() -> date:
     return datetime.now().astimezone().date()
 
 
-def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[str, Any]:
+@dataclass
+class BigRead:
+    """One of today's biggest results: its event, and the notes it named that are not private
+    now (`hidden` counts the others: a note read before its folder became private)."""
+
+    chars: int
+    event: dict[str, Any]
+    paths: list[str]
+    hidden: int
+
+
+def context_cost(
+    events: list[dict[str, Any]],
+    day: date | None = None,
+    private: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """Characters and estimated tokens the tools returned on the owner's `day` (today, local
-    time), per tool and per client, and the totals of the DAYS days before it."""
+    time), per tool and per client, and the totals of the DAYS days before it. The biggest
+    results name their notes under the vault's `private` rules of now; without them (the vault
+    not read yet) that list is left empty rather than name a note that may be private."""
     day = day or today_local()
     per_tool: Counter[str] = Counter()
     per_tool_tokens: Counter[str] = Counter()
@@ -146,6 +163,12 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
         calls[tool] += 1
         biggest.append((chars, e))
     biggest.sort(key=lambda x: -x[0])
+    big: list[BigRead] = []
+    if private is not None:
+        for chars, e in biggest[:20]:
+            named = event_paths(e)
+            shown = [p for p in named if not private(p)]
+            big.append(BigRead(chars, e, shown, len(named) - len(shown)))
     return {
         "day": day,
         "tools": per_tool,
@@ -153,7 +176,7 @@ def context_cost(events: list[dict[str, Any]], day: date | None = None) -> dict[
         "clients": per_client,
         "client_tokens": per_client_tokens,
         "calls": calls,
-        "biggest": biggest[:20],
+        "biggest": big,
         "total": sum(per_tool.values()),
         "tokens": sum(per_tool_tokens.values()),
         "days": days,
