@@ -76,7 +76,7 @@ def big_notes(b: BigRead) -> Content:
     if not b.paths:
         return Content.styled(hidden, "$text-muted")
     label = note_label(b.paths[0], 44, len(b.paths) - 1)
-    return label + Content.styled(f" +{hidden}", "$text-muted") if hidden else label
+    return label + Content.styled(f" · {hidden}", "$text-muted") if hidden else label
 
 
 def when(at: datetime | None, year: int) -> str:
