@@ -7,6 +7,7 @@ message; anything unexpected becomes a short ToolError that says nothing was cha
 A tool's name is its `ToolName`; a write tool's parameters are its `write_ops` model's fields.
 """
 
+import difflib
 import functools
 import inspect
 import logging
@@ -19,6 +20,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field
 
 from server import __version__
@@ -614,11 +616,13 @@ class VaultServer(MCPServer):
     def __init__(self, vault: Vault, **kwargs: Any) -> None:
         super().__init__("vaultwatch", **kwargs)
         self.vault = vault
+        self._tools: dict[str, MCPTool] | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context | None = None
     ) -> Any:
         try:
+            await self.refuse_unknown_arguments(name, arguments, context)
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             text = str(exc)
@@ -628,6 +632,40 @@ class VaultServer(MCPServer):
             # cut in the middle: the start says what happened, the end what to do next
             short = type(exc)(cap_message(text, limit))
             raise short from exc.__cause__  # the SDK logs a validation error by field names
+
+    async def refuse_unknown_arguments(
+        self, name: str, arguments: dict[str, Any], context: Context | None
+    ) -> None:
+        """The SDK drops arguments a tool does not declare: create_doc called with `content`
+        instead of `body` made an empty note, list_docs with `tag` listed every note. A name
+        the tool does not have is refused, before anything runs, with the names it has (a
+        write tool's refusal is journaled like any rejected write: the owner sees it)."""
+        if self._tools is None:  # the tools are all registered before the first call
+            self._tools = {t.name: t for t in await self.list_tools()}
+        tool = self._tools.get(name)
+        if tool is None:
+            return  # the SDK says the tool is unknown
+        known = list(tool.input_schema.get("properties", {}))
+        unknown = [k if len(k) <= 60 else k[:59] + "…" for k in arguments if k not in known]
+        if not unknown:
+            return
+        guesses = {g for k in unknown[:5] for g in difflib.get_close_matches(k, known, n=1)}
+        guess = f" (did you mean {', '.join(map(repr, sorted(guesses)))}?)" if guesses else ""
+        names = ", ".join(repr(k) for k in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+        message = f"{name} has no argument {names}"
+        hint = f"call {name} again with its own argument names: {', '.join(known)}{guess}"
+        annotations = tool.annotations
+        if annotations is not None and annotations.read_only_hint is False:
+            path = arguments.get("path")
+            paths = [path[:300]] if isinstance(path, str) else []
+            self.vault.journal.append(
+                journal.Rejected(name, paths, "unknown_argument", message, hint, ""),
+                client=client_name(context),
+            )
+            raise ToolError(
+                f"rejected (unknown_argument): {message}. To fix: {hint}. Nothing was written."
+            )
+        raise ToolError(f"{message}. To fix: {hint}.")
 
 
 def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:
