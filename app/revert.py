@@ -367,8 +367,10 @@ def _blockers(
             needed, touched = _carry(needed, _hunks(diff))
             if touched and sha.decode() not in wanted:
                 found.add(sha.decode())
+        # diff-index, not `git diff`: the porcelain refreshes (rewrites) git's index on the
+        # side, taking .git/index.lock from the owner's git and the server's commits
         pending = git(
-            root, "diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", "HEAD", "--", f
+            root, "diff-index", "-p", "-U0", "--no-renames", "--no-color", "HEAD", "--", f
         ).stdout
         in_head = git(root, "cat-file", "-e", f"HEAD:{f}", check=False).returncode == 0
         touched = _carry(needed, _hunks(pending))[1] or (not in_head and (root / f).exists())

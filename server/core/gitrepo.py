@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -47,8 +48,20 @@ def git(
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """git never prompts (no terminal to answer it) and speaks one language we can parse."""
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(extra or {})}
+    """git never prompts (no terminal to answer it) and speaks one language we can parse.
+
+    GIT_OPTIONAL_LOCKS=0: a command that only reads (`git status` above all) never takes
+    .git/index.lock to refresh the index's stat data on the side. Taken by our reads, that lock
+    made the owner's git, another server or our own index update after a commit fail. Commands
+    that must write the index still lock it; `git diff` against the working tree refreshes the
+    index even so (git 2.39), so the read side uses `git diff-index` there."""
+    return {
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+        "GIT_OPTIONAL_LOCKS": "0",
+        **(extra or {}),
+    }
 
 
 def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[bytes]:
@@ -229,6 +242,7 @@ def write_lock(root: Path) -> Iterator[None]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _HELD.fds = (*getattr(_HELD, "fds", ()), fd)
+        _release_dead_index_lock(root)
         yield
     finally:
         _HELD.fds = tuple(f for f in getattr(_HELD, "fds", ()) if f != fd)
@@ -281,3 +295,147 @@ def ignored_paths(root: Path, paths: list[str]) -> list[str]:
     if r.returncode not in (0, 1):  # 1: none ignored; anything else: git could not tell
         raise GitError(f"git check-ignore failed: {r.stderr.decode(errors='replace').strip()}")
     return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]
+
+
+# -- git's own index ----------------------------------------------------------------------------
+#
+# After a commit, git's index (.git/index) must hold the new text of the paths committed: left
+# with the old text, `git status` shows the AI's change staged for removal, and the owner's next
+# plain `git commit` would undo it. Every git command takes .git/index.lock to change the index;
+# the owner's `git status` holds it for a moment, a `git commit` waiting for its message holds
+# it for minutes, a crashed git leaves it. So the index is changed the way git changes it: the
+# lock taken first (waiting a moment for another holder), the new index built in a copy, the
+# branch moved while the lock is held, then the copy renamed over the index. If the lock cannot
+# be had, nothing is committed and the index is exactly as it was.
+
+INDEX_LOCK_WAIT_S = 2.0  # how long a write waits for another git command's index lock
+
+
+def index_busy_message(wait_s: float = INDEX_LOCK_WAIT_S) -> str:
+    return (
+        f"git's index is locked (.git/index.lock) and stayed locked for {wait_s:g} s: another "
+        "git command is running (a `git commit` waiting for its message holds it) or one "
+        "crashed; nothing was written. Try again in a moment; if it stays locked, tell the "
+        "owner: if no git command is running, they can delete .git/index.lock."
+    )
+
+
+class IndexBusy(GitError):
+    """.git/index.lock stayed held by another git command; nothing was changed."""
+
+    code = "git_busy"
+
+
+def _index_lock(root: Path) -> Path:
+    return root / ".git" / "index.lock"
+
+
+def _index_marker(root: Path) -> Path:
+    """Our hard link to the .git/index.lock we hold: if we are killed holding it, the next
+    taker of the write lock knows the lock for ours (same inode) and removes it."""
+    return state_dir(root) / "index.lock"
+
+
+def wait_for_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> bool:
+    """Whether .git/index.lock is absent, or goes within `wait_s` (another git at work)."""
+    lock = _index_lock(root)
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while os.path.lexists(lock):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _release_dead_index_lock(root: Path) -> None:
+    """Under the write lock, an index lock of ours is a dead writer's (a live one releases it
+    before the write lock, and a killed one's git children keep the write lock until they end):
+    remove it, or every later write (and the owner's git) would find the index locked."""
+    marker = _index_marker(root)
+    if not os.path.lexists(marker):
+        return
+    with contextlib.suppress(OSError):
+        if os.path.samefile(marker, _index_lock(root)):
+            os.unlink(_index_lock(root))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(marker)
+
+
+def _take_index_lock(root: Path, wait_s: float) -> bool:
+    """Take .git/index.lock as git does (created only if absent), waiting up to `wait_s` for
+    another holder. True when it is linked to our marker (crash-safe), False when the file
+    system has no hard links (then taken by O_EXCL, as git does). Raises IndexBusy."""
+    lock, marker = _index_lock(root), _index_marker(root)
+    make_state_dir(marker.parent)
+    _release_dead_index_lock(root)
+    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, STATE_FILE_MODE))
+    linked = True
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        try:
+            if linked:
+                os.link(marker, lock)
+            else:
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return linked
+        except FileExistsError:
+            if time.monotonic() >= deadline:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(marker)
+                raise IndexBusy(index_busy_message(wait_s)) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        except OSError:
+            if not linked:
+                raise
+            linked = False  # no hard links here: git's own way, without the crash marker
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(marker)
+
+
+class OwnerIndex:
+    """git's index held under git's own lock. `git(...)` runs a git command on a copy of it
+    (GIT_INDEX_FILE); `install()` puts the copy in place. Leaving without `install()` leaves
+    the index exactly as it was."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.index = root / ".git" / "index"
+        self.copy = state_dir(root) / "index.next"
+        self.exists = self.index.exists()  # no index at all (a bare start): left so
+        self.installed = False
+
+    def git(self, *args: str, input: bytes | None = None) -> None:
+        if self.exists:
+            git(self.root, *args, env={"GIT_INDEX_FILE": str(self.copy)}, input=input)
+
+    def install(self) -> None:
+        if self.exists:
+            os.replace(self.copy, self.index)
+        self.installed = True
+
+
+@contextmanager
+def owner_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> Iterator[OwnerIndex]:
+    """Change git's index as git does: under .git/index.lock (IndexBusy when another git
+    command keeps it past `wait_s`), through a copy renamed over it. Caller holds the write
+    lock (so the marker of a dead holder can be told from a live one)."""
+    linked = _take_index_lock(root, wait_s)
+    idx = OwnerIndex(root)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(idx.copy)
+        if idx.exists:
+            shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody else changes it
+        yield idx
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(idx.copy)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_index_lock(root))
+        if linked:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_index_marker(root))

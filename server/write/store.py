@@ -41,14 +41,18 @@ from server.core.gitrepo import (
     CLIENT,
     TOOL,
     GitError,
+    IndexBusy,
     commit_message,
     git,
     human_identity,
     identity_env,
+    index_busy_message,
     operation_in_progress,
+    owner_index,
     state_dir,
     state_file,
     trailer_value,
+    wait_for_index,
     write_lock,
 )
 from server.notes.config import Config
@@ -307,12 +311,8 @@ class Store:
 
     def check_repo(self) -> None:
         g = self.root / ".git"
-        if (g / "index.lock").exists():
-            raise StoreError(
-                "git_busy",
-                "git is busy or crashed here (.git/index.lock exists); nothing was written. "
-                "Tell the owner: if no git command is running, they can delete .git/index.lock.",
-            )
+        if not wait_for_index(self.root):  # another git command's lock usually goes in ms
+            raise StoreError("git_busy", index_busy_message())
         busy = operation_in_progress(self.root)
         if busy is not None:
             raise StoreError(
@@ -445,6 +445,8 @@ class Store:
                 os.unlink(self.intent_path)
             if isinstance(exc, WriteRace):
                 raise
+            if isinstance(exc, IndexBusy):
+                raise StoreError("git_busy", str(exc)) from exc
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
@@ -609,7 +611,14 @@ class Store:
                 restored.append(f["path"])
         # The index for these paths goes back to HEAD whichever way it went (a crash may
         # fall between moving the branch and updating the index).
-        git(self.root, "reset", "-q", "--", *[f["path"] for f in files], check=False)
+        tidied = True
+        try:
+            with owner_index(self.root) as idx:
+                idx.git("reset", "-q", "--", *[f["path"] for f in files])
+                idx.install()
+        except (GitError, OSError) as exc:
+            log.warning("git's index not tidied after an interrupted write: %s", exc)
+            tidied = False
         os.unlink(intent_path)
         # Every interrupted write is accounted for, even one that had already committed.
         tool = intent.get("tool", "write")
@@ -617,8 +626,15 @@ class Store:
             f"an interrupted {tool} was rolled back"
             + (f"; left as found (changed since): {', '.join(kept)}" if kept else "")
             if not committed
-            else f"an interrupted {tool} had been committed; the index was tidied"
+            else f"an interrupted {tool} had been committed"
+            + ("; the index was tidied" if tidied else "")
         )
+        if not tidied:
+            paths = " ".join(f["path"] for f in files)
+            msg += (
+                "; git's index was locked by another git command and could not be tidied: "
+                f"`git reset -q -- {paths}` does it"
+            )
         self.journal.append(
             Recovered(restored, kept, msg, intent.get("tool"), committed, intent.get("pid"))
         )
@@ -680,27 +696,39 @@ def commit_blobs(
         .strip()
     )
     subject = message.split("\n", 1)[0]
-    try:
-        git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
-    except GitError:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(marker)  # the private index is ahead of a HEAD that did not move
-        raise
+    # git's own index: these paths as the new commit has them (nothing of the owner's is
+    # staged there: the snapshot committed it). Built before the branch moves, under git's
+    # index lock, and put in place right after: the owner's index never shows the commit's
+    # change staged for removal. If another git command keeps the lock, IndexBusy: nothing is
+    # committed and the index is as it was.
+    with owner_index(root) as idx:
+        idx.git("update-index", "--index-info", input=info)
+        try:
+            git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        except GitError:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(marker)  # the private index is ahead of a HEAD that did not move
+            raise
+        try:
+            idx.install()  # a rename inside .git, under the lock
+        except OSError as exc:
+            # Not put in place: move the branch back (it moved a moment ago, under our
+            # locks), so the write fails as a whole rather than leave the index behind it.
+            back = git(root, "update-ref", branch, head, sha, check=False)
+            if back.returncode != 0:
+                log.warning("git's index not updated after commit %s: %s", sha, exc)
+                return sha
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(marker)
+            raise GitError(
+                f"git's index could not be updated ({exc}); nothing was committed"
+            ) from exc
     try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
         atomic_write(marker, sha.encode())
     except OSError as exc:
         log.warning("private index marker not written: %s", exc)
         with contextlib.suppress(OSError):
             os.unlink(marker)
-    # The real index: these paths as HEAD has them now (nothing of the owner's is staged
-    # there: the snapshot committed it).
-    try:
-        r = git(root, "update-index", "--index-info", input=info, check=False)
-        said = r.stderr.decode(errors="replace") if r.returncode != 0 else None
-    except OSError as exc:  # git could not even start (no memory, no processes left)
-        said = str(exc)
-    if said is not None:  # the commit stands; only git's view of the index lags
-        log.warning("updating git's index after commit failed: %s", said)
     return sha
 
 
