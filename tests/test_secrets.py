@@ -195,3 +195,108 @@ async def test_an_existing_vaults_state_folder_is_tightened_on_start(vault: Path
         k: 0o600 for k in modes if k not in (".", "sub")
     }
     assert git(vault, "status", "--porcelain") == ""
+
+
+# Audit finding 7: formats that got through. (what the AI sends, the part that is the secret)
+MORE_SECRETS = [
+    (
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    ("secret_key: 'q8Zr2vLx0PmW4nTy7Kb1'", "q8Zr2vLx0PmW4nTy7Kb1"),
+    (
+        "Authorization: Bearer aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5kL7n",
+        "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1eF3hJ5kL7n",
+    ),
+    ("token: 9f8e7d6c5b4a39281716aabbccddeeff", "9f8e7d6c5b4a39281716aabbccddeeff"),
+    ("api key = Zx81kLm29QpRt55", "Zx81kLm29QpRt55"),
+    ("pw: hunter2hunter2", "hunter2hunter2"),
+    ("glpat-xY3kP9mQ2rT7vW1zA5bC", "xY3kP9mQ2rT7vW1zA5bC"),
+    ("hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567", "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567"),
+    ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+    (
+        "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",
+        "wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",
+    ),
+    ("ya29.a0AfH6SMBq7Zr2vLx0PmW4nTy7Kb1Xc9", "a0AfH6SMBq7Zr2vLx0PmW4nTy7Kb1Xc9"),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Qm9vZ2xlU2VjcmV0S2V5Zm9yVGVzdHM0Mg==",
+        "Qm9vZ2xlU2VjcmV0S2V5Zm9yVGVzdHM0Mg",
+    ),
+    (
+        "AGE-SECRET-KEY-1QQPZ9Y8X7W6V5U4T3S2R1Q0P9L8N7M6L5K4J3H2G1F0E9D8C7",
+        "QQPZ9Y8X7W6V5U4T3S2R1Q0P9L8N7M6L5K4J3H2G1F0E9D8C7",
+    ),
+    (
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\n"
+        "AAAAIFzq8Zr2vLx0PmW4nTy7Kb1Xc9\nPrivate-MAC: 7f3a",
+        "AAAAIFzq8Zr2vLx0PmW4nTy7Kb1Xc9",
+    ),
+    ("AKIA\u200bQ3EGRHZ7VXKMB2LD", "Q3EGRHZ7VXKMB2LD"),
+]
+
+
+def _unchanged(root: Path, before: str, files: dict[str, bytes]) -> None:
+    assert git_log(root, "--format=%H") == before
+    assert {p: (root / p).read_bytes() for p in files} == files
+    assert not (root / "new.md").exists()
+
+
+@pytest.mark.parametrize(("sent", "value"), MORE_SECRETS)
+async def test_more_secret_formats_are_refused_by_every_write_tool(
+    connect: Any, vault: Path, sent: str, value: str
+) -> None:
+    """Each format through append_section, a create_doc field and a batch: refused, nothing
+    written, nothing of the secret in the journal or the error."""
+    before = git_log(vault, "--format=%H")
+    files = {p: (vault / p).read_bytes() for p in ("w.md", "owner.md")}
+    async with connect(vault) as s:
+        msgs = [await s.error("append_section", path="w.md", heading="Log", content=f"- {sent}")]
+        key, _, rest = sent.partition(":")
+        if rest and "\n" not in sent:  # `key: value`: the same as a frontmatter field
+            fields = {key.strip(): rest.strip().strip("'")}
+        else:
+            fields = {"note": sent}
+        msgs.append(await s.error("create_doc", path="new.md", fields=fields, body="# New\n"))
+        msgs.append(
+            await s.error(
+                "batch",
+                ops=[
+                    {
+                        "tool": "append_section",
+                        "args": {"path": "w.md", "heading": "Log", "content": "- ok"},
+                    },
+                    {
+                        "tool": "create_doc",
+                        "args": {"path": "new.md", "body": f"# New\n\n{sent}\n"},
+                    },
+                ],
+            )
+        )
+    for msg in msgs:
+        assert "rejected (secret)" in msg and value not in msg
+    _unchanged(vault, before, files)
+    assert value.encode() not in journal_bytes(vault)
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "the secret key to a good talk is practice",
+        "token: see below",
+        "commit 3f2a9c1d8e7b6a5f4c3d2e1f0a9b8c7d6e5f4a3b fixed it",
+        "content hash 9f8e7d6c5b4a3928, sha: 3f2a9c1d8e7b6a5f4c3d2e1f0a9b8c7d6e5f4a3b",
+        "secret_santa: Alice-and-Bob",
+        "Bearer tokens expire after an hour; api key = see the vault",
+        "zero\u200bwidth joiners in prose are fine",
+    ],
+)
+async def test_prose_about_secrets_is_written(connect: Any, vault: Path, prose: str) -> None:
+    async with connect(vault) as s:
+        res = await s.call("append_section", path="w.md", heading="Log", content=f"- {prose}")
+        assert res["commit"]
+        res = await s.call(
+            "create_doc", path="new.md", fields={"summary": prose}, body=f"# New\n\n{prose}\n"
+        )
+        assert res["commit"]
+    assert prose in (vault / "w.md").read_text()
