@@ -75,6 +75,32 @@ async def test_append_creates_missing_heading_and_nested(connect: Any, vault: Pa
     assert text.startswith("# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n")
 
 
+async def test_a_heading_is_one_line_of_at_most_six_hashes_and_some_text(
+    connect: Any, vault: Path
+) -> None:
+    """A newline in the heading wrote a second, top-level heading into the note; a 100,000
+    character heading became the commit's subject; '#' and '####### Seven' were written as
+    headings of those characters. Each is refused, directly and in a batch, nothing written."""
+    before, commit = (vault / "weeks/w.md").read_bytes(), head(vault)
+    bad = {
+        "Log\n# Injected top heading": "a heading is one line",
+        "x" * 100_000: "at most 200 characters, not 100,000",
+        "#": "the heading has no text",
+        "####### Seven": "at most six #",
+    }
+    async with connect(vault) as s:
+        for heading, said in bad.items():
+            args = {"path": "weeks/w.md", "heading": heading, "content": "- x"}
+            msg = await s.error("append_section", **args)
+            assert "rejected (bad_arguments)" in msg and "heading" in msg and said in msg, msg
+            assert len(msg) < 1_000
+            msg = await s.error("batch", ops=[{"tool": "append_section", "args": args}])
+            assert said in msg, msg
+        ok = await s.call("append_section", path="weeks/w.md", heading="### Deep", content="- y")
+    assert (vault / "weeks/w.md").read_text() == before.decode() + "\n### Deep\n- y\n"
+    assert git(vault, "rev-list", "--count", f"{commit}..HEAD").strip() == "1" and ok["commit"]
+
+
 async def test_create_doc_path_from_type_dedupe_and_folders(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         res = await s.call(

@@ -8,14 +8,16 @@ MCP or the vault.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.core.tool_names import ToolName
 
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
 NOTE_PATH = "note path"
+MAX_HEADING = 200  # characters: a heading is a line of the note and the commit's subject
 
 
 class WriteArgs(BaseModel):
@@ -56,6 +58,24 @@ class AppendSection(WriteArgs):
     ]
     content: Annotated[str, Field(description="markdown to add at the end of the section")]
     hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("heading")
+    @classmethod
+    def _one_heading(cls, heading: str) -> str:
+        """One heading line: a newline in it wrote a second, top-level heading into the note;
+        100,000 characters became the commit's subject; '#' and '####### x' are no heading."""
+        if "\n" in heading or "\r" in heading:
+            raise ValueError("a heading is one line (the section's text goes in content)")
+        if len(heading) > MAX_HEADING:
+            raise ValueError(
+                f"a heading has at most {MAX_HEADING} characters, not {len(heading):,}"
+            )
+        spec = heading.strip()
+        if re.match(r"#{7}", spec):
+            raise ValueError("a heading has at most six #, such as '## Log'")
+        if not spec.lstrip("#").strip():
+            raise ValueError("the heading has no text: give one such as 'Log' or '## Log'")
+        return heading
 
 
 class EditText(WriteArgs):
