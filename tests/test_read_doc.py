@@ -56,6 +56,22 @@ async def test_section_paths_and_ambiguity(connect: Any, make_vault: Any) -> Non
         assert "no heading 'Nope'" in msg and "Week 49/Goals" in msg
 
 
+async def test_two_sections_with_one_path_point_to_edit_text(connect: Any, make_vault: Any) -> None:
+    """Two '## Log' under one parent: 'give the full heading path' was a dead end (the path is
+    the same for both); the error says so and names the tools that can tell them apart."""
+    text = "# Dup\n\n## Log\n- a\n\n## Log\n- b\n"
+    root = make_vault({"d.md": text})
+    async with connect(root) as s:
+        for tool, args in (
+            ("read_doc", {"section": "Dup/Log"}),
+            ("append_section", {"heading": "Log", "content": "- c"}),
+        ):
+            msg = await s.error(tool, path="d.md", **args)
+            assert "matches 2 headings with the same path" in msg, msg
+            assert "edit_text" in msg and "full heading path" not in msg, msg
+    assert (root / "d.md").read_text() == text
+
+
 async def test_tail_of_list_and_of_sections(connect: Any, make_vault: Any) -> None:
     root = make_vault({"weeks/w.md": WEEK})
     async with connect(root) as s:

@@ -47,6 +47,14 @@ def find_section(doc: Doc, section: str) -> Heading:
         return found[0]
     if len(found) > 1:
         choices = "; ".join(repr(h.path) for h in found[:10])
+        if len({h.path for h in found}) < len(found):
+            # two sections with one path: no path names either, so say what does
+            raise ReadError(
+                f"section {section!r} matches {len(found)} headings with the same path: "
+                f"{choices}. No heading path tells them apart: read_doc the note (without "
+                "section) to see both, then write with edit_text, whose `old` names the exact "
+                "place (include the heading line in it)"
+            )
         raise ReadError(
             f"section {section!r} matches {len(found)} headings: {choices}. "
             "Give the full heading path, e.g. 'Week 42/Log'"
