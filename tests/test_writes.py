@@ -428,6 +428,22 @@ async def test_batch_all_or_nothing_and_one_commit(connect: Any, vault: Path) ->
     ]
 
 
+async def test_a_batch_makes_one_note_of_a_title_per_folder(connect: Any, vault: Path) -> None:
+    """Two create_doc of one title in one folder in a batch made two notes; a single create_doc
+    of that title hands back the note already there, and so does the batch's second one now."""
+
+    def create(path: str) -> dict[str, Any]:
+        return {"tool": "create_doc", "args": {"path": path, "body": "# Same Title\n\ntext\n"}}
+
+    async with connect(vault) as s:
+        res = await s.call("batch", ops=[create("notes/dup-a.md"), create("notes/dup-b.md")])
+    first, second = res["results"]
+    assert first["created"] is True and first["path"] == "notes/dup-a.md"
+    assert second["created"] is False and second["path"] == "notes/dup-a.md", second
+    assert second["hash"] == first["hash"]
+    assert not (vault / "notes/dup-b.md").exists()
+
+
 async def test_batch_limit_and_shape(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         op = {

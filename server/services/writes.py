@@ -149,6 +149,9 @@ class Plan:
         self.vocab_add: dict[str, str] = {}
         self.op = 0  # which operation of a batch is being planned
         self.touched: dict[str, list[int]] = {}  # path -> operations (1-based) that changed it
+        # (folder, casefolded title) -> path of each note this call creates: a batch's second
+        # note of one title in one folder is the first, as it is once the first is on disk
+        self.created: dict[tuple[str, str], str] = {}
 
     def file(self, raw: str, *, must_exist: bool = True) -> _File:
         try:
@@ -439,6 +442,10 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
     for e in p.vault.entries().values():
         if e.doc.folder == folder and e.doc.title.casefold() == title.casefold():
             return Outcome(e.doc.path, hash=e.doc.hash, created=False, existing=True, subject="")
+    twin = p.created.get((folder, title.casefold()))
+    if twin is not None:  # made by an earlier operation of this batch
+        made = p.file(twin, must_exist=False)
+        return Outcome(made.rel, hash=p.doc(made).hash, created=False, existing=True, subject="")
     if f.text is not None:
         doc = p.doc(f)
         return Outcome(f.rel, hash=doc.hash, created=False, existing=True)
@@ -457,6 +464,7 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
             [f.rel],
         )
     f.text = text
+    p.created[(folder, title.casefold())] = f.rel
     return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
 
 
