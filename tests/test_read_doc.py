@@ -72,6 +72,25 @@ async def test_two_sections_with_one_path_point_to_edit_text(connect: Any, make_
     assert (root / "d.md").read_text() == text
 
 
+async def test_tail_of_an_entry_too_big_for_one_read_is_its_end(
+    connect: Any, make_vault: Any
+) -> None:
+    """A note of plain lines is one entry; tail=1 showed its first 37,000 characters, the
+    oldest text. The newest text is its end: shown from a line start, whole to the last line,
+    with where the entry starts for reading it from there."""
+    lines = [f"line {i:05d} of a log kept without list marks" for i in range(4_000)]
+    text = "\n".join(lines) + "\n"
+    root = make_vault({"big.md": text})
+    async with connect(root) as s:
+        res = await s.call("read_doc", path="big.md", tail=1)
+        start, end = res["range"]
+        assert end == len(text) and start > 0 and text[start - 1] == "\n", res["range"]
+        assert res["content"] == text[start:] and res["content"].endswith(lines[-1] + "\n")
+        assert "this is their end" in res["next"] and "offset=0" in res["next"], res["next"]
+        whole = await s.call("read_doc", path="big.md", offset=0)
+        assert whole["content"].startswith(lines[0])
+
+
 async def test_tail_of_list_and_of_sections(connect: Any, make_vault: Any) -> None:
     root = make_vault({"weeks/w.md": WEEK})
     async with connect(root) as s:
