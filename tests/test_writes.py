@@ -245,6 +245,27 @@ async def test_each_rejection_has_a_code_and_writes_nothing(
     assert kinds[-1] == ("conflict" if code == "CONFLICT" else "rejected")
 
 
+async def test_a_refused_path_says_what_to_do_about_it(connect: Any, make_vault: Any) -> None:
+    """A folder named like a note was reported as a conflict ('changed while the write was being
+    prepared, call read_doc', which then found no note); a private folder's refusal said 'use a
+    path inside the vault', which it was."""
+    root = make_vault(
+        {
+            "vault.config.yaml": 'private: ["secret/"]\n',
+            "dir.md/inner.md": "# Inner\n",
+            "secret/s.md": "# S\n",
+        }
+    )
+    async with connect(root) as s:
+        folder = await s.error("create_doc", path="dir.md", body="# X\n")
+        private = await s.error("create_doc", path="secret/new.md", body="# X\n")
+    assert "rejected (path_is_folder): dir.md is a folder, not a note" in folder, folder
+    assert "such as dir.md/note.md" in folder and "conflict" not in folder
+    assert "rejected (path_private)" in private and "write the note somewhere else" in private
+    assert "inside the vault" not in private, private
+    assert (root / "dir.md").is_dir() and not (root / "secret/new.md").exists()
+
+
 async def test_rejected_event_carries_the_attempted_diff(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.error("update_frontmatter", path="sessions/2026-11-01-old.md", set={"kind": "chat"})

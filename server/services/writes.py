@@ -139,6 +139,16 @@ def slugify(text: str, limit: int = 80) -> str:
     return text[:limit].rstrip("-") or "note"
 
 
+# what to do about a path the vault refuses, by its code (the message says what was wrong)
+PATH_HINTS = {
+    "config_broken": "wait until the owner has fixed the config",
+    "path_private": "the owner keeps that folder private: write the note somewhere else",
+    "path_hidden": "write notes outside dot-folders, where list_docs shows notes",
+    "path_extension": "give the note a path that ends in a note extension, such as .md",
+    "path_twin": "write to another note, or ask the owner to rename one of the two files",
+}
+
+
 class Plan:
     """In-memory files for one call (one op, or every op of a batch)."""
 
@@ -157,11 +167,7 @@ class Plan:
         try:
             vp = self.vault.resolve(raw, must_exist=False)
         except VaultError as exc:
-            hint = (
-                "wait until the owner has fixed the config"
-                if exc.code == "config_broken"
-                else "use a path inside the vault, as list_docs shows"
-            )
+            hint = PATH_HINTS.get(exc.code, "use a path inside the vault, as list_docs shows")
             raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
         if vp.link is not None:
             # os.replace would put a plain file where the link was (the target never gets the
@@ -180,6 +186,13 @@ class Plan:
             f = self.files[vp.rel]
         else:
             disk = vp.disk.relative_to(self.vault.root).as_posix()
+            if vp.disk.is_dir():  # os.replace onto it fails late, and read as a conflict
+                raise Rejected(
+                    "path_is_folder",
+                    f"{vp.rel} is a folder, not a note",
+                    f"give the note a path of its own, such as {vp.rel}/note.md",
+                    [vp.rel],
+                )
             data, stamp = read_stable(vp.disk, vp.rel) if vp.disk.is_file() else (None, None)
             text, bad = decode(data) if data is not None else (None, None)
             if data is not None and (bad or b"\x00" in data):
