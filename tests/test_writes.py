@@ -266,6 +266,31 @@ async def test_a_refused_path_says_what_to_do_about_it(connect: Any, make_vault:
     assert (root / "dir.md").is_dir() and not (root / "secret/new.md").exists()
 
 
+async def test_frontmatter_keys_a_person_could_write_and_one_frontmatter(
+    connect: Any, vault: Path
+) -> None:
+    """`{"": 1}` was written as `? ''`, a key `---` as a line that ends the frontmatter, and a
+    body with its own frontmatter beside fields as a note with two. Each is refused."""
+    note = "sessions/2026-11-01-old.md"
+    before = (vault / note).read_bytes()
+    async with connect(vault) as s:
+        empty = await s.error("update_frontmatter", path=note, set={"": 1})
+        fence = await s.error("update_frontmatter", path=note, set={"---": 1})
+        broken = await s.error("update_frontmatter", path=note, unset=["a\nb"])
+        made = await s.error(
+            "create_doc",
+            path="notes/two.md",
+            fields={"status": "open"},
+            body="---\nkind: x\n---\n# Two\n",
+        )
+        ok = await s.call("create_doc", path="notes/one.md", body="---\nkind: x\n---\n# One\n")
+    assert "a frontmatter key is empty" in empty, empty
+    assert "reads as syntax" in fence and "line break" in broken, (fence, broken)
+    assert "rejected (two_frontmatters)" in made and not (vault / "notes/two.md").exists()
+    assert (vault / note).read_bytes() == before
+    assert ok["created"] and (vault / "notes/one.md").read_text().startswith("---\nkind: x\n---")
+
+
 async def test_rejected_event_carries_the_attempted_diff(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.error("update_frontmatter", path="sessions/2026-11-01-old.md", set={"kind": "chat"})

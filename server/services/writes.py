@@ -466,6 +466,14 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
         t = p.config.types[type]
         if not f.rel.startswith(t.folder + "/"):
             fields["type"] = type
+    if (fields or tags) and re.match(r"\ufeff?---[ \t]*\r?\n", body):
+        raise Rejected(
+            "two_frontmatters",
+            "body starts with its own frontmatter (---) and fields or tags are given too: the "
+            "note would have two, and the second would read as text",
+            "put those keys in fields (and tags), and start body after the frontmatter",
+            [f.rel],
+        )
     _prepare_tags(p, tags)
     text = render_new_note(fields, tags, body)
     missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)

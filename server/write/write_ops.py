@@ -9,6 +9,7 @@ MCP or the vault.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -18,6 +19,21 @@ from server.core.tool_names import ToolName
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
 NOTE_PATH = "note path"
 MAX_HEADING = 200  # characters: a heading is a line of the note and the commit's subject
+
+
+def field_keys(keys: Iterable[str] | None) -> None:
+    """A frontmatter key the model names must be one a person could have written: `{"": 1}` was
+    written as `? ''`, and `---` as a key that ends the frontmatter when read back."""
+    for key in keys or ():
+        if not key.strip():
+            raise ValueError("a frontmatter key is empty: name the field, such as 'status'")
+        if any(ch in key for ch in "\n\r\t") or key.strip() != key:
+            raise ValueError(f"frontmatter key {key[:60]!r} has spaces at its ends or a line break")
+        if key in ("---", "...") or key.startswith(("#", "-", "?", "&", "*", "!", "|", ">", "%")):
+            raise ValueError(
+                f"frontmatter key {key[:60]!r} starts with a character YAML reads as syntax: "
+                "start it with a letter or a digit"
+            )
 
 
 class WriteArgs(BaseModel):
@@ -43,6 +59,12 @@ class CreateDoc(WriteArgs):
         str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
     ] = ""
     tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None
+
+    @field_validator("fields")
+    @classmethod
+    def _keys(cls, fields: dict[str, Any] | None) -> dict[str, Any] | None:
+        field_keys(fields)
+        return fields
 
 
 class AppendSection(WriteArgs):
@@ -102,6 +124,12 @@ class UpdateFrontmatter(WriteArgs):
     add_tags: Annotated[list[str] | None, Field(description="tags to add")] = None
     remove_tags: Annotated[list[str] | None, Field(description="tags to remove")] = None
     hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("set", "unset")
+    @classmethod
+    def _keys(cls, keys: dict[str, Any] | list[str] | None) -> dict[str, Any] | list[str] | None:
+        field_keys(keys)
+        return keys
 
 
 class ReplaceDoc(WriteArgs):
