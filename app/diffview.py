@@ -5,10 +5,13 @@ widget), and bounded so a 5,000-line change renders at once."""
 from __future__ import annotations
 
 import difflib
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from pygments.lexers import MarkdownLexer
-from pygments.token import Token
 from textual.content import Content
+
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
 
 from .history import FileChange
 
@@ -17,16 +20,24 @@ WORD_ADD, WORD_DEL = "bold $text-success on $success 35%", "bold $text-error on 
 MAX_LINES = 20_000
 STATUS = {"A": "ADDED", "D": "DELETED", "R": "RENAMED", "M": "MODIFIED"}
 RICH_LINES = 600  # past this many changed lines: no syntax colours or word marks (speed first)
-_LEXER = MarkdownLexer()
-TOKEN_STYLE = {
-    Token.Generic.Heading: "bold",
-    Token.Generic.Subheading: "bold",
-    Token.Generic.Strong: "bold",
-    Token.Generic.Emph: "italic",
-    Token.Name.Tag: "$text-accent",
-    Token.Keyword: "$text-primary",
-    Token.Literal.String.Backtick: "$text-warning",
-}
+
+
+@cache
+def _markdown() -> tuple[Lexer, dict[Any, str]]:
+    """The lexer and the style of its token types, made when a diff is first drawn: pygments'
+    lexers cost ~200 ms to import, which the dashboard's first paint does not wait for."""
+    from pygments.lexers import MarkdownLexer
+    from pygments.token import Token
+
+    return MarkdownLexer(), {
+        Token.Generic.Heading: "bold",
+        Token.Generic.Subheading: "bold",
+        Token.Generic.Strong: "bold",
+        Token.Generic.Emph: "italic",
+        Token.Name.Tag: "$text-accent",
+        Token.Keyword: "$text-primary",
+        Token.Literal.String.Backtick: "$text-warning",
+    }
 
 
 class LineMatcher(difflib.SequenceMatcher[str]):
@@ -131,8 +142,9 @@ def _syntax(line: str) -> Content:
         return Content(line)
     content = Content(line)
     pos = 0
-    for ttype, value in _LEXER.get_tokens(line):
-        style = next((s for t, s in TOKEN_STYLE.items() if ttype in t), None)
+    lexer, token_style = _markdown()
+    for ttype, value in lexer.get_tokens(line):
+        style = next((s for t, s in token_style.items() if ttype in t), None)
         end = min(pos + len(value), len(line))
         if style and end > pos:
             content = content.stylize(style, pos, end)

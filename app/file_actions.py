@@ -35,8 +35,6 @@ from server.notes.entry import classify
 from server.notes.links import LinkIndex, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
-from server.services.writes import Rejected, note_path
-from server.write.edits import render_new_note
 from server.write.journal import Journal
 from server.write.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
 from server.write.validate import new_problems, problems
@@ -270,6 +268,11 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
     """A new note of `type_name`: its path from the type's folder and filename pattern,
     frontmatter then a heading, checked by the write path's own rules (`validate.problems`:
     required fields, dates, allowed values), said in the form's words."""
+    # the server's write path (pydantic, the vault's indexes) loads when a note is first made,
+    # not with the dashboard (its first paint)
+    from server.services.writes import Rejected, note_path
+    from server.write.edits import render_new_note
+
     config = _config(root)
     if config is None or type_name not in config.types:
         raise ActionError(f"unknown type {type_name!r}")

@@ -190,6 +190,73 @@ async def first_paint(vault: Path, server_first: bool) -> tuple[float, float]:
     return paint, up
 
 
+# A fresh `vaultwatch` process up to its first paint: the imports, the app, the first screenful
+# of the timeline (the server child starts after it, as in app/main.py). Self-contained, so it
+# runs against any checkout (`--src`): the checkout's folder comes first on sys.path.
+PAINT_CHILD = """
+import json, sys, time
+from pathlib import Path
+import anyio
+from app.supervisor import ServerSupervisor
+from app.ui.dashboard import Dashboard
+
+async def paint() -> None:
+    sup = ServerSupervisor(Path(sys.argv[1]))
+    app = Dashboard(Path(sys.argv[1]), supervisor=sup)
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            while not app.feed.rows:
+                await pilot.pause(0.01)
+            await pilot.pause(0)  # the frame that draws them
+            print(json.dumps({"cpu": time.process_time()}), flush=True)
+    finally:
+        sup.stop()
+
+anyio.run(paint)
+"""
+
+
+def paint_process(vault: Path, src: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds from spawning a dashboard process to its first paint."""
+    python = src / ".venv" / "bin" / "python"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(python if python.exists() else sys.executable), "-c", PAINT_CHILD, str(vault)],
+        cwd=src,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    wall = time.perf_counter() - t0
+    proc.wait(30)
+    if not line:
+        raise RuntimeError(f"the dashboard of {src} did not paint (exit {proc.returncode})")
+    return wall, float(json.loads(line)["cpu"])
+
+
+def dashboard_process(vault: Path, srcs: list[Path], runs: int = 5) -> dict[str, float]:
+    """First paint of a new process, checkouts taken in turn run after run (a shared machine's
+    load then weighs on each alike); medians."""
+    got: dict[Path, list[tuple[float, float]]] = {s: [] for s in srcs}
+    for _ in range(runs):
+        for s in srcs:
+            got[s].append(paint_process(vault, s))
+    res: dict[str, float] = {}
+    for i, s in enumerate(srcs):
+        wall = statistics.median(g[0] for g in got[s])
+        cpu = statistics.median(g[1] for g in got[s])
+        key = "" if i == 0 else f"_{i}"
+        res[f"dashboard_process_first_paint{key}_s"] = wall
+        res[f"dashboard_process_first_paint_cpu{key}_s"] = cpu
+        print(
+            f"  dashboard process, spawn to first paint {wall * 1e3:6.0f} ms, CPU {cpu * 1e3:6.0f} ms"
+            f" (median of {runs}; {s}; load {os.getloadavg()[0]:.2f})",
+            flush=True,
+        )
+    return res
+
+
 def dashboard(vault: Path, runs: int = 3) -> dict[str, float]:
     import anyio
 
@@ -216,6 +283,12 @@ def main() -> None:
     ap.add_argument("--copy", action="store_true", help="work on a copy of the vault")
     ap.add_argument("--dashboard", action="store_true", help="the dashboard's first paint too")
     ap.add_argument("--dashboard-only", action="store_true", help="only the dashboard's")
+    ap.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        help="another checkout whose dashboard process is timed in turn with --src's",
+    )
     args = ap.parse_args()
     vault = Path(args.vault).absolute()
     if args.copy:
@@ -227,6 +300,8 @@ def main() -> None:
         res = run(vault, Path(args.src), args.runs) if not args.dashboard_only else {}
         if args.dashboard or args.dashboard_only:
             res.update(dashboard(vault, args.runs))
+            srcs = [Path(args.src), *(Path(a) for a in args.against)]
+            res.update(dashboard_process(vault, srcs, args.runs))
         print(json.dumps({k: round(v, 4) for k, v in res.items()}))
     finally:
         if args.copy:

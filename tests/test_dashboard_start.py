@@ -104,3 +104,96 @@ def test_stop_during_start_leaves_no_child(make_vault: Any, tmp_path: Path) -> N
     t.join(10)
     assert not t.is_alive() and errors and sup.phase == "failed"
     assert child.poll() is not None
+
+
+# What the first paint must not wait for: pygments (the diff's colours), the server's write path
+# (pydantic, the vault's indexes) and every screen but the main one. Each loads when first needed.
+LAZY = (
+    "pygments",
+    "pydantic",
+    "server.services.writes",
+    "server.write.write_ops",
+    "server.vault",
+    "app.ui.file_dialogs",
+    "app.ui.health_screen",
+    "app.ui.insights",
+    "app.ui.reads",
+    "app.ui.review_screen",
+    "app.ui.stats_screen",
+)
+PAINT = """
+import json, sys
+from pathlib import Path
+import anyio
+from app.ui.dashboard import Dashboard
+from app.ui.main_screen import DiffPane
+from app.ui.timeline import Timeline
+
+LAZY = tuple(sys.argv[2].split(","))
+
+def say(stage: str) -> None:
+    lazy = sorted({m.split(".")[0] if m.startswith("p") else m for m in sys.modules
+                   if any(m == n or m.startswith(n + ".") for n in LAZY)})
+    print(json.dumps([stage, lazy]), flush=True)
+
+async def main() -> None:
+    say("imported")
+    app = Dashboard(Path(sys.argv[1]), poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        for _ in range(3000):
+            if len(t.rows) == 2 and t.current is not None:
+                break
+            await pilot.pause(0.01)
+        await pilot.pause(0.2)  # the first paint and whatever it set going
+        say(f"painted on {t.current.kind}")
+        await pilot.press("down")  # the import commit: its diff
+        pane = app.query_one("#detail", DiffPane)
+        for _ in range(3000):
+            if "a.md" in pane.plain:
+                break
+            await pilot.pause(0.01)
+        say("diff drawn" if "a.md" in pane.plain else "no diff")
+
+anyio.run(main)
+"""
+
+
+def test_the_first_paint_loads_no_diff_colours_write_path_or_other_screens(
+    make_vault: Any, tmp_path: Path
+) -> None:
+    """A fresh dashboard process: importing it and painting the main screen (the cursor on a
+    server row: no diff yet) loads none of LAZY; the first diff drawn loads pygments, and still
+    not the write path. A behaviour test of the imports, not a timing."""
+    import json
+    import os
+    import subprocess
+
+    from server.core.gitrepo import state_dir
+    from server.write.journal import Journal, ServerStarted
+
+    from .conftest import REPO
+
+    vault = make_vault({"a.md": "# A\n\nsome *text*\n"})
+    Journal(state_dir(vault) / "events.jsonl").append(
+        ServerStarted(
+            transport="http", read_only=False, version="0", vault=str(vault), config_errors=[]
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    r = subprocess.run(
+        [sys.executable, "-c", PAINT, str(vault), ",".join(LAZY)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    stages = [json.loads(line) for line in r.stdout.splitlines()]
+    assert stages == [
+        ["imported", []],
+        ["painted on server", []],
+        ["diff drawn", ["pygments"]],
+    ], r.stdout

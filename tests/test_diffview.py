@@ -149,6 +149,11 @@ def test_wrapped_unified_lines_keep_their_gutter() -> None:
     assert " ".join(r.plain[2:].strip() for r in rows).split() == ["added", "words"] * 10
     other = hang(Content("abc123  a long commit subject that goes on past the edge"), 30)
     assert [r.plain[:2] for r in other[1:]] == ["  "] * (len(other) - 1)
+    # an indented line (the context preview's YAML) hangs under its own text, Chinese too
+    nested = hang(Content("      title: " + "离线同步与冲突解决" * 4), 30)
+    assert len(nested) > 1 and all(r.cell_length <= 30 for r in nested)
+    assert all(r.plain.startswith("      ") and r.plain[6] != " " for r in nested[1:])
+    assert "".join(r.plain.strip() for r in nested) == "title: " + "离线同步与冲突解决" * 4
 
 
 def test_a_commit_of_thousands_of_files_is_shown_in_part_and_says_so(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ async def test_the_header_shows_how_far_recall_indexing_is(
 ) -> None:
     from textual.widgets import Static
 
-    from server.write.journal import Journal, SemanticProgress
+    from server.write.journal import Journal, SemanticProgress, ServerStopped
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     journal = Journal(repo / ".git/vaultwatch/events.jsonl", client="server")
@@ -179,6 +179,11 @@ async def test_the_header_shows_how_far_recall_indexing_is(
         journal.append(SemanticProgress(model="use-multilingual-v3", indexed=1000, total=1000))
         await until(pilot, lambda: "recall: ready (1,000 notes)" in str(header.render()))
         assert "recall: ready (1,000 notes)" in str(header.render())
+        # once that server stops, its "ready" says nothing of the notes as they are now (they
+        # may change before the next server embeds them): the header no longer claims it
+        journal.append(ServerStopped(transport="stdio", reason="exit"))
+        await until(pilot, lambda: "recall" not in str(header.render()))
+        assert "recall" not in str(header.render())
 
 
 @pytest.mark.anyio

@@ -274,7 +274,7 @@ def test_near_duplicates_wait_for_recall_and_say_so(
     monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
     r = report(vault)
     assert r.duplicates_checked is False
-    assert any("recall has not indexed this vault yet" in w for w in r.warnings)
+    assert any("recall has not indexed these notes yet" in w for w in r.warnings)
     v = Vault(vault)
     try:
         sem = v.semantic()

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from mcp import Client
@@ -34,6 +34,9 @@ from server.services.reads import (
 )
 from server.vault import Vault
 from server.write.journal import estimate_tokens, read_all
+
+if TYPE_CHECKING:
+    from app.ui.reads import ReadsScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -479,7 +482,6 @@ async def test_the_reads_screen_never_names_a_note_that_is_private_now(
     from textual.widgets import DataTable
 
     from app.ui.dashboard import Dashboard
-    from app.ui.reads import ReadsScreen
 
     from .test_dashboard import until
 
@@ -492,12 +494,7 @@ async def test_the_reads_screen_never_names_a_note_that_is_private_now(
     )
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: len(app.feed.events) >= 2)
-        await pilot.press("dollar_sign")
-        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
-        screen = app.screen
-        assert isinstance(screen, ReadsScreen)
-        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        screen = await open_reads(app, pilot, events=2)
         table = screen.query_one("#biggest", DataTable)
         await until(pilot, lambda: table.row_count == 2)
         cells = [str(c) for r in range(table.row_count) for c in table.get_row_at(r)]
@@ -568,7 +565,6 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
     vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from app.ui.dashboard import Dashboard
-    from app.ui.reads import ReadsScreen
 
     from .test_dashboard import footer, footer_fits, until
 
@@ -579,12 +575,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
         await s.text("read_doc", path="study/a.md")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: len(app.feed.events) >= 3)
-        await pilot.press("dollar_sign")
-        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
-        screen = app.screen
-        assert isinstance(screen, ReadsScreen)
-        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        screen = await open_reads(app, pilot, events=3)
         assert footer_fits(app, size[0]) and "Keys" in [k.description for k in footer(app)]
         await pilot.press("2")
         await pilot.pause(0.2)
@@ -642,7 +633,6 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
 
     from app.ui.cells import note_label
     from app.ui.dashboard import Dashboard
-    from app.ui.reads import ReadsScreen
 
     from .test_dashboard import until
 
@@ -671,12 +661,7 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
 
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: len(app.feed.events) >= 4)
-        await pilot.press("dollar_sign")
-        await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
-        screen = app.screen
-        assert isinstance(screen, ReadsScreen)
-        await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+        screen = await open_reads(app, pilot, events=4)
         assert screen.built == {"cost"}
         for id_ in ("#most", "#unread", "#context-body"):
             assert not screen.query(id_), id_  # not made before it is shown
@@ -718,3 +703,19 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
             text = screen_text(app)
             assert "private/" not in text and "salary" not in text and SECRET not in text
         assert not any("private/" in r for t in ("most", "unread") for r in rows(screen, t))
+
+
+async def open_reads(app: Any, pilot: Any, events: int) -> ReadsScreen:
+    """The Reads screen (`$`) once the dashboard has `events` journal events, with its report
+    and context preview counted."""
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    await until(pilot, lambda: len(app.feed.events) >= events)
+    await pilot.press("dollar_sign")
+    await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
+    screen = app.screen
+    assert isinstance(screen, ReadsScreen)
+    await until(pilot, lambda: screen.report is not None and screen.preview is not None)
+    return screen

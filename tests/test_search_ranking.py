@@ -161,3 +161,20 @@ def test_a_page_past_the_last_is_empty_and_ranks_nothing(vault: Vault, tmp_path:
     top = TopK(vault.searchable_entries(), None, 410, time.time(), offset=400)
     vault.search.search(expr, title_expression(pq), top)
     assert top.total == 400 and top.visited == 0 and top.ranked() == []
+
+
+def test_a_word_in_a_quarter_of_the_notes_pages_as_the_full_ranking(vault: Vault) -> None:
+    """Issue 20's worst search: one word in a large share of the notes ("blue", in a quarter of
+    them; the bench's is in a third of 10,000). The first page is the full ranking's, the total
+    is exact, and only part of the matches were scored: the bound is what made it."""
+    full, total = _full(vault, "blue")
+    assert total == len(full) == 100
+    pq = parse("blue")
+    expr = fts_expression(pq)
+    assert expr is not None
+    top = TopK(vault.searchable_entries(), None, 10, time.time())
+    vault.search.search(expr, title_expression(pq), top)
+    assert top.total == total
+    assert [e.doc.path for e in top.ranked()[:10]] == full[:10]
+    assert top.visited < total, top.visited
+    assert [h["path"] for h in search_text(vault, "blue", limit=10)["hits"]] == full[:10]

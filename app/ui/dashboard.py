@@ -7,11 +7,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import signal
+import sys
 import threading
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -30,10 +31,12 @@ from ..feed import Feed, Row
 from ..review_watch import ReviewWatch
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
-from .insights import TagsScreen
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal
-from .review_screen import ReviewScreen
+
+if TYPE_CHECKING:
+    from .insights import TagsScreen
+    from .review_screen import ReviewScreen
 
 # journal stat + one rev-parse: cheap. How soon a new row shows: `uv run python -m bench --only
 # dashboard` (a new event / commit on screen).
@@ -180,9 +183,9 @@ class Dashboard(App[None]):
             self.main.show_header()
         if not self.screen_stack:
             return  # the app is closing: a count read in a thread arrived after its screens
-        if isinstance(self.screen, ReviewScreen):
-            self.screen.show_header()
-            self.screen.follow()
+        if (review := self._review_shown()) is not None:
+            review.show_header()
+            review.follow()
         count = self.review_watch.count
         if not self._review_prompted and count is not None:
             self._review_prompted = True  # at launch only: later the header keeps count
@@ -233,10 +236,23 @@ class Dashboard(App[None]):
         newest = next((r.key for r in self.feed.rows if r.commit is not None), None)
         if newest != self._newest_commit:  # notes changed: an open tags screen follows
             self._newest_commit = newest
-            if isinstance(self.screen, TagsScreen):
-                self.screen.reload()
-        if isinstance(self.screen, ReviewScreen):
-            self.screen.show_header()
+            if (tags := self._tags_shown()) is not None:
+                tags.reload()
+        if (review := self._review_shown()) is not None:
+            review.show_header()
+
+    # The screens other than the main one load when first opened (first paint): one whose
+    # module was never imported is not the screen shown, and is not imported to find that out.
+
+    def _review_shown(self) -> ReviewScreen | None:
+        mod = sys.modules.get("app.ui.review_screen")
+        shown = mod is not None and isinstance(self.screen, mod.ReviewScreen)
+        return cast("ReviewScreen", self.screen) if shown else None
+
+    def _tags_shown(self) -> TagsScreen | None:
+        mod = sys.modules.get("app.ui.insights")
+        shown = mod is not None and isinstance(self.screen, mod.TagsScreen)
+        return cast("TagsScreen", self.screen) if shown else None
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # the app's objects are collectable again (tests run many apps in one process)

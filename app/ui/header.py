@@ -77,6 +77,20 @@ def _server(s: ServerState) -> list[Segment]:
     return segs
 
 
+def recall_progress(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest recall progress of a server still running. A stopped server's "ready" says
+    nothing of the notes now: they may have changed since, and the servers running now embed
+    them only after a client's first call."""
+    stopped: set[Any] = set()
+    for e in reversed(events):
+        kind = e.get("kind")
+        if kind == "server_stopped":
+            stopped.add(e.get("pid"))
+        elif kind == "semantic_progress" and e.get("pid") not in stopped:
+            return e
+    return None
+
+
 def segments(f: HeaderFacts) -> list[Segment]:
     segs = [Segment([Content.styled(" vaultwatch ", "bold reverse")])]
     name = f.root.name or str(f.root)
@@ -105,9 +119,7 @@ def segments(f: HeaderFacts) -> list[Segment]:
             shed=3,
         )
     )
-    progress = next(
-        (e for e in reversed(f.events[-2000:]) if e.get("kind") == "semantic_progress"), None
-    )
+    progress = recall_progress(f.events[-2000:])
     if progress is not None:
         done, total = int(progress.get("indexed", 0)), int(progress.get("total", 0))
         if done >= total:

@@ -6,7 +6,7 @@ at once. Lines wider than the view are wrapped by cells (`wrap`): at spaces, bet
 characters (a line of Chinese has no spaces), and inside a word only when it is longer than a
 row (a URL). Rows hang under their text: a diff line's continuation rows repeat its +/- gutter
 (they read as context lines when they started at the left edge), a line with `hang_at` set (the
-note view's numbers) hangs after it, any other line's are indented two cells."""
+note view's numbers) hangs after it, any other line's under its own text."""
 
 from __future__ import annotations
 
@@ -110,7 +110,8 @@ class LinesView(ScrollView, can_focus=True):
 def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
     """`line` as screen rows of at most `width` cells, continuation rows hanging under the text:
     after its first `gutter` characters (a line number, a mark), which are blank on them; a diff
-    line's +/- gutter repeats; any other line's rows are indented two cells."""
+    line's +/- gutter repeats; any other line's rows hang under its text (indented two cells at
+least, half the width at most)."""
     if line.cell_length <= width:
         return [line]
     if width <= HANG + 1:
@@ -122,11 +123,13 @@ def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
             pad = head if not gutter else Content(" " * head.cell_length)
             rows = wrap(line[len(head.plain) :], room)
             return [head + rows[0], *(pad + row for row in rows[1:])]
+    # an indented line (YAML, a nested list item) hangs under its own text, in half the width
+    indent = min(max(HANG, len(line.plain) - len(line.plain.lstrip(" "))), width // 2)
     first, *_ = breaks(line.plain, width) or [len(line.plain)]
     rest = line[first:]
     rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
-    rows = wrap(rest, width - HANG) if rest.plain else []
-    return [line[:first].rstrip(), *(Content(" " * HANG) + row for row in rows)]
+    rows = wrap(rest, width - indent) if rest.plain else []
+    return [line[:first].rstrip(), *(Content(" " * indent) + row for row in rows)]
 
 
 # punctuation that closes a phrase: it stays on the row of the character before it

@@ -40,14 +40,10 @@ from ..history import commit_changes_upto
 from ..supervisor import connect_notes, snippets
 from ..view_rows import GROUPS, Filters, commits_mentioning, visible
 from .details import commit_header, event_detail
-from .file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
 from .header import StatusHeader
-from .insights import TagsScreen
 from .lines import LinesView
 from .modals import ConfirmModal, ConnectModal
-from .reads import ReadsScreen
 from .revert_dialog import BlockersModal
-from .review_screen import ReviewScreen
 from .timeline import Timeline
 
 if TYPE_CHECKING:
@@ -493,6 +489,8 @@ class MainScreen(Screen[None]):
         self.show_detail()
 
     def action_tags(self) -> None:
+        from .insights import TagsScreen  # loads when first opened, not for the first paint
+
         self.dash.push_screen(TagsScreen(self.dash.root, today=self.dash.today), self.show_notes)
 
     def show_notes(self, picked: tuple[str, list[str]] | None) -> None:
@@ -505,6 +503,8 @@ class MainScreen(Screen[None]):
             self.refill(to_top=True)
 
     def action_review(self) -> None:
+        from .review_screen import ReviewScreen  # loads when first opened (first paint)
+
         self.dash.clear_notifications()  # the launch prompt said to press v: it is answered
         self.dash.push_screen(ReviewScreen(self.dash.root))
 
@@ -514,6 +514,8 @@ class MainScreen(Screen[None]):
         self.dash.push_screen(HealthScreen(self.dash.root, today=self.dash.today))
 
     def action_cost(self) -> None:
+        from .reads import ReadsScreen  # loads when first opened, not for the first paint
+
         self.dash.push_screen(ReadsScreen(self.dash.root, self.dash.feed.events, self.dash.today))
 
     def action_stats(self) -> None:
@@ -609,6 +611,8 @@ class MainScreen(Screen[None]):
 
     async def _pick(self, title: str, folders: bool) -> tuple[str | None, list[str]]:
         """(the file or folder chosen in the finder, every file of the vault)."""
+        from .file_dialogs import FileFinder  # the dialogs load when first opened (first paint)
+
         files = await asyncio.to_thread(vault_files, self.dash.root)
         candidates = files + ([f + "/" for f in folders_of(files)] if folders else [])
         picked = await self.dash.push_screen_wait(
@@ -622,6 +626,8 @@ class MainScreen(Screen[None]):
         source, files = await self._pick("Move or rename which file or folder?", folders=True)
         if not source:
             return
+        from .file_dialogs import DestinationPrompt  # loaded by _pick already
+
         suggested = await asyncio.to_thread(suggest_folder, root, source)
         dest = await self.dash.push_screen_wait(
             DestinationPrompt(source, folders_of(files), suggested)
@@ -638,6 +644,9 @@ class MainScreen(Screen[None]):
 
     @work(exclusive=True, group="files")
     async def action_new_note(self) -> None:
+        # the form checks names with the write path's rules: both load when first opened
+        from .file_dialogs import NewNoteForm
+
         root = self.dash.root
         types = doc_types(root)
         if not types:

@@ -118,13 +118,18 @@ def open_in_obsidian(screen: Screen[Any], root: Path, path: str) -> str:
     return f"open in Obsidian (copied): {url}"
 
 
-def who(c: Commit | None) -> str:
-    """Who made a commit, in a few words: the AI's tool and client, or you (and your action)."""
-    if c is None:
-        return "you (unsaved)"
+def who(c: Commit) -> str:
+    """Who made a commit, in a few words: the AI and its client, or you (and your action).
+    The AI's tool is the subject's first word, in the column beside."""
     if c.is_ai:
-        return f"AI {c.tool} · {c.client or '?'}"
+        return f"AI · {c.client or '?'}"
     return f"you: {c.action}" if c.action else "you"
+
+
+def what(c: Commit, path: str) -> str:
+    """A commit's subject without this note's path (the screen's title already says it), so
+    at 80 columns the heading it wrote to shows, not the path's start."""
+    return c.subject.replace(f": {path}", "", 1)
 
 
 class NoteScreen(Screen[None]):
@@ -194,7 +199,7 @@ class NoteScreen(Screen[None]):
             table,
             ["when", "who", "commit", "what"],  # the subject last: it is the one that gets cut
             [
-                [f"{c.time.astimezone():%Y-%m-%d %H:%M}", who(c), c.short, c.subject]
+                [f"{c.time.astimezone():%Y-%m-%d %H:%M}", who(c), c.short, what(c, self.path)]
                 for c in view.history
             ],
             most=120,

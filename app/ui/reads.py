@@ -45,6 +45,7 @@ from server.write.journal import TOKEN_RULE
 from ..stats import BARS
 from .cells import cut_middle, note_label
 from .insights import fill
+from .lines import LinesView
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
 TABS = ("cost", "most", "unread", "context")
@@ -75,7 +76,7 @@ def big_notes(b: BigRead) -> Content:
     if not b.paths:
         return Content.styled(hidden, "$text-muted")
     label = note_label(b.paths[0], 44, len(b.paths) - 1)
-    return label + Content.styled(f" +{hidden}", "$text-muted") if hidden else label
+    return label + Content.styled(f" · {hidden}", "$text-muted") if hidden else label
 
 
 def when(at: datetime | None, year: int) -> str:
@@ -128,7 +129,7 @@ class ReadsScreen(Screen[None]):
     ReadsScreen #most, ReadsScreen #unread { height: 1fr; margin: 0 1; }
     ReadsScreen.-narrow .pair { layout: vertical; }
     ReadsScreen .caption { height: auto; padding: 0 1; }
-    ReadsScreen #context-body { height: auto; padding: 0 1; }
+    ReadsScreen #context-body { height: 1fr; padding: 0 1; }
     """
 
     def __init__(
@@ -176,16 +177,18 @@ class ReadsScreen(Screen[None]):
             yield TabPane("4 Context", id="tab-context")
         yield Footer()
 
+    def waiting(self, what: str) -> Content:
+        """What a tab says before its figures are in: what it waits for, or why they never came."""
+        return Content(f" could not read the vault: {self.failure}" if self.failure else what)
+
     def tab_widgets(self, tab: str) -> list[Widget]:
         """What a tab other than the cost holds, before its figures are drawn into it."""
-        waiting = f" could not read the vault: {self.failure}" if self.failure else None
         if tab == "context":
-            body = Static(Content(waiting or "building the context…"), id="context-body")
-            return [VerticalScroll(body, id="context-scroll")]
+            # wrapped by cells, between Chinese characters too, and only where it is in sight;
+            # its text is set once it is mounted (`build`)
+            return [LinesView(id="context-body")]
         return [
-            Static(
-                Content(waiting or " reading the vault…"), classes="caption", id=f"{tab}-caption"
-            ),
+            Static(self.waiting(" reading the vault…"), classes="caption", id=f"{tab}-caption"),
             DataTable(id=tab, cursor_type="row", zebra_stripes=True),
         ]
 
@@ -196,6 +199,7 @@ class ReadsScreen(Screen[None]):
         self.built.add(tab)
         await self.query_one(f"#tab-{tab}", TabPane).mount_all(self.tab_widgets(tab))
         if tab == "context":
+            self.query_one("#context-body", LinesView).update(self.waiting("building the context…"))
             self.draw_context()
         else:
             self.draw_lists()
@@ -257,9 +261,12 @@ class ReadsScreen(Screen[None]):
     def failed(self, why: str) -> None:
         self.failure = why
         if self.is_attached:
-            for id_ in ("#most-caption", "#unread-caption", "#context-body"):
+            said = Content(f" could not read the vault: {why}")
+            for id_ in ("#most-caption", "#unread-caption"):
                 with contextlib.suppress(NoMatches):  # a tab not made yet says it when made
-                    self.query_one(id_, Static).update(Content(f" could not read the vault: {why}"))
+                    self.query_one(id_, Static).update(said)
+            with contextlib.suppress(NoMatches):
+                self.query_one("#context-body", LinesView).update(said)
 
     def loaded(self, cost: dict[str, Any], report: Reads, shown: Preview) -> None:
         if not self.is_attached:
@@ -452,7 +459,7 @@ class ReadsScreen(Screen[None]):
                 parts.append(Content.styled(line, style) if style else Content(line))
             parts += [Content(""), Content.styled("The whole context", "bold")]
         parts += [Content(line) for line in p.lines]
-        self.query_one("#context-body", Static).update(Content("\n").join(parts))
+        self.query_one("#context-body", LinesView).update(parts)
 
     # -- keys -----------------------------------------------------------------------------------
 
@@ -467,7 +474,7 @@ class ReadsScreen(Screen[None]):
         if target:
             self.query_one(target, DataTable).focus()
         else:
-            self.query_one("#context-scroll", VerticalScroll).focus()
+            self.query_one("#context-body", LinesView).focus()
 
     def action_days(self, step: int) -> None:
         at = UNREAD_DAYS.index(self.days) if self.days in UNREAD_DAYS else 2

@@ -466,16 +466,16 @@ def _duplicates(
         return (
             [],
             (
-                "near-duplicates not checked: recall has not indexed this vault yet (a server "
-                "embeds the notes in the background while the dashboard or a client is "
-                "connected; check again when it is done)"
+                "near-duplicates not checked: recall has not indexed these notes yet (a server "
+                "embeds them in the background after a client's first call, such as Claude's "
+                "get_context; check again when the header says recall is ready)"
             ),
             False,
             0,
         )
     warning = (
         f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
-        "not compared (recall embeds them while a server runs)"
+        "not compared (a server embeds them after a client's first call)"
         if missing
         else None
     )

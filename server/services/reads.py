@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -104,6 +104,15 @@ def costs(event: dict[str, Any]) -> bool:
     return event.get("kind") in COST_KINDS and event.get("tool") != "snapshot"
 
 
+def costs_by_day(
+    events: Iterable[dict[str, Any]], index: DayIndex
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(day within `index`, event) for every event that costs, on a day `index` spans."""
+    for e in events:
+        if costs(e) and (i := index.of(e)) is not None:
+            yield i, e
+
+
 def event_paths(event: dict[str, Any]) -> list[str]:
     """The notes a read named; old or odd events may carry none, or not a list."""
     paths = event.get("paths")
@@ -143,12 +152,7 @@ def context_cost(
     days: dict[date, list[int]] = {day - timedelta(days=n): [0, 0, 0] for n in range(DAYS + 1)}
     biggest = []
     index = DayIndex(day, DAYS + 1)
-    for e in events:
-        if not costs(e):
-            continue
-        i = index.of(e)
-        if i is None:
-            continue
+    for i, e in costs_by_day(events, index):
         when = index.first + timedelta(days=i)
         chars, toks = int(e.get("chars") or 0), event_tokens(e)
         totals = days[when]
@@ -219,13 +223,7 @@ def cost_per_day(
     tokens, chars, calls = [0] * span, [0] * span, [0] * span
     clients: dict[str, list[int]] = defaultdict(lambda: [0] * span)
     tools: dict[str, list[int]] = defaultdict(lambda: [0] * span)
-    index = DayIndex(today, span)
-    for e in events:
-        if not costs(e):
-            continue
-        i = index.of(e)
-        if i is None:
-            continue
+    for i, e in costs_by_day(events, DayIndex(today, span)):
         toks = event_tokens(e)
         tokens[i] += toks
         chars[i] += int(e.get("chars") or 0)
