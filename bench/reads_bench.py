@@ -127,6 +127,12 @@ async def run(notes: int = 2_000, events: int = 20_000) -> dict[str, Any]:
                     await pilot.pause(0.005)
                 await pilot.pause(0)
                 complete.append(time.perf_counter() - t)
+        print(
+            "  (each opening:",
+            [round(x * 1e3) for x in opened],
+            [round(x * 1e3) for x in complete],
+            ")",
+        )
         res["screen_open_ms"] = statistics.median(opened) * 1e3
         res["screen_complete_ms"] = statistics.median(complete) * 1e3
         print(f"  Reads screen open, today's cost drawn       {ms(res['screen_open_ms'] / 1e3)}")
