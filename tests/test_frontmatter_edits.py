@@ -116,6 +116,26 @@ def test_every_other_key_unchanged_and_every_asked_key_set() -> None:
     assert info.value.code in ("duplicate_key", "edit_unchecked")
 
 
+def test_the_read_back_refuses_what_the_line_edit_got_wrong() -> None:
+    # YAML reads `no:` as the key False: the line matcher takes it for "no", and the edit
+    # would leave False gone and "no" added
+    with pytest.raises(EditError) as info:
+        update_frontmatter("---\nno: 1\nx: 2\n---\n", {"no": 2})
+    assert info.value.code == "edit_unchecked" and "False" in info.value.message
+    # a quoted value's second line at column 0 looks like a key of its own
+    with pytest.raises(EditError) as info:
+        update_frontmatter('---\ntitle: "a\nb: c"\nx: 1\n---\n', {"title": "z"})
+    assert info.value.code == "edit_unchecked" and "edit_text" in (info.value.hint or "")
+
+
+def test_removing_the_last_tag_of_a_block_list_leaves_an_empty_list() -> None:
+    assert (
+        update_frontmatter("---\ntags:\n  - a\n---\n", remove_tags=["a"]) == "---\ntags: []\n---\n"
+    )
+    text = "---\ntags:  # mine\n  - a\n---\n"
+    assert update_frontmatter(text, add_tags=["b"]) == "---\ntags:  # mine\n  - a\n  - b\n---\n"
+
+
 # ------------------------------------------------------------------------------------------------
 # through the server
 

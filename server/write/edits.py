@@ -374,7 +374,8 @@ def _replace_value(
             f"{', '.join(str(_note_line(i)) for i in inner)}; replacing the value would drop it",
             hint=_EDIT_LINES_HINT,
         )
-    block_style = len(chunk) > 1 and chunk[1].lstrip().startswith("-")
+    # a block list stays one, unless it is now empty: `key: []`
+    block_style = len(chunk) > 1 and chunk[1].lstrip().startswith("-") and value != []
     rendered = render_value(key, value, flow=not block_style)
     if block_style and isinstance(value, list):
         indent = chunk[1][: len(chunk[1]) - len(chunk[1].lstrip())]
@@ -574,9 +575,10 @@ def update_frontmatter(
             items = (
                 _list_items(chunk, start, comments) if key == "tags" and tags is not None else None
             )
-            if items is not None:
-                out.extend(_edit_tag_lines(chunk, items, removed, added))
-            else:
+            edited = _edit_tag_lines(chunk, items, removed, added) if items is not None else []
+            if len(edited) > 1:
+                out.extend(edited)
+            else:  # not a plain block list, or none of it left: `tags: []` says so plainly
                 out.extend(_replace_value(key, set_[key], chunk, start, comments))
             done.add(key)
             continue
