@@ -247,6 +247,7 @@ def render_new_note(fields: dict[str, Any], tags: list[str], body: str) -> str:
 # follow the indicator; its content lines are text, even those that start with `#`.
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*")
 _ALL = 1 << 30  # "to the end of the line"
+_HASH = re.compile(r"(?:^|(?<=[ \t]))#")
 
 
 def _comment_columns(fm: str) -> dict[int, int]:
@@ -270,11 +271,9 @@ def _comment_columns(fm: str) -> dict[int, int]:
     out: dict[int, int] = {}
     for ln, line in enumerate(lines):
         spans = covered.get(ln, [])
-        for col, ch in enumerate(line):
-            if ch != "#" or (col and line[col - 1] not in " \t"):
-                continue
-            if not any(a <= col < b for a, b in spans):
-                out[ln] = col
+        for m in _HASH.finditer(line):
+            if not any(a <= m.start() < b for a, b in spans):
+                out[ln] = m.start()
                 break
     return out
 
