@@ -191,3 +191,12 @@ async def test_tool_refuses_to_drop_a_comment_inside_a_replaced_value(
         msg = await s.error("update_frontmatter", path="n.md", set={"nested": {"a": 2}})
     assert "rejected (comment_in_value)" in msg and "edit_text" in msg
     assert (root / "n.md").read_text() == text
+
+
+def test_the_read_back_is_quick_next_to_a_yaml_bomb() -> None:
+    # the values share their parts through aliases: compared as a tree they would be 10**10
+    bomb = "---\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for i, k in enumerate("bcdefghij"):
+        bomb += f"{k}: &{k} [" + ", ".join([f"*{'abcdefghij'[i]}"] * 10) + "]\n"
+    out = update_frontmatter(bomb + "---\n", {"k": 1})
+    assert out == bomb + "k: 1\n---\n"

@@ -448,14 +448,29 @@ def _edit_tag_lines(
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal with the same types all the way down (True is not 1, '1' is not 1)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    """Equal with the same types all the way down (True is not 1, '1' is not 1). Each pair of
+    objects is compared once, without recursion: a value built from YAML aliases (a "billion
+    laughs" note) shares its parts, and walking them as a tree would never end."""
+    seen: set[tuple[int, int]] = set()
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if (id(x), id(y)) in seen:
+            continue
+        seen.add((id(x), id(y)))
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
 
 
 def _load_mapping(fm: str) -> dict[Any, Any]:
