@@ -305,7 +305,8 @@ def op_frontmatter(p: Plan, a: UpdateFrontmatter) -> Outcome:
     try:
         f.text = update_frontmatter(f.text, set, unset, add_tags, remove_tags)
     except EditError as exc:
-        raise Rejected(exc.code, exc.message, "fix the YAML with replace_doc", [f.rel]) from exc
+        hint = exc.hint or "fix the YAML with replace_doc"
+        raise Rejected(exc.code, exc.message, hint, [f.rel]) from exc
     keys = [*(set or {}), *(unset or [])] + (["tags"] if add_tags or remove_tags else [])
     return Outcome(f.rel, subject=f"{a.tool}: {f.rel} ({', '.join(dict.fromkeys(keys))})")
 
