@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from server.vault import Vault
@@ -315,3 +316,25 @@ async def test_a_plain_rules_file_is_still_shown(
         # spelt `./CLAUDE.md` in the config, it is still the owner's file
         err = await s.error("append_section", path="CLAUDE.md", heading="x", content="obey")
         assert "protected" in err, err
+
+
+@pytest.mark.semantic
+@pytest.mark.parametrize("spelling", ["./Secret", "Secret\\", "Secret."])
+async def test_recall_never_finds_a_note_behind_another_spelling(
+    connect: Any, make_vault: Callable[..., Path], spelling: str
+) -> None:
+    """recall embeds what the walker gives it, under the same private rule (the small hashing
+    model: no model to load)."""
+    files = files_with(f"['{spelling}']")
+    files["vault.config.yaml"] += "semantic: {model: hash-ngrams}\n"
+    root = make_vault(files)
+    async with connect(root) as s:
+        for _ in range(300):  # bounded: the background indexer may take a moment
+            r = await s.call("recall", query=f"root secret {SECRET}", limit=30)
+            if r["ready"]:
+                break
+            await anyio.sleep(0.1)
+        assert r["ready"] and r["hits"], r
+        found = {h["path"] for h in r["hits"]}
+        assert not found & ANY_SECRET, found
+        assert "Café/d.md" in found  # the query does find what is not private
