@@ -56,6 +56,41 @@ async def test_section_paths_and_ambiguity(connect: Any, make_vault: Any) -> Non
         assert "no heading 'Nope'" in msg and "Week 49/Goals" in msg
 
 
+async def test_two_sections_with_one_path_point_to_edit_text(connect: Any, make_vault: Any) -> None:
+    """Two '## Log' under one parent: 'give the full heading path' was a dead end (the path is
+    the same for both); the error says so and names the tools that can tell them apart."""
+    text = "# Dup\n\n## Log\n- a\n\n## Log\n- b\n"
+    root = make_vault({"d.md": text})
+    async with connect(root) as s:
+        for tool, args in (
+            ("read_doc", {"section": "Dup/Log"}),
+            ("append_section", {"heading": "Log", "content": "- c"}),
+        ):
+            msg = await s.error(tool, path="d.md", **args)
+            assert "matches 2 headings with the same path" in msg, msg
+            assert "edit_text" in msg and "full heading path" not in msg, msg
+    assert (root / "d.md").read_text() == text
+
+
+async def test_tail_of_an_entry_too_big_for_one_read_is_its_end(
+    connect: Any, make_vault: Any
+) -> None:
+    """A note of plain lines is one entry; tail=1 showed its first 37,000 characters, the
+    oldest text. The newest text is its end: shown from a line start, whole to the last line,
+    with where the entry starts for reading it from there."""
+    lines = [f"line {i:05d} of a log kept without list marks" for i in range(4_000)]
+    text = "\n".join(lines) + "\n"
+    root = make_vault({"big.md": text})
+    async with connect(root) as s:
+        res = await s.call("read_doc", path="big.md", tail=1)
+        start, end = res["range"]
+        assert end == len(text) and start > 0 and text[start - 1] == "\n", res["range"]
+        assert res["content"] == text[start:] and res["content"].endswith(lines[-1] + "\n")
+        assert "this is their end" in res["next"] and "offset=0" in res["next"], res["next"]
+        whole = await s.call("read_doc", path="big.md", offset=0)
+        assert whole["content"].startswith(lines[0])
+
+
 async def test_tail_of_list_and_of_sections(connect: Any, make_vault: Any) -> None:
     root = make_vault({"weeks/w.md": WEEK})
     async with connect(root) as s:

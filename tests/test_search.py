@@ -204,3 +204,17 @@ async def test_index_corrupted_while_the_server_runs(connect: Any, example_vault
         s.vault.search.close()  # drop cached pages, as a fresh connection would
         assert await hits(s, "tombstones") == before
         assert s.vault.search.rebuilds >= 1
+
+
+async def test_a_folder_filter_that_names_no_folder_says_so(connect: Any, make_vault: Any) -> None:
+    """`path:Obsidian Publish/ setup` unquoted filters on a folder `Obsidian` and searched the
+    rest, silently: no hits and the generic hint. The hint now names the folder and the quotes."""
+    root = make_vault({"Obsidian Publish/setup.md": "# Setup\n\npublish setup steps\n"})
+    async with connect(root) as s:
+        none = await s.call("search_text", query="path:Obsidian Publish/ setup")
+        quoted = await s.call("search_text", query='path:"Obsidian Publish/" setup')
+        other = await s.call("search_text", query="nothingmatches")
+    assert none["total"] == 0 and "No note is in folder 'Obsidian'" in none["hint"], none
+    assert 'path:"Obsidian Publish/"' in none["hint"]
+    assert [h["path"] for h in quoted["hits"]] == ["Obsidian Publish/setup.md"]
+    assert "folder" not in other["hint"].split(".")[0], other["hint"]

@@ -161,7 +161,9 @@ async def test_an_argument_a_tool_does_not_have_is_refused_not_dropped(
         many = await s.error("append_section", path="x.md", heading="Log", **{"k" * 2000: 1})
         ok = await s.call("create_doc", path="inbox/idea.md", body="# Idea\n\ntext\n")
     assert msg.startswith("rejected (unknown_argument): create_doc has no argument 'content'")
-    assert "names: type, path, fields, body, tags" in msg and "Nothing was written" in msg, msg
+    assert (
+        "its arguments: type, path, fields, body, tags" in msg and "Nothing was written" in msg
+    ), msg
     assert "list_docs has no argument 'tag'" in listed and "tags_any" in listed, listed
     assert len(many) < 1_000 and "…" in many, many
     assert ok["created"] and (example_vault / "inbox/idea.md").read_text().endswith("text\n")
@@ -176,3 +178,33 @@ async def test_an_argument_a_tool_does_not_have_is_refused_not_dropped(
     ]
     # the refused calls made no commit: the one new commit is the create_doc that worked
     assert int(git(example_vault, "rev-list", "--count", "HEAD")) == commits + 1
+
+
+@pytest.mark.anyio
+async def test_arguments_of_the_wrong_type_say_which_and_what_to_send(
+    connect: Any, example_vault: Path
+) -> None:
+    """The SDK's own text for arguments that fail its schema is pydantic's report on an
+    internal model ('1 validation error for read_docArguments', a link to pydantic's docs);
+    the model gets the argument, what was wrong, the type it sent (never the value) and the
+    tool's arguments. A write refused so is journaled; a tool without arguments says so."""
+    from server.write.journal import read_all
+
+    async with connect(example_vault) as s:
+        listed = await s.error("read_doc", path=["a", "b"])
+        missing = await s.error("read_doc")
+        nothing = await s.error("get_context", x=1)
+        in_batch = await s.error("batch", ops=["x"])
+    assert listed.startswith("'path': Input should be a valid string (got list)"), listed
+    assert "its arguments: path (required), section, tail, offset" in listed
+    assert "pydantic" not in listed and "read_docArguments" not in listed and "'a'" not in listed
+    assert missing.startswith("'path' is required"), missing
+    assert "it takes no arguments" in nothing, nothing
+    assert in_batch.startswith("rejected (bad_arguments): 'ops.0': Input should be a valid")
+    assert "Nothing was written" in in_batch
+    refused = [
+        e
+        for e in read_all(example_vault / ".git/vaultwatch/events.jsonl")
+        if e["kind"] == "rejected"
+    ]
+    assert [(e["tool"], e["code"]) for e in refused] == [("batch", "bad_arguments")]

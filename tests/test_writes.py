@@ -75,6 +75,32 @@ async def test_append_creates_missing_heading_and_nested(connect: Any, vault: Pa
     assert text.startswith("# Week\n\n## Goals\n- a\n\n## Log\n- Mon: one\n")
 
 
+async def test_a_heading_is_one_line_of_at_most_six_hashes_and_some_text(
+    connect: Any, vault: Path
+) -> None:
+    """A newline in the heading wrote a second, top-level heading into the note; a 100,000
+    character heading became the commit's subject; '#' and '####### Seven' were written as
+    headings of those characters. Each is refused, directly and in a batch, nothing written."""
+    before, commit = (vault / "weeks/w.md").read_bytes(), head(vault)
+    bad = {
+        "Log\n# Injected top heading": "a heading is one line",
+        "x" * 100_000: "at most 200 characters, not 100,000",
+        "#": "the heading has no text",
+        "####### Seven": "at most six #",
+    }
+    async with connect(vault) as s:
+        for heading, said in bad.items():
+            args = {"path": "weeks/w.md", "heading": heading, "content": "- x"}
+            msg = await s.error("append_section", **args)
+            assert "rejected (bad_arguments)" in msg and "heading" in msg and said in msg, msg
+            assert len(msg) < 1_000
+            msg = await s.error("batch", ops=[{"tool": "append_section", "args": args}])
+            assert said in msg, msg
+        ok = await s.call("append_section", path="weeks/w.md", heading="### Deep", content="- y")
+    assert (vault / "weeks/w.md").read_text() == before.decode() + "\n### Deep\n- y\n"
+    assert git(vault, "rev-list", "--count", f"{commit}..HEAD").strip() == "1" and ok["commit"]
+
+
 async def test_create_doc_path_from_type_dedupe_and_folders(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         res = await s.call(
@@ -217,6 +243,52 @@ async def test_each_rejection_has_a_code_and_writes_nothing(
     assert git(vault, "status", "--porcelain") == ""
     kinds = [e["kind"] for e in read_all(vault / ".git/vaultwatch/events.jsonl")]
     assert kinds[-1] == ("conflict" if code == "CONFLICT" else "rejected")
+
+
+async def test_a_refused_path_says_what_to_do_about_it(connect: Any, make_vault: Any) -> None:
+    """A folder named like a note was reported as a conflict ('changed while the write was being
+    prepared, call read_doc', which then found no note); a private folder's refusal said 'use a
+    path inside the vault', which it was."""
+    root = make_vault(
+        {
+            "vault.config.yaml": 'private: ["secret/"]\n',
+            "dir.md/inner.md": "# Inner\n",
+            "secret/s.md": "# S\n",
+        }
+    )
+    async with connect(root) as s:
+        folder = await s.error("create_doc", path="dir.md", body="# X\n")
+        private = await s.error("create_doc", path="secret/new.md", body="# X\n")
+    assert "rejected (path_is_folder): dir.md is a folder, not a note" in folder, folder
+    assert "such as dir.md/note.md" in folder and "conflict" not in folder
+    assert "rejected (path_private)" in private and "write the note somewhere else" in private
+    assert "inside the vault" not in private, private
+    assert (root / "dir.md").is_dir() and not (root / "secret/new.md").exists()
+
+
+async def test_frontmatter_keys_a_person_could_write_and_one_frontmatter(
+    connect: Any, vault: Path
+) -> None:
+    """`{"": 1}` was written as `? ''`, a key `---` as a line that ends the frontmatter, and a
+    body with its own frontmatter beside fields as a note with two. Each is refused."""
+    note = "sessions/2026-11-01-old.md"
+    before = (vault / note).read_bytes()
+    async with connect(vault) as s:
+        empty = await s.error("update_frontmatter", path=note, set={"": 1})
+        fence = await s.error("update_frontmatter", path=note, set={"---": 1})
+        broken = await s.error("update_frontmatter", path=note, unset=["a\nb"])
+        made = await s.error(
+            "create_doc",
+            path="notes/two.md",
+            fields={"status": "open"},
+            body="---\nkind: x\n---\n# Two\n",
+        )
+        ok = await s.call("create_doc", path="notes/one.md", body="---\nkind: x\n---\n# One\n")
+    assert "a frontmatter key is empty" in empty, empty
+    assert "reads as syntax" in fence and "line break" in broken, (fence, broken)
+    assert "rejected (two_frontmatters)" in made and not (vault / "notes/two.md").exists()
+    assert (vault / note).read_bytes() == before
+    assert ok["created"] and (vault / "notes/one.md").read_text().startswith("---\nkind: x\n---")
 
 
 async def test_rejected_event_carries_the_attempted_diff(connect: Any, vault: Path) -> None:
@@ -400,6 +472,22 @@ async def test_batch_all_or_nothing_and_one_commit(connect: Any, vault: Path) ->
         "sessions/2026-11-01-old.md",
         "weeks/w.md",
     ]
+
+
+async def test_a_batch_makes_one_note_of_a_title_per_folder(connect: Any, vault: Path) -> None:
+    """Two create_doc of one title in one folder in a batch made two notes; a single create_doc
+    of that title hands back the note already there, and so does the batch's second one now."""
+
+    def create(path: str) -> dict[str, Any]:
+        return {"tool": "create_doc", "args": {"path": path, "body": "# Same Title\n\ntext\n"}}
+
+    async with connect(vault) as s:
+        res = await s.call("batch", ops=[create("notes/dup-a.md"), create("notes/dup-b.md")])
+    first, second = res["results"]
+    assert first["created"] is True and first["path"] == "notes/dup-a.md"
+    assert second["created"] is False and second["path"] == "notes/dup-a.md", second
+    assert second["hash"] == first["hash"]
+    assert not (vault / "notes/dup-b.md").exists()
 
 
 async def test_batch_limit_and_shape(connect: Any, vault: Path) -> None:

@@ -47,6 +47,14 @@ def find_section(doc: Doc, section: str) -> Heading:
         return found[0]
     if len(found) > 1:
         choices = "; ".join(repr(h.path) for h in found[:10])
+        if len({h.path for h in found}) < len(found):
+            # two sections with one path: no path names either, so say what does
+            raise ReadError(
+                f"section {section!r} matches {len(found)} headings with the same path: "
+                f"{choices}. No heading path tells them apart: read_doc the note (without "
+                "section) to see both, then write with edit_text, whose `old` names the exact "
+                "place (include the heading line in it)"
+            )
         raise ReadError(
             f"section {section!r} matches {len(found)} headings: {choices}. "
             "Give the full heading path, e.g. 'Week 42/Log'"
@@ -140,6 +148,22 @@ def _cut(text: str, start: int, end: int, room: int) -> int:
     return nl + 1 if nl > start + (stop - start) // 2 else stop
 
 
+def _end_start(text: str, start: int, end: int, room: int) -> int:
+    """The first line start at or after `start` from which text[...:end] fits in `room` (the
+    end of a part too big for one read), or the latest such character when no line does."""
+    lo, hi = start, end
+    while lo < hi:  # the fitting starts are a suffix of [start, end): search its beginning
+        mid = (lo + hi) // 2
+        if prefix_fitting(text, mid, end, room) >= end:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == 0 or text[lo - 1] == "\n":
+        return lo
+    nl = text.find("\n", lo, end - 1)  # a whole line after it, if there is one
+    return nl + 1 if nl >= 0 else lo
+
+
 def read_slice(
     doc: Doc,
     text: str,
@@ -170,6 +194,15 @@ def read_slice(
             n = min(tail, len(starts))
             start = starts[-n]
             note = f"the last {n} of {len(starts)} entries of {what}"
+            if _cut(text, start, sel_end, room) < sel_end:
+                # they do not fit in one read: the newest text is their end, not their start
+                from_entries = start - sel_start
+                start = _end_start(text, start, sel_end, room)
+                note += (
+                    ", more than one read holds: this is their end; "
+                    f"from their start: read_doc(path, offset={from_entries}"
+                    + (f", section={head.path!r})" if head else ")")
+                )
         else:
             note = f"{what} has no entries; showing it from the start"
     elif offset is not None:

@@ -179,4 +179,15 @@ def search_text(
             "No note matched every term. Try fewer or shorter terms (terms are ANDed), "
             "or list_docs to browse by type, tag or folder."
         )
+        # `path:Obsidian Publish/` unquoted filters on a folder `Obsidian` and searches the rest
+        empty = [
+            f
+            for f in (folder, *pq.paths)
+            if f and not any(NoteFilter.of(cfg, folders=[f]).matches(e) for e in entries.values())
+        ]
+        if empty:
+            result["hint"] = (
+                f"No note is in folder {empty[0][:100]!r}. A folder with spaces goes in quotes: "
+                'path:"Obsidian Publish/"; list_docs(group_by="folder") lists the folders.'
+            )
     return result

@@ -139,6 +139,16 @@ def slugify(text: str, limit: int = 80) -> str:
     return text[:limit].rstrip("-") or "note"
 
 
+# what to do about a path the vault refuses, by its code (the message says what was wrong)
+PATH_HINTS = {
+    "config_broken": "wait until the owner has fixed the config",
+    "path_private": "the owner keeps that folder private: write the note somewhere else",
+    "path_hidden": "write notes outside dot-folders, where list_docs shows notes",
+    "path_extension": "give the note a path that ends in a note extension, such as .md",
+    "path_twin": "write to another note, or ask the owner to rename one of the two files",
+}
+
+
 class Plan:
     """In-memory files for one call (one op, or every op of a batch)."""
 
@@ -149,16 +159,15 @@ class Plan:
         self.vocab_add: dict[str, str] = {}
         self.op = 0  # which operation of a batch is being planned
         self.touched: dict[str, list[int]] = {}  # path -> operations (1-based) that changed it
+        # (folder, casefolded title) -> path of each note this call creates: a batch's second
+        # note of one title in one folder is the first, as it is once the first is on disk
+        self.created: dict[tuple[str, str], str] = {}
 
     def file(self, raw: str, *, must_exist: bool = True) -> _File:
         try:
             vp = self.vault.resolve(raw, must_exist=False)
         except VaultError as exc:
-            hint = (
-                "wait until the owner has fixed the config"
-                if exc.code == "config_broken"
-                else "use a path inside the vault, as list_docs shows"
-            )
+            hint = PATH_HINTS.get(exc.code, "use a path inside the vault, as list_docs shows")
             raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
         if vp.link is not None:
             # os.replace would put a plain file where the link was (the target never gets the
@@ -177,6 +186,13 @@ class Plan:
             f = self.files[vp.rel]
         else:
             disk = vp.disk.relative_to(self.vault.root).as_posix()
+            if vp.disk.is_dir():  # os.replace onto it fails late, and read as a conflict
+                raise Rejected(
+                    "path_is_folder",
+                    f"{vp.rel} is a folder, not a note",
+                    f"give the note a path of its own, such as {vp.rel}/note.md",
+                    [vp.rel],
+                )
             data, stamp = read_stable(vp.disk, vp.rel) if vp.disk.is_file() else (None, None)
             text, bad = decode(data) if data is not None else (None, None)
             if data is not None and (bad or b"\x00" in data):
@@ -439,6 +455,10 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
     for e in p.vault.entries().values():
         if e.doc.folder == folder and e.doc.title.casefold() == title.casefold():
             return Outcome(e.doc.path, hash=e.doc.hash, created=False, existing=True, subject="")
+    twin = p.created.get((folder, title.casefold()))
+    if twin is not None:  # made by an earlier operation of this batch
+        made = p.file(twin, must_exist=False)
+        return Outcome(made.rel, hash=p.doc(made).hash, created=False, existing=True, subject="")
     if f.text is not None:
         doc = p.doc(f)
         return Outcome(f.rel, hash=doc.hash, created=False, existing=True)
@@ -446,6 +466,14 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
         t = p.config.types[type]
         if not f.rel.startswith(t.folder + "/"):
             fields["type"] = type
+    if (fields or tags) and re.match(r"\ufeff?---[ \t]*\r?\n", body):
+        raise Rejected(
+            "two_frontmatters",
+            "body starts with its own frontmatter (---) and fields or tags are given too: the "
+            "note would have two, and the second would read as text",
+            "put those keys in fields (and tags), and start body after the frontmatter",
+            [f.rel],
+        )
     _prepare_tags(p, tags)
     text = render_new_note(fields, tags, body)
     missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
@@ -457,6 +485,7 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
             [f.rel],
         )
     f.text = text
+    p.created[(folder, title.casefold())] = f.rel
     return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
 
 

@@ -8,14 +8,32 @@ MCP or the vault.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.core.tool_names import ToolName
 
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
 NOTE_PATH = "note path"
+MAX_HEADING = 200  # characters: a heading is a line of the note and the commit's subject
+
+
+def field_keys(keys: Iterable[str] | None) -> None:
+    """A frontmatter key the model names must be one a person could have written: `{"": 1}` was
+    written as `? ''`, and `---` as a key that ends the frontmatter when read back."""
+    for key in keys or ():
+        if not key.strip():
+            raise ValueError("a frontmatter key is empty: name the field, such as 'status'")
+        if any(ch in key for ch in "\n\r\t") or key.strip() != key:
+            raise ValueError(f"frontmatter key {key[:60]!r} has spaces at its ends or a line break")
+        if key in ("---", "...") or key.startswith(("#", "-", "?", "&", "*", "!", "|", ">", "%")):
+            raise ValueError(
+                f"frontmatter key {key[:60]!r} starts with a character YAML reads as syntax: "
+                "start it with a letter or a digit"
+            )
 
 
 class WriteArgs(BaseModel):
@@ -42,6 +60,12 @@ class CreateDoc(WriteArgs):
     ] = ""
     tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None
 
+    @field_validator("fields")
+    @classmethod
+    def _keys(cls, fields: dict[str, Any] | None) -> dict[str, Any] | None:
+        field_keys(fields)
+        return fields
+
 
 class AppendSection(WriteArgs):
     tool = ToolName.APPEND_SECTION
@@ -56,6 +80,24 @@ class AppendSection(WriteArgs):
     ]
     content: Annotated[str, Field(description="markdown to add at the end of the section")]
     hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("heading")
+    @classmethod
+    def _one_heading(cls, heading: str) -> str:
+        """One heading line: a newline in it wrote a second, top-level heading into the note;
+        100,000 characters became the commit's subject; '#' and '####### x' are no heading."""
+        if "\n" in heading or "\r" in heading:
+            raise ValueError("a heading is one line (the section's text goes in content)")
+        if len(heading) > MAX_HEADING:
+            raise ValueError(
+                f"a heading has at most {MAX_HEADING} characters, not {len(heading):,}"
+            )
+        spec = heading.strip()
+        if re.match(r"#{7}", spec):
+            raise ValueError("a heading has at most six #, such as '## Log'")
+        if not spec.lstrip("#").strip():
+            raise ValueError("the heading has no text: give one such as 'Log' or '## Log'")
+        return heading
 
 
 class EditText(WriteArgs):
@@ -82,6 +124,12 @@ class UpdateFrontmatter(WriteArgs):
     add_tags: Annotated[list[str] | None, Field(description="tags to add")] = None
     remove_tags: Annotated[list[str] | None, Field(description="tags to remove")] = None
     hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("set", "unset")
+    @classmethod
+    def _keys(cls, keys: dict[str, Any] | list[str] | None) -> dict[str, Any] | list[str] | None:
+        field_keys(keys)
+        return keys
 
 
 class ReplaceDoc(WriteArgs):
