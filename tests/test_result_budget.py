@@ -169,7 +169,7 @@ async def test_errors_stay_within_the_budget_and_still_say_what_to_do(
             ),
             ("read_doc", {"path": "notes/n001.md", "section": "S" * 300_000}, "no heading"),
             # the SDK's own errors: arguments that fail validation item by item, an unknown tool
-            ("list_docs", {"tags_all": [1] * 20_000}, "validation error"),
+            ("list_docs", {"tags_all": [1] * 20_000}, "and 19995 more. To fix: call list_docs"),
             ("nope" * 50_000, {}, "Unknown tool"),
         ]
         for tool, args, says in cases:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -22,9 +23,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
+from .cells import Cell as TableCell
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
+PERIOD_WORDS = {"12w": "12 weeks", "52w": "52 weeks", None: "all history"}
 CHECK_SECONDS = 1.0  # how often an open screen looks whether the feed moved
+
+
+BOLD = RichStyle(bold=True)
 
 
 def put(
@@ -36,21 +42,26 @@ def put(
     """Fill a table: columns as wide as their widest cell in terminal cells (a Chinese
     character takes two), counts right-aligned under their headings, text as it is (the
     indent of a tool under its measure kept), the last row in bold when it is a total.
+    Each cell is plain text already padded to its column (`cells.Cell`): a rich Text cell is
+    wrapped, split and justified again at every draw, most of the screen's drawing time.
     (`insights.fill` gives Content cells, which wrap and so drop leading spaces.)"""
     counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
     texts = [[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]
+    widths = []
     for i, heading in enumerate(headings):
         width = max([cell_len(heading), *(cell_len(r[i]) for r in texts)])
         label = Text(heading, justify="right" if counts[i] else "left")
         table.add_column(label, width=width)
+        widths.append(width)
     for n, row in enumerate(texts):
-        style = "bold" if bold_last and n == len(texts) - 1 else ""
-        table.add_row(
-            *(
-                Text(c, style=style, no_wrap=True, justify="right" if counts[i] else "left")
-                for i, c in enumerate(row)
-            )
-        )
+        style = BOLD if bold_last and n == len(texts) - 1 else None
+        table.add_row(*(_cell(c, widths[i], counts[i], style) for i, c in enumerate(row)))
+
+
+def _cell(text: str, width: int, right: bool, style: RichStyle | None) -> TableCell:
+    """`text` padded to `width` cells, on the left when it is a count (right-aligned)."""
+    pad = " " * (width - cell_len(text))
+    return TableCell((pad + text if right else text + pad, style))
 
 
 class StatsScreen(Screen[None]):
@@ -62,7 +73,9 @@ class StatsScreen(Screen[None]):
         Binding("r", "refresh", "Refresh", tooltip="count again now (it also follows the vault)"),
     ]
     DEFAULT_CSS = """
-    StatsScreen #title { height: auto; background: $panel; }
+    StatsScreen #title {
+        height: auto; background: $panel; text-wrap: nowrap; text-overflow: ellipsis;
+    }
     StatsScreen #stats-body { height: 1fr; }
     StatsScreen .heading { height: 1; margin: 1 1 0 1; text-style: bold; }
     StatsScreen DataTable { height: auto; width: auto; max-width: 100%; margin: 0 1; }
@@ -89,9 +102,10 @@ class StatsScreen(Screen[None]):
         self.since = since
         self.stats: Stats | None = None
         self._seen: object = None  # what the feed looked like at the last count
+        self._asked = 0  # counts asked for; only the last one asked is shown
 
     def compose(self) -> ComposeResult:
-        yield Static(Content.styled(" Write statistics · counting…", "bold"), id="title")
+        yield Static(self._counting_title(), id="title")
         with VerticalScroll(id="stats-body"):
             yield Static(Content("per week, newest first"), classes="heading")
             yield DataTable(
@@ -123,7 +137,7 @@ class StatsScreen(Screen[None]):
         state = self._feed_state()
         if state is not None and state != self._seen:
             self._seen = state
-            self.count()
+            self.count(quietly=True)
 
     def action_refresh(self) -> None:
         self.count()
@@ -133,18 +147,36 @@ class StatsScreen(Screen[None]):
         self.since = PERIODS[(at + 1) % len(PERIODS)]
         self.count()
 
+    def count(self, *, quietly: bool = False) -> None:
+        """Count the period in a thread; the screen is drawn meanwhile. Unless `quietly` (the
+        vault moved while the screen is open), the title says so until the count lands: the
+        figures below are still the last period's."""
+        self._asked += 1
+        if not quietly:
+            with contextlib.suppress(NoMatches):
+                self.query_one("#title", Static).update(self._counting_title())
+        self._count(self._asked, self.since)
+
+    def _counting_title(self) -> Content:
+        title = Content.styled(
+            f" Write statistics · counting {PERIOD_WORDS.get(self.since)}…", "bold"
+        )
+        if self.stats is None:
+            return title
+        return title + Content.styled(f"  (shown: {describe(self.stats)})", "$text-muted")
+
     @work(thread=True, exclusive=True, group="stats")
-    def count(self) -> None:
+    def _count(self, asked: int, since: str | None) -> None:
         events = self.events() if self.events is not None else None
-        stats = compute(self.root, self.since, now=self.now, events=events)
+        stats = compute(self.root, since, now=self.now, events=events)
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self._show, stats)
+            self.app.call_from_thread(self._show, stats, asked)
 
     # -- showing ----------------------------------------------------------------------------------
 
-    def _show(self, stats: Stats) -> None:
-        if not self.is_attached:
-            return
+    def _show(self, stats: Stats, asked: int) -> None:
+        if not self.is_attached or asked != self._asked:
+            return  # closed meanwhile, or a later count was asked for (`p` pressed again)
         self.stats = stats
         with contextlib.suppress(NoMatches):
             self.query_one("#title", Static).update(
