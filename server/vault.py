@@ -459,18 +459,17 @@ class Vault:
         when = known.modified_ns if known and known.doc.hash == res.doc.hash else None
         return classify(res.doc, self.config, when), res
 
-    def read_rules(self) -> tuple[str, str | None]:
-        """(path, text) of the rules file, or text None if there is none."""
+    def read_rules(self) -> tuple[str, str | None, str]:
+        """(path, text, why there is no text) of the rules file. get_context shows the text to
+        the assistant, so it is read only as `read_doc` would read it (PathPolicy.resolve: inside
+        the vault, no dot-folder, not private, a note, a symlink by its target): a config or an
+        older version's kept rules naming `.git/config` or a private note show nothing."""
         rel = self.config.rules
-        pol = self.policy
-        path = self.root / rel
-        real = os.path.realpath(path)
-        if pol.closed is not None or (
-            # a link (the file or a folder on its way) must point where a note could
-            real != os.path.join(pol.real_root, rel) and not pol.target_allowed(real)
-        ):
-            return rel, None
         try:
-            return rel, path.read_text(encoding="utf-8", errors="replace")
+            vp = self.policy.resolve(rel)
+        except PathRefused as exc:
+            return rel, None, f"the rules file {rel!r} cannot be shown: {exc.message}"
+        try:
+            return vp.rel, vp.disk.read_text(encoding="utf-8", errors="replace"), ""
         except OSError:
-            return rel, None
+            return vp.rel, None, f"no rules file at {vp.rel!r}"

@@ -87,6 +87,43 @@ def test_errors_name_file_line_and_problem(
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [
+        ("private:\n  - Secret/\nlimits: {}\nprivate:\n  - health/\n", 4, "private: appears twice"),
+        ("rules: A.md\nrules: B.md\n", 2, "first on line 1"),
+        ("tags:\n  unknown: reject\n  unknown: create\n", 3, "tags.unknown: appears twice"),
+        (
+            "types:\n  s: {folder: a}\n  s: {folder: b}\n",
+            3,
+            "types.s: appears twice (first on line 2",
+        ),
+        ("context:\n  - {title: X, title: Y, recent: 1}\n", 2, "context[0].title: appears"),
+        ("semantic:\n  model: hash-ngrams\n  model: x\n", 3, "semantic.model: appears twice"),
+    ],
+)
+def test_a_key_written_twice_does_not_load(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
+    """YAML keeps the last of two equal keys: a second `private:` further down would replace
+    the first and open its folders, silently. The config does not load instead (fail closed)."""
+    (tmp_path / "vault.config.yaml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    p = info.value.problems[0]
+    assert p.line == line and words in p.message, str(p)
+
+
+def test_anchors_and_merge_keys_are_not_duplicates(tmp_path: Path) -> None:
+    (tmp_path / "vault.config.yaml").write_text(
+        "types:\n  a: &base {folder: a, required: [date]}\n  b: {<<: *base, folder: b}\n"
+        "private: &p [Secret/]\nprotected: *p\n"
+    )
+    cfg = load_config(tmp_path)
+    assert cfg.types["b"].folder == "b" and cfg.types["b"].required == ("date",)
+    assert cfg.private == cfg.protected == ("Secret/",)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
         ("semantic:\n  model: use-multilingual-v4\n", 2, "not a known embedding model"),
         ("semantic:\n  backend: pinecone\n", 2, "sqlite (the default) or qdrant"),
         ("semantic: 5\n", 1, "must be a mapping"),

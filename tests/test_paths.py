@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from server.notes.paths import PathPolicy, PathRefused, matches_any, normalize_rel
+from server.notes.paths import (
+    PathPolicy,
+    PathRefused,
+    matches_any,
+    normalize_glob,
+    normalize_rel,
+)
 
 
 @pytest.fixture
@@ -131,3 +137,67 @@ def test_normalize_rel_is_nfc() -> None:
     assert normalize_rel(unicodedata.normalize("NFD", "é/ü.md")) == unicodedata.normalize(
         "NFC", "é/ü.md"
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "glob"),
+    [
+        ("Secret", "Secret"),
+        ("./Secret", "Secret"),
+        ("Secret\\", "Secret/"),
+        ("./Secret/**", "Secret/**"),
+        ("//Secret", "/Secret"),
+        ("/./Secret/", "/Secret/"),
+        ("Secret //sub. ", "Secret/sub"),
+        ("Secret.", "Secret"),
+        (".\\work\\hr\\", "work/hr/"),
+        ("**/x", "**/x"),
+        (unicodedata.normalize("NFD", "Café/"), "Café/"),
+    ],
+)
+def test_globs_are_spelt_as_a_path_is(raw: str, glob: str) -> None:
+    assert normalize_glob(raw) == glob
+    assert normalize_glob(glob) == glob  # once is enough
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ("../Secret", "glob_escape"),
+        ("Secret/../x", "glob_escape"),
+        ("C:\\vault\\Secret", "glob_absolute"),
+        ("~/vault/Secret", "glob_absolute"),
+        ("Sec\u200bret", "glob_invisible"),
+        ("Sec\x07ret", "glob_invisible"),
+        (".", "glob_root"),
+        ("/", "glob_root"),
+        ("  ", "glob_empty"),
+    ],
+)
+def test_globs_that_name_no_folder_of_the_vault_are_refused(raw: str, code: str) -> None:
+    with pytest.raises(PathRefused) as info:
+        normalize_glob(raw)
+    assert info.value.code == code
+    # and should one reach the matcher anyway, it covers everything (fail closed)
+    assert matches_any("notes/a.md", (raw,))
+
+
+@pytest.mark.parametrize(
+    ("rel", "glob", "hit"),
+    [
+        ("Secret/a.md", "./Secret", True),
+        ("Secret/a.md", "Secret\\", True),
+        ("Secret/a.md", "Secret.", True),
+        ("Secret./a.md", "Secret", True),  # a folder really named `Secret.` stays covered
+        ("Secret./a.md", "Secret.", True),
+        ("Secret /a.md", "Secret", True),
+        ("Secretive/a.md", "Secret.", False),
+        ("notes/Secret/a.md", "./Secret/**", False),
+        ("Secret/sub/b.md", "Secret\\sub", True),
+        ("Secret/other/b.md", "Secret\\sub", False),
+    ],
+)
+def test_every_spelling_of_a_glob_matches_as_its_plain_spelling(
+    rel: str, glob: str, hit: bool
+) -> None:
+    assert matches_any(rel, (glob,)) is hit

@@ -24,7 +24,14 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.notes.paths import NOTE_EXTENSIONS
+from server.notes.paths import (
+    NOTE_EXTENSIONS,
+    PathRefused,
+    is_note,
+    matches_any,
+    normalize_glob,
+    normalize_rel,
+)
 
 log = logging.getLogger("vaultwatch.config")
 
@@ -232,9 +239,10 @@ class _Located:
 
 
 class _Parser:
-    def __init__(self, file: str, located: _Located) -> None:
+    def __init__(self, file: str, located: _Located, root: Path | None = None) -> None:
         self.file = file
         self.loc = located
+        self.root = root  # the vault: a glob written as its absolute path is refused
         self.problems: list[ConfigProblem] = []
 
     def fail(self, message: str, *path: str | int) -> None:
@@ -295,9 +303,10 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out.update(_parse_author(data, p))
     out.update(_parse_rules(data, p))
     out.update(_parse_tags(data, p))
-    out["private"] = p.str_list(data.get("private"), "private")
-    out["protected"] = p.str_list(data.get("protected"), "protected")
+    out["private"] = _parse_globs(data, p, "private")
+    out["protected"] = _parse_globs(data, p, "protected")
     out.update(_parse_extensions(data, p))
+    _check_rules_path(out, p)
     types = _parse_types(data, p)
     out["types"] = types
     out.update(_parse_context(data, p, types))
@@ -320,12 +329,73 @@ def _parse_author(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
 
 
 def _parse_rules(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    """The rules file, spelt as a path from the model is (so `./CLAUDE.md` is `CLAUDE.md`, and
+    protected as the owner's): get_context shows its text to the assistant, so it must be a
+    path a note read could take: inside the vault, no dot-folder (.git holds the token)."""
     if "rules" not in data:
         return {}
     if isinstance(data["rules"], str) and data["rules"].strip():
-        return {"rules": data["rules"].strip()}
+        try:
+            return {"rules": normalize_rel(data["rules"])}
+        except PathRefused as exc:
+            p.fail(f"rules: {exc.message}; the rules file must be a note, e.g. CLAUDE.md", "rules")
+            return {}
     p.fail("rules must be the path of the rules file, e.g. CLAUDE.md", "rules")
     return {}
+
+
+def _check_rules_path(out: dict[str, Any], p: _Parser) -> None:
+    """The rules file's text goes to the assistant: never one of the private notes, and a note
+    (what the assistant could read anyway)."""
+    rules = out.get("rules")
+    if rules is None:
+        return
+    if matches_any(rules, out["private"]):
+        p.fail(
+            f"rules names {rules!r}, which is private; get_context would show it to the "
+            "assistant. Name a rules file outside the private folders",
+            "rules",
+        )
+    extensions = out.get("extensions", NOTE_EXTENSIONS)
+    if not is_note(rules, extensions):
+        p.fail(
+            f"rules names {rules!r}, which is not a note (notes end in "
+            f"{', '.join(extensions)}); name a note such as CLAUDE.md",
+            "rules",
+        )
+
+
+def _parse_globs(data: dict[str, Any], p: _Parser, key: str) -> tuple[str, ...]:
+    """`private:` or `protected:`, each glob spelt as `normalize_glob` spells it, so every way of
+    writing a folder protects it the same; one it cannot read fails the config (closed)."""
+    out: list[str] = []
+    for i, raw in enumerate(p.str_list(data.get(key), key)):
+        try:
+            glob = normalize_glob(raw)
+        except PathRefused as exc:
+            p.fail(f"{key} glob {raw!r} {exc.message}", key, i)
+            continue
+        flat = raw.strip().replace("\\", "/")
+        if p.root is not None and flat.startswith("/") and _inside(p.root, flat):
+            p.fail(
+                f"{key} glob {raw!r} is the absolute path of a folder of this vault; write it "
+                "relative to the vault root, e.g. 'private/'",
+                key,
+                i,
+            )
+            continue
+        out.append(glob)
+    return tuple(dict.fromkeys(out))
+
+
+def _inside(root: Path, absolute: str) -> bool:
+    """Whether the absolute path `absolute` is the vault root or in it (either spelling of the
+    root: as given and with symlinks resolved)."""
+    for base in {str(root), os.path.realpath(root)}:
+        base = base.rstrip("/")
+        if absolute == base or absolute.startswith(base + "/"):
+            return True
+    return False
 
 
 def _parse_tags(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
@@ -657,6 +727,45 @@ def _parse_yaml(text: str, display: str) -> tuple[Any, _Located]:
     return data, _Located(node)
 
 
+def _duplicate_keys(node: yaml.Node | None, display: str) -> list[ConfigProblem]:
+    """Every key written twice in one mapping of the config, at any depth. YAML keeps the last
+    silently, so a second `private:` further down would replace the first and open its folders:
+    the config does not load instead (failing closed), naming both lines. Walked on the composed
+    nodes the config is parsed from (each node once: aliases share them); merge keys (`<<`) are
+    YAML's own way to override and are left alone."""
+    problems: list[ConfigProblem] = []
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, str]] = [(node, "")] if node is not None else []
+    while stack:
+        cur, where = stack.pop()
+        if id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if isinstance(cur, yaml.SequenceNode):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(cur.value)]
+        elif isinstance(cur, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for k, v in cur.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    name = f"{where}.{k.value}" if where else k.value
+                    line = k.start_mark.line + 1
+                    if k.value in first:
+                        problems.append(
+                            ConfigProblem(
+                                display,
+                                line,
+                                f"{name}: appears twice (first on line {first[k.value]}, again "
+                                "here); YAML would keep only the last, so merge them into one",
+                            )
+                        )
+                    else:
+                        first[k.value] = line
+                    stack.append((v, name))
+                else:
+                    stack.append((v, where))
+    return sorted(problems, key=lambda p: p.line or 0)
+
+
 def load_vocabulary(path: Path, display: str) -> dict[str, str]:
     """A tag vocabulary: a YAML list of tags, a mapping tag -> description, or {tags: ...}."""
     return parse_vocabulary(path.read_text(encoding="utf-8"), display)
@@ -724,10 +833,11 @@ def load_config(root: Path) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError([ConfigProblem(path.name, 1, "the config must be a mapping of keys")])
-    parser = _Parser(path.name, loc)
+    parser = _Parser(path.name, loc, root)
+    twice = _duplicate_keys(loc.node, path.name)
     fields = _parse(data, parser)
-    if parser.problems:
-        raise ConfigError(parser.problems)
+    if twice or parser.problems:
+        raise ConfigError([*twice, *parser.problems])
     cfg = Config(**fields, source=path.name, loaded_at=loaded_at)
     if cfg.tags.vocabulary:
         vpath = root / cfg.tags.vocabulary
@@ -819,9 +929,13 @@ def _stand_in(root: Path, loaded_at: str) -> Config:
     if kept is None:
         return Config(standing_in="closed", loaded_at=loaded_at)
     rules = kept.get("rules")
+    try:  # kept by an older version as written in the config: spelt as the matcher reads them
+        private = tuple(normalize_glob(g) for g in kept["private"])
+    except PathRefused:
+        return Config(standing_in="closed", loaded_at=loaded_at)
     return Config(
         rules=rules if isinstance(rules, str) and rules else "CLAUDE.md",
-        private=tuple(kept["private"]),
+        private=private,
         protected=tuple(kept["protected"]),
         standing_in="last_good",
         loaded_at=loaded_at,

@@ -40,39 +40,106 @@ def fold(text: str) -> str:
     return (text if text.isascii() else unicodedata.normalize("NFC", text)).casefold()
 
 
+def normalize_glob(raw: str) -> str:
+    """A `private:` or `protected:` glob from the config, spelt the one way the matcher reads it,
+    or PathRefused (the config then does not load, and fails closed).
+
+    A path from the model reaches a note through `normalize_rel` (NFC, `./` and `//` dropped), so
+    a glob must name that note the same way, whatever its spelling: `./Secret`, `Secret\\`,
+    ` Secret/ `, `Secret//sub`, `.\\Secret\\**` are `Secret`, `Secret/sub`, `Secret/**`. A name's
+    trailing dots and spaces are dropped (`Secret.` is `Secret`, as Windows reads it; the
+    matcher lets any name end in them, so a folder really named `Secret.` stays covered). A
+    leading `/` still anchors the glob at the root (`/Secret`, `//Secret`). What cannot name a
+    folder of the vault is refused: `..`, an absolute path (drive, `~`), the root itself, and
+    control or invisible characters (a zero-width space would leave the folder meant visible).
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("glob_empty", "is empty; name a folder such as 'private/'")
+    text = unicodedata.normalize("NFC", raw.strip())
+    if any(unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d" for c in text):
+        raise PathRefused(
+            "glob_invisible",
+            "contains a control or invisible character (such as a zero-width space), so it "
+            "would not match the folder it looks like; retype it",
+        )
+    text = text.replace("\\", "/")
+    if re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
+        raise PathRefused(
+            "glob_absolute",
+            "is an absolute path; write it relative to the vault root, e.g. 'private/'",
+        )
+    parts: list[str] = []
+    for part in text.split("/"):
+        if part == "..":
+            raise PathRefused(
+                "glob_escape",
+                "uses '..'; a glob names folders inside the vault, e.g. 'private/'",
+            )
+        part = part.rstrip(". ") if part != "." else ""
+        if part:
+            parts.append(part)
+    if not parts:
+        raise PathRefused(
+            "glob_root",
+            "names the whole vault root, not a folder in it; to keep everything from the "
+            "assistant use '**'",
+        )
+    anchored = text.startswith("/") and len(parts) == 1  # more names anchor it anyway
+    folder = text.endswith("/") and parts[-1] != "**"  # kept as the owner wrote it: `diary/`
+    return ("/" if anchored else "") + "/".join(parts) + ("/" if folder else "")
+
+
+def _name_rx(name: str) -> str:
+    """One name of a glob (between slashes) as a regex; it may end in dots and spaces."""
+    out = []
+    i = 0
+    while i < len(name):
+        if name.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif name[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif name[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(name[i]))
+            i += 1
+    return "".join(out) + ("" if name.endswith("*") else "[. ]*")
+
+
+_MATCH_ALL = re.compile(r".*", re.DOTALL)
+
+
 @lru_cache(maxsize=256)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     """Gitignore-flavoured glob, matched against `fold(path)`: `**` spans folders, `*` and `?`
     stay inside one name.
 
-    As in .gitignore: a pattern with no `/` except a trailing one names a file or folder at any
-    depth (`private/`, `diary.md`); a leading or inner `/` anchors it at the root (`/private`,
-    `work/hr/`). A path matches when it or any of its parent folders does, so `private/*` covers
-    `private/sub/x.md` for the walker and for a path from the model alike.
+    The glob is first spelt as `normalize_glob` spells it (a glob it refuses matches every path:
+    the config that holds it does not load, so this is only a second fence). As in .gitignore:
+    a pattern with no `/` except a trailing one names a file or folder at any depth (`private/`,
+    `diary.md`); a leading or inner `/` anchors it at the root (`/private`, `work/hr/`). A path
+    matches when it or any of its parent folders does, so `private/*` covers `private/sub/x.md`
+    for the walker and for a path from the model alike.
     """
-    raw = pattern.strip()
-    anchored = "/" in raw.rstrip("/")
-    pat = fold(raw).strip("/")
-    out, i = [], 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("/**", i) and i + 3 == len(pat):
-            i += 3  # `dir/**` is the folder itself and everything in it: the parent rule below
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
+    try:
+        glob = normalize_glob(pattern)
+    except PathRefused:
+        return _MATCH_ALL
+    anchored = "/" in glob.rstrip("/")
+    names = fold(glob).strip("/").split("/")
+    if len(names) > 1 and names[-1] == "**":
+        names.pop()  # `dir/**` is the folder itself and everything in it: the parent rule below
+    pieces = []
+    for i, name in enumerate(names):
+        last = i == len(names) - 1
+        if name == "**":
+            pieces.append(".*" if last else "(?:.*/)?")
         else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    body = "".join(out)
+            pieces.append(_name_rx(name) + ("" if last else "/"))
+    body = "".join(pieces)
     if not anchored:  # a bare name matches at any depth, like .gitignore
         body = "(?:.*/)?" + body
     return re.compile(body + r"(?:/.*)?\Z", re.DOTALL)

@@ -34,11 +34,11 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
     for item in cfg.context:
         block: dict[str, Any] = {"title": item.title, "kind": item.kind}
         if item.kind == "rules":
-            rel, text = vault.read_rules()
+            rel, text, why = vault.read_rules()
             block["path"] = rel
             if text is None:
                 block["content"] = ""
-                block["note"] = f"no rules file at {rel!r}"
+                block["note"] = why
             else:
                 cap = int(budget * RULES_SHARE)
                 block["content"] = text if len(text) <= cap else text[:cap] + "\n… (cut)"
