@@ -109,9 +109,9 @@ class LinesView(ScrollView, can_focus=True):
 
 def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
     """`line` as screen rows of at most `width` cells, continuation rows hanging under the text:
-    after its first `gutter` characters (a line number, a mark), which are blank on them; a diff
-    line's +/- gutter repeats; any other line's rows hang under its text (indented two cells at
-least, half the width at most)."""
+        after its first `gutter` characters (a line number, a mark), which are blank on them; a diff
+        line's +/- gutter repeats; any other line's rows hang under its text (indented two cells at
+    least, half the width at most)."""
     if line.cell_length <= width:
         return [line]
     if width <= HANG + 1:
