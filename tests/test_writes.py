@@ -291,6 +291,40 @@ async def test_frontmatter_keys_a_person_could_write_and_one_frontmatter(
     assert ok["created"] and (vault / "notes/one.md").read_text().startswith("---\nkind: x\n---")
 
 
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("notes/zw\u200b.md", "invisible character (U+200B)"),
+        ("notes/\u202egnp.md", "invisible character (U+202E)"),
+        ("sessions\uff0fx.md", "looks like a folder's slash"),
+        ("notes/a:b.md", "Windows and Obsidian do not allow"),
+        ("notes/what?.md", "Windows and Obsidian do not allow"),
+        ("notes/CON.md", "a device name on Windows"),
+        ("new folder./x.md", "ending in a space or a dot"),
+    ],
+)
+async def test_a_new_notes_name_cannot_mislead_or_fail_to_sync(
+    connect: Any, vault: Path, path: str, said: str
+) -> None:
+    """create_doc took names a reader cannot tell from others (a zero-width space, a name shown
+    backwards, a full-width slash that reads as a folder) and names Windows or Obsidian refuse."""
+    async with connect(vault) as s:
+        msg = await s.error("create_doc", path=path, body="# X\n")
+    assert "rejected (bad_name)" in msg and said in msg, msg
+    assert git(vault, "status", "--porcelain") == ""
+    assert not any(p.name.startswith(("zw", "CON", "a:b")) for p in vault.rglob("*.md"))
+
+
+async def test_an_owners_folder_with_any_name_takes_new_notes(
+    connect: Any, make_vault: Any
+) -> None:
+    """Only what the note creates is checked: the owner's own folder keeps its name."""
+    root = make_vault({"Q&A: notes?/old.md": "# Old\n"})
+    async with connect(root) as s:
+        res = await s.call("create_doc", path="Q&A: notes?/new.md", body="# New\n")
+    assert res["created"] and (root / "Q&A: notes?/new.md").is_file()
+
+
 async def test_rejected_event_carries_the_attempted_diff(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.error("update_frontmatter", path="sessions/2026-11-01-old.md", set={"kind": "chat"})
