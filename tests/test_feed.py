@@ -186,6 +186,22 @@ async def test_the_header_shows_how_far_recall_indexing_is(
         assert "recall" not in str(header.render())
 
 
+def test_a_killed_servers_recall_figure_is_not_shown() -> None:
+    """A server killed without its stop line (a closed terminal) left 'recall: ready' in the
+    header for good, over notes changed since; a live server's figure still shows."""
+    import os
+    import subprocess
+
+    from app.ui.header import recall_progress
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = {"kind": "semantic_progress", "indexed": 5, "total": 5, "pid": gone.pid}
+    live = {**dead, "pid": os.getpid(), "indexed": 3}
+    assert recall_progress([dead]) is None
+    assert recall_progress([live, dead]) == live
+
+
 @pytest.mark.anyio
 async def test_a_narrow_terminal_still_shows_recall_progress(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

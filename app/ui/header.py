@@ -4,6 +4,7 @@ rest shortens as the terminal narrows (`header_fit`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,8 +88,23 @@ def recall_progress(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         if kind == "server_stopped":
             stopped.add(e.get("pid"))
         elif kind == "semantic_progress" and e.get("pid") not in stopped:
-            return e
+            if running(e.get("pid")):
+                return e
+            stopped.add(e.get("pid"))  # killed: it wrote no stop line
     return None
+
+
+def running(pid: Any) -> bool:
+    """Whether a process of this pid runs on this machine (the vault's servers run here)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def segments(f: HeaderFacts) -> list[Segment]:
