@@ -95,9 +95,10 @@ def recall_progress(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def running(pid: Any) -> bool:
-    """Whether a process of this pid runs on this machine (the vault's servers run here)."""
+    """Whether a process of this pid runs on this machine (the vault's servers run here); an
+    event without a pid (an older journal) cannot be told dead, so it counts as running."""
     if not isinstance(pid, int) or pid <= 0:
-        return False
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
