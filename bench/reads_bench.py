@@ -127,12 +127,10 @@ async def run(notes: int = 2_000, events: int = 20_000) -> dict[str, Any]:
                     await pilot.pause(0.005)
                 await pilot.pause(0)
                 complete.append(time.perf_counter() - t)
-        print(
-            "  (each opening:",
-            [round(x * 1e3) for x in opened],
-            [round(x * 1e3) for x in complete],
-            ")",
+        each = ", ".join(
+            f"{a * 1e3:.0f}/{b * 1e3:.0f}" for a, b in zip(opened, complete, strict=True)
         )
+        print(f"  each opening, cost drawn / every tab filled (ms): {each}")
         res["screen_open_ms"] = statistics.median(opened) * 1e3
         res["screen_complete_ms"] = statistics.median(complete) * 1e3
         print(f"  Reads screen open, today's cost drawn       {ms(res['screen_open_ms'] / 1e3)}")

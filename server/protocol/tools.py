@@ -24,7 +24,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field, ValidationError
 
 from server import __version__
-from server.core.budget import cap_message, fit_result, paths_named
+from server.core.budget import cap_message, fit_result, fit_text, paths_named
 from server.core.gitrepo import trailer_value
 from server.core.tool_names import ToolName
 from server.index.search import IndexUnavailable
@@ -656,7 +656,7 @@ class VaultServer(MCPServer):
         if tool is None:
             return  # the SDK says the tool is unknown
         known = list(tool.input_schema.get("properties", {}))
-        unknown = [k if len(k) <= 60 else k[:59] + "…" for k in arguments if k not in known]
+        unknown = [fit_text(k, 60) for k in arguments if k not in known]
         if not unknown:
             return
         guesses = {g for k in unknown[:5] for g in difflib.get_close_matches(k, known, n=1)}
@@ -689,7 +689,7 @@ class VaultServer(MCPServer):
             and not tool.annotations.read_only_hint
         ):
             path = arguments.get("path")
-            paths = [path[:300]] if isinstance(path, str) else []
+            paths = [fit_text(path, 300)] if isinstance(path, str) else []
             self.vault.journal.append(
                 journal.Rejected(name, paths, code, message, hint, ""),
                 client=client_name(context),

@@ -7,9 +7,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from server.index.search import IndexBroken, IndexUnavailable, note_words
-from server.index.search_query import ParsedQuery, SearchError, contains_all, excluded, parse
-from server.notes.filters import NoteFilter, QueryError
+from server.index.search_query import ParsedQuery, contains_all, excluded
+from server.notes.filters import QueryError
 from server.notes.note import Doc, decode
+from server.services.text_search import parsed_query, query_filter
 from server.vault import Vault
 
 if TYPE_CHECKING:  # numpy loads with the first recall, not with the server
@@ -85,18 +86,8 @@ def recall(
             "to find related notes for)"
         )
     cfg = vault.config
-    pq = None
-    if query:
-        try:
-            pq = parse(query)
-        except SearchError as exc:
-            raise QueryError(str(exc)) from exc
-    wanted = NoteFilter.of(
-        cfg,
-        types=[type, *(pq.types if pq else [])],
-        folders=[folder, *(pq.paths if pq else [])],
-        tags_all=list(pq.tags) if pq else [],
-    )
+    pq = parsed_query(query) if query else None
+    wanted = query_filter(cfg, pq, type, folder)
     negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()

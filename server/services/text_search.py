@@ -7,8 +7,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from server.core.budget import fit_text
 from server.index.search import Wants
-from server.index.search_query import SearchError, fts_expression, parse, snippets, title_expression
+from server.index.search_query import (
+    ParsedQuery,
+    SearchError,
+    fts_expression,
+    parse,
+    snippets,
+    title_expression,
+)
+from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.filters import NoteFilter, QueryError
 from server.notes.note import decode
@@ -105,6 +114,31 @@ class TopK:
         return [e for _, _, e in self.scored]
 
 
+def parsed_query(query: str) -> ParsedQuery:
+    """The query's words and inline filters, or the error the model is shown."""
+    try:
+        return parse(query)
+    except SearchError as exc:
+        raise QueryError(str(exc)) from exc
+
+
+def query_filter(
+    cfg: Config,
+    pq: ParsedQuery | None,
+    type: str | None,
+    folder: str | None,
+    tags: list[str] | None = None,
+) -> NoteFilter:
+    """The notes a search or recall may return: its parameters and the query's inline
+    `type:`, `path:` and `#tag` filters together."""
+    return NoteFilter.of(
+        cfg,
+        types=[type, *(pq.types if pq else [])],
+        folders=[folder, *(pq.paths if pq else [])],
+        tags_all=[*(tags or []), *(pq.tags if pq else [])],
+    )
+
+
 def search_text(
     vault: Vault,
     query: str,
@@ -116,16 +150,8 @@ def search_text(
     cursor: str | None = None,
 ) -> dict[str, Any]:
     cfg = vault.config
-    try:
-        pq = parse(query)
-    except SearchError as exc:
-        raise QueryError(str(exc)) from exc
-    wanted = NoteFilter.of(
-        cfg,
-        types=[type, *pq.types],
-        folders=[folder, *pq.paths],
-        tags_all=[*(tags or []), *pq.tags],
-    )
+    pq = parsed_query(query)
+    wanted = query_filter(cfg, pq, type, folder, tags)
 
     entries = vault.searchable_entries()
     expr = fts_expression(pq)
@@ -187,7 +213,7 @@ def search_text(
         ]
         if empty:
             result["hint"] = (
-                f"No note is in folder {empty[0][:100]!r}. A folder with spaces goes in quotes: "
+                f"No note is in folder {fit_text(empty[0], 100)!r}. A folder with spaces goes in quotes: "
                 'path:"Obsidian Publish/"; list_docs(group_by="folder") lists the folders.'
             )
     return result

@@ -30,7 +30,7 @@ from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from server.notes.dates import as_date
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
-from server.notes.paths import fold, is_note, is_protected
+from server.notes.paths import fold, is_note, is_protected, new_name_problem
 from server.vault import Vault, VaultError
 from server.write.edits import (
     EditError,
@@ -444,34 +444,6 @@ def _title_of(fields: dict[str, Any], body: str) -> str | None:
     return m.group(1) if m else None
 
 
-# Characters a new note's name may not have: invisible ones and those that change the text's
-# direction (`zw\u200b.md` looks like `zw.md`; U+202E shows a name backwards), slashes that only
-# look like one (`private／x.md` is a file at the root that reads as inside `private/`), and what
-# Windows and Obsidian refuse in a file name (a vault is often synced to both).
-LOOKALIKE_SLASHES = "\uff0f\uff3c\u2215\u2044\u29f8\u29f9"
-RESERVED = '<>:"|?*'
-DEVICES = re.compile(r"(?i)(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?")
-
-
-def unportable(rel: str, have: str) -> str | None:
-    """Why a new note's path would mislead or not sync, or None. Only the parts it creates
-    are checked (`have` is the deepest folder of it that exists): the owner's are theirs."""
-    new = rel[len(have) + 1 :] if have else rel
-    for ch in new:
-        if unicodedata.category(ch) in ("Cf", "Cc"):
-            return f"has an invisible character (U+{ord(ch):04X}) a reader cannot see"
-        if ch in LOOKALIKE_SLASHES:
-            return f"has {ch!r}, which looks like a folder's slash but is not one"
-        if ch in RESERVED:
-            return f"has {ch!r}, which Windows and Obsidian do not allow in a file name"
-    for part in new.split("/"):
-        if part != part.rstrip(" ."):
-            return f"has a name ending in a space or a dot ({part!r}), which Windows drops"
-        if DEVICES.fullmatch(part):
-            return f"has {part!r}, a device name on Windows"
-    return None
-
-
 def op_create(p: Plan, a: CreateDoc) -> Outcome:
     type, body = a.type, a.body
     fields = dict(a.fields or {})
@@ -494,7 +466,7 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
     have = folder
     while have and not (p.vault.root / have).is_dir():
         have = have.rpartition("/")[0]
-    if (why := unportable(f.rel, have)) is not None:
+    if (why := new_name_problem(f.rel, have)) is not None:
         raise Rejected(
             "bad_name",
             f"{f.rel!r} {why}",

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from server.core.budget import fit_text
 from server.core.tool_names import ToolName
 
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
@@ -28,10 +29,12 @@ def field_keys(keys: Iterable[str] | None) -> None:
         if not key.strip():
             raise ValueError("a frontmatter key is empty: name the field, such as 'status'")
         if any(ch in key for ch in "\n\r\t") or key.strip() != key:
-            raise ValueError(f"frontmatter key {key[:60]!r} has spaces at its ends or a line break")
+            raise ValueError(
+                f"frontmatter key {fit_text(key, 60)!r} has spaces at its ends or a line break"
+            )
         if key in ("---", "...") or key.startswith(("#", "-", "?", "&", "*", "!", "|", ">", "%")):
             raise ValueError(
-                f"frontmatter key {key[:60]!r} starts with a character YAML reads as syntax: "
+                f"frontmatter key {fit_text(key, 60)!r} starts with a character YAML reads as syntax: "
                 "start it with a letter or a digit"
             )
 
