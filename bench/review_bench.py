@@ -6,7 +6,6 @@ note's diff). Printed only (`uv run python -m bench --only review`)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import statistics
 import subprocess
@@ -21,6 +20,7 @@ import anyio
 from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
 from server.core.gitrepo import CLIENT, TOOL, commit_message
 
+from .frames import Frames, drawn, until
 from .stats import ms
 
 NOTES = 500
@@ -74,50 +74,6 @@ def _repo(n_commits: int) -> Path:
     return root
 
 
-async def _until(pilot: Any, check: Any, timeout: float = 60) -> None:
-    deadline = time.perf_counter() + timeout
-    while not check():
-        if time.perf_counter() > deadline:
-            raise TimeoutError("the dashboard did not get there")
-        await pilot.pause(0.002)
-
-
-ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colours and cursor moves between the text
-
-
-class Frames:
-    """Every frame the app draws, as the text a terminal would receive, with its wall and
-    process-CPU time. The headless driver composes each frame but writes it nowhere; rendering
-    it to the terminal's escape codes here keeps that last step's cost in the figures."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.seen: list[tuple[float, float, str]] = []
-        self._display = app._display  # the one place Textual hands a frame to the terminal
-        app._display = self._draw
-
-    def _draw(self, screen: Any, update: Any) -> None:
-        if update is not None:
-            text = update.render_segments(self.app.console)
-            wall, cpu = time.perf_counter(), time.process_time()
-            self.seen.append((wall, cpu, ESCAPES.sub("", text)))
-        self._display(screen, update)
-
-    def first(self, *needles: str) -> tuple[float, float] | None:
-        """When the first frame that shows all of `needles` was drawn (wall, CPU)."""
-        for wall, cpu, text in self.seen:
-            if all(n in text for n in needles):
-                return wall, cpu
-        return None
-
-
-async def _drawn(pilot: Any, frames: Frames, *needles: str) -> tuple[float, float]:
-    await _until(pilot, lambda: frames.first(*needles) is not None)
-    found = frames.first(*needles)
-    assert found is not None
-    return found
-
-
 def _line(what: str, walls: list[float], cpus: list[float]) -> str:
     return (
         f"  {what:<40} median {ms(statistics.median(walls))} (best {ms(min(walls))}, "
@@ -145,7 +101,7 @@ async def _screen(root: Path, iters: int) -> dict[str, float]:
     listed = 0
     async with app.run_test(size=(160, 48)) as pilot:
         frames = Frames(app)
-        await _until(pilot, lambda: app.review_watch.count is not None and app.feed.complete)
+        await until(lambda: app.review_watch.count is not None and app.feed.complete)
         await app.workers.wait_for_complete()
         review = app.review_watch.current()
         assert review is not None and len(review.notes) > 2
@@ -156,10 +112,10 @@ async def _screen(root: Path, iters: int) -> dict[str, float]:
             frames.seen.clear()
             t, c = time.perf_counter(), time.process_time()
             await pilot.press("v")
-            wall, cpu = await _drawn(pilot, frames, "Review ·", first.path)
+            wall, cpu = await drawn(frames, "Review ·", first.path)
             lists[0].append(wall - t)
             lists[1].append(cpu - c)
-            wall, cpu = await _drawn(pilot, frames, f"{first.path} — {first.title}")
+            wall, cpu = await drawn(frames, f"{first.path} — {first.title}")
             firsts[0].append(wall - t)
             firsts[1].append(cpu - c)
             screen = app.screen
@@ -169,11 +125,11 @@ async def _screen(root: Path, iters: int) -> dict[str, float]:
             frames.seen.clear()
             t, c = time.perf_counter(), time.process_time()
             screen.query_one("#review-notes", DataTable).move_cursor(row=len(review.notes) // 2)
-            wall, cpu = await _drawn(pilot, frames, f"{middle.path} — {middle.title}")
+            wall, cpu = await drawn(frames, f"{middle.path} — {middle.title}")
             diffs[0].append(wall - t)
             diffs[1].append(cpu - c)
             await pilot.press("escape")
-            await _until(pilot, lambda: not isinstance(app.screen, ReviewScreen))
+            await until(lambda: not isinstance(app.screen, ReviewScreen))
     print(_line(f"`v` to the list drawn (0.5 s, {listed} notes)", *lists))
     print(
         f"  (the screen's own clock, built to list filled: median {ms(statistics.median(inner))})"

@@ -91,13 +91,13 @@ def run(root: Path, iters: int) -> dict[str, Any]:
         ("2-char CJK (most notes)", "query_cjk2", QUERIES_2),
         ("one word in a third of notes", "query_third", third_terms(vault)),
     ]:
-        t = timed(queries)
+        times = timed(queries)
         hits = statistics.median(search_text(vault, q)["total"] for q in queries)
-        res[f"{key}_p50_ms"], res[f"{key}_p95_ms"] = pct(t, 0.5) * 1e3, pct(t, 0.95) * 1e3
+        res[f"{key}_p50_ms"], res[f"{key}_p95_ms"] = pct(times, 0.5) * 1e3, pct(times, 0.95) * 1e3
         res[f"{key}_median_hits"] = hits
         target = "  (target <= 10 ms p50)" if key == "query_third" else ""
         print(
-            f"  query, {label:<31} p50 {ms(pct(t, 0.5))}  p95 {ms(pct(t, 0.95))}  "
+            f"  query, {label:<31} p50 {ms(pct(times, 0.5))}  p95 {ms(pct(times, 0.95))}  "
             f"(median {hits:.0f} hits){target}"
         )
 

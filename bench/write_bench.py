@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcp.types import CallToolResult
+
 from server.protocol.tools import build_server
 from server.vault import Vault
 
@@ -80,7 +82,7 @@ async def run(src: Path, iters: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         r = await server.call_tool("batch", {"ops": ops})
         res["batch200_s"] = time.perf_counter() - t0
-        assert not r.is_error, r.content
+        assert isinstance(r, CallToolResult) and not r.is_error, r
         print(f"  batch of 200 appends, one commit  {res['batch200_s'] * 1000:.0f} ms")
 
         t0 = time.perf_counter()

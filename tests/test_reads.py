@@ -719,3 +719,53 @@ async def open_reads(app: Any, pilot: Any, events: int) -> ReadsScreen:
     assert isinstance(screen, ReadsScreen)
     await until(pilot, lambda: screen.report is not None and screen.preview is not None)
     return screen
+
+
+async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unread_rules(
+    tmp_path: Path,
+) -> None:
+    """Today's cost and the last 30 days' sparklines come from the dashboard's events, in the
+    screen's first frame, without the vault. When the vault cannot be read, its private rules
+    are unknown: today's biggest results name no note (one may be private), and the tabs that
+    need the vault say what broke."""
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    now = datetime.now(UTC)
+    events = [
+        {
+            "v": 1,
+            "ts": (now - timedelta(days=back)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "pid": 1,
+            "client": "claude-code/2",
+            "kind": "read",
+            "tool": tool,
+            "paths": ["private/salary.md"],
+            "chars": 3_000,
+            "tokens": 1_000,
+        }
+        for back, tool in ((0, "read_doc"), (0, "search_text"), (3, "read_doc"), (9, "recall"))
+    ]
+    screen = ReadsScreen(tmp_path / "gone", events)
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    app = Host()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(screen.failure))
+        text = screen_text(app)
+        assert "cost today" in text and "2,000 tokens" in text, text
+        days = screen.query_one("#tool-days", DataTable)
+        assert days.row_count == 3  # read_doc, recall, search_text: one sparkline each
+        tokens = {str(days.get_row_at(r)[0]): str(days.get_row_at(r)[2]) for r in range(3)}
+        assert tokens == {"read_doc": "2,000", "recall": "1,000", "search_text": "1,000"}, tokens
+        biggest = screen.query_one("#biggest", DataTable)
+        assert biggest.row_count == 0 and "salary" not in text
+        await pilot.press("2")
+        await until(pilot, lambda: "could not read the vault" in screen_text(app))

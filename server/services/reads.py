@@ -26,7 +26,6 @@ from server.vault import Vault
 from server.write.journal import estimate_tokens
 
 COST_KINDS = ("read", "commit", "noop")  # results the model received
-DAYS = 14  # earlier days in `context_cost`
 SPAN = 30  # days in `cost_per_day`
 
 
@@ -140,7 +139,7 @@ def context_cost(
     private: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """Characters and estimated tokens the tools returned on the owner's `day` (today, local
-    time), per tool and per client, and the totals of the DAYS days before it. The biggest
+    time), per tool and per client (`cost_per_day` has the days before it). The biggest
     results name their notes under the vault's `private` rules of now; without them (the vault
     not read yet) that list is left empty rather than name a note that may be private."""
     day = day or today_local()
@@ -149,16 +148,9 @@ def context_cost(
     per_client: Counter[str] = Counter()
     per_client_tokens: Counter[str] = Counter()
     calls: Counter[str] = Counter()
-    days: dict[date, list[int]] = {day - timedelta(days=n): [0, 0, 0] for n in range(DAYS + 1)}
     biggest = []
-    index = DayIndex(day, DAYS + 1)
-    for i, e in costs_by_day(events, index):
-        when = index.first + timedelta(days=i)
+    for _, e in costs_by_day(events, DayIndex(day, 1)):
         chars, toks = int(e.get("chars") or 0), event_tokens(e)
-        totals = days[when]
-        totals[0], totals[1], totals[2] = totals[0] + 1, totals[1] + chars, totals[2] + toks
-        if when != day:
-            continue
         tool, client = str(e.get("tool", "?")), str(e.get("client", "?"))
         per_tool[tool] += chars
         per_tool_tokens[tool] += toks
@@ -183,7 +175,6 @@ def context_cost(
         "biggest": big,
         "total": sum(per_tool.values()),
         "tokens": sum(per_tool_tokens.values()),
-        "days": days,
     }
 
 
