@@ -670,14 +670,14 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
 
         await pilot.press("2")
         await until(pilot, lambda: bool(screen.query("#most")) and len(rows(screen, "most")) > 0)
-        width = screen.note_width(58)
+        width = screen.widths["most"]
         assert rows(screen, "most") == [note_label(n.path, width).plain for n in report.most]
         assert [n.path for n in report.most] == [LONG, "study/a.md"]
         assert screen.focused is screen.query_one("#most", DataTable)
 
         await pilot.press("3")
         await until(pilot, lambda: bool(screen.query("#unread")))
-        width = screen.note_width(40)
+        width = screen.widths["unread"]
         unread = [note_label(u.path, width).plain for u in report.unread]
         assert unread and rows(screen, "unread") == unread
         assert "study/c.md" in [u.path for u in report.unread]
@@ -769,3 +769,47 @@ async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unr
         assert biggest.row_count == 0 and "salary" not in text
         await pilot.press("2")
         await until(pilot, lambda: "could not read the vault" in screen_text(app))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_every_reads_table_fits_the_terminal_with_long_names(
+    vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A client with a long name and a note at a long Chinese path: every table of the Reads
+    screen stays inside the terminal, the notes and the client cut in the middle, so that no
+    column (the client's, last) is cut off by the screen's edge. At 80 columns today's biggest
+    results leave out their chars."""
+    from textual.widgets import DataTable
+
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    client_name = "an-editor-plugin-with-a-very-long-client-name"
+    async with client(vault, client_name) as s:
+        await s.text("read_doc", path=LONG)
+        await s.text("search_text", query="caching")
+    async with client(vault) as s:
+        await s.text("read_doc", path=LONG)
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_reads(app, pilot, events=3)
+        await until(pilot, lambda: bool(screen.cost["biggest"]))
+        for key in ("2", "3", "1"):
+            await pilot.press(key)
+            await pilot.pause(0.2)
+        tables = list(screen.query(DataTable))
+        assert {t.id for t in tables} >= {"biggest", "most", "unread", "tool-days", "by-day"}
+        for table in tables:
+            if table.display and table.row_count:
+                right = table.region.x + table.virtual_size.width
+                assert right <= size[0] - 2, (table.id, right)  # the scrollbar's 2 cells
+        biggest = screen.query_one("#biggest", DataTable)
+        headings = [str(c.label) for c in biggest.columns.values()]
+        assert ("chars" in headings) == (size[0] >= 100), headings
+        clients = {str(biggest.get_row_at(r)[-1]) for r in range(biggest.row_count)}
+        assert any(c.startswith("an-") and "…" in c for c in clients), clients
+        most = screen.query_one("#most", DataTable)
+        names = [str(most.get_row_at(r)[0]) for r in range(most.row_count)]
+        assert names and names[0].startswith("关于离线"), names

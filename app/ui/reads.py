@@ -22,6 +22,7 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -52,6 +53,9 @@ from .insights import fill
 from .lines import LinesView
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
+CLIENT_WIDTH = 30  # a client's name and version, cut in the middle past it
+NOTE_WIDTH = 24  # the least a note column takes (where the terminal is narrow, the client gives)
+NARROW = 100  # below it, today's biggest results leave out their chars (the tokens say the size)
 TABS = ("cost", "most", "unread", "context")
 
 
@@ -74,12 +78,14 @@ def sparkline(values: list[int]) -> Content:
     )
 
 
-def big_notes(b: BigRead) -> Content:
+def big_notes(b: BigRead, width: int) -> Content:
     """The notes a big result named, private ones counted but never named."""
     hidden = f"{b.hidden} private" if b.hidden else ""
     if not b.paths:
         return Content.styled(hidden, "$text-muted")
-    label = note_label(b.paths[0], 44, len(b.paths) - 1)
+    label = note_label(
+        b.paths[0], width - len(f" · {hidden}") if hidden else width, len(b.paths) - 1
+    )
     return label + Content.styled(f" · {hidden}", "$text-muted") if hidden else label
 
 
@@ -90,10 +96,25 @@ def when(at: datetime | None, year: int) -> str:
     return f"{at:%m-%d %H:%M}" if at.year == year else f"{at:%Y-%m-%d}"
 
 
-def clients_cell(clients: dict[str, int]) -> str:
+def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
     """The client that read it most, and how many others."""
     names = list(clients)
-    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "") if names else ""
+    if not names:
+        return ""
+    more = f" +{len(names) - 1}" if len(names) > 1 else ""
+    return cut_middle(names[0], width - len(more)) + more
+
+
+def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+    """The cells these columns take: each its widest value or heading, padded by one cell on
+    both sides (as `fill` writes them: numbers with thousands separators)."""
+    return sum(
+        max(
+            cell_len(f"{v:,}" if isinstance(v, int) else str(v)) for v in (h, *(r[i] for r in rows))
+        )
+        + 2
+        for i, h in enumerate(headings)
+    )
 
 
 def plural(n: int, word: str) -> str:
@@ -160,6 +181,7 @@ class ReadsScreen(Screen[None]):
         self._vault_lock = threading.Lock()
         self._closed = False
         self.built: set[str] = {"cost"}  # the tabs whose widgets exist (made when first shown)
+        self.widths: dict[str, int] = {}  # the width each list's notes were last drawn in
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -219,7 +241,8 @@ class ReadsScreen(Screen[None]):
         self.set_interval(0.5, self.follow)
 
     def on_resize(self) -> None:
-        if self.report is not None:  # note columns take the width there is
+        self.draw_biggest()  # note columns take the width there is
+        if self.report is not None:
             self.draw_lists()
 
     # -- data -----------------------------------------------------------------------------------
@@ -328,24 +351,33 @@ class ReadsScreen(Screen[None]):
             ["client", "chars", "≈ tokens"],
             [[k, n, c["client_tokens"][k]] for k, n in c["clients"].most_common()],
         )
+        self.draw_biggest()
+        self.draw_per_day()
+
+    def draw_biggest(self) -> None:
+        """Today's biggest results. The notes and the client share what the other columns
+        leave; below NARROW columns the chars are left out, so that every column fits 80."""
+        big = self.cost["biggest"]
+        narrow = self.app.size.width < NARROW
+        headings = ["biggest today", "tool", *([] if narrow else ["chars"]), "≈ tokens"]
+        rows: list[list[Any]] = [
+            [clock(b.event), str(b.event.get("tool", ""))]
+            + ([] if narrow else [b.chars])
+            + [event_tokens(b.event)]
+            for b in big
+        ]
+        clients = [cut_middle(str(b.event.get("client", "")), CLIENT_WIDTH) for b in big]
+        # the table's margin 3, the scroll's bar 2
+        note, client = self.share(others_width(headings, rows) + 5, clients)
         self.refill(
             "#biggest",
-            ["biggest today", "tool", "chars", "≈ tokens", "notes", "client"],
+            [*headings, "notes", "client"],
             [
-                [
-                    clock(e),
-                    str(e.get("tool", "")),
-                    n,
-                    event_tokens(e),
-                    big_notes(b),
-                    cut_middle(str(e.get("client", "")), 30),
-                ]
-                for b in c["biggest"]
-                for n, e in [(b.chars, b.event)]
+                [*row, big_notes(b, note), cut_middle(k, client)]
+                for row, b, k in zip(rows, big, clients, strict=True)
             ],
             most=200,
         )
-        self.draw_per_day()
 
     def draw_per_day(self) -> None:
         """The last 30 days: a sparkline per tool and per client, and the days with calls."""
@@ -375,8 +407,23 @@ class ReadsScreen(Screen[None]):
     def year(self) -> int:
         return (self.now or datetime.now()).year
 
-    def note_width(self, others: int) -> int:
-        return max(24, self.size.width - others)
+    def scrollbar(self, rows: int) -> int:
+        """The cells a list tab's scrollbar takes: 2 where its rows may not all fit (the
+        title, hint, tabs, caption, headings and footer take 8 or 9 rows), else none."""
+        return 2 if rows > self.app.size.height - 10 else 0
+
+    def share(self, others: int, clients: Sequence[str]) -> tuple[int, int]:
+        """(note width, client width): what `others` cells (the other columns, the table's
+        margin and scrollbar) leave of the terminal's width, shared by a note column and a
+        client column (none when `clients` is empty): the client whole where there is room,
+        else cut to what leaves the note NOTE_WIDTH, never below 8. The app's width: a screen
+        spans it, and its own size is not set before its first layout."""
+        room = self.app.size.width - others - 2  # the note's padding
+        if not clients:
+            return max(NOTE_WIDTH, room), 0
+        room -= 2  # the client's padding
+        client = min(max(cell_len(k) for k in clients), max(8, room - NOTE_WIDTH))
+        return max(NOTE_WIDTH, room - client), client
 
     def draw_lists(self) -> None:
         """The Most read and Not read tabs, those of them made (see `build`)."""
@@ -389,7 +436,6 @@ class ReadsScreen(Screen[None]):
             self.draw_unread(r)
 
     def draw_most(self, r: Reads) -> None:
-        width = self.note_width(58)
         self.query_one("#most-caption", Static).update(
             Content(
                 f" {plural(len(r.most), 'note')} read, most first · a read's tokens are shared "
@@ -398,20 +444,23 @@ class ReadsScreen(Screen[None]):
                 else " No note of the vault has been read yet (the journal has no read of one)."
             )
         )
+        headings = ["reads", "≈ tokens", "last read"]
+        rows: list[list[Any]] = [
+            [n.reads, round(n.tokens), when(n.last, self.year)] for n in r.most
+        ]
+        note, client = self.share(
+            others_width(headings, rows) + 2 + self.scrollbar(len(rows)),  # the margin 2
+            [clients_cell(n.clients) for n in r.most],
+        )
+        self.widths["most"] = note
         self.refill(
             "#most",
-            ["note", "reads", "≈ tokens", "last read", "clients"],
+            ["note", *headings, "clients"],
             [
-                [
-                    note_label(n.path, width),
-                    n.reads,
-                    round(n.tokens),
-                    when(n.last, self.year),
-                    clients_cell(n.clients),
-                ]
-                for n in r.most
+                [note_label(n.path, note), *row, clients_cell(n.clients, client)]
+                for n, row in zip(r.most, rows, strict=True)
             ],
-            most=max(width, 40),
+            most=max(note, 40),
         )
         self.query_one("#most", DataTable).display = bool(r.most)
 
@@ -427,15 +476,17 @@ class ReadsScreen(Screen[None]):
             )
         )
         self.query_one("#unread", DataTable).display = bool(r.unread)
-        width = self.note_width(40)
+        headings = ["last read", "modified"]
+        rows: list[list[Any]] = [
+            [when(u.last, self.year), f"{u.modified:%Y-%m-%d}"] for u in r.unread
+        ]
+        note, _ = self.share(others_width(headings, rows) + 2 + self.scrollbar(len(rows)), [])
+        self.widths["unread"] = note
         self.refill(
             "#unread",
-            ["note", "last read", "modified"],
-            [
-                [note_label(u.path, width), when(u.last, self.year), f"{u.modified:%Y-%m-%d}"]
-                for u in r.unread
-            ],
-            most=max(width, 40),
+            ["note", *headings],
+            [[note_label(u.path, note), *row] for u, row in zip(r.unread, rows, strict=True)],
+            most=max(note, 40),
         )
 
     def draw_context(self) -> None:
