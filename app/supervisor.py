@@ -105,6 +105,9 @@ class ServerSupervisor:
             "--http",
             f"127.0.0.1:{self.port}",
             "--exit-with-parent",
+            # the owner's desk runs for a while: recall (health's near-duplicates) gets ready
+            # in a dashboard-only session too, not only once Claude has made a call
+            "--index-now",
         ]
         # its own process group, so stopping it also stops anything it started
         self.proc = subprocess.Popen(

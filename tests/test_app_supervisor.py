@@ -141,3 +141,40 @@ def test_the_server_and_the_dashboard_give_one_claude_mcp_add_line(make_vault: A
         assert f"  {line}" in sup.stderr_tail
     finally:
         sup.stop()
+
+
+@pytest.mark.semantic  # with the hash embedder: no model to load
+def test_the_dashboards_server_indexes_recall_before_any_client_call(make_vault: Any) -> None:
+    """A dashboard-only session (no Claude yet): its server embeds the vault as it starts, so
+    the header's recall figure and health's near-duplicates do not wait for a client's first
+    call. Two notes that say the same thing are then found by the dashboard's health check."""
+    from server.services.health import check_root
+    from server.write.journal import read_all
+
+    same = "# Offline sync\n\nOffline sync merges every replica's edits with a causal clock.\n"
+    root = make_vault(
+        {
+            "vault.config.yaml": "semantic: {model: hash-ngrams}\n",
+            "notes/sync.md": same,
+            "notes/sync-again.md": same.replace("# Offline sync", "# Offline sync, again"),
+            "notes/other.md": "# Cooking\n\nRice wants twice its volume of water.\n",
+        }
+    )
+    sup = ServerSupervisor(root)
+    try:
+        sup.start()
+        journal = root / ".git/vaultwatch/events.jsonl"
+        deadline = time.monotonic() + 60
+        while True:
+            events = read_all(journal)
+            progress = [e for e in events if e.get("kind") == "semantic_progress"]
+            if progress and progress[-1]["indexed"] == progress[-1]["total"] == 3:
+                break
+            assert time.monotonic() < deadline, progress
+            time.sleep(0.2)
+        assert not [e for e in events if e.get("kind") == "read"]  # no client called
+        report = check_root(root)
+        pairs = {frozenset((d["a"], d["b"])) for d in report.to_json()["duplicates"]}
+        assert frozenset(("notes/sync.md", "notes/sync-again.md")) in pairs, report.to_json()
+    finally:
+        sup.stop()

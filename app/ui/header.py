@@ -80,8 +80,8 @@ def _server(s: ServerState) -> list[Segment]:
 
 def recall_progress(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest recall progress of a server still running. A stopped server's "ready" says
-    nothing of the notes now: they may have changed since, and the servers running now embed
-    them only after a client's first call."""
+    nothing of the notes now: they may have changed since, and a server running now embeds
+    them as it starts (the dashboard's) or after a client's first call."""
     stopped: set[Any] = set()
     for e in reversed(events):
         kind = e.get("kind")

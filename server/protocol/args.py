@@ -46,5 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="stop when the process that started this one is gone (the dashboard)",
     )
+    ap.add_argument(
+        "--index-now",
+        action="store_true",
+        help="embed the vault for recall as the server starts, not after a client's first call "
+        "(the dashboard's server: the owner's health check compares notes by meaning)",
+    )
     ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
     return ap

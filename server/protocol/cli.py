@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     ignore_lease_breaks()  # writes take file leases: an editor's save in flight is not lost
     if args.exit_with_parent:
         _watch_parent()
+    if args.index_now:  # in a thread: the server answers meanwhile, as after a first call
+        vault.start_semantic_soon()
     reason = "exit"
     try:
         if bind is None:

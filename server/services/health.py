@@ -466,16 +466,18 @@ def _duplicates(
         return (
             [],
             (
-                "near-duplicates not checked: recall has not indexed these notes yet (a server "
-                "embeds them in the background after a client's first call, such as Claude's "
-                "get_context; check again when the header says recall is ready)"
+                "near-duplicates not checked: recall has not indexed these notes yet (the "
+                "dashboard's server embeds them in the background as it starts, any other "
+                "server after a client's first call; check again when the header says recall "
+                "is ready)"
             ),
             False,
             0,
         )
     warning = (
         f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
-        "not compared (a server embeds them after a client's first call)"
+        "not compared (the dashboard's server embeds them as it runs, any other server after "
+        "a client's call)"
         if missing
         else None
     )
