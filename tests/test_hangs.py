@@ -287,8 +287,20 @@ async def test_a_client_that_disconnects_at_once_sees_a_clean_exit(
 async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
     fresh_vaults: Callable[[int], Path],
 ) -> None:
-    """The dashboard stops its server with SIGTERM to the group, often while it is indexing."""
+    """The dashboard stops its server with SIGTERM to the group, often while it is indexing: here
+    always, so the test proves the hard case on a fast machine too."""
     root = fresh_vaults(0)
+    # Enough notes that the embedding outlasts one call on any machine: with the example's 30
+    # alone, an idle fast machine finished indexing before the SIGTERM and tested nothing.
+    bulk = root / "bulk"
+    bulk.mkdir()
+    para = "A paragraph of plain prose about topic {t}, long enough to be embedded on its own. "
+    for i in range(400):
+        body = "\n\n".join(f"## Part {k}\n\n" + para.format(t=i * 10 + k) * 6 for k in range(8))
+        (bulk / f"n{i}.md").write_text(f"# Note {i}\n\n{body}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "bulk notes")
+    events = root / ".git/vaultwatch/events.jsonl"
 
     def cores_on() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
@@ -318,6 +330,10 @@ async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
         ):
             assert not (await c.call_tool("search_text", {"query": "CRDT"})).is_error
         assert core_limit(proc.pid) == "0 0"
+        # the kill lands mid-embedding: after recall's first batch, long before its last
+        with anyio.fail_after(60):
+            while not any(e["kind"] == "semantic_progress" for e in read_all(events)):
+                await anyio.sleep(0.05)
         os.killpg(proc.pid, signal.SIGTERM)
         status = await anyio.to_thread.run_sync(lambda: proc.wait(30))
     finally:
