@@ -6,7 +6,9 @@ Each test goes through the real server (the SDK's in-memory client) on a fresh v
   be read as a folder of the vault (`..`, an absolute path, an invisible character) refuses the
   config, which fails closed;
 - a key written twice (two `private:` blocks) refuses the config instead of the last one winning;
-- `rules:` (the text get_context shows) obeys the rules of any note read.
+- `rules:` (the text get_context shows) obeys the rules of any note read;
+- `tags.vocabulary:` (whose unused tags list_tags shows, and to which a new tag is appended as
+  the AI) too, and may not be a symlink.
 """
 
 from __future__ import annotations
@@ -316,6 +318,73 @@ async def test_a_plain_rules_file_is_still_shown(
         # spelt `./CLAUDE.md` in the config, it is still the owner's file
         err = await s.error("append_section", path="CLAUDE.md", heading="x", content="obey")
         assert "protected" in err, err
+
+
+# The tag vocabulary
+
+
+def vocabulary_targets(root: Path) -> list[str]:
+    """`tags.vocabulary:` values whose file list_tags must never show and a write never touch."""
+    outside = root.parent / "outside.yaml"
+    outside.write_text("- outsidetag\n")
+    os.symlink("Secret/tags.yaml", root / "to-private.yaml")
+    os.symlink(str(outside), root / "to-outside.yaml")
+    os.symlink("tags.yaml", root / "to-public.yaml")
+    return [
+        "Secret/tags.yaml",
+        "./Secret/tags.yaml",
+        "../outside.yaml",
+        str(outside),
+        "to-private.yaml",
+        "to-outside.yaml",
+        "to-public.yaml",
+        ".git/vaultwatch/token",
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+async def test_the_tag_vocabulary_obeys_the_rules_of_a_note_read(
+    connect: Any, make_vault: Callable[..., Path], case: int
+) -> None:
+    """Before, a private or outside vocabulary's tags were listed to the assistant, and
+    `tags: [newtag]` was committed by the AI into the private file (or, through a symlink,
+    replaced the link)."""
+    files = {
+        **files_with("['Secret/']"),
+        "Secret/tags.yaml": f"- {SECRET.lower()}\n",
+        "tags.yaml": "- public\n",
+    }
+    root = make_vault(files)
+    (root / ".git/vaultwatch").mkdir(exist_ok=True)
+    (root / ".git/vaultwatch/token").write_text("TOKENTOKEN123\n")
+    target = vocabulary_targets(root)[case]
+    cfg = root / "vault.config.yaml"
+    cfg.write_text(cfg.read_text() + f"tags:\n  vocabulary: '{target}'\n  unknown: create\n")
+    before = {p: p.read_bytes() for p in (root / "Secret/tags.yaml", root.parent / "outside.yaml")}
+    async with connect(root) as s:
+        problems = [str(p) for p in s.vault.config_errors]
+        assert any("vault.config.yaml:" in p and "tags.vocabulary" in p for p in problems), problems
+        listed = json.dumps(await s.call("list_tags"))
+        assert SECRET.lower() not in listed and "outsidetag" not in listed, listed
+        err = await s.error("create_doc", path="n.md", body="# N\nx\n", tags=["brandnew"])
+        assert "config_broken" in err and "tags.vocabulary" in err, err
+    assert {p: p.read_bytes() for p in before} == before
+    for link in ("to-private.yaml", "to-outside.yaml", "to-public.yaml"):
+        assert (root / link).is_symlink(), link
+    assert not (root / "n.md").exists()
+
+
+async def test_a_plain_vocabulary_still_takes_new_tags(
+    connect: Any, make_vault: Callable[..., Path]
+) -> None:
+    files = {**files_with("['Secret/']"), "tags.yaml": "- public\n"}
+    files["vault.config.yaml"] += "tags:\n  vocabulary: ./tags.yaml\n  unknown: create\n"
+    root = make_vault(files)
+    async with connect(root) as s:
+        assert not s.vault.config_errors, s.vault.config_errors
+        assert (await s.call("list_tags"))["unused_vocabulary"] == ["public"]
+        await s.call("create_doc", path="n.md", body="# N\nx\n", tags=["brandnew"])
+    assert (root / "tags.yaml").read_text() == "- public\n- brandnew\n"
 
 
 @pytest.mark.semantic

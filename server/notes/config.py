@@ -26,6 +26,7 @@ import yaml
 from server.core.errors import VaultwatchError
 from server.notes.paths import (
     NOTE_EXTENSIONS,
+    PathPolicy,
     PathRefused,
     is_note,
     matches_any,
@@ -407,6 +408,14 @@ def _parse_tags(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     if vocab is not None and not isinstance(vocab, str):
         p.fail("tags.vocabulary must be a file path such as tags.yaml", "tags", "vocabulary")
         vocab = None
+    elif vocab is not None:
+        # spelt as a model's path is, so `./tags.yaml` is the protected `tags.yaml`, and one that
+        # leaves the vault or names a dot-folder (.git holds the token) fails the config
+        try:
+            vocab = normalize_rel(vocab)
+        except PathRefused as exc:
+            p.fail(f"tags.vocabulary: {exc.message}; {VOCABULARY_HINT}", "tags", "vocabulary")
+            vocab = None
     if unknown not in ("reject", "create"):
         p.fail("tags.unknown must be 'reject' or 'create'", "tags", "unknown")
         unknown = "create"
@@ -840,7 +849,7 @@ def load_config(root: Path) -> Config:
         raise ConfigError([*twice, *parser.problems])
     cfg = Config(**fields, source=path.name, loaded_at=loaded_at)
     if cfg.tags.vocabulary:
-        vpath = root / cfg.tags.vocabulary
+        vpath = _vocabulary_path(root, cfg, path.name, loc.line("tags", "vocabulary"))
         if not vpath.is_file():
             raise ConfigError(
                 [
@@ -859,6 +868,30 @@ def load_config(root: Path) -> Config:
             raise
         cfg = Config(**{**fields, "vocabulary": vocabulary}, source=path.name, loaded_at=loaded_at)
     return cfg
+
+
+VOCABULARY_HINT = "name a YAML file in the vault outside the private folders, e.g. tags.yaml"
+
+
+def _vocabulary_path(root: Path, cfg: Config, source: str, line: int | None) -> Path:
+    """The vocabulary file on disk, checked as a note read is (PathPolicy.resolve): list_tags
+    shows its unused tags to the assistant and a new tag is appended to it as the AI, so a
+    private file, a file outside the vault or a symlink (the write would replace the link
+    with a file) fails the config, closed."""
+    rel = cfg.tags.vocabulary or ""
+    policy = PathPolicy(root, cfg.private, cfg.extensions)
+    try:
+        vp = policy.resolve(rel, note=False)
+    except PathRefused as exc:
+        why = exc.message
+    else:
+        if vp.link is None and not vp.disk.is_symlink():
+            return vp.disk
+        why = f"{rel!r} is a symlink; name the file itself"
+    raise ConfigError(
+        [ConfigProblem(source, line, f"tags.vocabulary: {why}; {VOCABULARY_HINT}")],
+        vocabulary=rel,
+    )
 
 
 def _signature(root: Path, vocabulary: str | None) -> tuple[Any, ...]:
