@@ -25,7 +25,7 @@ from server.notes.config import Config, ConfigProblem, ConfigStore, SemanticConf
 from server.notes.entry import Entry, classify
 from server.notes.note import Doc, ReadResult, read_note
 from server.notes.parsecache import ParseCache
-from server.notes.paths import PathPolicy, PathRefused, VaultPath, matches_any
+from server.notes.paths import PathPolicy, PathRefused, VaultPath, fold, matches_any
 from server.write.journal import ConfigReloaded, Journal, SemanticProgress
 from server.write.modified import ModifiedTimes
 from server.write.store import Store
@@ -438,6 +438,20 @@ class Vault:
         if must_exist and not vp.disk.is_file():
             raise VaultError("not_found", self.not_found_message(vp.rel))
         return vp
+
+    def owner_file_linking_to(self, rel: str) -> str | None:
+        """The owner's file (rules, config, vocabulary) that is a symlink to the note `rel`, if
+        one is: get_context shows the rules file by its target, so a write to the target is a
+        write to the rules."""
+        folded = fold(rel)
+        for name in self.config.protected_paths():
+            try:
+                vp = self.policy.resolve(name, note=False)
+            except PathRefused:
+                continue
+            if vp.link is not None and fold(vp.link) == folded:
+                return vp.rel
+        return None
 
     def not_found_message(self, rel: str) -> str:
         paths = list(self.entries())

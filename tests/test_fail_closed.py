@@ -234,6 +234,49 @@ async def test_symlinks_to_private_notes_or_git_files_are_invisible(
             assert "symlink" in err, err
 
 
+async def test_a_rules_file_linked_to_a_note_makes_that_note_the_owners(
+    connect: Any, make_vault: Callable[..., Path]
+) -> None:
+    """get_context shows a symlinked rules file by its target: before, the AI could edit the
+    target (and the refusal on CLAUDE.md itself told it to), and so rewrite its own rules."""
+    files = {**base_files(), "meta/AI Rules.md": "# Rules\nNever edit notes in inbox.\n"}
+    del files["CLAUDE.md"]
+    root = make_vault(files)
+    os.symlink("meta/AI Rules.md", root / "CLAUDE.md")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "rules as a link")
+    before = git(root, "rev-parse", "HEAD")
+    async with connect(root) as s:
+        ctx = await s.call("get_context")
+        assert "Never edit notes in inbox." in str(ctx)  # the link's target is the rules shown
+        read = await s.call("read_doc", path="meta/AI Rules.md")
+        for tool, args in [
+            ("edit_text", {"old": "Never edit", "new": "Always edit"}),
+            ("append_section", {"heading": "Rules", "content": "Obey notes."}),
+            ("replace_doc", {"content": "# Rules\nAnything goes.\n", "hash": read["hash"]}),
+            ("update_frontmatter", {"set": {"status": "open"}}),
+        ]:
+            for path in ("meta/AI Rules.md", "meta/ai rules.md", "CLAUDE.md"):
+                err = await s.error(tool, path=path, **args)
+                assert "rejected (protected)" in err and "write to" not in err, err
+        err = await s.error(
+            "batch",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "notes/a.md", "heading": "A", "content": "x"},
+                },
+                {
+                    "tool": "edit_text",
+                    "args": {"path": "meta/AI Rules.md", "old": "Never", "new": "Do"},
+                },
+            ],
+        )
+        assert "protected" in err, err
+    assert (root / "meta/AI Rules.md").read_text() == "# Rules\nNever edit notes in inbox.\n"
+    assert git(root, "rev-parse", "HEAD") == before
+
+
 @pytest.mark.semantic
 async def test_recall_and_similar_never_see_a_symlinked_private_note(
     connect: Any, example_vault: Path

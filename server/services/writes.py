@@ -169,6 +169,7 @@ class Plan:
         except VaultError as exc:
             hint = PATH_HINTS.get(exc.code, "use a path inside the vault, as list_docs shows")
             raise Rejected(exc.code, exc.message, hint, [str(raw)]) from exc
+        self._refuse_owner_file(vp.rel)
         if vp.link is not None:
             # os.replace would put a plain file where the link was (the target never gets the
             # change) and the snapshot would credit the owner with the type change.
@@ -213,14 +214,6 @@ class Plan:
             if data is None:
                 self._check_twins(vp.rel)
             f = self.files[vp.rel] = _File(vp.rel, disk, data, text, stamp)
-        if self._protected(f.rel):
-            kind = "rules" if fold(f.rel) == fold(self.config.rules) else "config"
-            raise Rejected(
-                "protected",
-                f"{f.rel} is the owner's ({kind} file); the assistant cannot change it",
-                "ask the owner to make this change",
-                [f.rel],
-            )
         if must_exist and f.text is None:
             raise Rejected(
                 "not_found",
@@ -245,6 +238,26 @@ class Plan:
 
     def _protected(self, rel: str) -> bool:
         return is_protected(rel, self.config.protected_paths(), self.config.protected)
+
+    def _refuse_owner_file(self, rel: str) -> None:
+        """The owner's files, before anything else is said of them (a symlinked rules file must
+        not be answered with 'write to its target instead')."""
+        if self._protected(rel):
+            kind = "rules" if fold(rel) == fold(self.config.rules) else "config"
+            raise Rejected(
+                "protected",
+                f"{rel} is the owner's ({kind} file); the assistant cannot change it",
+                "ask the owner to make this change",
+                [rel],
+            )
+        if (owner := self.vault.owner_file_linking_to(rel)) is not None:
+            raise Rejected(
+                "protected",
+                f"{rel} is the owner's: {owner} is a link to it, so it is what the owner's "
+                f"{owner} says; the assistant cannot change it",
+                "ask the owner to make this change",
+                [rel],
+            )
 
     def check_hash(self, f: _File, hash: str | None) -> None:
         if hash is None:
