@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,70 @@ async def test_a_running_server_keeps_its_rules_when_a_second_private_block_appe
 
 
 # ------------------------------------------------------------------------------------------------
+# Bracket expressions, as .gitignore reads them
+
+BRACKET_NOTES = [
+    "journal/2025-03-02.md",
+    "journal/plan.md",
+    "Private/a.md",
+    "notes/private/b.md",
+    "prevate/c.md",
+    "[2024] Journal/d.md",
+    "2 Journal/e.md",
+    "public.md",
+]
+BRACKET_GLOBS = [
+    "journal/202[0-9]-*",
+    "[Pp]rivate/",
+    "priv[a-z]te/",
+    "journal/[!p]*",
+    "pr[!i]vate/",
+    "[2024] Journal/",
+]
+
+
+@pytest.mark.parametrize("glob", BRACKET_GLOBS)
+async def test_a_bracket_glob_hides_at_least_what_git_ignores(
+    connect: Any, make_vault: Callable[..., Path], glob: str
+) -> None:
+    """Before, `[`, `]` and `!` were matched literally: `journal/202[0-9]-*` hid nothing and
+    the diary was read in full. A glob with brackets now hides what .gitignore would, and the
+    name spelt with the brackets themselves too (closed both ways)."""
+    files: dict[str, str | bytes] = {n: f"# N\n{SECRET} {n}\n" for n in BRACKET_NOTES}
+    files["vault.config.yaml"] = f"private: ['{glob}']\n"
+    root = make_vault(files)
+    (root / ".gitignore").write_text(glob + "\n")
+    ignored = {
+        n
+        for n in BRACKET_NOTES
+        if subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", "--no-index", n]
+        ).returncode
+        == 0
+    }
+    assert ignored, "git ignores something for every glob here"
+    async with connect(root) as s:
+        assert not s.vault.config_errors, s.vault.config_errors
+        shown = await visible(s)
+        assert not shown & ignored, (glob, shown & ignored)
+        for n in ignored:
+            err = await s.error("read_doc", path=n)
+            assert SECRET not in err and "private" in err, err
+        assert "public.md" in shown
+    if glob.startswith("[2024]"):
+        assert "[2024] Journal/d.md" not in shown  # the folder named with brackets
+
+
+async def test_a_named_character_class_refuses_the_config(
+    connect: Any, make_vault: Callable[..., Path]
+) -> None:
+    root = make_vault({"vault.config.yaml": "private: ['journal/[[:digit:]]*']\n", "a.md": "# A\n"})
+    async with connect(root) as s:
+        problems = [str(p) for p in s.vault.config_errors]
+        assert any("[0-9]" in p for p in problems), problems
+        assert await visible(s) == set()  # nothing kept: every path is closed
+
+
 # The rules file
 
 

@@ -62,6 +62,12 @@ def normalize_glob(raw: str) -> str:
             "contains a control or invisible character (such as a zero-width space), so it "
             "would not match the folder it looks like; retype it",
         )
+    if "[:" in text or "[=" in text or "[." in text:
+        raise PathRefused(
+            "glob_class",
+            "uses a named character class such as [[:digit:]], which is not read here; list "
+            "the characters instead, e.g. [0-9]",
+        )
     text = text.replace("\\", "/")
     if re.match(r"^[A-Za-z]:", text) or text.startswith("~"):
         raise PathRefused(
@@ -89,8 +95,9 @@ def normalize_glob(raw: str) -> str:
     return ("/" if anchored else "") + "/".join(parts) + ("/" if folder else "")
 
 
-def _name_rx(name: str) -> str:
-    """One name of a glob (between slashes) as a regex; it may end in dots and spaces."""
+def _name_rx(name: str, classes: bool = True) -> str:
+    """One name of a glob (between slashes) as a regex; it may end in dots and spaces. Without
+    `classes`, `[...]` is read as the characters themselves."""
     out = []
     i = 0
     while i < len(name):
@@ -103,10 +110,48 @@ def _name_rx(name: str) -> str:
         elif name[i] == "?":
             out.append("[^/]")
             i += 1
+        elif classes and name[i] == "[" and (end := _class_end(name, i)) > 0:
+            out.append(_class_rx(name[i + 1 : end]))
+            i = end + 1
         else:
             out.append(re.escape(name[i]))
             i += 1
     return "".join(out) + ("" if name.endswith("*") else "[. ]*")
+
+
+def _class_end(name: str, start: int) -> int:
+    """Where the bracket expression opened at `start` closes, or -1 (then `[` is a plain
+    character, as in git). A `]` first in the set (after any `!` or `^`) is one of its
+    members."""
+    i = start + 1
+    if i < len(name) and name[i] in "!^":
+        i += 1
+    if i < len(name) and name[i] == "]":
+        i += 1
+    end = name.find("]", i)
+    return end
+
+
+def _class_rx(body: str) -> str:
+    """A gitignore bracket expression (`[0-9]`, `[Pp]`, `[!p]`) as a regex class; like a `*` it
+    never matches the `/` between names. Its members are already case-folded with the glob."""
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    members = []
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            lo, hi = body[i], body[i + 2]
+            members.append(f"{re.escape(lo)}-{re.escape(hi)}" if lo <= hi else "")
+            i += 3
+        else:
+            members.append(re.escape(body[i]))
+            i += 1
+    inner = "".join(members)
+    if negate:
+        return f"[^/{inner}]"
+    return f"[{inner}]" if inner else "(?!)"
 
 
 _MATCH_ALL = re.compile(r".*", re.DOTALL)
@@ -132,17 +177,26 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     names = fold(glob).strip("/").split("/")
     if len(names) > 1 and names[-1] == "**":
         names.pop()  # `dir/**` is the folder itself and everything in it: the parent rule below
+    # `[0-9]` is a set of characters, as in .gitignore; a glob that has one also matches the
+    # name spelt with the brackets themselves (a folder `[2024] Journal`): hiding both is closed
+    bodies = [_glob_body(names, classes=True)]
+    if "[" in glob:
+        bodies.append(_glob_body(names, classes=False))
+    body = bodies[0] if len(bodies) == 1 else "(?:" + "|".join(bodies) + ")"
+    if not anchored:  # a bare name matches at any depth, like .gitignore
+        body = "(?:.*/)?" + body
+    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL)
+
+
+def _glob_body(names: list[str], *, classes: bool) -> str:
     pieces = []
     for i, name in enumerate(names):
         last = i == len(names) - 1
         if name == "**":
             pieces.append(".*" if last else "(?:.*/)?")
         else:
-            pieces.append(_name_rx(name) + ("" if last else "/"))
-    body = "".join(pieces)
-    if not anchored:  # a bare name matches at any depth, like .gitignore
-        body = "(?:.*/)?" + body
-    return re.compile(body + r"(?:/.*)?\Z", re.DOTALL)
+            pieces.append(_name_rx(name, classes) + ("" if last else "/"))
+    return "".join(pieces)
 
 
 def matches_any(rel: str, globs: tuple[str, ...]) -> bool:
