@@ -234,6 +234,36 @@ async def test_symlinks_to_private_notes_or_git_files_are_invisible(
             assert "symlink" in err, err
 
 
+async def test_an_embed_never_tells_whether_a_hidden_file_exists(
+    connect: Any, make_vault: Callable[..., Path]
+) -> None:
+    """create_doc refuses embeds of missing files. Before, it looked on the disk itself: an
+    embed of a private note, a file in .git or one outside the vault was accepted when the file
+    existed and refused when not, a yes/no answer about files the assistant may not see."""
+    files = {**base_files(), "attachments/pic.png": b"\x89PNG\r\n", "private/scan.png": b"x"}
+    root = make_vault(files)
+    (root.parent / "outside.png").write_bytes(b"x")
+    os.symlink("../private/scan.png", root / "attachments/link.png")
+    hidden = [
+        "![[private/salary.md]]",
+        "![[salary.md]]",
+        "![[scan.png]]",
+        "![](../private/salary.md)",
+        "![](../../outside.png)",
+        "![](../.git/config)",
+        "![[.git/config]]",
+        "![[link.png]]",
+        "![](../attachments/link.png)",
+    ]
+    async with connect(root) as s:
+        for i, embed in enumerate(hidden):
+            err = await s.error("create_doc", path=f"notes/n{i}.md", body=f"# N\n{embed}\n")
+            assert "rejected (missing_attachment)" in err, (embed, err)
+        # a file that is there and visible is still found, by name and by relative path
+        for i, embed in enumerate(["![[pic.png]]", "![](../attachments/pic.png)"]):
+            await s.call("create_doc", path=f"notes/ok{i}.md", body=f"# OK\n{embed}\n")
+
+
 async def test_a_rules_file_linked_to_a_note_makes_that_note_the_owners(
     connect: Any, make_vault: Callable[..., Path]
 ) -> None:

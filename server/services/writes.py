@@ -500,7 +500,7 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
         )
     _prepare_tags(p, tags)
     text = render_new_note(fields, tags, body)
-    missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.root)
+    missing = missing_attachments(parse_doc(f.rel, text.encode()).links, f.rel, p.vault.policy)
     if missing:
         raise Rejected(
             "missing_attachment",

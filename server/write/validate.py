@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import posixpath
 import re
+import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from server.core.redact import secrets_in
@@ -21,6 +22,7 @@ from server.notes.entry import classify
 from server.notes.frontmatter import to_json
 from server.notes.links import LINK_EXT, Link
 from server.notes.note import Doc
+from server.notes.paths import PathPolicy, PathRefused
 
 
 @dataclass(frozen=True)
@@ -214,9 +216,11 @@ def attachment_targets(links: tuple[Link, ...]) -> list[str]:
     )
 
 
-def missing_attachments(links: tuple[Link, ...], note_path: str, root: Path) -> list[str]:
-    """Attachment targets that point at no file: `![[x.png]]` by name anywhere in the vault (as
-    Obsidian resolves it), `![](rel/x.png)` relative to the note."""
+def missing_attachments(links: tuple[Link, ...], note_path: str, policy: PathPolicy) -> list[str]:
+    """Attachment targets that point at no file the assistant may see: `![[x.png]]` by name
+    anywhere in the vault (as Obsidian resolves it), `![](rel/x.png)` relative to the note. A
+    private file, a dot-folder's or one outside the vault counts as missing, so the answer
+    never tells the assistant that such a file exists."""
     missing = []
     names: set[str] | None = None
     folder = note_path.rsplit("/", 1)[0] if "/" in note_path else ""
@@ -225,23 +229,44 @@ def missing_attachments(links: tuple[Link, ...], note_path: str, root: Path) -> 
             continue
         target = link.target
         if link.kind == "md":
-            p = os.path.normpath(os.path.join(folder, target))
-            if not (root / p).is_file():
+            if not _visible_file(policy, posixpath.join(folder, target)):
                 missing.append(target)
             continue
-        if (root / target).is_file():
+        if _visible_file(policy, target):
             continue
         if names is None:
-            names = _all_file_names(root)
+            names = _visible_file_names(policy)
         base = target.rsplit("/", 1)[-1]
         if base not in names and base + LINK_EXT not in names:
             missing.append(target)
     return missing
 
 
-def _all_file_names(root: Path) -> set[str]:
+def _visible_file(policy: PathPolicy, rel: str) -> bool:
+    """Whether `rel` is a file a read could reach: `..` that leaves the vault, an absolute
+    path, a dot-folder, a private folder or a symlink out are all 'no file'."""
+    try:
+        return policy.resolve(posixpath.normpath(rel), note=False).disk.is_file()
+    except PathRefused:
+        return False
+
+
+def _visible_file_names(policy: PathPolicy) -> set[str]:
+    """The names of every file outside dot-folders and private folders (symlinks by their
+    target's rule)."""
     out: set[str] = set()
-    for _dir, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        out.update(filenames)
+    for dirpath, dirnames, filenames in os.walk(policy.root):
+        rel_dir = os.path.relpath(dirpath, policy.root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = [
+            d for d in dirnames if not d.startswith(".") and not policy.is_private(rel_dir + d)
+        ]
+        for name in filenames:
+            rel = rel_dir + name
+            if name.startswith(".") or policy.is_private(rel):
+                continue
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) and not policy.target_allowed(os.path.realpath(full)):
+                continue
+            out.add(unicodedata.normalize("NFC", name))
     return out
