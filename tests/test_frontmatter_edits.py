@@ -3,6 +3,7 @@ not make (audit findings 4 and 5): the edit function itself, then the tool throu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -179,6 +180,46 @@ async def test_tool_refuses_a_duplicate_key_and_journals_it(connect: Any, make_v
     assert ev["code"] == "duplicate_key"
     assert ev["paths"] == ["dupkeys.md"]
     assert "dupkeys.md" in str(listed)
+
+
+@pytest.mark.anyio
+async def test_no_write_adds_a_key_written_twice(connect: Any, make_vault: Any) -> None:
+    """Only update_frontmatter refused duplicates: replace_doc or edit_text could write
+    `status` twice, after which the note said `open` on its first line and `closed` to every
+    reader, and update_frontmatter on `status` was refused for good."""
+    text = "---\nstatus: open\ntags: [a]\n---\n# Note\nbody\n"
+    nested = "---\nstatus: open\nmeta:\n  owner: me\n---\n# Nested\n"
+    root = make_vault({"a.md": text, "n.md": nested})
+    before = git(root, "rev-parse", "HEAD")
+    async with connect(root) as s:
+        h = (await s.call("read_doc", path="a.md"))["hash"]
+        doubled = text.replace("status: open\n", "status: open\nstatus: closed\n")
+        errs = [
+            await s.error("replace_doc", path="a.md", hash=h, content=doubled),
+            await s.error(
+                "edit_text", path="a.md", old="status: open", new="status: open\nstatus: x"
+            ),
+            await s.error(
+                "edit_text", path="n.md", old="  owner: me", new="  owner: me\n  owner: you"
+            ),
+        ]
+        for err in errs:
+            assert "written twice" in err and "Nothing was written" in err, err
+    assert (root / "a.md").read_text() == text and (root / "n.md").read_text() == nested
+    assert git(root, "rev-parse", "HEAD") == before
+
+
+@pytest.mark.anyio
+async def test_a_note_the_owner_wrote_a_key_twice_in_still_takes_other_writes(
+    connect: Any, make_vault: Any
+) -> None:
+    text = "---\nstatus: open\nstatus: waiting\n---\n# Log\n"
+    root = make_vault({"d.md": text})
+    async with connect(root) as s:
+        read = await s.call("read_doc", path="d.md")
+        assert "written twice" in json.dumps(read), read  # the owner's problem is shown
+        await s.call("append_section", path="d.md", heading="Log", content="- a line")
+    assert (root / "d.md").read_text() == text + "- a line\n"
 
 
 @pytest.mark.anyio

@@ -21,7 +21,19 @@ class FrontmatterLoader(_Base):
 
     A date like 2026-13-45 would otherwise crash the whole parse; as text it is reported by
     validation instead, and `as_date` turns valid ones into dates where a query needs them.
+    A key written twice in one mapping is noted in `twice` (YAML keeps the last silently).
     """
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is None:
+                continue
+            if key in seen and not hasattr(self, "twice"):
+                self.twice = (key, seen[key], key_node.start_mark.line + 1)
+            seen.setdefault(key, key_node.start_mark.line + 1)
+        return super().construct_mapping(node, deep=deep)
 
 
 FrontmatterLoader.yaml_implicit_resolvers = {
@@ -125,9 +137,10 @@ def fast_frontmatter(fm: str) -> dict[str, Any] | None:
             ok, value = _fast_value(m.group(2))
         except (_Decline, ValueError):
             return None
-        if not ok:
-            return None
-        out[_resolve_plain(m.group(1))] = value  # keys resolve as YAML does: `no:` is False
+        key = _resolve_plain(m.group(1))  # keys resolve as YAML does: `no:` is False
+        if not ok or key in out:
+            return None  # a key written twice: the full parse says where
+        out[key] = value
     return out
 
 
@@ -139,8 +152,9 @@ def parse_frontmatter(fm: str | None) -> tuple[dict[str, Any], str | None]:
     fast = fast_frontmatter(fm)
     if fast is not None:
         return fast, None
+    loader = FrontmatterLoader(fm)
     try:
-        data = yaml.load(fm, Loader=FrontmatterLoader)
+        data = loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
@@ -150,13 +164,24 @@ def parse_frontmatter(fm: str | None) -> tuple[dict[str, Any], str | None]:
         return {}, "broken YAML: nested too deeply"
     except Exception as exc:  # a constructor error inside libyaml: still just a broken note
         return {}, f"broken YAML: {exc}"
+    finally:
+        loader.dispose()
     if data is None:
         return {}, None
     if not isinstance(data, dict):
         return {}, "frontmatter is not a mapping of keys"
     if not jsonable_ok(data):
         return {}, "frontmatter is too large or too deeply nested (YAML aliases?); not used"
-    return {str(k): v for k, v in data.items()}, None
+    twice = getattr(loader, "twice", None)
+    # kept as YAML reads it (the last), and said: Obsidian calls such properties invalid, and
+    # an edit of either line could report a change the note does not show
+    problem = (
+        f"frontmatter key {twice[0]!r} is written twice (frontmatter lines {twice[1]} and "
+        f"{twice[2]}); YAML reads only the last"
+        if twice
+        else None
+    )
+    return {str(k): v for k, v in data.items()}, problem
 
 
 def jsonable_ok(value: Any, limit: int = 5_000) -> bool:
