@@ -40,7 +40,21 @@ CREATE TABLE IF NOT EXISTS docs(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     title, body, content='', tokenize='unicode61 remove_diacritics 2');
 INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA}');
+INSERT OR IGNORE INTO meta VALUES ('rows', '0');
+CREATE TRIGGER IF NOT EXISTS docs_added AFTER INSERT ON docs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'rows'; END;
+CREATE TRIGGER IF NOT EXISTS docs_removed AFTER DELETE ON docs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'rows'; END;
+CREATE TRIGGER IF NOT EXISTS docs_changed AFTER UPDATE ON docs
+    BEGIN UPDATE meta SET value = value + 1 WHERE key = 'rows'; END;
 """
+# Every server on the vault shares the file, and each keeps its own map of rowid -> path: a
+# row another server added, deleted, or deleted and then gave its rowid to another note (SQLite
+# reuses the highest one) is a match this server would drop or, worse, name as a note that no
+# longer says this or that its owner made private. `rows` counts every change to `docs`, by
+# triggers so that any writer counts, whatever its version; a server reads its maps again only
+# when the count is not the one it last left it at (its own writes do not make it reload).
+ROWS = "SELECT value FROM meta WHERE key = 'rows'"
 # An index laid out by another version: only its own tables go (recall's vectors share the
 # file and stay), and the next sync indexes every note again.
 RESET = f"""
@@ -121,6 +135,7 @@ class SearchIndex:
         self._db: sqlite3.Connection | None = None
         self._known: dict[str, tuple[int, int]] = {}  # path -> (mtime_ns, size) as indexed
         self._ids: dict[int, str] = {}
+        self._rows: str | None = None  # `rows` when the maps last matched the file
         self._synced_generation: int | None = None
         self.rebuilds = 0
 
@@ -164,6 +179,7 @@ class SearchIndex:
         self._db = None
         self._known.clear()
         self._ids.clear()
+        self._rows = None
         self._synced_generation = None
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
@@ -171,11 +187,39 @@ class SearchIndex:
 
     def _load_known(self) -> None:
         assert self._db is not None
-        self._known.clear()
-        self._ids.clear()
+        # the count first: outside a transaction a write landing between the two reads is then
+        # in the maps and also makes the next `_catch_up` read them again, never the reverse
+        self._rows = self._count(self._db)
+        known: dict[str, tuple[int, int]] = {}
+        ids: dict[int, str] = {}
         for id_, path, mtime, size in self._db.execute("SELECT id, path, mtime_ns, size FROM docs"):
-            self._known[path] = (mtime, size)
-            self._ids[id_] = path
+            known[path] = (mtime, size)
+            ids[id_] = path
+        self._known, self._ids = known, ids
+
+    @staticmethod
+    def _count(db: sqlite3.Connection) -> str | None:
+        row = db.execute(ROWS).fetchone()
+        return None if row is None else str(row[0])
+
+    def _catch_up(self, db: sqlite3.Connection) -> bool:
+        """Read the maps again if another server changed `docs` since (see ROWS). Inside a
+        transaction the maps then hold for every read and write until it ends."""
+        rows = self._count(db)
+        if rows is not None and rows == self._rows:
+            return False
+        self._load_known()
+        return True
+
+    def _todo(self, docs: dict[str, Doc], only: set[str] | None) -> tuple[list[Doc], list[str]]:
+        pool = docs if only is None else {p: docs[p] for p in only if p in docs}
+        changed = [d for p, d in pool.items() if self._known.get(p) != (d.mtime_ns, d.size)]
+        gone = (
+            [p for p in self._known if p not in docs]
+            if only is None
+            else [p for p in only if p not in docs and p in self._known]
+        )
+        return changed, gone
 
     def close(self) -> None:
         with self._lock:
@@ -220,28 +264,18 @@ class SearchIndex:
         db = self._connect()
         if only is not None and self._synced_generation is None:
             only = None  # nothing to be incremental from
-        pool = docs if only is None else {p: docs[p] for p in only if p in docs}
-        changed = [d for p, d in pool.items() if self._known.get(p) != (d.mtime_ns, d.size)]
-        gone = (
-            [p for p in self._known if p not in docs]
-            if only is None
-            else [p for p in only if p not in docs and p in self._known]
-        )
+        self._catch_up(db)  # a note another server indexed already is not indexed again
+        changed, gone = self._todo(docs, only)
         if not changed and not gone:
             return 0
         done = 0
         db.execute("BEGIN IMMEDIATE")
         try:
+            if self._catch_up(db):  # another server wrote since: the maps hold from here on
+                changed, gone = self._todo(docs, only)
             for path in gone:
                 self._delete(db, path)
             for doc in changed:
-                # Another server process may have indexed it already: check the row itself.
-                row = db.execute(
-                    "SELECT mtime_ns, size FROM docs WHERE path=?", (doc.path,)
-                ).fetchone()
-                if row is not None and tuple(row) == (doc.mtime_ns, doc.size):
-                    self._known[doc.path] = (doc.mtime_ns, doc.size)
-                    continue
                 try:
                     data = (self.root / doc.disk).read_bytes()
                 except OSError:
@@ -249,6 +283,7 @@ class SearchIndex:
                 text, _ = decode(data)
                 self._put(db, doc, text)
                 done += 1
+            self._rows = self._count(db)
             db.execute("COMMIT")
         except BaseException:
             self._rolled_back(db)
@@ -272,7 +307,9 @@ class SearchIndex:
                 db = self._connect()
                 db.execute("BEGIN IMMEDIATE")
                 try:
+                    self._catch_up(db)
                     self._put(db, doc, text)
+                    self._rows = self._count(db)
                     db.execute("COMMIT")
                 except BaseException:
                     self._rolled_back(db)
@@ -321,7 +358,7 @@ class SearchIndex:
         is what costs (a top-N sort of the first few is several times cheaper), and Python
         looks only at the rows the ranking needs. Title matches further down, when the ranking
         still wants them, are scored alone (`+rowid IN`: bm25 only for the rows that pass)."""
-        with self._reading() as db:
+        with self._reading(paths=True) as db:
             ids = self._ids
             (joined,) = db.execute(MATCH_IDS, (expr,)).fetchone()
             rows = [r for r in map(int, joined.split(",")) if r in ids] if joined else []
@@ -367,12 +404,17 @@ class SearchIndex:
         return wants
 
     @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
+    def _reading(self, paths: bool = False) -> Iterator[sqlite3.Connection]:
         """The connection for one read, with SQLite's errors said as the tools say them: a
-        query FTS5 cannot read, an index busy or missing, an index broken."""
+        query FTS5 cannot read, an index busy or missing, an index broken. With `paths` (rowids
+        are turned into paths) the reads are one snapshot and the maps are those of it: a row
+        another server writes meanwhile is neither missing from them nor named wrongly."""
         with self._lock:
             db = self._connect()
             try:
+                if paths:
+                    db.execute("BEGIN")
+                    self._catch_up(db)
                 yield db
             except sqlite3.OperationalError as exc:
                 if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
@@ -382,11 +424,15 @@ class SearchIndex:
                 raise IndexBroken(str(exc)) from exc
             except sqlite3.DatabaseError as exc:
                 raise IndexBroken(str(exc)) from exc
+            finally:
+                if db.in_transaction:  # only read: nothing to keep or lose
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
 
     def best(self, expr: str, limit: int) -> dict[str, float]:
         """The `limit` notes matching an FTS5 expression with the best body score, each with
         that score negated (bm25 over the body: higher is better here). recall's keyword boost."""
-        with self._reading() as db:
+        with self._reading(paths=True) as db:
             rows = db.execute(f"{BEST_FIRST} LIMIT ?", (expr, limit)).fetchall()
             ids = self._ids
             return {ids[r]: -body for r, body in rows if r in ids}
