@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -511,7 +512,13 @@ def run(argv: Sequence[str]) -> NoReturn:
     args = parser().parse_args(list(argv))
     try:
         code = HANDLERS[args.command](args)
+        sys.stdout.flush()
     except (Refused, ActionError) as exc:
         print(f"vaultwatch {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
+    except BrokenPipeError:
+        # the reader stopped (`vaultwatch stats | head`): end quietly as git does, and point
+        # stdout at /dev/null so the interpreter's own flush at exit cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(141) from None
     raise SystemExit(code)

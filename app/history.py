@@ -113,6 +113,11 @@ def since_time(since: str, now: datetime | None = None) -> datetime | None:
             d = date.fromisoformat(since)
         except ValueError:
             raise ActionError(f"{since} is not a date (YYYY-MM-DD)") from None
+        if d > now.date():  # a typo of the year, most likely: an empty period would hide it
+            raise ActionError(
+                f"--since {since} is in the future (today is {now:%Y-%m-%d}); give a date up "
+                "to today"
+            )
         return datetime(d.year, d.month, d.day).astimezone()
     return None
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,32 @@ def test_a_vault_named_like_a_command_still_opens(tmp_path: Path) -> None:
     sub = run(tmp_path, "review", "--help")
     assert sub.returncode == 0 and "--mark-reviewed" in sub.stdout
     refused(run(tmp_path, "review"), "git history")  # the folder itself is not a vault
+
+
+@pytest.mark.parametrize("command", ["review", "stats"])
+def test_a_since_date_in_the_future_is_refused(vault: Path, command: str) -> None:
+    """Before, `stats --since 2099-01-01` printed a week of zeros and exited 0: a mistyped
+    year read as 'the AI did nothing'."""
+    r = run(vault, command, str(vault), "--since", "2099-01-01")
+    refused(r, "in the future")
+
+
+@pytest.mark.parametrize("command", ["stats", "reads", "review", "health"])
+def test_a_reader_that_stops_early_ends_the_command_quietly(vault: Path, command: str) -> None:
+    """`vaultwatch stats | head -1` ended in a BrokenPipeError traceback. Each command's output
+    is made long enough to fill the pipe after the reader has gone."""
+    for i in range(400):  # many notes: long listings, and more than a pipe's 64 KB for some
+        (vault / f"n{i:03}.md").write_text(f"# Note {i}\n\n## Log\n- line\n")
+    proc = subprocess.Popen(
+        [VAULTWATCH, command, str(vault), *(["--json"] if command != "reads" else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(1)
+    proc.stdout.close()  # the reader stops, as `head` does
+    err = proc.stderr.read().decode()
+    code = proc.wait(60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert code in (0, 141), (code, err)
