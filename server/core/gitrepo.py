@@ -273,8 +273,14 @@ def ensure_repo(root: Path) -> bool:
             return False
         git(root, "add", "-A")
         name, email = human_identity(root)
+        # Without hooks, as every other commit of ours (commit-tree): a global pre-commit hook
+        # (git-secrets, talisman, the pre-commit framework) that refuses would otherwise stop
+        # every start, the repository left initialised with no commit. The owner's identity
+        # and the rest of their config (signing included) still apply.
         git(
             root,
+            "-c",
+            "core.hooksPath=/dev/null",
             "commit",
             "-q",
             "--allow-empty",

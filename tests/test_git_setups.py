@@ -1,0 +1,115 @@
+"""The owner's git as it really is, not as `git init` leaves it: a global hook that refuses every
+commit, a vault that is a worktree or a submodule (`.git` is a file), and line-ending
+conversion (core.autocrlf, .gitattributes text/eol, a clean filter). Real repositories in temp
+folders, the real server (a subprocess where the start itself is what is tested)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from server.core.gitrepo import ensure_repo
+
+from .conftest import REPO, git, write_files
+
+pytestmark = pytest.mark.anyio
+
+
+def blob(root: Path, rev_path: str) -> bytes:
+    return subprocess.run(
+        ["git", "-C", str(root), "cat-file", "blob", rev_path], capture_output=True, check=True
+    ).stdout
+
+
+def subjects(root: Path, *args: str) -> list[str]:
+    """Each commit's subject up to its first " §" (the tool's section), newest first."""
+    return [s.split(" §")[0] for s in git(root, "log", "--format=%s", *args).splitlines()]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The server's environment as a client starts it: none of the test's GIT_* variables,
+    the owner's global config given by `extra` (os.devnull otherwise)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["VAULTWATCH_SEMANTIC"] = "off"
+    return {**env, **extra}
+
+
+async def serve_and_append(root: Path, env: dict[str, str], note: str) -> dict[str, Any]:
+    """Start the real stdio server on `root`, read `note` and append a line to its Log."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "server.protocol.cli", "--vault", str(root)],
+        cwd=str(REPO),
+        env=env,
+    )
+    async with Client(params) as c:  # type: ignore[arg-type]
+        r = await c.call_tool("read_doc", {"path": note})
+        assert not r.is_error, r.content
+        w = await c.call_tool(
+            "append_section", {"path": note, "heading": "Log", "content": "- from the AI"}
+        )
+        assert not w.is_error, w.content
+        assert w.structured_content is not None
+        return w.structured_content
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. a global hook that refuses commits
+
+
+@pytest.mark.slow
+async def test_a_global_hook_that_refuses_commits_does_not_stop_the_first_start(
+    tmp_path: Path,
+) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
+        (hooks / name).write_text("#!/bin/sh\necho hook says no >&2\nexit 1\n")
+        (hooks / name).chmod(0o755)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(
+        f"[core]\n\thooksPath = {hooks}\n[user]\n\tname = Hook Owner\n\temail = hook@example.test\n"
+    )
+    root = tmp_path / "v"
+    write_files(root, {"a.md": "# A\n\n## Log\n- one\n"})
+    out = await serve_and_append(root, child_env(GIT_CONFIG_GLOBAL=str(gitconfig)), "a.md")
+    assert out["commit"]
+    assert subjects(root)[-1] == "import"
+    # the import is the owner's, by the identity their config gives (hooks off, nothing else)
+    assert git(root, "log", "--format=%an <%ae>", "--reverse").splitlines()[0] == (
+        "Hook Owner <hook@example.test>"
+    )
+    assert blob(root, "HEAD:a.md").endswith(b"- one\n- from the AI\n")
+    # the owner's own commits still run their hook: only ours skip it
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(gitconfig)}
+    r = subprocess.run(
+        ["git", "-C", str(root), "commit", "--allow-empty", "-qm", "owner"],
+        capture_output=True,
+        env=env,
+    )
+    assert r.returncode != 0 and b"hook says no" in r.stderr
+
+
+def test_ensure_repo_skips_hooks_but_keeps_the_owners_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "pre-commit").write_text("#!/bin/sh\nexit 1\n")
+    (hooks / "pre-commit").chmod(0o755)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[core]\n\thooksPath = {hooks}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    root = tmp_path / "v"
+    write_files(root, {"a.md": "# A\n"})
+    assert ensure_repo(root) is True
+    assert git(root, "log", "--format=%an|%s") == "Test Owner|import\n"
+    assert ensure_repo(root) is False  # a restart makes no second import
