@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.core.gitrepo import ensure_repo
+from server.core.gitrepo import ensure_repo, state_dir
+from server.write.journal import read_all
 
 from .conftest import REPO, git, write_files
 
@@ -113,3 +114,76 @@ def test_ensure_repo_skips_hooks_but_keeps_the_owners_identity(
     assert ensure_repo(root) is True
     assert git(root, "log", "--format=%an|%s") == "Test Owner|import\n"
     assert ensure_repo(root) is False  # a restart makes no second import
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. `.git` is a file: a worktree, a submodule
+
+
+@pytest.fixture
+def worktree(tmp_path: Path) -> tuple[Path, Path]:
+    main = tmp_path / "main"
+    write_files(main, {"a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n"})
+    ensure_repo(main)
+    git(main, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "wtb")
+    return main, tmp_path / "wt"
+
+
+@pytest.mark.slow
+async def test_the_server_starts_and_writes_in_a_worktree(worktree: tuple[Path, Path]) -> None:
+    main, wt = worktree
+    assert (wt / ".git").is_file()
+    main_head = git(main, "rev-parse", "HEAD")
+    (wt / "a.md").write_bytes(b"# A\n\n## Log\n- one\n- owner typed\n")
+    out = await serve_and_append(wt, child_env(), "a.md")
+    assert out["commit"]
+    assert subjects(wt) == ["append_section: a.md", "snapshot: a.md", "import"]
+    assert blob(wt, "wtb:a.md") == b"# A\n\n## Log\n- one\n- owner typed\n- from the AI\n"
+    assert git(wt, "status", "--porcelain") == ""  # the worktree's own index follows
+    assert git(main, "rev-parse", "HEAD") == main_head  # the main checkout is untouched
+    assert git(main, "status", "--porcelain") == ""
+    # state per checkout: in the worktree's git dir, never in the main checkout's
+    wt_git = Path(git(wt, "rev-parse", "--absolute-git-dir").strip())
+    assert wt_git == main / ".git" / "worktrees" / "wt"
+    kinds = [e["kind"] for e in read_all(wt_git / "vaultwatch" / "events.jsonl")]
+    assert "commit" in kinds and "server_started" in kinds
+    assert not (main / ".git" / "vaultwatch" / "events.jsonl").exists()
+
+
+async def test_a_worktree_keeps_its_state_and_locks_in_its_own_git_dir(
+    connect: Any, worktree: tuple[Path, Path]
+) -> None:
+    main, wt = worktree
+    wt_git = main / ".git" / "worktrees" / "wt"
+    assert state_dir(wt) == wt_git / "vaultwatch"
+    assert state_dir(main) == main / ".git" / "vaultwatch"
+    assert ensure_repo(wt) is False  # a repository already: no `git init` inside the worktree
+    async with connect(wt) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- ai")
+        # a rebase stopped in this checkout (its marker in the per-worktree git dir) stops
+        # writes here, and only here
+        (wt_git / "rebase-merge").mkdir()
+        err = await s.error("append_section", path="a.md", heading="Log", content="- ai 2")
+        assert "rebase" in err
+        (wt_git / "rebase-merge").rmdir()
+    assert blob(wt, "wtb:a.md").endswith(b"- one\n- ai\n")
+    assert blob(main, "HEAD:a.md") == b"# A\n\n## Log\n- one\n"
+    assert git(wt, "status", "--porcelain") == ""
+
+
+async def test_a_submodule_vault_works(connect: Any, tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    write_files(origin, {"a.md": "# A\n\n## Log\n- one\n"})
+    ensure_repo(origin)
+    sup = tmp_path / "super"
+    sup.mkdir()
+    git(sup, "init", "-q")
+    git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(origin), "notes")
+    root = sup / "notes"
+    assert (root / ".git").is_file()
+    assert state_dir(root) == sup / ".git" / "modules" / "notes" / "vaultwatch"
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- ai")
+    assert blob(root, "HEAD:a.md").endswith(b"- one\n- ai\n")
+    assert git(root, "status", "--porcelain") == ""
+    assert not (sup / ".git" / "vaultwatch").exists()

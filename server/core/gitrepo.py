@@ -154,8 +154,44 @@ def trailer_values(field: str, separator: str = ",") -> tuple[str, ...]:
     return tuple(v.strip() for v in field.split(separator) if v.strip())
 
 
+# The vault's git dir, asked of git once per process and vault when `.git` is a file, and the
+# vault each state folder belongs to (make_state_dir must know it: the state folder of a
+# worktree or a submodule is not inside the vault folder).
+_GIT_DIRS: dict[Path, Path] = {}
+_VAULT_OF: dict[Path, Path] = {}
+
+
+def git_dir(root: Path) -> Path:
+    """The vault's own git dir, where git keeps its HEAD, index, locks and operation markers.
+
+    `<root>/.git` when that is a folder, or nothing yet (ensure_repo makes it there): never a
+    repository above the vault. When `.git` is a file (a worktree: <main>/.git/worktrees/NAME,
+    the git dir of this checkout alone; a submodule: <super>/.git/modules/NAME), the folder it
+    points to, as `git rev-parse --absolute-git-dir` says, once. GitError, in one line, when
+    that file points to no repository."""
+    found = _GIT_DIRS.get(root)
+    if found is not None:
+        return found
+    dot = root / ".git"
+    if not dot.is_file():
+        return dot
+    r = git(root, "rev-parse", "--absolute-git-dir", check=False)
+    out = os.fsdecode(r.stdout).strip()
+    if r.returncode != 0 or not out:
+        said = " ".join(r.stderr.decode(errors="replace").split()) or "no git dir"
+        raise GitError(
+            f"{dot} is a file that points to no git repository ({said}): repair it "
+            "(`git worktree repair`, `git submodule absorbgitdirs`) or remove it"
+        )
+    found = Path(out)
+    _GIT_DIRS[root] = found
+    _VAULT_OF[found / "vaultwatch"] = root
+    return found
+
+
 def state_dir(root: Path) -> Path:
-    return root / ".git" / "vaultwatch"
+    """Our state folder: `vaultwatch` in the vault's git dir (per checkout for a worktree)."""
+    return git_dir(root) / "vaultwatch"
 
 
 # What we keep in the state folder (the journal with its attempted diffs, the search index with
@@ -166,12 +202,12 @@ STATE_FILE_MODE = 0o600
 
 
 def make_state_dir(d: Path) -> Path:
-    """The state folder `d` (<vault>/.git/vaultwatch), made if missing, but never the vault
-    folder itself: a vault moved or deleted while a server runs must stay gone, not come back
-    as an empty stub that a restarted server would serve (git resolving it to whatever
-    repository is above)."""
+    """The state folder `d` (state_dir: <vault>/.git/vaultwatch, or in the git dir a `.git`
+    file points to), made if missing, but never the vault folder itself: a vault moved or
+    deleted while a server runs must stay gone, not come back as an empty stub that a restarted
+    server would serve (git resolving it to whatever repository is above)."""
     if not d.is_dir():
-        vault = d.parent.parent
+        vault = _VAULT_OF.get(d, d.parent.parent)
         if not vault.is_dir():
             raise FileNotFoundError(2, "the vault folder is gone", str(vault))
         d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
@@ -220,7 +256,7 @@ IN_PROGRESS = (
 def operation_in_progress(root: Path) -> tuple[str, str] | None:
     """(git command, "a merge") of the operation the vault's git is in the middle of, or None.
     A few stat calls: cheap enough for every poll."""
-    g = root / ".git"
+    g = git_dir(root)
     for marker, command, what in IN_PROGRESS:
         if (g / marker).exists():
             return command, what
@@ -256,14 +292,15 @@ def ensure_repo(root: Path) -> bool:
     is idempotent and the import commit is made under the write lock, only if HEAD is unborn.
     Returns True when this call made the import commit.
     """
-    if not (root / ".git" / "HEAD").exists():  # a bare `.git/vaultwatch` is not a repository
+    # a bare `.git/vaultwatch` is not a repository; a `.git` file (a worktree, a submodule) is
+    if not (git_dir(root) / "HEAD").exists():
         try:
             git(root, "init", "-q")
         except GitError:
             # Another server started at the same moment and is initialising this very repo
             # (git init takes a lock on .git/config): wait for it rather than fail.
             for _ in range(100):
-                if (root / ".git" / "HEAD").exists():
+                if (git_dir(root) / "HEAD").exists():
                     break
                 time.sleep(0.05)
             else:
@@ -333,7 +370,7 @@ class IndexBusy(GitError):
 
 
 def _index_lock(root: Path) -> Path:
-    return root / ".git" / "index.lock"
+    return git_dir(root) / "index.lock"
 
 
 def _index_marker(root: Path) -> Path:
@@ -409,7 +446,7 @@ class OwnerIndex:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.index = root / ".git" / "index"
+        self.index = git_dir(root) / "index"
         self.copy = state_dir(root) / "index.next"
         self.exists = self.index.exists()  # no index at all (a bare start): left so
         self.installed = False

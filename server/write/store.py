@@ -44,6 +44,7 @@ from server.core.gitrepo import (
     IndexBusy,
     commit_message,
     git,
+    git_dir,
     human_identity,
     identity_env,
     index_busy_message,
@@ -310,7 +311,7 @@ class Store:
     # -- checks ---------------------------------------------------------------------------------
 
     def check_repo(self) -> None:
-        g = self.root / ".git"
+        g = git_dir(self.root)  # a worktree's own HEAD, not the main checkout's
         if not wait_for_index(self.root):  # another git command's lock usually goes in ms
             raise StoreError("git_busy", index_busy_message())
         busy = operation_in_progress(self.root)
