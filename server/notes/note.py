@@ -24,9 +24,17 @@ HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*(?:[ \t]#+)?[ \t]*$", re.M)
 INLINE_TAG = re.compile(r"#([\w\-/]+)")
 
 
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark: some editors (Windows') start a file with it
+
+
 def content_hash(data: bytes) -> str:
-    """sha256 of the file's exact bytes, first 16 hex digits: the hash every read returns."""
-    return hashlib.sha256(data).hexdigest()[:16]
+    """sha256 of the file's bytes, first 16 hex digits: the hash every read returns.
+
+    A leading BOM is left out. It is the note's encoding, not its text: reads strip it (the
+    model never sees it) and the write path puts it back (Store.commit), so the text a write
+    plans and the file it leaves must have one hash, or the hash a write returns would not be
+    the one the next write is checked against."""
+    return hashlib.sha256(memoryview(data)[3:] if data.startswith(BOM) else data).hexdigest()[:16]
 
 
 class Heading(NamedTuple):  # a NamedTuple: cheap to build, and a big note has thousands
@@ -73,8 +81,9 @@ class Doc:
 
 
 def decode(data: bytes) -> tuple[str, str | None]:
-    """Bytes -> text; invalid UTF-8 is replaced, not fatal, and reported."""
-    if data.startswith(b"\xef\xbb\xbf"):
+    """Bytes -> text; invalid UTF-8 is replaced, not fatal, and reported. A BOM is dropped:
+    it is no part of the text (Store.commit keeps it in the file on every write)."""
+    if data.startswith(BOM):
         data = data[3:]
     try:
         return data.decode("utf-8"), None
@@ -82,6 +91,17 @@ def decode(data: bytes) -> tuple[str, str | None]:
         return data.decode(
             "utf-8", "replace"
         ), f"not valid UTF-8 (byte {exc.start}); shown with replacement characters"
+
+
+LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lf_lines(text: str) -> str:
+    """`text` with each lone CR (old Mac OS line endings) made a LF. A lone CR ends a line, as
+    CommonMark and Obsidian read it; the parsers here split lines on LF. One character for one,
+    so every offset into the result is the same offset into `text`: a Doc parsed from it
+    points into the note as it is (a CRLF is left alone: its LF already ends the line)."""
+    return LONE_CR.sub("\n", text) if "\r" in text else text
 
 
 CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}) ", re.M)
@@ -189,6 +209,7 @@ def parse_doc(
     """Parse a note. `full=False` (the index) skips headings and links, which only a read of
     that one note needs; the title still comes from the first H1."""
     text, decode_problem = decode(data)
+    text = lf_lines(text)  # a CR-only note has lines (and headings, frontmatter) too
     problems = [decode_problem] if decode_problem else []
     if "\x00" in text:
         problems.append("contains NUL bytes: looks like a binary file, not a note")

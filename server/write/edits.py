@@ -13,7 +13,7 @@ import yaml
 
 from server.core.errors import VaultwatchError
 from server.notes.frontmatter import FrontmatterLoader, frontmatter_tags, split_frontmatter
-from server.notes.note import Doc
+from server.notes.note import Doc, lf_lines
 from server.notes.reading import ReadError, find_section
 
 
@@ -31,12 +31,67 @@ class EditError(VaultwatchError, ValueError):
 
 
 def newline_of(text: str) -> str:
-    return "\r\n" if "\r\n" in text else "\n"
+    """The line ending new lines get: CRLF when the note has any; else a lone CR (old Mac OS)
+    when most of its line endings are one, not for a stray CR in a LF note; else LF."""
+    if "\r\n" in text:
+        return "\r\n"
+    return "\r" if text.count("\r") > text.count("\n") else "\n"
 
 
 def _with_newlines(content: str, nl: str) -> str:
     content = content.replace("\r\n", "\n")
     return content.replace("\n", nl) if nl != "\n" else content
+
+
+def _on_lf_lines(text: str, edit: Callable[[str, str], str]) -> str:
+    """`edit(text, nl)` made where lines end in LF, for edits that find lines (headings, the
+    frontmatter's fences), on a note whose lines may end in lone CRs; `nl` is the note's own.
+
+    The edit runs on lf_lines(text), the same length with each lone CR made a LF, so the Doc
+    the caller parsed (from the same view) points into it. Back in the note, what the edit
+    left alone (its common start and end with the view) is the note's own text again, CRs
+    included; the part it wrote was built with `nl`. A note without lone CRs is edited as is."""
+    nl = newline_of(text)
+    view = lf_lines(text)
+    if view is text:
+        return edit(text, nl)
+    new = edit(view, nl)
+    head = _common_prefix(view, new)
+    tail = _common_suffix(view, new, min(len(view), len(new)) - head)
+    return text[:head] + new[head : len(new) - tail] + text[len(text) - tail :]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common start, by halving (slice compares run in C: a 2 MB note
+    costs a few milliseconds, a char-by-char loop a second)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common end, at most `limit` (what the common start left)."""
+    la, lb = len(a), len(b)
+    if limit <= 0:
+        return 0
+    if a[la - limit :] == b[lb - limit :]:
+        return limit
+    lo, hi = 0, limit  # the last lo chars agree; the last hi do not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 # ------------------------------------------------------------------------------------------------
@@ -47,8 +102,12 @@ HEADING_SPEC = re.compile(r"^(#{1,6})\s+(.*)$")
 
 def append_section(text: str, doc: Doc, heading: str, content: str) -> str:
     """Append `content` at the end of section `heading` (before the next heading of the same or
-    a higher level); add the heading at the end of the note when it is missing."""
-    nl = newline_of(text)
+    a higher level); add the heading at the end of the note when it is missing. `doc` is the
+    note parsed (parse_doc), whose offsets hold for `text` and its LF view alike."""
+    return _on_lf_lines(text, lambda view, nl: _append_section(view, nl, doc, heading, content))
+
+
+def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) -> str:
     spec = heading.strip()
     m = HEADING_SPEC.match(spec)
     level = len(m.group(1)) if m else None
@@ -528,9 +587,22 @@ def update_frontmatter(
     add_tags: list[str] | None = None,
     remove_tags: list[str] | None = None,
 ) -> str:
+    # on LF lines: the frontmatter's fences of a CR-only note are found, not a second one added
+    return _on_lf_lines(
+        text, lambda view, nl: _update_frontmatter(view, nl, set_, unset, add_tags, remove_tags)
+    )
+
+
+def _update_frontmatter(
+    text: str,
+    nl: str,
+    set_: dict[str, Any] | None,
+    unset: list[str] | None,
+    add_tags: list[str] | None,
+    remove_tags: list[str] | None,
+) -> str:
     set_ = dict(set_ or {})
     unset = list(unset or [])
-    nl = newline_of(text)
     fm_text, fm_start, body_start = split_frontmatter(text)
     fm_plain = "" if fm_text is None else fm_text.replace("\r\n", "\n")
     try:
@@ -563,7 +635,8 @@ def update_frontmatter(
         if "tags" not in current and "tag" in current:
             unset.append("tag")
     if fm_text is None:
-        lines = [render_value(k, v) for k, v in set_.items()]
+        # one item a line: a value over several lines is joined with the note's line ending too
+        lines = [ln for k, v in set_.items() for ln in render_value(k, v).split("\n")]
         new_fm = "\n".join(lines)
         _check_result(current, new_fm, set_, unset, tags)
         return "---" + nl + nl.join(lines) + nl + "---" + nl + text

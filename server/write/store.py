@@ -57,6 +57,7 @@ from server.core.gitrepo import (
     write_lock,
 )
 from server.notes.config import Config
+from server.notes.note import BOM
 from server.write.journal import Commit, Journal, Recovered
 
 log = logging.getLogger("vaultwatch.store")
@@ -261,6 +262,13 @@ class FileWrite:
     stamp: Stamp | None = None  # of the file the plan read (None: no file, or not known)
 
 
+def _keep_bom(w: FileWrite) -> FileWrite:
+    """The write with the BOM the file has now put back at the start of its new bytes."""
+    if w.old is not None and w.new is not None and w.old.startswith(BOM) and w.new[:3] != BOM:
+        w.new = BOM + w.new
+    return w
+
+
 def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
@@ -333,14 +341,23 @@ class Store:
 
     def commit(
         self, writes: list[FileWrite], *, subject: str, tool: str, client: str, config: Config
-    ) -> str:
-        """Write and commit (caller holds the lock and has run check_repo). Returns the sha.
+    ) -> str | None:
+        """Write and commit the AI's writes (caller holds the lock and has run check_repo).
+        Returns the sha; None when, its BOMs kept, no file changes (nothing is committed).
 
         The commit is built from the exact bytes written (through a private index), never from
         whatever the working tree holds a moment later, so an owner typing into the same file
         in Obsidian can neither leak into the AI's commit nor be overwritten unseen: a file
         that is not what the plan read when it is replaced stops the write (WriteRace).
+
+        A file that starts with a BOM keeps it (`writes` is updated in place, so the caller
+        indexes the bytes written and lists only the files that changed): the AI's new text is
+        planned from text read without it (notes.note.decode), and a replace_doc's content
+        never has it, yet it is the owner's choice of encoding.
         """
+        writes[:] = [w for w in map(_keep_bom, writes) if w.new != w.old]
+        if not writes:
+            return None
         author = config.ai_author
         message = commit_message(
             subject, {TOOL: trailer_value(tool), CLIENT: trailer_value(client)}
