@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # numpy and the embedder load only when recall is first used
 
 log = logging.getLogger("vaultwatch.vault")
 SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
+CATCH_UP_S = 5.0  # how soon the dashboard's server embeds a note the owner saved
 INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
@@ -389,6 +390,50 @@ class Vault:
 
         with self._semantic_lock:
             if self._closing:  # close already looked for an indexer to stop: start none
+                return
+            sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
+            sem.thread.start()
+
+    def keep_semantic_current(self, every: float = CATCH_UP_S) -> None:
+        """Embed the owner's edits as they are saved, not when a client next calls recall: the
+        dashboard's server (--index-now) may have no client at all, and the header's recall
+        figure and health's near-duplicates read what it has embedded."""
+
+        def loop() -> None:
+            while not self._closing:
+                time.sleep(every)
+                try:
+                    self._semantic_catch_up()
+                except Exception:  # the next round tries again; no tool depends on this
+                    log.exception("keeping recall current failed")
+
+        threading.Thread(target=loop, name="semantic-catch-up", daemon=True).start()
+
+    def _semantic_catch_up(self) -> None:
+        sem = self._semantic
+        if sem is None or not sem.ready or sem.error or sem.indexing or self._closing:
+            return
+        before = self.index.generation
+        docs = {p: e.doc for p, e in self.entries().items()}
+        generation = self.index.generation
+        if sem.in_step(generation):
+            return
+
+        def run() -> None:
+            try:
+                # these docs are that generation only if no refresh ran meanwhile
+                done = sem.reconcile(
+                    docs, self.note_meta, generation=generation if generation == before else None
+                )
+                if done and not sem.stopping:
+                    self._semantic_progress(sem.indexed, sem.total)
+            except Exception:  # recall embeds these before its next query anyway
+                log.exception("embedding the owner's changes failed")
+
+        with self._semantic_lock:
+            # as the indexer itself: close() stops and waits for it, so the process never
+            # exits inside the model's native code
+            if self._closing or sem.indexing:
                 return
             sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
             sem.thread.start()

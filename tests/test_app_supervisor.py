@@ -176,5 +176,19 @@ def test_the_dashboards_server_indexes_recall_before_any_client_call(make_vault:
         report = check_root(root)
         pairs = {frozenset((d["a"], d["b"])) for d in report.to_json()["duplicates"]}
         assert frozenset(("notes/sync.md", "notes/sync-again.md")) in pairs, report.to_json()
+        # the owner saves a third copy, and still no client calls: the server embeds it on its
+        # own, so health compares it (before, it stayed 'changed since recall indexed' for good)
+        (root / "notes/sync-third.md").write_text(
+            same.replace("# Offline sync", "# Offline sync, third")
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            found = check_root(root).to_json()
+            pairs = {frozenset((d["a"], d["b"])) for d in found["duplicates"]}
+            if frozenset(("notes/sync.md", "notes/sync-third.md")) in pairs:
+                break
+            assert time.monotonic() < deadline, (found["duplicates"], found.get("warnings"))
+            time.sleep(0.5)
+        assert not any("changed since" in w for w in found.get("warnings", [])), found
     finally:
         sup.stop()

@@ -285,6 +285,18 @@ def test_near_duplicates_wait_for_recall_and_say_so(
     assert paths == [] and len(missing) == r.notes  # nothing was embedded
 
 
+def test_a_vault_of_one_note_has_no_pair_to_compare(
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, one note gave 'recall has not indexed these notes yet' while the header said
+    recall was ready: there is simply nothing to compare."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    root = make_vault({"vault.config.yaml": "semantic: {model: hash-ngrams}\n", "a.md": "# A\n"})
+    r = report(root)
+    assert r.duplicates_checked is True and not r.by_kind("duplicate")
+    assert not any("near-duplicates" in w for w in r.warnings), r.warnings
+
+
 # -- near-duplicates, bounded ---------------------------------------------------------------------
 
 

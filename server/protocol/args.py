@@ -49,8 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--index-now",
         action="store_true",
-        help="embed the vault for recall as the server starts, not after a client's first call "
-        "(the dashboard's server: the owner's health check compares notes by meaning)",
+        help="embed the vault for recall as the server starts, not after a client's first call, "
+        "and each note the owner saves within seconds (the dashboard's server: the owner's "
+        "health check compares notes by meaning)",
     )
     ap.add_argument("--version", action="version", version=f"vaultwatch {__version__}")
     return ap

@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         _watch_parent()
     if args.index_now:  # in a thread: the server answers meanwhile, as after a first call
         vault.start_semantic_soon()
+        vault.keep_semantic_current()
     reason = "exit"
     try:
         if bind is None:

@@ -458,6 +458,8 @@ def _duplicates(
     the warning says so and this finding is skipped."""
     if not vault.semantic_wanted():
         return [], "near-duplicates not checked: recall is off in this vault", False, 0
+    if len(entries) < 2:
+        return [], None, True, 0  # nothing to compare: no pair can be a duplicate
     sem = vault.semantic()
     if sem is None:
         return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False, 0
@@ -476,8 +478,8 @@ def _duplicates(
         )
     warning = (
         f"near-duplicates: {len(missing)} notes changed since recall indexed them and were "
-        "not compared (the dashboard's server embeds them as it runs, any other server after "
-        "a client's call)"
+        "not compared (the dashboard's server embeds a saved note within seconds, any other "
+        "server at a client's next call; press r to check again)"
         if missing
         else None
     )
