@@ -214,6 +214,15 @@ async def test_edit_text_in_a_cr_note(connect: Any, make_vault: Any) -> None:
     assert diff_lines(res) == ["-old mac", "-line", "+one", "+two", "+three"]
 
 
+async def test_replace_doc_keeps_a_cr_notes_line_endings(connect: Any, make_vault: Any) -> None:
+    """The model writes LF: the note's lone CRs were replaced by LF (every line changed in git)."""
+    root = make_vault({"mac.md": CR_NOTE})
+    async with connect(root) as s:
+        h = (await s.call("read_doc", path="mac.md"))["hash"]
+        await s.call("replace_doc", path="mac.md", hash=h, content="# Log\nold mac\nline\nnew\n")
+    assert on_disk_and_in_git(root, "mac.md") == b"# Log\rold mac\rline\rnew\r"
+
+
 async def test_update_frontmatter_in_a_cr_note(connect: Any, make_vault: Any) -> None:
     root = make_vault({"mac.md": b"---\rtitle: M\r# why: kept\rtags: [a]\r---\r# Log\rx\r"})
     async with connect(root) as s:

@@ -36,6 +36,7 @@ from server.write.edits import (
     EditError,
     append_section,
     edit_text,
+    newline_of,
     render_new_note,
     update_frontmatter,
 )
@@ -337,9 +338,9 @@ def op_replace(p: Plan, a: ReplaceDoc) -> Outcome:
     p.check_hash(f, a.hash)
     assert f.text is not None
     old_doc = p.doc(f)
-    new_text = content
-    if "\r\n" in f.text and "\r\n" not in content:
-        new_text = content.replace("\n", "\r\n")
+    # the model writes LF; the note keeps its own line ending (CRLF, or old Mac's lone CR)
+    nl = newline_of(f.text)
+    new_text = content if nl == "\n" or "\r" in content else content.replace("\n", nl)
     new_doc = parse_doc(f.rel, new_text.encode("utf-8"))
     before, after = attachment_targets(old_doc.links), attachment_targets(new_doc.links)
     if before != after:
