@@ -15,7 +15,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from server.core.gitrepo import ensure_repo, state_dir
-from server.write.journal import read_all
+from server.write.journal import Journal, read_all
+from server.write.store import Store
 
 from .conftest import REPO, git, write_files
 
@@ -51,7 +52,7 @@ async def serve_and_append(root: Path, env: dict[str, str], note: str) -> dict[s
         cwd=str(REPO),
         env=env,
     )
-    async with Client(params) as c:  # type: ignore[arg-type]
+    async with Client(params) as c:
         r = await c.call_tool("read_doc", {"path": note})
         assert not r.is_error, r.content
         w = await c.call_tool(
@@ -187,3 +188,92 @@ async def test_a_submodule_vault_works(connect: Any, tmp_path: Path) -> None:
     assert blob(root, "HEAD:a.md").endswith(b"- one\n- ai\n")
     assert git(root, "status", "--porcelain") == ""
     assert not (sup / ".git" / "vaultwatch").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. git stores other bytes than the file's (line endings, a clean filter)
+
+CRLF_NOTE = b"# Log\r\nline1\r\nline2\r\n"
+
+
+def converting_vault(make_vault: Any, setting: str) -> Path:
+    """A vault whose a.md has CRLF on disk and is clean to git, stored as git converts it."""
+    root = make_vault({"a.md": CRLF_NOTE, "lf.md": "# Log\nlf\n"})
+    if setting == "autocrlf":
+        git(root, "config", "core.autocrlf", "true")
+    elif setting == "text=auto":
+        (root / ".gitattributes").write_text("* text=auto eol=crlf\n")
+    elif setting == "eol=crlf":
+        (root / ".gitattributes").write_text("*.md text eol=crlf\n")
+    else:
+        (root / ".git/info/attributes").write_text("*.md filter=shout\n")
+        git(root, "config", "filter.shout.clean", "tr a-z A-Z")
+    git(root, "rm", "-q", "--cached", "-r", ".")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "renorm")
+    assert git(root, "status", "--porcelain") == ""  # clean, as git sees it
+    assert blob(root, "HEAD:a.md") != CRLF_NOTE  # git stores other bytes than the file's
+    return root
+
+
+SETTINGS = ["autocrlf", "text=auto", "eol=crlf", "clean filter"]
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+async def test_a_file_git_calls_clean_is_not_snapshotted(
+    connect: Any, make_vault: Any, setting: str
+) -> None:
+    root = converting_vault(make_vault, setting)
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="ai line")
+        await s.call("append_section", path="lf.md", heading="Log", content="ai line")
+    assert subjects(root)[:3] == ["append_section: lf.md", "append_section: a.md", "renorm"]
+    assert git(root, "log", "--format=%H", "--grep=Vaultwatch-Action: snapshot") == ""
+    # the owner's working file keeps its line endings, with the AI's line in the same style
+    assert (root / "a.md").read_bytes() == b"# Log\r\nline1\r\nline2\r\nai line\r\n"
+    # the AI's commit holds the bytes written, as every commit of ours (see store._hash_files)
+    assert blob(root, "HEAD~1:a.md") == (root / "a.md").read_bytes()
+    if setting in ("autocrlf", "text=auto"):
+        # git keeps a blob committed with CRLF as it is: clean. (With an explicit eol or a
+        # clean filter git would store other bytes than the commit's: it shows the file
+        # modified, and the next write, finding HEAD's bytes on disk, snapshots nothing.)
+        assert git(root, "status", "--porcelain") == ""
+    events = read_all(state_dir(root) / "events.jsonl")
+    assert [e.get("tool") for e in events if e["kind"] == "commit"] == ["append_section"] * 2
+
+
+def test_the_dashboards_snapshot_leaves_a_file_git_calls_clean(make_vault: Any) -> None:
+    root = converting_vault(make_vault, "autocrlf")
+    head = git(root, "rev-parse", "HEAD")
+    store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
+    with store.locked():
+        blobs = store.snapshot(["a.md", "lf.md"])  # as a dashboard action calls it
+    assert git(root, "rev-parse", "HEAD") == head
+    assert blobs["a.md"] == git(root, "rev-parse", "HEAD:a.md").strip()
+
+
+@pytest.mark.parametrize("setting", SETTINGS)
+async def test_the_owners_real_edits_are_still_snapshotted_byte_for_byte(
+    connect: Any, make_vault: Any, setting: str
+) -> None:
+    root = converting_vault(make_vault, setting)
+    typed = b"# Log\r\nline1 edited by the owner\r\nline2\r\n"
+    (root / "a.md").write_bytes(typed)
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="ai line")
+    assert subjects(root)[:3] == ["append_section: a.md", "snapshot: a.md", "renorm"]
+    assert blob(root, "HEAD~1:a.md") == typed  # the owner's exact bytes, as the store keeps them
+    assert (root / "a.md").read_bytes() == typed + b"ai line\r\n"
+
+
+async def test_a_crlf_blob_committed_before_autocrlf_is_still_clean(
+    connect: Any, make_vault: Any
+) -> None:
+    # CRLF committed as it is, autocrlf switched on later without renormalising: git keeps
+    # calling the file clean (the index holds CRLF), and so does the write path
+    root = make_vault({"a.md": CRLF_NOTE})
+    git(root, "config", "core.autocrlf", "true")
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="ai line")
+    assert subjects(root) == ["append_section: a.md", "import"]
+    assert blob(root, "HEAD:a.md") == CRLF_NOTE + b"ai line\r\n"

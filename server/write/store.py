@@ -173,9 +173,32 @@ def _write_temp(tmp: str, path: Path, data: bytes) -> None:
 
 def _hash_files(root: Path, paths: list[str]) -> list[str]:
     """Store these files (relative to root) in git exactly as their bytes are: no autocrlf,
-    eol or clean filter of the user's applies, so the blob is always the bytes we compare."""
+    eol or clean filter of the user's applies, so the blob is always the bytes we compare.
+
+    Every commit of ours holds the file's exact bytes (the owner's snapshot, the AI's write,
+    the dashboard's actions): what reads history back compares blobs with the working file
+    byte for byte (a revert merges them with `git merge-file`, recovery matches blob ids), and
+    a clean filter the user set could change the owner's text. Which files have changes at all
+    is git's view, though: see _hash_as_git_stores."""
     out = git(
         root, "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(paths).encode()
+    )
+    return out.stdout.decode().split()
+
+
+def _hash_as_git_stores(root: Path, paths: list[str]) -> list[str]:
+    """The blob `git add` would make of each file (relative to root): core.autocrlf, the
+    text/eol attributes and clean filters applied, each by its own path. With none of them set
+    it is the blob of the bytes, stored (-w) so that it can be committed as it is.
+    core.safecrlf is off here: a note with mixed line endings is compared, never refused."""
+    out = git(
+        root,
+        "-c",
+        "core.safecrlf=false",
+        "hash-object",
+        "-w",
+        "--stdin-paths",
+        input="\n".join(paths).encode(),
     )
     return out.stdout.decode().split()
 
@@ -529,7 +552,11 @@ class Store:
         (the dashboard's actions) each file is read as it settles now.
 
         Compares the files with HEAD directly (not with git's index, which other tools may have
-        left in any state).
+        left in any state), by the bytes first (no git run when they are HEAD's). A file whose
+        bytes differ is asked of git as `git add` would store it: where git converts it
+        (core.autocrlf, a text/eol attribute, a clean filter) and gets HEAD's blob, git calls
+        it clean and so does this; no owner snapshot rewrites its line endings. What a snapshot
+        commits is still the owner's exact bytes (see _hash_files).
         """
         if expect is None:
             expect = {}
@@ -551,16 +578,44 @@ class Store:
                 dirty.append(p)
         if not dirty:
             return head_blobs
+        # One git for every file (none when no file differs): in a vault without conversions
+        # each blob is the bytes' own, already stored, and the only git run, as before.
         try:
-            blobs = _hash_files(self.root, dirty)
-        except GitError:
+            seen = _hash_as_git_stores(self.root, dirty)
+        except GitError as exc:
             for p in dirty:  # "short read": the file changed while git read it
                 _still(self.root / p, *expect[p])
-            raise
-        for p, blob in zip(dirty, blobs, strict=True):
-            rel, data, _ = expect[p]
-            if blob != blob_id(data or b""):  # git read other bytes: it changed meanwhile
-                raise WriteRace(rel, data, None, reason="changed while it was being snapshotted")
+            # a clean filter that fails (its program missing): every file differing counts
+            log.warning("git could not hash the files as it stores them: %s", exc)
+            seen = [""] * len(dirty)
+        found: dict[str, str] = {}
+        exact: list[str] = []  # converted by git, or changed while git read it: read as bytes
+        for p, blob in zip(dirty, seen, strict=True):
+            rel, data, st = expect[p]
+            if blob == blob_id(data or b""):
+                found[p] = blob  # stored as its bytes are
+            elif blob and blob == head_blobs.get(p):
+                _still(self.root / p, rel, data, st)  # and git read the file the plan read
+            else:
+                exact.append(p)
+        if exact:
+            try:
+                raw = _hash_files(self.root, exact)
+            except GitError:
+                for p in exact:
+                    _still(self.root / p, *expect[p])
+                raise
+            for p, blob in zip(exact, raw, strict=True):
+                rel, data, _ = expect[p]
+                if blob != blob_id(data or b""):  # git read other bytes: it changed meanwhile
+                    raise WriteRace(
+                        rel, data, None, reason="changed while it was being snapshotted"
+                    )
+                found[p] = blob
+        dirty = [p for p in dirty if p in found]
+        if not dirty:
+            return head_blobs
+        blobs = [found[p] for p in dirty]
         subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
         sha = commit_blobs(
             self.root,
