@@ -278,3 +278,124 @@ async def test_the_cursor_goes_to_the_first_finding_when_near_duplicates_come_un
         screen._show(full())
         await pilot.pause(0.05)
         assert screen.selected() == later[1]
+
+
+async def test_a_note_in_the_wrong_folder_is_moved_from_its_problem(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finding says 'put it under tasks/'; `m` on it said 'move is not offered'."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({**FILES, "notes/misplaced.md": "---\ntype: task\nstatus: done\n---\n# M\n"})
+    app = make_app(root)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        problem = next(
+            f
+            for f in screen.by_id.values()
+            if f.path == "notes/misplaced.md" and f.kind == "problem"
+        )
+        assert problem.code == "wrong_folder" and "move" in problem.actions
+        await select(pilot, screen, problem.id)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        await pilot.press("ctrl+u", *"tasks/misplaced.md", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await until(pilot, lambda: problem.id not in screen.by_id and screen.partial is None)
+    assert (root / "tasks/misplaced.md").exists()
+
+
+async def test_the_footer_dims_what_the_finding_does_not_offer(vault: Path) -> None:
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        await select(pilot, screen, "too_big:big.md")
+        assert screen.check_action("delete", ()) is None  # shown dimmed, not run
+        assert screen.check_action("move", ()) is True
+        await select(pilot, screen, "orphan:notes/lonely.md")
+        assert screen.check_action("delete", ()) is True
+
+
+async def test_home_end_and_the_group_keys(vault: Path) -> None:
+    """End did nothing (only ctrl+End, which lands on a row of nothing); with hundreds of
+    near-duplicates the groups below were a long way down."""
+    app = make_app(vault)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_health(pilot)
+        t = screen.query_one("#findings", DataTable)
+        keys = [str(k.value) for k in t.rows]
+        findings = [k for k in keys if k in screen.by_id]
+        heads = [i for i, k in enumerate(keys) if k.startswith("group:")]
+        await pilot.press("end")
+        assert screen.selected() is not None and screen.selected().id == findings[-1]  # type: ignore[union-attr]
+        await pilot.press("home")
+        assert screen.selected() is not None and screen.selected().id == findings[0]  # type: ignore[union-attr]
+        for head in heads[1:]:
+            await pilot.press("]")
+            assert t.cursor_row == head + 1, (keys, t.cursor_row)
+        await pilot.press("[")
+        assert t.cursor_row == heads[-2] + 1
+        await pilot.press("G", "g")
+        assert screen.selected() is not None and screen.selected().id == findings[0]  # type: ignore[union-attr]
+
+
+async def test_after_a_move_the_cursor_stays_where_the_finding_was(vault: Path) -> None:
+    """It went back to the first problem, at the top of the list."""
+    app = make_app(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        t = screen.query_one("#findings", DataTable)
+        await select(pilot, screen, "orphan:notes/lonely.md")
+        row = t.cursor_row
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        await pilot.press("ctrl+u", *"tasks/sub/lonely.md", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await until(pilot, lambda: app.screen is screen and screen.report is not None)
+        await until(pilot, lambda: "orphan:notes/lonely.md" not in screen.by_id)
+        await pilot.pause(0.2)
+        keys = [str(k.value) for k in t.rows]
+        rows = [i for i, k in enumerate(keys) if k in screen.by_id]
+        assert t.cursor_row == next(i for i in rows if i >= row), (keys, row, t.cursor_row)
+
+
+async def test_deleting_one_of_a_near_duplicate_pair_lists_both(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The picker was filled with the second path, so only that one was listed."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    from app.ui.file_dialogs import FileFinder
+
+    same = "# Offline sync\n\nOffline sync merges every replica's edits with a causal clock.\n"
+    root = make_vault(
+        {
+            "vault.config.yaml": "semantic: {model: hash-ngrams}\n",
+            "a.md": same + "[[b]]\n",
+            "b.md": same.replace("# Offline sync", "# Offline sync, again") + "[[a]]\n",
+        }
+    )
+    from server.vault import Vault
+
+    v = Vault(root)
+    try:
+        v.start_semantic()
+        sem = v.semantic()
+        assert sem is not None and sem.thread is not None
+        sem.thread.join(60)
+    finally:
+        v.close()
+    app = make_app(root)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        await until(pilot, lambda: screen.partial is None and screen.report is not None)
+        pair = next(f for f in screen.by_id.values() if f.kind == "duplicate")
+        await select(pilot, screen, pair.id)
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder))
+        from textual.widgets import OptionList
+
+        listed = app.screen.query_one("#matches", OptionList)
+        assert listed.option_count == 2
+        await pilot.press("escape")

@@ -106,6 +106,12 @@ class HealthScreen(Screen[None]):
         Binding("escape,q,H", "app.pop_screen", "Back"),
         Binding("j", "cursor(1)", "Down", show=False),
         Binding("k", "cursor(-1)", "Up", show=False),
+        Binding(
+            "home,g", "edge(-1)", "First", show=False, priority=True, tooltip="the first finding"
+        ),
+        Binding("end,G", "edge(1)", "Last", show=False, priority=True, tooltip="the last finding"),
+        Binding("]", "group(1)", "Next group", show=False, tooltip="the next group's findings"),
+        Binding("[", "group(-1)", "Previous group", show=False, tooltip="the group before"),
         Binding("o,enter", "open", "Open", tooltip="the note, at the broken link's line"),
         Binding("m", "move", "Move", tooltip="move or rename the note (links rewritten)"),
         Binding("x", "delete", "Delete", tooltip="delete the note (git rm; revertable)"),
@@ -131,6 +137,8 @@ class HealthScreen(Screen[None]):
         self.by_id: dict[str, Finding] = {}
         self._filled_width = 0
         self._placed: str | None = None  # the row `fill` put the cursor on (not the owner)
+        # the row of a finding just moved or deleted: its neighbour takes the cursor there
+        self._gone_row: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(" Library health · checking…", "bold"), id="health-title")
@@ -262,8 +270,13 @@ class HealthScreen(Screen[None]):
                     )
                 table.add_row(Cell.of(note_label(f.path, path_w)), Cell.of(detail), key=f.id)
         keys = [str(k.value) for k in table.rows]
+        gone, self._gone_row = self._gone_row, None
         if keep in keys:
             table.move_cursor(row=keys.index(keep))
+        elif gone is not None and keep is not None and any(k in self.by_id for k in keys):
+            # the finding the owner acted on is gone: stay where it was, on the next one
+            rows = [i for i, k in enumerate(keys) if k in self.by_id]
+            table.move_cursor(row=next((i for i in rows if i >= gone), rows[-1]))
         else:
             first = next((i for i, k in enumerate(keys) if k in self.by_id), 0)
             table.move_cursor(row=first)
@@ -298,6 +311,13 @@ class HealthScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._describe()
+        self.refresh_bindings()  # the footer dims what this finding does not offer
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open", "move", "delete"):
+            f = self.selected()
+            return None if f is None or action not in f.actions else True
+        return True
 
     def _describe(self) -> None:
         f = self.selected()
@@ -324,6 +344,28 @@ class HealthScreen(Screen[None]):
             row += delta
         if 0 <= row < len(keys):
             table.move_cursor(row=row)
+
+    def action_edge(self, end: int) -> None:
+        """Home/End (g/G): the first or last finding, past the group rows."""
+        table = self.query_one("#findings", DataTable)
+        rows = [i for i, k in enumerate(table.rows) if str(k.value) in self.by_id]
+        if rows:
+            table.move_cursor(row=rows[-1] if end > 0 else rows[0])
+
+    def action_group(self, delta: int) -> None:
+        """]/[: the first finding of the next or previous group."""
+        table = self.query_one("#findings", DataTable)
+        keys = [str(k.value) for k in table.rows]
+        heads = [i for i, k in enumerate(keys) if k.startswith("group:")]
+        here = table.cursor_row
+        current = max((h for h in heads if h <= here), default=-1)
+        if delta > 0:
+            target = next((h for h in heads if h > here), None)
+        else:
+            before = [h for h in heads if h < current]
+            target = before[-1] if before else (current if current >= 0 else None)
+        if target is not None and target + 1 < len(keys):
+            table.move_cursor(row=target + 1)
 
     def _need(self, action: str) -> Finding | None:
         f = self.selected()
@@ -387,6 +429,7 @@ class HealthScreen(Screen[None]):
             self.notify(str(exc), title="cannot move", severity="error", timeout=8)
             return
         if await self._confirm(preview):
+            self._gone_row = self.query_one("#findings", DataTable).cursor_row
             self._done(
                 await asyncio.to_thread(flows.apply_plan, self.root, apply_move, plan, "moved")
             )
@@ -397,9 +440,9 @@ class HealthScreen(Screen[None]):
         if f is None:
             return
         path: str | None = f.path
-        if f.other:  # a near-duplicate: which of the two goes
+        if f.other:  # a near-duplicate: which of the two goes (both listed, neither picked)
             path = await self.app.push_screen_wait(
-                FileFinder("Delete which of the two?", [f.path, f.other], f.other)
+                FileFinder("Delete which of the two? (↓ then enter)", [f.path, f.other])
             )
         if not path:
             return
@@ -409,6 +452,7 @@ class HealthScreen(Screen[None]):
             self.notify(str(exc), title="cannot delete", severity="error", timeout=8)
             return
         if await self._confirm(preview):
+            self._gone_row = self.query_one("#findings", DataTable).cursor_row
             done = f"deleted {path}"
             self._done(
                 await asyncio.to_thread(flows.apply_plan, self.root, apply_remove, plan, done)

@@ -63,6 +63,8 @@ ACTIONS = {
     "stale": ("open", "move", "ignore"),
     "too_big": ("open", "move", "ignore"),
 }
+# problems a move or rename mends (the note is in another type's folder, or misnamed)
+MOVE_FIXES = ("wrong_folder", "wrong_filename")
 MAX_DUPLICATES = 500  # pairs listed; a threshold set too low would otherwise list millions
 BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
 BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$", re.M)
@@ -103,6 +105,8 @@ class Finding:
 
     @property
     def actions(self) -> tuple[str, ...]:
+        if self.kind == "problem" and self.code in MOVE_FIXES:
+            return ("open", "move", "ignore")  # what the finding itself says to do
         return ACTIONS[self.kind]
 
     def to_json(self) -> dict[str, Any]:
