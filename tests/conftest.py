@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ def _semantic_only_where_asked(
         monkeypatch.setenv("VAULTWATCH_SEMANTIC", "off")
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
     for rel, content in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,9 @@ def timeline(app: Dashboard) -> Timeline:
 async def select(pilot: Any, app: Dashboard, sha: str) -> None:
     t = timeline(app)
     await until(pilot, lambda: t.index_of(f"c:{sha}") is not None)
-    t.move_to(t.index_of(f"c:{sha}"))
+    i = t.index_of(f"c:{sha}")
+    assert i is not None
+    t.move_to(i)
     await pilot.pause(0.1)
 
 

@@ -183,7 +183,9 @@ async def select_ai_commit(pilot: Any, subject_start: str) -> None:
         r for r in app.visible_rows() if r.commit and r.commit.subject.startswith(subject_start)
     )
     t = app.query_one("#timeline", Timeline)
-    t.move_to(t.index_of(row.key))
+    i = t.index_of(row.key)
+    assert i is not None, row.key
+    t.move_to(i)
     await settle(pilot)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ lines = st.lists(
 )
 
 
-def apply(ops: list[tuple[str, int, int, int, int]], a: list[str], b: list[str]) -> list[str]:
+def apply(ops: Sequence[tuple[str, int, int, int, int]], a: list[str], b: list[str]) -> list[str]:
     out: list[str] = []
     for op, a1, a2, b1, b2 in ops:
         if op == "equal":

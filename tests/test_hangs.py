@@ -254,7 +254,7 @@ async def test_a_client_that_disconnects_at_once_sees_a_clean_exit(
             cwd=str(root),
             env=child_env(),
         )
-        async with Client(params) as c:  # type: ignore[arg-type]
+        async with Client(params) as c:
             r = await c.call_tool("search_text", {"query": "CRDT"})
             assert not r.is_error
             pid = int(Path(f"{rec}.pid").read_text())
@@ -326,7 +326,7 @@ async def test_the_dashboards_http_child_stops_cleanly_on_sigterm(
         auth = {"Authorization": f"Bearer {token}"}
         async with (
             httpx2.AsyncClient(headers=auth, timeout=30) as http,
-            Client(streamable_http_client(url, http_client=http)) as c,  # type: ignore[arg-type]
+            Client(streamable_http_client(url, http_client=http)) as c,
         ):
             assert not (await c.call_tool("search_text", {"query": "CRDT"})).is_error
         assert core_limit(proc.pid) == "0 0"

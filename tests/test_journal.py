@@ -100,8 +100,9 @@ def test_reader_follows_and_waits_for_partial_lines(tmp_path: Path) -> None:
 
 
 def test_unknown_kind_is_a_programming_error(tmp_path: Path) -> None:
+    not_an_event: Any = "made_up"  # what an untyped caller could pass: checked at run time
     with pytest.raises(ValueError):
-        Journal(tmp_path / "e.jsonl").append("made_up")
+        Journal(tmp_path / "e.jsonl").append(not_an_event)
     assert "commit" in KINDS and "rejected" in KINDS
 
 

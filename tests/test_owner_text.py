@@ -17,7 +17,7 @@ import pytest
 
 from server.write.journal import read_all
 
-from .conftest import REPO, git
+from .conftest import REPO, git, tool_text
 
 # An editor that saves the way many do: read the note, change it in memory, then
 # open(O_TRUNC) and write() the whole text. Between the two the file is empty on disk.
@@ -54,7 +54,7 @@ async def _ai_appends_while(s: Any, proc: subprocess.Popen[bytes]) -> dict[str, 
         r = await s.client.call_tool(
             "append_section", {"path": "note.md", "heading": "Log", "content": f"- ai line {i}"}
         )
-        text = r.content[0].text  # type: ignore[union-attr]
+        text = tool_text(r)
         if r.is_error:
             assert "conflict:" in text, text  # never anything worse than a conflict
             counts["conflict"] += 1
@@ -333,12 +333,13 @@ async def test_names_too_long_for_the_disk_are_refused_by_name(
 ) -> None:
     root = make_vault({"a.md": "# A\n"})
     async with connect(root) as s:
-        for tool, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("read_doc", {"path": path}),
             ("create_doc", {"path": path, "body": "# X\n"}),
             ("append_section", {"path": path, "heading": "Log", "content": "x"}),
             ("batch", {"ops": [{"tool": "create_doc", "args": {"path": path, "body": "# X\n"}}]}),
-        ]:
+        ]
+        for tool, args in calls:
             msg = await s.error(tool, **args)
             assert "bytes; " in msg and ("shorter" in msg or "fewer" in msg), msg
             assert "inside the server" not in msg
@@ -443,7 +444,7 @@ async def test_a_full_disk_is_a_clear_error_keeps_the_index_and_recall_comes_bac
                 assert not (r.structured_content or {}).get("ready"), "it fitted: leave less room"
                 assert time.monotonic() < deadline
                 await anyio.sleep(0.5)
-            msg = r.content[0].text  # type: ignore[union-attr]
+            msg = tool_text(r)
             assert "full" in msg and "inside the server" not in msg, msg
             assert (await s.call("list_docs"))["total"] == 61  # the rest works on
             filler.unlink()  # space is freed

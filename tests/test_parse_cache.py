@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from server.index.doc_index import DocIndex
+from server.notes.note import Doc
 from server.notes.parsecache import ParseCache
 from server.vault import Vault
 
@@ -39,7 +40,7 @@ def fresh(root: Path) -> Vault:
     return Vault(root)
 
 
-def parsed_now(root: Path) -> dict[str, object]:
+def parsed_now(root: Path) -> dict[str, Doc]:
     """Every note parsed from scratch, without any cache: what the cache must reproduce."""
     idx = DocIndex(root)
     v = Vault(root)
@@ -115,7 +116,7 @@ async def test_a_broken_cache_is_rebuilt_without_an_error(
     v.entries()
     v.close()
     good = cache_file(root).read_bytes()
-    breakages: dict[str, Callable[[], None]] = {
+    breakages: dict[str, Callable[[], object]] = {
         "garbage": lambda: cache_file(root).write_bytes(b"not a database" * 100),
         "truncated": lambda: cache_file(root).write_bytes(good[: len(good) // 2]),
         "empty": lambda: cache_file(root).write_bytes(b""),

@@ -110,13 +110,14 @@ async def test_lists_and_searches_page_within_the_budget(connect: Any, vault: Pa
                     break
             # every item comes exactly once across the pages
             assert len(seen) == len(set(seen)) == res["total"], tool
-        for tool, args in [
+        reads: list[tuple[str, dict[str, Any]]] = [
             ("get_context", {}),
             ("list_docs", {"group_by": "tag"}),
             ("read_doc", {"path": "notes/heads.md", "section": "H" * 300 + " 7"}),
             ("read_doc", {"path": "notes/lines.md", "tail": 500}),
             ("read_doc", {"path": "notes/front.md"}),
-        ]:
+        ]
+        for tool, args in reads:
             err, _ = await call(s, tool, **args)
             assert not err
 
@@ -137,7 +138,7 @@ async def test_errors_stay_within_the_budget_and_still_say_what_to_do(
     connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
-        cases = [
+        cases: list[tuple[str, dict[str, Any], str]] = [
             ("read_doc", {"path": "p" * 300_000 + ".md"}, ""),
             ("read_doc", {"path": "notes/heads.md", "section": "nope"}, "no heading"),
             ("search_text", {"query": "a", "type": "t" * 300_000}, ""),

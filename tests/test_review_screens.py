@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +129,15 @@ async def test_the_header_counts_ai_changes_to_review_live(connect: Any, vault: 
 
 
 def test_the_count_keeps_both_numbers_at_80_columns(tmp_path: Path) -> None:
-    events = [{"kind": "read", "client": "claude-code/2.1"}]
+    events: list[dict[str, Any]] = [{"kind": "read", "client": "claude-code/2.1"}]
     server = ServerState("up", "http://127.0.0.1:8765/mcp")
     facts = HeaderFacts(tmp_path / "笔记库", server, events, "vault.config.yaml", "10:00:00")
     wide = dataclasses.replace(facts, review=(1234, 150))
     long = dataclasses.replace(wide, root=tmp_path / "interview-notes-2026")
-    indexing = [*events, {"kind": "semantic_progress", "indexed": 10, "total": 9000}]
+    indexing: list[dict[str, Any]] = [
+        *events,
+        {"kind": "semantic_progress", "indexed": 10, "total": 9000},
+    ]
     for f, width, want in [
         (wide, 200, "1,234 AI changes to review in 150 notes (v)"),
         (long, 80, "  1,234 to review in 150 notes"),
@@ -308,10 +312,18 @@ async def test_a_batch_over_three_notes_reviewed_one_at_a_time(connect: Any, vau
         await open_review(pilot)
         assert sorted(notes_listed(app)) == ["a.md", "b.md", "w.md"]
         assert "1 AI change to review in 3 notes" in header(app)
+
+        def listed(n: int) -> Callable[[], bool]:
+            return lambda: len(notes_listed(app)) == n
+
         for left in (2, 1, 0):
-            path = app.screen.current().path
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen)
+            current = screen.current()
+            assert current is not None
+            path = current.path
             await pilot.press("space")
-            await until(pilot, lambda left=left: len(notes_listed(app)) == left)
+            await until(pilot, listed(left))
             assert path not in notes_listed(app)
             note = git(vault, "notes", f"--ref={NOTES_REF}", "show", batch["commit"])
             assert f"Reviewed: {path}" in note
@@ -369,7 +381,9 @@ async def test_an_undo_of_a_hunk_that_moved_since_it_was_shown_is_refused(
             await shown(pilot, "w.md")
             # a write lands between the drawing and the key: hunk 1 is not what the owner saw
             # (the screen is held from following the vault, as in the moment before it does)
-            app.screen._busy = True
+            screen = app.screen
+            assert isinstance(screen, ReviewScreen)
+            screen._busy = True
             await s.call("edit_text", path="w.md", old="- one", new="- one, by AI")
             await until(pilot, lambda: "2 AI changes to review" in header(app))
             head = git(vault, "rev-parse", "HEAD")
@@ -510,7 +524,7 @@ async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
     app = app_on(root)
     async with app.run_test(size=(80, 30)) as pilot:
         app.push_screen(NoteScreen(root, "n.md"))
-        await until(pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view)
+        await until(pilot, lambda: bool(isinstance(app.screen, NoteScreen) and app.screen.view))
         await pilot.pause(0.2)
         view = app.screen.query_one("#note-text", LinesView)
         width = view.scrollable_content_region.width

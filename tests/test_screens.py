@@ -110,7 +110,9 @@ async def test_cost_names_whole_local_day_earlier_days_and_chinese_tokens(
         await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
         await pilot.pause(0.1)
         text = screen_text(app)
-        cost = app.screen.cost
+        reads = app.screen
+        assert isinstance(reads, ReadsScreen)
+        cost = reads.cost
     assert "read_doc" in text and "list_docs" in text, text
     assert "Chinese" in text, text  # the screen says how it estimates
     if size[1] >= 50:

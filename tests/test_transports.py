@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from server.write.journal import read_all
 
-from .conftest import EXAMPLE, REPO
+from .conftest import EXAMPLE, REPO, tool_text
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -50,13 +50,13 @@ async def test_stdio_subprocess(vault_dir: Path) -> None:
         env=child_env(),
     )
     for mode in ("auto", "legacy"):  # both protocol eras
-        async with Client(params, mode=mode) as c:  # type: ignore[arg-type]
+        async with Client(params, mode=mode) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
             assert tools >= READ_TOOLS
             r = await c.call_tool("read_doc", {"path": "weeks/2026-W49.md", "section": "Log"})
             assert not r.is_error and "系统设计模拟" in r.structured_content["content"]
             bad = await c.call_tool("read_doc", {"path": "/etc/passwd"})
-            assert bad.is_error and "absolute" in bad.content[0].text
+            assert bad.is_error and "absolute" in tool_text(bad)
     log = subprocess.run(
         ["git", "-C", str(vault_dir), "log", "--format=%s"],
         capture_output=True,
@@ -152,7 +152,7 @@ async def test_http_requires_the_token(http_server: HttpServer, vault_dir: Path)
         for mode in ("auto", "legacy"):
             async with Client(
                 streamable_http_client(http_server.url, http_client=http), mode=mode
-            ) as c:  # type: ignore[arg-type]
+            ) as c:
                 assert {t.name for t in (await c.list_tools()).tools} >= READ_TOOLS
                 res = await c.call_tool(
                     "list_docs", {"type": "application", "where": {"status": "waiting"}}

@@ -23,7 +23,7 @@ from server.write.journal import read_all
 from .conftest import REPO
 
 line_text = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n#-`"), max_size=30
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n#-`"), max_size=30
 )
 
 
