@@ -172,6 +172,30 @@ async def test_a_worktree_keeps_its_state_and_locks_in_its_own_git_dir(
     assert git(wt, "status", "--porcelain") == ""
 
 
+async def test_a_worktree_keeps_the_last_good_private_rules(
+    connect: Any, worktree: tuple[Path, Path]
+) -> None:
+    """A broken config falls back on the private rules of the last one that loaded. They were
+    kept under `<root>/.git/vaultwatch`, which in a worktree is under a file: never kept, so a
+    broken config there closed every note (closed, but the assistant could read nothing)."""
+    _, wt = worktree
+    (wt / "vault.config.yaml").write_text("private: ['secret/']\n")
+    (wt / "secret").mkdir()
+    (wt / "secret/diary.md").write_text("# Diary\nZEBRAFISH\n")
+    git(wt, "add", "-A")
+    git(wt, "commit", "-qm", "private folder")
+    async with connect(wt) as s:
+        assert not s.vault.config_errors
+    assert (state_dir(wt) / "last_good_rules.json").exists()
+    (wt / "vault.config.yaml").write_text("private: [[\n")  # broken: the kept rules stand in
+    async with connect(wt) as s:
+        assert s.vault.config_errors
+        listed = await s.call("list_docs", limit=50)
+        assert {d["path"] for d in listed["docs"]} == {"a.md", "b.md"}, listed
+        err = await s.error("read_doc", path="secret/diary.md")
+        assert "ZEBRAFISH" not in err and "private" in err, err
+
+
 async def test_a_submodule_vault_works(connect: Any, tmp_path: Path) -> None:
     origin = tmp_path / "origin"
     write_files(origin, {"a.md": "# A\n\n## Log\n- one\n"})

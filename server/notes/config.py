@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
+from server.core.gitrepo import GitError, state_dir
 from server.notes.paths import (
     NOTE_EXTENSIONS,
     PathPolicy,
@@ -911,7 +912,12 @@ LAST_GOOD = "last_good_rules.json"
 
 
 def _last_good_path(root: Path) -> Path:
-    return root / ".git" / "vaultwatch" / LAST_GOOD
+    """In the vault's own git dir (a worktree's is not `<root>/.git`, which is then a file:
+    the rules were silently never kept there)."""
+    try:
+        return state_dir(root) / LAST_GOOD
+    except GitError:  # a `.git` file that points nowhere: nowhere to keep them
+        return root / ".git" / "vaultwatch" / LAST_GOOD
 
 
 def _rules_of(cfg: Config) -> dict[str, Any]:
