@@ -17,7 +17,6 @@ timeline names it: an upgrade does not split one assistant in two.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from server.core.clients import client_name
 from server.core.gitrepo import (
     ACTION,
     CLIENT,
@@ -41,7 +41,6 @@ from server.core.gitrepo import (
     make_state_dir,
     state_dir,
     trailer_field,
-    trailer_value,
     trailer_values,
 )
 from server.write.journal import read_all
@@ -216,16 +215,6 @@ def week_of(when: datetime) -> tuple[str, date]:
     d = when.astimezone().date()
     year, week, day = d.isocalendar()
     return f"{year}-W{week:02d}", d - timedelta(days=day - 1)
-
-
-def client_name(raw: object) -> str:
-    """A client as counted: one printable line (as the trailer holds it), without version."""
-    return _client_name(str(raw or ""))
-
-
-@functools.lru_cache(maxsize=1024)  # a vault has a few clients, named on every commit
-def _client_name(raw: str) -> str:
-    return trailer_value(raw).split("/")[0] or "unknown"
 
 
 # ------------------------------------------------------------------------------------------------
