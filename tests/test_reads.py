@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from mcp import Client
 from mcp.types import Implementation
+from rich.cells import cell_len
 
 from app import cli
 from app.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
@@ -80,13 +81,15 @@ class Session:
 
 
 @asynccontextmanager
-async def client(root: Path, name: str = "claude-code") -> AsyncIterator[Session]:
+async def client(
+    root: Path, name: str = "claude-code", version: str = "1"
+) -> AsyncIterator[Session]:
     vault = Vault(root)
     try:
         async with Client(
             build_server(vault),
             raise_exceptions=True,
-            client_info=Implementation(name=name, version="1"),
+            client_info=Implementation(name=name, version=version),
         ) as c:
             yield Session(c)
     finally:
@@ -186,7 +189,7 @@ async def test_most_read_order_counts_tokens_last_read_and_clients(vault: Path) 
     assert order == [("study/a.md", 3), ("study/b.md", 2), ("study/c.md", 1)]
     a, b = report.most[0], report.most[1]
     assert round(a.tokens) == sum(estimate_tokens(t) for t in got["study/a.md"])
-    assert list(b.clients) == ["claude-code/1", "claude-desktop/1"]
+    assert list(b.clients) == ["claude-code", "claude-desktop"]  # as Stats names them
     assert a.last is not None and b.last is not None and b.last > a.last
     assert a.as_json()["tools"] == ["read_doc"]
 
@@ -258,8 +261,8 @@ async def test_per_day_per_client_and_per_tool_sums_are_the_reads_tokens(
     assert per.tokens[-3] == tok[0] + tok[1] and per.tokens[-1] == tok[2] + tok[3]
     assert sum(per.tokens) == sum(tok)
     assert per.calls[-3] == 2 and per.calls[-1] == 2
-    assert per.clients["claude-code/1"][-3] == tok[0] + tok[1]
-    assert per.clients["claude-desktop/1"][-1] == tok[2] + tok[3]
+    assert per.clients["claude-code"][-3] == tok[0] + tok[1]
+    assert per.clients["claude-desktop"][-1] == tok[2] + tok[3]
     assert sum(per.tools["read_doc"]) == tok[0] + tok[3]
     assert sum(per.tools["get_context"]) == tok[1]
     assert sum(per.tools["search_text"]) == tok[2]
@@ -335,9 +338,10 @@ def test_old_events_stay_readable() -> None:
         {"v": 1, "pid": 1, "kind": "read"},
     ]
     per = cost_per_day(old)
+    # named as Stats names them: without version, "unknown" when the event has none
     assert per.tokens[-1] == 100 + 10 and per.clients == {
-        "old/1": per.clients["old/1"],
-        "?": per.clients["?"],
+        "old": per.clients["old"],
+        "unknown": per.clients["unknown"],
     }
     rows = most_read(note_reads(old, lambda p: False))
     assert [(n.path, n.reads, round(n.tokens)) for n in rows] == [("a.md", 1, 10)]
@@ -527,7 +531,7 @@ async def test_the_cli_json(vault: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0 and data["days"] == 7 and data["notes"] == 6
     assert data["most_read"][0]["path"] == "study/a.md" and data["most_read"][0]["reads"] == 3
     assert sorted(data["most_read"][0]["tools"]) == ["read_doc", "search_text"]
-    assert data["most_read"][0]["clients"] == ["claude-code/1"]
+    assert data["most_read"][0]["clients"] == ["claude-code"]  # as `vaultwatch stats` names it
     unread = [u["path"] for u in data["not_read"]]
     assert "study/b.md" in unread and "study/a.md" not in unread and len(unread) == 5
     assert not any("private" in p for p in unread)
@@ -594,7 +598,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
             pilot,
             lambda: screen.report is not None and screen.report.most[0].path == "study/a.md",
         )
-        await until(pilot, lambda: "late-client/1" in screen.cost["clients"])
+        await until(pilot, lambda: "late-client" in screen.cost["clients"])
         await pilot.press("3")
         await pilot.pause(0.2)
         assert "study/c.md" in screen_text(app) or "c.md" in screen_text(app)
@@ -763,7 +767,7 @@ async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unr
         assert "cost today" in text and "2,000 tokens" in text, text
         days = screen.query_one("#tool-days", DataTable)
         assert days.row_count == 3  # read_doc, recall, search_text: one sparkline each
-        tokens = {str(days.get_row_at(r)[0]): str(days.get_row_at(r)[2]) for r in range(3)}
+        tokens = {str(days.get_row_at(r)[0]): str(days.get_row_at(r)[2]).strip() for r in range(3)}
         assert tokens == {"read_doc": "2,000", "recall": "1,000", "search_text": "1,000"}, tokens
         biggest = screen.query_one("#biggest", DataTable)
         assert biggest.row_count == 0 and "salary" not in text
@@ -813,3 +817,195 @@ async def test_every_reads_table_fits_the_terminal_with_long_names(
         most = screen.query_one("#most", DataTable)
         names = [str(most.get_row_at(r)[0]) for r in range(most.row_count)]
         assert names and names[0].startswith("关于离线"), names
+
+
+# -- clients, columns, order ----------------------------------------------------------------------
+
+
+async def test_a_client_is_named_as_stats_names_it_whatever_its_version(vault: Path) -> None:
+    """Claude Code 2.0.9 and 2.1.0 are one assistant: the journal keeps the version, but the
+    cost today, the last 30 days and the most read name the client as Stats does (one
+    function says how), so an upgrade does not start a new row."""
+    from app import stats
+    from server.core.clients import client_name
+
+    assert stats.client_name is client_name  # one home for a client's display name
+    for version in ("2.0.9", "2.1.0"):
+        async with client(vault, "claude-code", version) as s:
+            await s.text("read_doc", path="study/a.md")
+            await s.text("append_section", path="study/b.md", heading="Log", content="- x")
+    events = read_all(journal(vault))
+    assert {e["client"] for e in reads(vault)} == {"claude-code/2.0.9", "claude-code/2.1.0"}
+    assert list(context_cost(events)["clients"]) == ["claude-code"]
+    assert list(context_cost(events)["client_tokens"]) == ["claude-code"]
+    assert list(cost_per_day(events).clients) == ["claude-code"]
+    assert list(note_reads(events, lambda p: False)["study/a.md"].clients) == ["claude-code"]
+    # Stats counts the same two versions' commits under the same name
+    assert list(stats.compute(vault, "4w", events=events).clients) == ["claude-code"]
+
+
+def table_rows(screen: Any, id_: str) -> list[list[str]]:
+    from textual.widgets import DataTable
+
+    table = screen.query_one(f"#{id_}", DataTable)
+    return [[str(c) for c in table.get_row_at(r)] for r in range(table.row_count)]
+
+
+def table_headings(screen: Any, id_: str) -> list[str]:
+    from textual.widgets import DataTable
+
+    return [str(c.label) for c in screen.query_one(f"#{id_}", DataTable).columns.values()]
+
+
+async def reads_of_two_versions_and_a_long_client(vault: Path) -> None:
+    """Claude Code in two versions and an editor plugin with a long Chinese name: a Chinese
+    note (few chars, many tokens), a listing (many chars, fewer tokens) and a write whose
+    tool name is the longest there is."""
+    for version in ("2.0.9", "2.1.0"):
+        async with client(vault, "claude-code", version) as s:
+            await s.text("read_doc", path=LONG)
+            await s.text("list_docs")
+    async with client(vault, "一个编辑器插件-with-long-name-b") as s:
+        await s.text("read_doc", path="study/a.md")
+        await s.text("update_frontmatter", path="study/c.md", add_tags=["sync"])
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_the_reads_screen_names_clients_as_stats_does(
+    vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    await reads_of_two_versions_and_a_long_client(vault)
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_reads(app, pilot, events=6)
+        await until(pilot, lambda: bool(screen.cost["biggest"]))
+        names = [r[0] for r in table_rows(screen, "by-client")]
+        assert names[0] == "claude-code" and len(names) == 2, names
+        days = [r[0] for r in table_rows(screen, "client-days")]
+        assert days[0] == "claude-code" and len(days) == 2, days
+        await pilot.press("2")
+        await until(pilot, lambda: bool(screen.query("#most")) and table_rows(screen, "most"))
+        clients = {r[-1] for r in table_rows(screen, "most")}
+        assert "claude-code" in clients and not any("/" in c for c in clients), clients
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_biggest_today_fits_keeps_the_client_readable_and_is_sorted_as_shown(
+    vault: Path, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Today's biggest results at every size: the table ends inside the terminal (its
+    heading `client` whole), the client cut in the middle to no fewer than 8 cells, and the
+    rows in the order of the tokens column (below 100 columns the chars are not shown, so
+    an order by chars looked random). Counts are right-aligned, as Stats has them."""
+    from textual.widgets import DataTable
+
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    await reads_of_two_versions_and_a_long_client(vault)
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_reads(app, pilot, events=6)
+        await until(pilot, lambda: bool(screen.cost["biggest"]))
+        for _ in range(5):  # the owner's way down to it: focus moves table by table
+            await pilot.press("tab")
+        await pilot.pause(0.2)
+        biggest = screen.query_one("#biggest", DataTable)
+        assert screen.focused is biggest
+        assert biggest.region.right <= size[0] - 2, biggest.region  # the scrollbar's 2 cells
+        right = biggest.region.x + biggest.virtual_size.width
+        assert right <= size[0] - 2, right
+        headings = table_headings(screen, "biggest")
+        assert headings[-1] == "client"
+        widths = [c.get_render_width(biggest) - 2 for c in biggest.columns.values()]
+        assert widths[-1] >= 8, widths
+        # what is on screen: the heading whole, and a client that reads
+        text = screen_text(app)
+        line = next(x for x in text.splitlines() if "biggest today" in x)
+        assert line.rstrip().endswith("client"), line
+        rows = table_rows(screen, "biggest")
+        clients = {r[-1].strip() for r in rows}
+        assert all(cell_len(c) >= 8 for c in clients), clients
+        assert not any("/" in c for c in clients), clients  # named without version
+        if size[0] >= 120:
+            assert "claude-code" in clients, clients
+        else:  # where it is cut, in the middle: its start and its end read
+            assert all(c.startswith(("cla", "一")) for c in clients), clients
+        tokens = [int(r[headings.index("≈ tokens")].replace(",", "")) for r in rows]
+        assert tokens == sorted(tokens, reverse=True), tokens
+        # numbers right-aligned under their headings: padded on the left
+        col = headings.index("≈ tokens")
+        cells = [r[col] for r in rows]
+        assert len({len(c) for c in cells}) == 1 and any(c.startswith(" ") for c in cells), cells
+
+
+async def test_biggest_today_uses_the_free_width_before_cutting_a_note(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """At 120 columns the client column was as wide as the longest client (30 cells, blank
+    beside `claude-code`) while the Chinese note was cut to its name: where not both fit
+    whole, the note comes first and the client keeps a share, and the table takes every
+    cell the terminal gives it, none left blank at the right."""
+    from textual.widgets import DataTable
+
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    await reads_of_two_versions_and_a_long_client(vault)
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_reads(app, pilot, events=6)
+        await until(pilot, lambda: bool(screen.cost["biggest"]))
+        await pilot.pause(0.2)
+        headings = table_headings(screen, "biggest")
+        rows = table_rows(screen, "biggest")
+        folder, _, name = LONG.rpartition("/")
+        notes = [r[headings.index("notes")] for r in rows]
+        assert any(n.startswith(f"{name}  {folder[0]}") for n in notes), notes
+        clients = {r[-1] for r in rows}
+        assert "claude-code" in clients and any("…" in c for c in clients), clients
+        biggest = screen.query_one("#biggest", DataTable)
+        # the table's right margin and the scrollbar: 2 cells each
+        assert biggest.region.x + biggest.virtual_size.width == 120 - 4
+
+
+async def test_counts_on_the_reads_screen_say_one_or_many(tmp_path: Path) -> None:
+    """One call of one char costs `1 char ≈ 1 token`, not `1 chars ≈ 1 tokens`."""
+    from textual.app import App
+
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    now = datetime.now(UTC)
+    event = {
+        "v": 1,
+        "ts": now.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "pid": 1,
+        "client": "claude-code/2.1.0",
+        "kind": "read",
+        "tool": "read_doc",
+        "paths": [],
+        "chars": 1,
+        "tokens": 1,
+    }
+    screen = ReadsScreen(tmp_path / "gone", [event])
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    app = Host()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(screen.failure))
+        text = screen_text(app)
+        assert "1 char ≈ 1 token" in text and "1 chars" not in text, text

@@ -11,6 +11,9 @@ new events arrive: first the private rules, which name the notes of today's bigg
 A tab's widgets are made when it is first shown (the cost tab at open): laying out and filling
 every tab's tables at once (thousands of rows of notes) kept the screen from opening for
 seconds on a big vault. A tab once made is kept current like the shown one.
+
+Clients are named as Stats names them (server.core.clients.client_name, without version);
+counts are right-aligned under their headings, as on the Stats screen.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -40,7 +44,6 @@ from server.services.reads import (
     Reads,
     context_cost,
     cost_per_day,
-    event_tokens,
     local_time,
     reads_report,
 )
@@ -48,13 +51,12 @@ from server.vault import Vault
 from server.write.journal import TOKEN_RULE
 
 from ..stats import BARS
-from .cells import cut_middle, note_label
-from .insights import fill
+from .cells import Cell, cut_middle, note_label
 from .lines import LinesView
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
-CLIENT_WIDTH = 30  # a client's name and version, cut in the middle past it
-NOTE_WIDTH = 24  # the least a note column takes (where the terminal is narrow, the client gives)
+CLIENT_WIDTH = 30  # a client's name, cut in the middle past it
+NOTE_WIDTH = 24  # the least the Not read tab's note column takes
 NARROW = 100  # below it, today's biggest results leave out their chars (the tokens say the size)
 TABS = ("cost", "most", "unread", "context")
 
@@ -76,6 +78,21 @@ def sparkline(values: list[int]) -> Content:
             for v in values
         )
     )
+
+
+def label_width(path: str, more: int = 0) -> int:
+    """The cells `note_label` takes to show `path` whole (with `+more`): name, two spaces and
+    the folder with its slash. Counted, not drawn: the Most read tab has thousands of notes."""
+    suffix = len(f" +{more}") if more else 0
+    return cell_len(path) + suffix + (2 if "/" in path else 0)
+
+
+def big_notes_width(b: BigRead) -> int:
+    """The cells `big_notes` takes to show its note whole."""
+    hidden = len(f" · {b.hidden} private") if b.hidden else 0
+    if not b.paths:
+        return max(0, hidden - 3)
+    return label_width(b.paths[0], len(b.paths) - 1) + hidden
 
 
 def big_notes(b: BigRead, width: int) -> Content:
@@ -119,6 +136,39 @@ def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
 
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def put(
+    table: DataTable[Any], headings: Sequence[str], rows: Sequence[Sequence[Any]], most: int = 60
+) -> None:
+    """Fill a table: columns as wide as their widest cell in terminal cells (a Chinese
+    character takes two; `most` caps one), counts right-aligned under their headings as on
+    the Stats screen (a column is of counts when its first row holds an int), the rest as
+    given: text, or Content (a note's label, a sparkline)."""
+    counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
+    cells = [
+        [
+            Cell(f"{c:,}")
+            if isinstance(c, int)
+            else Cell.of(c)
+            if isinstance(c, Content)
+            else Cell(str(c))
+            for c in row
+        ]
+        for row in rows
+    ]
+    widths = []
+    for i, heading in enumerate(headings):
+        width = min(most, max([cell_len(heading), *(r[i].width for r in cells)]))
+        table.add_column(Text(heading, justify="right" if counts[i] else "left"), width=width)
+        widths.append(width)
+    for row in cells:
+        table.add_row(
+            *(
+                Cell(" " * (widths[i] - c.width) + c.plain) if counts[i] else c
+                for i, c in enumerate(row)
+            )
+        )
 
 
 class ReadsScreen(Screen[None]):
@@ -322,7 +372,7 @@ class ReadsScreen(Screen[None]):
         table = self.query_one(id_, DataTable)
         at = table.cursor_row
         table.clear(columns=True)
-        fill(table, headings, rows, most=most)
+        put(table, headings, rows, most=most)
         if table.row_count:
             table.move_cursor(row=min(at, table.row_count - 1))
 
@@ -331,7 +381,7 @@ class ReadsScreen(Screen[None]):
         self.query_one("#title", Static).update(
             Content.styled(
                 f" What the AI reads · cost today ({c['day']:%a %m-%d}, local) "
-                f"{c['total']:,} chars ≈ {c['tokens']:,} tokens",
+                f"{plural(c['total'], 'char')} ≈ {plural(c['tokens'], 'token')}",
                 "bold",
             )
         )
@@ -355,20 +405,23 @@ class ReadsScreen(Screen[None]):
         self.draw_per_day()
 
     def draw_biggest(self) -> None:
-        """Today's biggest results. The notes and the client share what the other columns
-        leave; below NARROW columns the chars are left out, so that every column fits 80."""
-        big = self.cost["biggest"]
+        """Today's biggest results, most tokens first (the service's order). The notes and the
+        client share what the other columns leave; below NARROW columns the chars are left
+        out, so that every column fits 80."""
+        big: list[BigRead] = self.cost["biggest"]
         narrow = self.app.size.width < NARROW
         headings = ["biggest today", "tool", *([] if narrow else ["chars"]), "≈ tokens"]
         rows: list[list[Any]] = [
             [clock(b.event), str(b.event.get("tool", ""))]
             + ([] if narrow else [b.chars])
-            + [event_tokens(b.event)]
+            + [b.tokens]
             for b in big
         ]
-        clients = [cut_middle(str(b.event.get("client", "")), CLIENT_WIDTH) for b in big]
+        clients = [cut_middle(b.client, CLIENT_WIDTH) for b in big]
         # the table's margin 3, the scroll's bar 2
-        note, client = self.share(others_width(headings, rows) + 5, clients)
+        note, client = self.share(
+            others_width(headings, rows) + 5, max(map(big_notes_width, big), default=0), clients
+        )
         self.refill(
             "#biggest",
             [*headings, "notes", "client"],
@@ -412,18 +465,25 @@ class ReadsScreen(Screen[None]):
         title, hint, tabs, caption, headings and footer take 8 or 9 rows), else none."""
         return 2 if rows > self.app.size.height - 10 else 0
 
-    def share(self, others: int, clients: Sequence[str]) -> tuple[int, int]:
+    def share(self, others: int, notes: int, clients: Sequence[str]) -> tuple[int, int]:
         """(note width, client width): what `others` cells (the other columns, the table's
-        margin and scrollbar) leave of the terminal's width, shared by a note column and a
-        client column (none when `clients` is empty): the client whole where there is room,
-        else cut to what leaves the note NOTE_WIDTH, never below 8. The app's width: a screen
-        spans it, and its own size is not set before its first layout."""
+        margin and scrollbar) leave of the terminal's width, shared by a note column whose
+        widest label takes `notes` cells whole and a client column (none when `clients` is
+        empty); never more than the client's longest name, the note given every cell the
+        client does not take. Both whole where there is room. Else the note first, whole if
+        the client then keeps 14 cells (`claude-code +1`; down to 8 where the terminal is
+        narrow and the note would keep fewer than 16); where the note is cut either way,
+        the client keeps a quarter of the room. The app's width: a screen spans it, and its
+        own size is not set before its first layout."""
         room = self.app.size.width - others - 2  # the note's padding
         if not clients:
             return max(NOTE_WIDTH, room), 0
         room -= 2  # the client's padding
-        client = min(max(cell_len(k) for k in clients), max(8, room - NOTE_WIDTH))
-        return max(NOTE_WIDTH, room - client), client
+        need = max(cell_len(k) for k in clients)
+        least = max(8, min(14, room - 16))
+        client = room - notes if room - notes >= least else max(least, room // 4)
+        client = min(need, client)
+        return max(8, room - client), client
 
     def draw_lists(self) -> None:
         """The Most read and Not read tabs, those of them made (see `build`)."""
@@ -450,6 +510,7 @@ class ReadsScreen(Screen[None]):
         ]
         note, client = self.share(
             others_width(headings, rows) + 2 + self.scrollbar(len(rows)),  # the margin 2
+            max((label_width(n.path) for n in r.most), default=0),
             [clients_cell(n.clients) for n in r.most],
         )
         self.widths["most"] = note
@@ -480,7 +541,7 @@ class ReadsScreen(Screen[None]):
         rows: list[list[Any]] = [
             [when(u.last, self.year), f"{u.modified:%Y-%m-%d}"] for u in r.unread
         ]
-        note, _ = self.share(others_width(headings, rows) + 2 + self.scrollbar(len(rows)), [])
+        note, _ = self.share(others_width(headings, rows) + 2 + self.scrollbar(len(rows)), 0, [])
         self.widths["unread"] = note
         self.refill(
             "#unread",
@@ -503,7 +564,8 @@ class ReadsScreen(Screen[None]):
         )
         parts = [
             Content.styled(
-                f"What a new conversation receives now: {p.chars:,} chars ≈ {p.tokens:,} tokens",
+                f"What a new conversation receives now: {plural(p.chars, 'char')} ≈ "
+                f"{plural(p.tokens, 'token')}",
                 "bold",
             ),
             Content(f"{seen}{' · ' + state if state else ''} · m marks it reviewed"),

@@ -11,6 +11,8 @@ Which events count:
   (budget.paths_named), and its tokens are shared evenly between them, so the notes' tokens
   add up to the reads' tokens.
 Times are the owner's local time: the journal keeps UTC, a day is the owner's calendar day.
+A client is named as Stats names it (server.core.clients.client_name: `claude-code`, not
+`claude-code/2.1.0`): the journal keeps the version, an upgrade does not start a new row.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
+from server.core.clients import client_name
 from server.vault import Vault
 from server.write.journal import estimate_tokens
 
@@ -124,13 +127,19 @@ def today_local() -> date:
 
 @dataclass
 class BigRead:
-    """One of today's biggest results: its event, and the notes it named that are not private
-    now (`hidden` counts the others: a note read before its folder became private)."""
+    """One of today's biggest results: its size, its event, and the notes it named that are
+    not private now (`hidden` counts the others: a note read before its folder became
+    private)."""
 
     chars: int
+    tokens: int  # the estimate the biggest are ranked by (`event_tokens`)
     event: dict[str, Any]
     paths: list[str]
     hidden: int
+
+    @property
+    def client(self) -> str:
+        return client_name(self.event.get("client"))
 
 
 def context_cost(
@@ -140,8 +149,9 @@ def context_cost(
 ) -> dict[str, Any]:
     """Characters and estimated tokens the tools returned on the owner's `day` (today, local
     time), per tool and per client (`cost_per_day` has the days before it). The biggest
-    results name their notes under the vault's `private` rules of now; without them (the vault
-    not read yet) that list is left empty rather than name a note that may be private."""
+    results, most tokens first (the cost; a Chinese note costs more than its chars say), name
+    their notes under the vault's `private` rules of now; without them (the vault not read
+    yet) that list is left empty rather than name a note that may be private."""
     day = day or today_local()
     per_tool: Counter[str] = Counter()
     per_tool_tokens: Counter[str] = Counter()
@@ -151,20 +161,20 @@ def context_cost(
     biggest = []
     for _, e in costs_by_day(events, DayIndex(day, 1)):
         chars, toks = int(e.get("chars") or 0), event_tokens(e)
-        tool, client = str(e.get("tool", "?")), str(e.get("client", "?"))
+        tool, client = str(e.get("tool", "?")), client_name(e.get("client"))
         per_tool[tool] += chars
         per_tool_tokens[tool] += toks
         per_client[client] += chars
         per_client_tokens[client] += toks
         calls[tool] += 1
-        biggest.append((chars, e))
-    biggest.sort(key=lambda x: -x[0])
+        biggest.append((toks, chars, e))
+    biggest.sort(key=lambda x: (-x[0], -x[1]))  # stable: among equals, the earlier first
     big: list[BigRead] = []
     if private is not None:
-        for chars, e in biggest[:20]:
+        for toks, chars, e in biggest[:20]:
             named = event_paths(e)
             shown = [p for p in named if not private(p)]
-            big.append(BigRead(chars, e, shown, len(named) - len(shown)))
+            big.append(BigRead(chars, toks, e, shown, len(named) - len(shown)))
     return {
         "day": day,
         "tools": per_tool,
@@ -219,7 +229,7 @@ def cost_per_day(
         tokens[i] += toks
         chars[i] += int(e.get("chars") or 0)
         calls[i] += 1
-        clients[str(e.get("client") or "?")][i] += toks
+        clients[client_name(e.get("client"))][i] += toks
         tools[str(e.get("tool") or "?")][i] += toks
 
     def biggest_first(d: dict[str, list[int]]) -> dict[str, list[int]]:
@@ -276,7 +286,7 @@ def note_reads(
         share = event_tokens(e) / len(paths)
         ts = e.get("ts")
         ts = ts if isinstance(ts, str) else ""
-        client, tool = str(e.get("client") or "?"), str(e.get("tool") or "?")
+        client, tool = client_name(e.get("client")), str(e.get("tool") or "?")
         for p in dict.fromkeys(paths):
             h = hidden.get(p)
             if h is None:
