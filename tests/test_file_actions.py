@@ -248,3 +248,20 @@ def test_the_new_note_form_says_what_the_write_path_would_say(vault: Path) -> No
     expected = problems(doc, load_config(vault))
     assert [p.code for p in expected] == ["bad_date", "bad_value"]
     assert str(refused.value) == "; ".join(str(p) for p in expected)
+
+
+def test_moving_a_note_under_git_crypt_never_commits_its_plaintext(make_vault: Any) -> None:
+    """The owner's move stored the file's bytes on disk: for a git-crypt note, its plaintext.
+    It is now stored as `git add` stores it (the filter's output), as `git mv` would."""
+    root = make_vault({"crypt/secret.md": "# Secret\nPLAINTEXT\n", "a.md": "# A\n"})
+    (root / ".gitattributes").write_text("crypt/** filter=fake-crypt\n")
+    git(root, "config", "filter.fake-crypt.clean", "rev")  # stands in for the encryption
+    git(root, "config", "filter.fake-crypt.smudge", "rev")
+    git(root, "add", "--renormalize", ".")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-qm", "encrypt crypt/")
+    assert "PLAINTEXT" not in git(root, "cat-file", "blob", "HEAD:crypt/secret.md")
+    sha = apply_move(root, plan_move(root, "crypt/secret.md", "crypt/moved.md"))
+    assert "PLAINTEXT" not in git(root, "cat-file", "blob", f"{sha}:crypt/moved.md")
+    assert (root / "crypt/moved.md").read_text() == "# Secret\nPLAINTEXT\n"
+    assert git(root, "status", "--porcelain") == ""

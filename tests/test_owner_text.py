@@ -281,7 +281,39 @@ async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("setting", ["autocrlf", "eol", "filter"])
+async def test_a_note_under_a_git_filter_is_never_committed_by_the_assistant(
+    connect: Any, make_vault: Any
+) -> None:
+    """git-crypt encrypts through a clean filter; our commits hold the bytes on disk, so the AI's
+    commit (and the owner snapshot before it) would put the plaintext into history for good."""
+    root = make_vault({"crypt/secret.md": "# Secret\n\n## Log\n", "plain.md": "# P\n\n## Log\n"})
+    (root / ".gitattributes").write_text("crypt/** filter=git-crypt diff=git-crypt\n")
+    git(root, "add", ".gitattributes")
+    git(root, "commit", "-qm", "encrypt crypt/")
+    git(root, "config", "filter.git-crypt.clean", "rev")  # stands in for the encryption
+    (root / "crypt/secret.md").write_text("# Secret\n\n## Log\n- owner typed PLAINTEXT\n")
+    before = git(root, "rev-parse", "HEAD").strip()
+    async with connect(root) as s:
+        err = await s.error("append_section", path="crypt/secret.md", heading="Log", content="- ai")
+        assert "rejected (git_filtered)" in err and "git-crypt" in err, err
+        err = await s.error(
+            "batch",
+            ops=[
+                {
+                    "tool": "append_section",
+                    "args": {"path": "plain.md", "heading": "Log", "content": "x"},
+                },
+                {"tool": "create_doc", "args": {"path": "crypt/new.md", "body": "# New\n"}},
+            ],
+        )
+        assert "git_filtered" in err, err
+        await s.call("append_section", path="plain.md", heading="Log", content="- ai")
+    assert "PLAINTEXT" not in git(root, "log", "-p", "--all")
+    assert git(root, "rev-list", "--count", f"{before}..HEAD") == "1\n"  # plain.md's write only
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("setting", ["autocrlf", "eol"])
 async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
     connect: Any, make_vault: Any, setting: str
 ) -> None:
@@ -290,11 +322,8 @@ async def test_commits_hold_the_exact_bytes_whatever_the_users_git_filters(
     )
     if setting == "autocrlf":  # Git for Windows' default
         git(root, "config", "core.autocrlf", "true")
-    elif setting == "eol":
-        (root / ".git/info/attributes").write_text("*.md text eol=lf\n")
     else:
-        (root / ".git/info/attributes").write_text("*.md filter=shout\n")
-        git(root, "config", "filter.shout.clean", "tr a-z A-Z")
+        (root / ".git/info/attributes").write_text("*.md text eol=lf\n")
     (root / "crlf.md").write_bytes(b"# CRLF\r\n\r\n## Log\r\n- one\r\n- owner typed\r\n")
     async with connect(root) as s:
         for note in ("crlf.md", "lf.md"):

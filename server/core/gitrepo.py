@@ -340,6 +340,25 @@ def ignored_paths(root: Path, paths: list[str]) -> list[str]:
     return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]
 
 
+def filtered_paths(root: Path, paths: list[str]) -> dict[str, str]:
+    """path -> the git `filter` attribute set on it (git-crypt, lfs, any clean filter): git
+    stores such a file as its filter makes it, and a commit of the bytes on disk would put
+    what the filter hides (git-crypt's plaintext) into history."""
+    if not paths:
+        return {}
+    data = b"".join(p.encode() + b"\x00" for p in paths)
+    r = git(root, "check-attr", "-z", "--stdin", "filter", check=False, input=data)
+    if r.returncode != 0:
+        raise GitError(f"git check-attr failed: {r.stderr.decode(errors='replace').strip()}")
+    parts = r.stdout.split(b"\x00")
+    out = {}
+    for i in range(0, len(parts) - 2, 3):
+        value = parts[i + 2].decode("utf-8", "replace")
+        if value not in ("unspecified", "unset"):
+            out[parts[i].decode("utf-8", "replace")] = value
+    return out
+
+
 # -- git's own index ----------------------------------------------------------------------------
 #
 # After a commit, git's index (.git/index) must hold the new text of the paths committed: left

@@ -24,7 +24,7 @@ import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import ignored_paths
+from server.core.gitrepo import filtered_paths, ignored_paths
 from server.core.redact import mask_secrets, secrets_in
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
@@ -929,6 +929,7 @@ def _apply_once(
     if vw is not None:
         writes.append(vw)
     _refuse_ignored(vault, writes)
+    _refuse_filtered(vault, writes)
     if not writes:
         return WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
     if len(ops) == 1:
@@ -981,6 +982,22 @@ def _refuse_ignored(vault: Vault, writes: list[FileWrite]) -> None:
             f"{', '.join(rels)} is listed in .gitignore: the owner keeps it out of git, and the "
             "assistant does not write such notes",
             "leave it to the owner, or write to a note that is in git",
+            rels,
+        )
+
+
+def _refuse_filtered(vault: Vault, writes: list[FileWrite]) -> None:
+    """A note under a git filter (git-crypt, LFS) is stored as the filter makes it; our commits
+    hold the bytes on disk, so committing it would put git-crypt's plaintext into history."""
+    filtered = filtered_paths(vault.root, [w.disk for w in writes])
+    if filtered:
+        rels = [w.rel for w in writes if w.disk in filtered]
+        names = ", ".join(sorted(set(filtered.values())))
+        raise Rejected(
+            "git_filtered",
+            f"{', '.join(rels)} goes through the owner's git filter ({names}, e.g. git-crypt "
+            "encryption): the assistant does not write such notes",
+            "leave it to the owner, or write to another note",
             rels,
         )
 

@@ -43,6 +43,7 @@ from server.core.gitrepo import (
     GitError,
     IndexBusy,
     commit_message,
+    filtered_paths,
     git,
     git_dir,
     human_identity,
@@ -820,7 +821,15 @@ def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
     """Each path with the blob of the file on disk now, stored in git (None: no such file, the
     commit removes it); a symlink as its target text, as git keeps links."""
     files = [p for p in paths if os.path.lexists(root / p) and not os.path.islink(root / p)]
-    found = dict(zip(files, _hash_files(root, files), strict=True)) if files else {}
+    # a file under a git filter (git-crypt) is stored as `git add` stores it: its bytes on disk
+    # are what the filter keeps out of history (the AI never writes such a file; the owner's
+    # move or delete in the dashboard does reach it)
+    filtered = set(filtered_paths(root, files)) if files else set()
+    plain = [p for p in files if p not in filtered]
+    through = [p for p in files if p in filtered]
+    found = dict(zip(plain, _hash_files(root, plain), strict=True)) if plain else {}
+    if through:
+        found.update(zip(through, _hash_as_git_stores(root, through), strict=True))
     for p in paths:
         if os.path.islink(root / p):
             link = os.fsencode(os.readlink(root / p))
