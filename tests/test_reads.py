@@ -1009,3 +1009,31 @@ async def test_counts_on_the_reads_screen_say_one_or_many(tmp_path: Path) -> Non
         await until(pilot, lambda: bool(screen.failure))
         text = screen_text(app)
         assert "1 char ≈ 1 token" in text and "1 chars" not in text, text
+
+
+async def test_the_context_tab_notices_a_note_it_includes_changing_on_disk(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`m` marks the preview reviewed (`unchanged`); the owner then edits CLAUDE.md in
+    another program. No journal event comes, yet the tab shows `changed since` and the new
+    line within seconds: it watches the files the preview includes while it is shown."""
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    async with client(vault) as s:
+        await s.text("get_context")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_reads(app, pilot, events=1)
+        await pilot.press("4")
+        await until(pilot, lambda: "What a new conversation receives now" in screen_text(app))
+        await pilot.press("m")
+        await until(pilot, lambda: "unchanged" in screen_text(app))
+        seen = len(app.feed.events)
+        with (vault / "CLAUDE.md").open("a", encoding="utf-8") as fh:
+            fh.write("- a rule the owner added by hand\n")
+        await until(pilot, lambda: "changed since" in screen_text(app), timeout=8)
+        assert "a rule the owner added by hand" in screen_text(app)
+        assert len(app.feed.events) == seen  # no journal event told it

@@ -12,6 +12,11 @@ A tab's widgets are made when it is first shown (the cost tab at open): laying o
 every tab's tables at once (thousands of rows of notes) kept the screen from opening for
 seconds on a big vault. A tab once made is kept current like the shown one.
 
+The owner edits notes in other programs, which write no journal event: while the Context tab
+shows, the files its preview was built from (the config, the rules file, the notes it
+includes and their folders) are looked at with `stat` every half second, and the preview is
+built again when one of them changed.
+
 Clients are named as Stats names them (server.core.clients.client_name, without version);
 counts are right-aligned under their headings, as on the Stats screen.
 """
@@ -19,6 +24,7 @@ counts are right-aligned under their headings, as on the Stats screen.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Sequence
 from datetime import date, datetime, time
@@ -38,6 +44,7 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
 from app.context_preview import Preview, mark_reviewed, preview
+from server.notes.config import CONFIG_NAMES
 from server.services.reads import (
     BigRead,
     DailyCost,
@@ -59,6 +66,8 @@ CLIENT_WIDTH = 30  # a client's name, cut in the middle past it
 NOTE_WIDTH = 24  # the least the Not read tab's note column takes
 NARROW = 100  # below it, today's biggest results leave out their chars (the tokens say the size)
 TABS = ("cost", "most", "unread", "context")
+
+Stamp = tuple[object, ...]
 
 
 def clock(event: dict[str, Any]) -> str:
@@ -171,6 +180,42 @@ def put(
         )
 
 
+def context_files(p: Preview) -> list[str]:
+    """What the preview was built from, as paths in the vault: the config, the rules file and
+    the notes its blocks name, and the folders they are in (a note added there may join a
+    list of recent notes). A preview that is no JSON names the config only."""
+    paths: list[str] = list(CONFIG_NAMES)
+    try:
+        data = json.loads(p.text)
+    except ValueError:
+        data = {}
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    for block in blocks if isinstance(blocks, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("path"), str):
+            paths.append(block["path"])
+        docs = block.get("docs")
+        for doc in docs if isinstance(docs, list) else []:
+            if isinstance(doc, dict) and isinstance(doc.get("path"), str):
+                paths.append(doc["path"])
+    folders = [path.rpartition("/")[0] or "." for path in paths]
+    return list(dict.fromkeys([*paths, *folders]))
+
+
+def files_stamp(root: Path, paths: Sequence[str]) -> Stamp:
+    """The files as `stat` sees them (inode, time, size; None where missing): an editor that
+    saves by rename gives a new inode, one that writes in place a new time or size."""
+    out: list[object] = []
+    for rel in paths:
+        try:
+            st = (root / rel).stat()
+            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 class ReadsScreen(Screen[None]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -232,6 +277,9 @@ class ReadsScreen(Screen[None]):
         self._closed = False
         self.built: set[str] = {"cost"}  # the tabs whose widgets exist (made when first shown)
         self.widths: dict[str, int] = {}  # the width each list's notes were last drawn in
+        # the files the preview shown was built from, and their stamp when it was built
+        self.context_files: list[str] | None = None
+        self.context_stamp: Stamp = ()
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -299,10 +347,55 @@ class ReadsScreen(Screen[None]):
 
     def follow(self) -> None:
         """New journal events (the dashboard appends to the same list): count again, in the
-        thread, and draw what came out."""
+        thread, and draw what came out. While the Context tab shows, a file its preview was
+        built from that changed on disk builds the preview again."""
         if len(self.events) != self.seen:
             self.seen = len(self.events)
             self.load()
+        elif self.context_files is not None and self.context_shown():
+            stamp = files_stamp(self.root, self.context_files)
+            if stamp != self.context_stamp:
+                self.context_stamp = stamp  # asked once: the new preview brings its own
+                self.load_context()
+
+    def context_shown(self) -> bool:
+        with contextlib.suppress(NoMatches):
+            return self.query_one(TabbedContent).active == "tab-context"
+        return False
+
+    def build_preview(self, vault: Vault) -> tuple[Preview, list[str], Stamp]:
+        """The preview, the files it was built from and their stamp, taken before it was built
+        when those are the files of the last one: a file changed while it was built is then
+        seen as changed, and built again."""
+        known = self.context_files
+        before = files_stamp(self.root, known) if known is not None else ()
+        shown = preview(self.root, vault)
+        files = context_files(shown)
+        return shown, files, before if files == known else files_stamp(self.root, files)
+
+    @work(thread=True, exclusive=True, group="reads-context")
+    def load_context(self) -> None:
+        """The preview alone, built again (a file it includes changed)."""
+        try:
+            with self._vault_lock:
+                try:
+                    if self._vault is None:
+                        self._vault = Vault(self.root)
+                    built = self.build_preview(self._vault)
+                finally:
+                    if self._closed:
+                        self._close_vault()
+        except Exception as exc:
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.app.call_from_thread(self.failed, f"{type(exc).__name__}: {exc}")
+            return
+        with contextlib.suppress(RuntimeError):
+            self.app.call_from_thread(self.context_loaded, *built)
+
+    def context_loaded(self, shown: Preview, files: list[str], stamp: Stamp) -> None:
+        if self.is_attached:
+            self.preview, self.context_files, self.context_stamp = shown, files, stamp
+            self.draw_context()
 
     @work(thread=True, exclusive=True, group="reads")
     def load(self) -> None:
@@ -317,7 +410,7 @@ class ReadsScreen(Screen[None]):
                     if first:  # name the biggest results' notes now: the count takes longer
                         self.app.call_from_thread(self.cost_known, cost)
                     report = reads_report(self._vault, events, self.days, self.now)
-                    shown = preview(self.root, self._vault)
+                    built = self.build_preview(self._vault)
                 finally:
                     if self._closed:  # unmounted while this ran: its vault is closed here
                         self._close_vault()
@@ -326,7 +419,7 @@ class ReadsScreen(Screen[None]):
                 self.app.call_from_thread(self.failed, f"{type(exc).__name__}: {exc}")
             return
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self.loaded, cost, report, shown)
+            self.app.call_from_thread(self.loaded, cost, report, *built)
 
     def on_unmount(self) -> None:
         """Close the vault; a load still running closes it when done (never wait here)."""
@@ -357,10 +450,13 @@ class ReadsScreen(Screen[None]):
             self.cost = cost
             self.draw_cost()
 
-    def loaded(self, cost: dict[str, Any], report: Reads, shown: Preview) -> None:
+    def loaded(
+        self, cost: dict[str, Any], report: Reads, shown: Preview, files: list[str], stamp: Stamp
+    ) -> None:
         if not self.is_attached:
             return
         self.cost, self.report, self.preview = cost, report, shown
+        self.context_files, self.context_stamp = files, stamp
         self.daily = report.per_day
         self.draw_cost()
         self.draw_lists()
