@@ -14,17 +14,21 @@ import json
 import subprocess
 import threading
 from collections.abc import Callable
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from app.ui.dashboard import Dashboard
-from app.ui.stats_screen import StatsScreen
+from app.ui.stats_screen import HEADLINE, StatsScreen, short_names
+from server.core.gitrepo import commit_message, state_dir
+from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .test_dashboard import until
 from .test_screens import screen_text
-from .test_stats import VAULTWATCH, scripted  # noqa: F401 (a fixture)
+from .test_stats import AI_WHO, OWNER_WHO, VAULTWATCH, _fast_import, scripted  # noqa: F401
 
 pytestmark = pytest.mark.anyio
 
@@ -55,12 +59,14 @@ def n(v: int) -> str:
     return f"{v:,}"
 
 
-def week_row(label: str, t: dict[str, Any], tools: list[str]) -> dict[str, str]:
-    """A row of the week table as the CLI's JSON counts it."""
+def week_row(
+    label: str, t: dict[str, Any], tools: list[str], names: dict[str, str]
+) -> dict[str, str]:
+    """A row of the week table as the CLI's JSON counts it (the tools under `names`)."""
     return {
         "week": label,
         "AI": n(t["ai_commits"]),
-        **{tool: n(t["tools"].get(tool, 0)) for tool in tools},
+        **{names[tool]: n(t["tools"].get(tool, 0)) for tool in tools},
         "yours": n(t["owner_commits"]),
         "reverts": n(t["reverts"]),
         "+lines": n(t["added"]),
@@ -116,9 +122,20 @@ async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
         tools = ranked(total["tools"])
         busy = [w for w in reversed(out["weeks"]) if not quiet(w)]
         assert busy, out  # (the scripted writes are this week's)
-        assert cells(screen.query_one("#stats-weeks", DataTable)) == [
-            *(week_row(w["week"], w, tools) for w in busy),
-            week_row("total", total, tools),
+        weeks = screen.query_one("#stats-weeks", DataTable)
+        # the headline measures, then the tools, busiest first: at 120 columns under short
+        # names (the whole table does not fit with the full ones), explained under the table
+        names = short_names(tools)
+        assert [c.label.plain for c in weeks.ordered_columns] == [
+            *HEADLINE,
+            *(names[t] for t in tools),
+        ]
+        assert names["update_frontmatter"] == "update"
+        legend = str(screen.query_one("#stats-legend", Static).render())
+        assert "update = update_frontmatter" in legend and "append = append_section" in legend
+        assert cells(weeks) == [
+            *(week_row(w["week"], w, tools, names) for w in busy),
+            week_row("total", total, tools, names),
         ]
         trend = {
             r["measure"].strip(): r["total"]
@@ -149,8 +166,15 @@ async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
                 "rejected": n(sum(c["rejections"].values())),
                 "no-ops": n(c["noops"]),
                 "taken back": n(c["reverts"]),
-                "tools": ", ".join(f"{c['tools'][k]} {k}" for k in ranked(c["tools"])),
             }
+        # each client's tools: their full names fit at 120 columns
+        assert cells(screen.query_one("#stats-client-tools", DataTable)) == [
+            {
+                "client": k,
+                "tools": ", ".join(f"{c['tools'][t]} {t}" for t in ranked(c["tools"])),
+            }
+            for k, c in total["clients"].items()
+        ]
         assert title(app).strip().endswith("(12 weeks, local time)")
 
 
@@ -236,3 +260,134 @@ async def test_the_loaded_history_is_left_out_of_full_collections(
         tracked = {id(o) for o in gc.get_objects()}  # the collector's generations, not frozen
         assert not any(id(r) in tracked or id(r.commit) in tracked for r in app.feed.rows)
     assert gc.get_freeze_count() == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# every table fits the terminal: a year of nine tools by four clients, one with a long name
+
+TOOLS = (
+    "append_section",
+    "update_frontmatter",
+    "replace_section",
+    "create_doc",
+    "edit_text",
+    "batch",
+    "replace_doc",
+    "move_doc",
+    "delete_doc",
+)
+LONG = "obsidian-copilot-self-hosted-assistant-bridge"  # 45 cells
+CLIENTS = ("claude-code/2.1.0", f"{LONG}/3.4.5", "claude-ai/0.9.1", "笔记助手/1.0")
+TODAY = date(2026, 12, 3)  # a Thursday (2026-W49); the screen counts to its noon
+
+
+@pytest.fixture
+def busy_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """60 weeks up to TODAY: 6 AI commits a week (every tool, every client), the owner's one,
+    and each client's conflicts, rejections and no-ops in the journal this week."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = tmp_path / "busy"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "master", str(root)], check=True)
+    noon = datetime.combine(TODAY, time(11)).astimezone()
+    commits = []
+    lines: dict[str, list[str]] = {}
+    for k in range(60):
+        for i in range(7):
+            at = noon - timedelta(weeks=k, hours=i)
+            path = f"notes/n{i}.md"
+            text = lines.setdefault(path, [])
+            text += [f"line {k}.{i}.{n}\n" for n in range(3 + i)]
+            if i == 6:
+                commits.append((int(at.timestamp()), OWNER_WHO, "mine\n", path, "".join(text)))
+                continue
+            tool, client = TOOLS[(k + i) % len(TOOLS)], CLIENTS[(k + i) % len(CLIENTS)]
+            msg = commit_message(
+                f"{tool}: {path}", {"Vaultwatch-Tool": tool, "Vaultwatch-Client": client}
+            )
+            commits.append((int(at.timestamp()), AI_WHO, msg, path, "".join(text)))
+    commits.sort(key=lambda c: c[0])
+    _fast_import(root, commits)
+    journal = state_dir(root) / "events.jsonl"
+    for client in CLIENTS:
+        j = Journal(journal, client=client)
+        j.append(Conflict("replace_doc", "notes/n1.md", "a" * 16, "b" * 16))
+        j.append(Rejected("create_doc", ["x.md"], "unknown_tag", "m", "h", ""))
+        j.append(Noop("update_frontmatter", ["notes/n2.md"], 10, 3))
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    for e in events:
+        e["ts"] = f"{TODAY - timedelta(days=1)}T10:00:00.000Z"
+    journal.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
+    return root
+
+
+def fits(app: Dashboard, table: DataTable[Any]) -> None:
+    """Every column of `table` in sight: the table within the terminal, and no sideways scroll."""
+    assert table.region.right <= app.size.width, (table.id, table.region, app.size)
+    wide = table.virtual_size.width
+    assert wide <= table.scrollable_content_region.width, (table.id, wide, table.size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
+async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, int]) -> None:
+    """The week table starts with the measures a week is read for (the tools after them,
+    sideways; `→` brings the next column), the trend keeps its totals over 52 weeks and all
+    history (the sparkline takes what is left), and the client tables fit, a long client name
+    cut in the middle where it must."""
+    app = Dashboard(busy_vault, poll_seconds=60)
+    app.today = TODAY
+    async with app.run_test(size=size) as pilot:
+        screen = await _open_stats(app, pilot)
+        weeks = screen.query_one("#stats-weeks", DataTable)
+        for since in ("12w", "52w", None):
+            await until(pilot, lambda s=since: screen.stats is not None and screen.stats.since == s)
+            await pilot.pause(0.2)
+            assert screen.stats is not None
+            heads = [c.label.plain for c in weeks.ordered_columns]
+            assert heads[: len(HEADLINE)] == [*HEADLINE]
+            columns = weeks.ordered_columns[: len(HEADLINE)]
+            headline = sum(c.get_render_width(weeks) for c in columns)
+            assert headline <= weeks.scrollable_content_region.width, (since, headline, weeks.size)
+            assert weeks.region.right <= size[0]
+            line = _row(screen_text(app), "week")
+            assert line[: len(HEADLINE)] == [*HEADLINE], (since, line)
+            trend = screen.query_one("#stats-trend", DataTable)
+            assert [c.label.plain for c in trend.ordered_columns][-1] == "total"
+            totals = {r["measure"].strip(): r["total"] for r in cells(trend)}
+            assert totals["AI commits"] == f"{screen.stats.total.ai_commits:,}"
+            for id_ in ("#stats-trend", "#stats-clients", "#stats-client-tools"):
+                fits(app, screen.query_one(id_, DataTable))
+            await pilot.press("p")
+        names = [r["client"] for r in cells(screen.query_one("#stats-clients", DataTable))]
+        long = next(n for n in names if n.startswith("obsid"))
+        assert long == LONG or ("…" in long and long.endswith("bridge")), names
+        assert "笔记助手" in names and "claude-code" in names
+        # sideways a column at a time, the week staying in its column
+        weeks.focus()
+        await pilot.pause()
+        presses = 0
+        while weeks.scroll_x < weeks.max_scroll_x:
+            before = weeks.scroll_x
+            await pilot.press("right")
+            await pilot.pause()
+            assert weeks.scroll_x > before
+            presses += 1
+            assert presses <= len(weeks.ordered_columns), "a press moves a column"
+        await pilot.press("left")
+        await pilot.pause()
+        assert weeks.scroll_x < weeks.max_scroll_x or weeks.max_scroll_x == 0
+
+
+def _row(text: str, first: str) -> list[str]:
+    return next(ln.split() for ln in text.splitlines() if ln.split()[:1] == [first])
+
+
+async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
+    await until(pilot, lambda: bool(app.feed.rows))
+    await pilot.press("S")
+    await until(pilot, lambda: isinstance(app.screen, StatsScreen))
+    screen = app.screen
+    assert isinstance(screen, StatsScreen)
+    await until(pilot, lambda: screen.stats is not None)
+    await pilot.pause(0.2)
+    return screen
