@@ -568,7 +568,7 @@ class ReadsScreen(Screen[None]):
         empty); never more than the client's longest name, the note given every cell the
         client does not take. Both whole where there is room. Else the note first, whole if
         the client then keeps 14 cells (`claude-code +1`; down to 8 where the terminal is
-        narrow and the note would keep fewer than 16); where the note is cut either way,
+        narrow and the note would keep fewer than 20); where the note is cut either way,
         the client keeps a quarter of the room. The app's width: a screen spans it, and its
         own size is not set before its first layout."""
         room = self.app.size.width - others - 2  # the note's padding
@@ -576,7 +576,7 @@ class ReadsScreen(Screen[None]):
             return max(NOTE_WIDTH, room), 0
         room -= 2  # the client's padding
         need = max(cell_len(k) for k in clients)
-        least = max(8, min(14, room - 16))
+        least = max(8, min(14, room - 20))
         client = room - notes if room - notes >= least else max(least, room // 4)
         client = min(need, client)
         return max(8, room - client), client
