@@ -172,13 +172,14 @@ def _reads(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.as_json(), ensure_ascii=False))
         return 0
-    print(f"Most read ({len(report.most)} of {report.notes} notes read; tokens: a read's share)")
+    notes = f"{report.notes:,} note{'' if report.notes == 1 else 's'}"
+    print(f"Most read ({len(report.most):,} of {notes} read; tokens: a read's share)")
     for n in report.most[:20]:
         last = f"{n.last:%Y-%m-%d %H:%M}" if n.last else "?"
         clients = ", ".join(n.clients)
         print(f"  {n.reads:>5}  ≈{round(n.tokens):>8,} tok  {last}  {n.path}  ({clients})")
     print()
-    print(f"Not read in {report.days} days: {len(report.unread)} of {report.notes} notes")
+    print(f"Not read in {report.days} days: {len(report.unread):,} of {notes}")
     for u in report.unread[:40]:
         last = f"last read {u.last:%Y-%m-%d}" if u.last else "never read"
         print(f"  {last:<20}  modified {u.modified:%Y-%m-%d}  {u.path}")
@@ -189,7 +190,8 @@ def _reads(args: argparse.Namespace) -> int:
     print(f"Context cost per day, {per.days[0]} to {per.days[-1]} (≈ tokens, local days)")
     for i, d in reversed(list(enumerate(per.days))):
         if per.calls[i]:
-            print(f"  {d:%a %Y-%m-%d}  {per.calls[i]:>5} calls  ≈{per.tokens[i]:>9,} tok")
+            calls = "call " if per.calls[i] == 1 else "calls"
+            print(f"  {d:%a %Y-%m-%d}  {per.calls[i]:>5} {calls}  ≈{per.tokens[i]:>9,} tok")
     for name, series in (("client", per.clients), ("tool", per.tools)):
         for k, v in series.items():
             print(f"  {name} {k}: ≈{sum(v):,} tok")

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from server.core.clients import client_name
 from server.core.gitrepo import git, state_dir
 from server.write.journal import JournalReader
 
@@ -57,7 +58,7 @@ class Row:
 
 def commit_row(c: Commit) -> Row:
     if c.is_ai:  # the tool is in the summary (the subject starts with it): said once
-        kind, who = "ai", (c.client or "?").split("/")[0]
+        kind, who = "ai", client_name(c.client) if c.client else "?"
     else:
         kind, who = (c.action or "human"), c.author
     return Row(f"c:{c.sha}", c.time, kind, who, moved_first(c), c.subject, commit=c)
@@ -85,7 +86,13 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
     if kind not in SHOWN_EVENTS:
         return None
     # the server's own events are written before any client has said its name ("unknown")
-    client = "vaultwatch" if kind in SERVER_OWN else str(e.get("client", "?")).split("/")[0]
+    client = (
+        "vaultwatch"
+        if kind in SERVER_OWN
+        else client_name(e.get("client"))
+        if e.get("client")
+        else "?"
+    )
     tool = e.get("tool") or ""
     paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
     if kind == "conflict":

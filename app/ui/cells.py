@@ -3,6 +3,9 @@ screen uses for paths, names and clients that do not fit their column."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -98,3 +101,20 @@ def rich_style(style: str) -> RichStyle:
     """A Textual style (theme variables such as `$text-success` too) as a Rich style, for
     `Cell`: parsed once per table fill instead of once per cell."""
     return Style.parse(style).rich_style
+
+
+def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+    """The cells these columns take: each its widest value or heading, padded by one cell on
+    both sides (as the insight screens write them: numbers with thousands separators)."""
+    return sum(
+        max(
+            cell_len(f"{v:,}" if isinstance(v, int) else str(v)) for v in (h, *(r[i] for r in rows))
+        )
+        + 2
+        for i, h in enumerate(headings)
+    )
+
+
+def plural(n: int, word: str) -> str:
+    """`1 note`, `2 notes`, `1,234 notes`."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -15,6 +15,9 @@ from textual import events
 from textual.content import Content
 from textual.widgets import Static
 
+from server.core.clients import client_name
+
+from .cells import plural
 from .header_fit import Segment, fit
 
 
@@ -120,7 +123,7 @@ def segments(f: HeaderFacts) -> list[Segment]:
         segs.append(review_segment(*f.review))
     recent = sorted(
         {
-            str(e.get("client", "")).split("/")[0]
+            client_name(e.get("client"))
             for e in f.events[-500:]
             if e.get("kind") in ("read", "commit", "conflict", "rejected", "noop")
             and e.get("client") not in (None, "human", "unknown")
@@ -176,10 +179,6 @@ def segments(f: HeaderFacts) -> list[Segment]:
             )
         )
     return segs
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def review_segment(commits: int, notes: int) -> Segment:

@@ -24,8 +24,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..history import Commit
 from ..review import NoteView, note_view
-from .cells import cut_middle
-from .header import plural
+from .cells import cut_middle, plural
 from .insights import fill
 from .lines import LinesView
 

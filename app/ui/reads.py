@@ -58,7 +58,7 @@ from server.vault import Vault
 from server.write.journal import TOKEN_RULE
 
 from ..stats import BARS
-from .cells import Cell, cut_middle, note_label
+from .cells import Cell, cut_middle, note_label, others_width, plural
 from .lines import LinesView
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
@@ -129,22 +129,6 @@ def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
         return ""
     more = f" +{len(names) - 1}" if len(names) > 1 else ""
     return cut_middle(names[0], width - len(more)) + more
-
-
-def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
-    """The cells these columns take: each its widest value or heading, padded by one cell on
-    both sides (as `fill` writes them: numbers with thousands separators)."""
-    return sum(
-        max(
-            cell_len(f"{v:,}" if isinstance(v, int) else str(v)) for v in (h, *(r[i] for r in rows))
-        )
-        + 2
-        for i, h in enumerate(headings)
-    )
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def put(

@@ -26,6 +26,8 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from server.core.clients import client_name
+
 from ..actions import ActionError
 from ..diffview import ADD, DEL, HUNK
 from ..history import Commit
@@ -42,9 +44,8 @@ from ..review import (
     undo_hunk,
     write_marks,
 )
-from ..stats import client_name
-from .cells import Cell, cut_middle, rich_style
-from .header import StatusHeader, plural
+from .cells import Cell, cut_middle, plural, rich_style
+from .header import StatusHeader
 from .lines import LinesView
 from .modals import ConfirmModal
 from .note_screen import NoteScreen, edit_note

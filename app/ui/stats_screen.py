@@ -31,7 +31,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
 from .cells import Cell as TableCell
-from .cells import cut_middle
+from .cells import cut_middle, others_width
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
 PERIOD_WORDS = {"12w": "12 weeks", "52w": "52 weeks", None: "all history"}
@@ -81,15 +81,6 @@ def _cell(text: str, width: int, right: bool, style: RichStyle | None) -> TableC
     """`text` padded to `width` cells, on the left when it is a count (right-aligned)."""
     pad = " " * (width - cell_len(text))
     return TableCell((pad + text if right else text + pad, style))
-
-
-def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
-    """The cells these columns take, padding included: the Reads screen's measure, imported
-    when the figures are first drawn (not for the screen's first frame: that module brings
-    the reads service and the context preview, some 60 ms of imports)."""
-    from .reads import others_width as measure
-
-    return measure(headings, rows)
 
 
 def short_names(tools: Sequence[str]) -> dict[str, str]:
