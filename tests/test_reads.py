@@ -36,6 +36,8 @@ from server.services.reads import (
 from server.vault import Vault
 from server.write.journal import estimate_tokens, read_all
 
+from .conftest import git
+
 if TYPE_CHECKING:
     from app.ui.reads import ReadsScreen
 
@@ -229,6 +231,30 @@ async def test_not_read_in_n_days_by_the_journals_own_times(vault: Path) -> None
     assert all(u.last is None for u in in14)
     a = next(u for u in reads_report_of(vault, 7, now).unread if u.path == "study/a.md")
     assert a.last is not None and (now - a.last).days == 10
+
+
+async def test_a_moved_note_keeps_its_reads_under_its_new_name(vault: Path) -> None:
+    """Moving a note in the dashboard made it 'never read' and dropped it from the most read.
+    A note made at the old name afterwards is a new note: the old reads are not its."""
+    from app.file_actions import apply_move, plan_move
+
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/a.md")
+        await s.text("read_doc", path="study/a.md")
+    time.sleep(1.1)  # git's commit times have whole seconds
+    apply_move(vault, plan_move(vault, "study/a.md", "archive/a-moved.md"))
+    apply_move(vault, plan_move(vault, "archive/a-moved.md", "archive/a-again.md"))
+    time.sleep(1.1)
+    (vault / "study/a.md").write_text("# A new note at the old name\n")
+    git(vault, "add", "-A")
+    git(vault, "commit", "-qm", "a new a.md")
+    async with client(vault) as s:
+        await s.text("read_doc", path="study/a.md")  # the new one, read once
+    now = datetime.now().astimezone()
+    report = reads_report_of(vault, 7, now)
+    most = {n.path: n.reads for n in report.most}
+    assert most["archive/a-again.md"] == 2 and most["study/a.md"] == 1, most
+    assert "archive/a-again.md" not in [u.path for u in report.unread]
 
 
 def reads_report_of(root: Path, days: int, now: datetime) -> Any:
@@ -889,7 +915,7 @@ async def test_the_reads_screen_names_clients_as_stats_does(
         days = [r[0] for r in table_rows(screen, "client-days")]
         assert days[0] == "claude-code" and len(days) == 2, days
         await pilot.press("2")
-        await until(pilot, lambda: bool(screen.query("#most")) and table_rows(screen, "most"))
+        await until(pilot, lambda: bool(screen.query("#most")) and bool(table_rows(screen, "most")))
         clients = {r[-1] for r in table_rows(screen, "most")}
         assert "claude-code" in clients and not any("/" in c for c in clients), clients
 

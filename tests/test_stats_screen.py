@@ -340,7 +340,11 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
         screen = await _open_stats(app, pilot)
         weeks = screen.query_one("#stats-weeks", DataTable)
         for since in ("12w", "52w", None):
-            await until(pilot, lambda s=since: screen.stats is not None and screen.stats.since == s)
+
+            def counted(s: str | None = since) -> bool:
+                return screen.stats is not None and screen.stats.since == s
+
+            await until(pilot, counted)
             await pilot.pause(0.2)
             assert screen.stats is not None
             heads = [c.label.plain for c in weeks.ordered_columns]

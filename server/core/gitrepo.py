@@ -340,6 +340,28 @@ def ignored_paths(root: Path, paths: list[str]) -> list[str]:
     return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]
 
 
+def renames(root: Path, since: int | None = None) -> list[tuple[int, str, str]]:
+    """(commit time, old path, new path) of each rename on HEAD's history (git's own rename
+    detection, as `git log -M` shows it), oldest first; with `since` (epoch seconds) only
+    commits from then on. A path git has to quote (a tab or newline in it) is left out."""
+    args = ["-c", "core.quotePath=false", "log", "-M", "--diff-filter=R", "--name-status"]
+    args += ["--format=@%ct", *([f"--since={since}"] if since is not None else [])]
+    r = git(root, *args, check=False)
+    if r.returncode != 0:  # no commit yet, or git could not tell: no renames known
+        return []
+    out: list[tuple[int, str, str]] = []
+    when = 0
+    for line in r.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("@"):
+            when = int(line[1:] or 0)
+        elif line.startswith("R"):
+            parts = line.split("\t")
+            if len(parts) == 3 and not any(p.startswith('"') for p in parts[1:]):
+                out.append((when, parts[1], parts[2]))
+    out.reverse()
+    return out
+
+
 def filtered_paths(root: Path, paths: list[str]) -> dict[str, str]:
     """path -> the git `filter` attribute set on it (git-crypt, lfs, any clean filter): git
     stores such a file as its filter makes it, and a commit of the bytes on disk would put

@@ -9,7 +9,9 @@ Which events count:
   `noop`), with the server's token estimate (journal.estimate_tokens);
 - reads of a note: `read` events only; a read names every note its result named
   (budget.paths_named), and its tokens are shared evenly between them, so the notes' tokens
-  add up to the reads' tokens.
+  add up to the reads' tokens;
+- a note moved or renamed since (a rename git's history shows: the dashboard's move, or the
+  owner's own commit) keeps its reads under its name of now.
 Times are the owner's local time: the journal keeps UTC, a day is the owner's calendar day.
 A client is named as Stats names it (server.core.clients.client_name: `claude-code`, not
 `claude-code/2.1.0`): the journal keeps the version, an upgrade does not start a new row.
@@ -25,6 +27,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from server.core.clients import client_name
+from server.core.gitrepo import renames
 from server.vault import Vault
 from server.write.journal import estimate_tokens
 
@@ -261,16 +264,57 @@ class NoteReads:
         }
 
 
+class Moves:
+    """Where a note read under one name is now: each rename after the read, followed in turn
+    (a note moved twice; a new note made at the old name after a move is not the moved one)."""
+
+    def __init__(self, moves: Iterable[tuple[int, str, str]] = ()) -> None:
+        self._after: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for when, old, new in moves:  # oldest first
+            self._after[old].append((when, new))
+
+    @classmethod
+    def of(cls, vault: Vault, events: list[dict[str, Any]]) -> Moves:
+        """The renames since the oldest read in `events` (git's history, one `git log`)."""
+        first = next((e.get("ts") for e in events if e.get("kind") == "read"), None)
+        since = _epoch(first) if isinstance(first, str) else None
+        return cls(renames(vault.root, None if since is None else int(since) - 1))
+
+    def __bool__(self) -> bool:
+        return bool(self._after)
+
+    def now(self, path: str, ts: object) -> str:
+        if path not in self._after:
+            return path
+        stamp = _epoch(ts) if isinstance(ts, str) else None
+        if stamp is None:
+            return path
+        when = int(stamp)  # a commit's time has whole seconds: one in the read's second is after it
+        for _ in range(100):  # a chain of renames; never a cycle of them for ever
+            step = next((m for m in self._after.get(path, ()) if m[0] >= when), None)
+            if step is None:
+                break
+            when, path = step
+        return path
+
+
+def _epoch(ts: str) -> float | None:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def _ranked(counts: dict[str, int]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def note_reads(
-    events: Iterable[dict[str, Any]], private: Callable[[str], bool]
+    events: Iterable[dict[str, Any]], private: Callable[[str], bool], moves: Moves | None = None
 ) -> dict[str, NoteReads]:
     """Per note: how many `read` events named it, its share of their tokens, the last one,
     which clients and tools. Notes `private` says are private now are left out, whatever the
-    config was when they were read.
+    config was when they were read; a note `moves` knows under a later name counts there.
 
     One pass over tens of thousands of events, so: plain lists as accumulators, the private
     rule asked once per path, the newest read found by comparing the journal's UTC stamps
@@ -283,6 +327,8 @@ def note_reads(
         paths = event_paths(e)
         if not paths:
             continue
+        if moves:
+            paths = [moves.now(p, e.get("ts")) for p in paths]
         share = event_tokens(e) / len(paths)
         ts = e.get("ts")
         ts = ts if isinstance(ts, str) else ""
@@ -388,7 +434,7 @@ def reads_report(
     vault's current private rules applied to every list."""
     now = now or datetime.now().astimezone()
     policy = vault.policy
-    reads = note_reads(events, policy.is_private)
+    reads = note_reads(events, policy.is_private, Moves.of(vault, events))
     notes = vault_notes(vault)
     return Reads(
         days=days,
