@@ -1063,3 +1063,19 @@ async def test_the_context_tab_notices_a_note_it_includes_changing_on_disk(
         await until(pilot, lambda: "changed since" in screen_text(app), timeout=8)
         assert "a rule the owner added by hand" in screen_text(app)
         assert len(app.feed.events) == seen  # no journal event told it
+
+
+async def test_a_vault_no_assistant_has_read_says_how_to_connect(vault: Path) -> None:
+    """The cost tab said 'the days before are below' over empty headings: nothing had read the
+    vault yet, and nothing said so or what to do."""
+    from textual.widgets import DataTable, Static
+
+    from app.ui.dashboard import Dashboard
+
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_reads(app, pilot, events=0)
+        caption = str(screen.query_one("#cost-caption", Static).render())
+        assert "no assistant has read this vault" in caption and "then c" in caption, caption
+        for id_ in ("#by-tool", "#tool-days", "#client-days", "#by-day"):
+            assert not screen.query_one(id_, DataTable).display, id_

@@ -466,8 +466,16 @@ class ReadsScreen(Screen[None]):
             )
         )
         quiet = not c["calls"]
+        ever = any(self.daily.calls)
         caption = self.query_one("#cost-caption", Static)
-        caption.update(Content("\n No tool results yet today; the days before are below."))
+        caption.update(
+            Content("\n No tool results yet today; the days before are below.")
+            if ever
+            else Content(
+                "\n No tool results in the last 30 days: no assistant has read this vault "
+                "through vaultwatch yet. To connect Claude: esc, then c."
+            )
+        )
         caption.display = quiet
         for id_ in ("#by-tool", "#by-client", "#biggest"):  # headings over nothing say nothing
             self.query_one(id_, DataTable).display = not quiet
@@ -513,8 +521,11 @@ class ReadsScreen(Screen[None]):
         )
 
     def draw_per_day(self) -> None:
-        """The last 30 days: a sparkline per tool and per client, and the days with calls."""
+        """The last 30 days: a sparkline per tool and per client, and the days with calls
+        (none of it over 30 empty days: the caption says why there is nothing)."""
         per = self.daily
+        for id_ in ("#tool-days", "#client-days", "#by-day"):
+            self.query_one(id_, DataTable).display = any(per.calls)
         span = f"{len(per.days)} d to {per.days[-1]:%m-%d}"
         for id_, name, series in (
             ("#tool-days", "tool", per.tools),
