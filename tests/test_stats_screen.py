@@ -395,3 +395,16 @@ async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
     await until(pilot, lambda: screen.stats is not None)
     await pilot.pause(0.2)
     return screen
+
+
+async def test_a_period_no_assistant_wrote_in_says_so(make_vault: Any) -> None:
+    """The per-client table was headings over nothing."""
+    root = make_vault({"a.md": "# A\n"})
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _open_stats(app, pilot)
+        await until(pilot, lambda: screen.stats is not None)
+        await pilot.pause(0.1)
+        note = screen.query_one("#stats-no-clients", Static)
+        assert note.display and "no assistant wrote" in str(note.render())
+        assert not screen.query_one("#stats-clients", DataTable).display

@@ -184,6 +184,7 @@ class StatsScreen(Screen[None]):
     StatsScreen .heading { height: 1; margin: 1 1 0 1; text-style: bold; }
     StatsScreen #stats-legend { height: auto; margin: 0 1; color: $text-muted; }
     StatsScreen #stats-client-tools { margin: 1 1 0 1; }
+    StatsScreen #stats-no-clients { display: none; color: $text-muted; margin: 1 0 0 0; }
     StatsScreen DataTable {
         height: auto; width: auto; max-width: 100%; margin: 0 1; scrollbar-size-vertical: 1;
     }
@@ -227,6 +228,12 @@ class StatsScreen(Screen[None]):
                     yield StatsTable(id="stats-trend", cursor_type="row", fixed_columns=1)
                 with Vertical(id="stats-clients-pane"):
                     yield Static(Content("per client"), classes="heading")
+                    yield Static(
+                        Content(
+                            " no assistant wrote in this period (to connect Claude: esc, then c)"
+                        ),
+                        id="stats-no-clients",
+                    )
                     yield StatsTable(id="stats-clients", cursor_type="row", fixed_columns=1)
                     yield StatsTable(id="stats-client-tools", cursor_type="row", fixed_columns=1)
         yield Footer()
@@ -386,6 +393,9 @@ class StatsScreen(Screen[None]):
             [[cut_middle(k, name), cut_list(v, tools)] for k, v in text.items()],
         )
         self.query_one("#stats-client-tools", DataTable).display = bool(text)
+        # headings over nothing say nothing: say why there is nothing
+        self.query_one("#stats-clients", DataTable).display = bool(rows)
+        self.query_one("#stats-no-clients", Static).display = not rows
         return short
 
     def _table(
