@@ -751,6 +751,30 @@ async def open_reads(app: Any, pilot: Any, events: int) -> ReadsScreen:
     return screen
 
 
+@asynccontextmanager
+async def reads_without_vault(
+    tmp_path: Path, events: list[dict[str, Any]]
+) -> AsyncIterator[tuple[Any, Any, ReadsScreen]]:
+    """The Reads screen alone in an app, over `events`, for a vault that is gone: what it
+    draws from the events, once its load has failed."""
+    from textual.app import App
+
+    from app.ui.reads import ReadsScreen
+
+    from .test_dashboard import until
+
+    screen = ReadsScreen(tmp_path / "gone", events)
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    app = Host()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(screen.failure))
+        yield app, pilot, screen
+
+
 async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unread_rules(
     tmp_path: Path,
 ) -> None:
@@ -758,10 +782,7 @@ async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unr
     screen's first frame, without the vault. When the vault cannot be read, its private rules
     are unknown: today's biggest results name no note (one may be private), and the tabs that
     need the vault say what broke."""
-    from textual.app import App
     from textual.widgets import DataTable
-
-    from app.ui.reads import ReadsScreen
 
     from .test_dashboard import until
 
@@ -780,15 +801,7 @@ async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unr
         }
         for back, tool in ((0, "read_doc"), (0, "search_text"), (3, "read_doc"), (9, "recall"))
     ]
-    screen = ReadsScreen(tmp_path / "gone", events)
-
-    class Host(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(screen)
-
-    app = Host()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: bool(screen.failure))
+    async with reads_without_vault(tmp_path, events) as (app, pilot, screen):
         text = screen_text(app)
         assert "cost today" in text and "2,000 tokens" in text, text
         days = screen.query_one("#tool-days", DataTable)
@@ -1006,11 +1019,8 @@ async def test_biggest_today_uses_the_free_width_before_cutting_a_note(
 
 async def test_counts_on_the_reads_screen_say_one_or_many(tmp_path: Path) -> None:
     """One call of one char costs `1 char ≈ 1 token`, not `1 chars ≈ 1 tokens`."""
-    from textual.app import App
 
-    from app.ui.reads import ReadsScreen
 
-    from .test_dashboard import until
 
     now = datetime.now(UTC)
     event = {
@@ -1024,15 +1034,7 @@ async def test_counts_on_the_reads_screen_say_one_or_many(tmp_path: Path) -> Non
         "chars": 1,
         "tokens": 1,
     }
-    screen = ReadsScreen(tmp_path / "gone", [event])
-
-    class Host(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(screen)
-
-    app = Host()
-    async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: bool(screen.failure))
+    async with reads_without_vault(tmp_path, [event]) as (app, _, _):
         text = screen_text(app)
         assert "1 char ≈ 1 token" in text and "1 chars" not in text, text
 

@@ -408,7 +408,7 @@ async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
     screen = app.screen
     assert isinstance(screen, StatsScreen)
     await until(pilot, lambda: screen.stats is not None)
-    await pilot.pause(0.1)
+    await pilot.pause(0.2)  # the figures drawn after the stats land
     return screen
 
 

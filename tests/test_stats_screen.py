@@ -28,7 +28,14 @@ from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .test_dashboard import until
 from .test_screens import screen_text
-from .test_stats import AI_WHO, OWNER_WHO, VAULTWATCH, _fast_import, scripted  # noqa: F401
+from .test_stats import (  # noqa: F401
+    AI_WHO,
+    OWNER_WHO,
+    VAULTWATCH,
+    _fast_import,
+    _open_stats,
+    scripted,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -384,17 +391,6 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
 
 def _row(text: str, first: str) -> list[str]:
     return next(ln.split() for ln in text.splitlines() if ln.split()[:1] == [first])
-
-
-async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
-    await until(pilot, lambda: bool(app.feed.rows))
-    await pilot.press("S")
-    await until(pilot, lambda: isinstance(app.screen, StatsScreen))
-    screen = app.screen
-    assert isinstance(screen, StatsScreen)
-    await until(pilot, lambda: screen.stats is not None)
-    await pilot.pause(0.2)
-    return screen
 
 
 async def test_a_period_no_assistant_wrote_in_says_so(make_vault: Any) -> None:
