@@ -62,6 +62,15 @@ def vault(make_vault: Any) -> Path:
     return make_vault(FILES)
 
 
+def embed(vault: Vault, wait: float = 120) -> None:
+    """Recall's index of the whole vault, built now (as the dashboard's server does at start)."""
+    vault.start_semantic()
+    sem = vault.semantic()
+    assert sem is not None and sem.thread is not None
+    sem.thread.join(wait)
+    assert sem.ready, sem.error
+
+
 def report(root: Path, **kw: Any) -> health.Report:
     return health.check_root(root, today=kw.pop("today", LATER), **kw)
 
@@ -253,10 +262,7 @@ def test_an_english_and_chinese_near_duplicate_pair_is_found(make_vault: Any) ->
     )
     vault = Vault(root)
     try:
-        vault.start_semantic()
-        sem = vault.semantic()
-        assert sem is not None and sem.thread is not None
-        sem.thread.join(120)
+        embed(vault)
         r = health.check(vault, today=LATER).to_json()
     finally:
         vault.close()

@@ -378,12 +378,11 @@ async def test_deleting_one_of_a_near_duplicate_pair_lists_both(
     )
     from server.vault import Vault
 
+    from .test_health import embed
+
     v = Vault(root)
     try:
-        v.start_semantic()
-        sem = v.semantic()
-        assert sem is not None and sem.thread is not None
-        sem.thread.join(60)
+        embed(v)
     finally:
         v.close()
     app = make_app(root)
