@@ -485,9 +485,10 @@ class Vault:
         return vp
 
     def owner_file_linking_to(self, rel: str) -> str | None:
-        """The owner's file (rules, config, vocabulary) that is a symlink to the note `rel`, if
-        one is: get_context shows the rules file by its target, so a write to the target is a
-        write to the rules."""
+        """The owner's file (rules, config, vocabulary, or a note in a `protected:` folder)
+        that is a symlink to the note `rel`, if one is: get_context shows the rules file by its
+        target, and a protected note reads as its target, so a write to the target is a write
+        to the owner's file."""
         folded = fold(rel)
         for name in self.config.protected_paths():
             try:
@@ -496,6 +497,15 @@ class Vault:
                 continue
             if vp.link is not None and fold(vp.link) == folded:
                 return vp.rel
+        globs = self.config.protected
+        if globs:
+            target = os.path.realpath(self.root / rel)
+            for path in self.entries():
+                if path == rel or not matches_any(path, globs):
+                    continue
+                here = self.root / path  # a note the walk lists: a link to a note, not a folder
+                if os.path.realpath(here) == target and os.path.abspath(here) != target:
+                    return path
         return None
 
     def not_found_message(self, rel: str) -> str:

@@ -234,6 +234,23 @@ async def test_symlinks_to_private_notes_or_git_files_are_invisible(
             assert "symlink" in err, err
 
 
+async def test_a_note_a_protected_note_links_to_is_the_owners(
+    connect: Any, make_vault: Callable[..., Path]
+) -> None:
+    """`protected: [owner/**]` and owner/plan.md a link to notes/plan.md: the owner's plan
+    reads as notes/plan.md, so the AI may not write that either."""
+    files = {**base_files(), "notes/plan.md": "# Plan\nmine\n"}
+    del files["owner/plan.md"]
+    root = make_vault(files)
+    (root / "owner").mkdir()
+    os.symlink("../notes/plan.md", root / "owner/plan.md")
+    async with connect(root) as s:
+        err = await s.error("append_section", path="notes/plan.md", heading="Plan", content="- ai")
+        assert "rejected (protected)" in err and "owner/plan.md" in err, err
+        await s.call("append_section", path="notes/a.md", heading="A", content="- ai")
+    assert (root / "notes/plan.md").read_text() == "# Plan\nmine\n"
+
+
 async def test_an_embed_never_tells_whether_a_hidden_file_exists(
     connect: Any, make_vault: Callable[..., Path]
 ) -> None:
