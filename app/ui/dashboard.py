@@ -195,7 +195,9 @@ class Dashboard(App[None]):
                     f"{count[1]:,} note{'' if count[1] == 1 else 's'} since you last looked. "
                     "Press v to review them.",
                     title="To review",
-                    timeout=20,
+                    # the header keeps the count: the notice need not cover another screen's
+                    # corner for long once the owner has moved on (it hid Stats' clients)
+                    timeout=8,
                 )
 
     @work(thread=True, group="server")
