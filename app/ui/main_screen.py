@@ -239,6 +239,7 @@ class MainScreen(Screen[None]):
         self.split = False
         self.context_lines = 3
         self._selected: str | None = None
+        self._asked = 0  # the detail last asked for: a diff read for an earlier ask is dropped
         self._shown: list[Row] | None = None  # the feed's rows the timeline was last filled from
         self._placed = False  # the cursor was put on the newest AI write at launch
         self._placing: str | None = None  # the row it was put on while there was none yet
@@ -378,6 +379,7 @@ class MainScreen(Screen[None]):
             self._show_detail()
 
     def _show_detail(self) -> None:
+        self._asked += 1
         row = self._row(self._selected)
         pane = self.query_one(DiffPane)
         pane.search = self.filters.text
@@ -386,12 +388,12 @@ class MainScreen(Screen[None]):
                 pane.show([])
             return
         if row.commit is not None:
-            self.load_diff(row, self.split, self.context_lines)
+            self.load_diff(row, self.split, self.context_lines, self._asked)
         else:
             pane.show(event_detail(row, self.dash.root).split("\n", allow_blank=True))
 
     @work(thread=True, exclusive=True, group="diff")
-    def load_diff(self, row: Row, split: bool, context: int) -> None:
+    def load_diff(self, row: Row, split: bool, context: int, asked: int) -> None:
         assert row.commit is not None
         changes, total = commit_changes_upto(self.dash.root, row.commit.sha, DIFF_FILES)
         try:
@@ -403,10 +405,12 @@ class MainScreen(Screen[None]):
         lines = head + body
         marks = {k: [i + len(head) for i in v] for k, v in marks.items()}
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self._diff_loaded, row.key, lines, marks)
+            self.app.call_from_thread(self._diff_loaded, asked, lines, marks)
 
-    def _diff_loaded(self, key: str, lines: list[Content], marks: dict[str, list[int]]) -> None:
-        if key == self._selected:  # not a diff read for a row since left (or filtered away)
+    def _diff_loaded(self, asked: int, lines: list[Content], marks: dict[str, list[int]]) -> None:
+        # Only the newest ask is shown: a thread of an earlier one (another row, the unified
+        # diff before `s`, the old context or width) can finish after it, and was shown over it.
+        if asked == self._asked:
             with contextlib.suppress(NoMatches):  # the app is closing
                 self.query_one(DiffPane).show(lines, marks)
 
