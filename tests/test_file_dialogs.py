@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm, rank
@@ -113,14 +114,15 @@ async def test_new_note_form_checks_dates_then_creates(vault: Path) -> None:
         await pilot.press("n")
         await screen_is(pilot, NewNoteForm)
         form = app.screen
-        form.query_one("#f-title").value = "Second mock"  # type: ignore[attr-defined]
-        form.query_one("#f-date").value = "2026-02-30"  # type: ignore[attr-defined]
-        form.query_one("#f-kind").value = "mock"  # type: ignore[attr-defined]
+        assert isinstance(form, NewNoteForm)
+        form.query_one("#f-title", Input).value = "Second mock"
+        form.field("date").value = "2026-02-30"
+        form.field("kind").value = "mock"
         await pilot.press("ctrl+s")
         await pilot.pause(0.1)
         assert isinstance(app.screen, NewNoteForm)
         assert "not a date" in str(app.screen.query_one("#form-error").render())
-        form.query_one("#f-date").value = "2026-12-02"  # type: ignore[attr-defined]
+        form.field("date").value = "2026-12-02"
         await pilot.press("ctrl+s")
         await until(pilot, lambda: any(r.kind == "create" for r in app.visible_rows()))
     assert (
@@ -128,6 +130,34 @@ async def test_new_note_form_checks_dates_then_creates(vault: Path) -> None:
         .read_text()
         .startswith("---\ndate: 2026-12-02\nkind: mock\n")
     )
+
+
+async def test_new_note_form_takes_chinese_field_names_and_a_field_called_title(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `n` closed the dashboard: a widget id was built from the field's name (`f-日期`)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    config = (
+        "types:\n  会议:\n    folder: 项目\n    required: [日期, 地点 名称, title, status]\n"
+        "    dates: [日期]\n    values: {status: [open, closed]}\n"
+    )
+    root = make_vault({"vault.config.yaml": config, "a.md": "# A\n"})
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("n")
+        await screen_is(pilot, NewNoteForm)
+        form = app.screen
+        assert isinstance(form, NewNoteForm)
+        form.query_one("#f-title", Input).value = "周会"
+        form.field("日期").value = "2026-12-02"
+        form.field("地点 名称").value = "北京"
+        form.field("title").value = "周会记录"
+        form.field("status").value = "open"
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: any(r.kind == "create" for r in app.visible_rows()))
+    [note] = (root / "项目").iterdir()
+    text = note.read_text()
+    assert "日期: 2026-12-02" in text and "地点 名称: 北京" in text and "title: 周会记录" in text
 
 
 async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -> None:

@@ -253,12 +253,14 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         await until(pilot, lambda: isinstance(app.screen, NewNoteForm))
         await pilot.pause(0.1)
         form = app.screen
+        assert isinstance(form, NewNoteForm)
         # the first Tab after the type picker lands in the title: what is typed is kept
         await pilot.press("tab", *"Staff role")
         assert form.query_one("#f-title", Input).value == "Staff role"
         # a date defaults to today; a field with allowed values is a picker of them
-        assert form.query_one("#f-applied", Input).value == date.today().isoformat()
-        status = form.query_one("#f-status", Select)
+        assert form.field("applied").value == date.today().isoformat()
+        status = form.field("status")
+        assert isinstance(status, Select)
         assert [str(o[0]) for o in status._options if o[1] != Select.NULL] == [
             "researching",
             "applied",
@@ -266,19 +268,19 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         ]
         # the path the note will get shows before anything is written
         assert "creates applications/{company}-{role}.md" in screen_text(app)
-        form.query_one("#f-company", Input).value = "北京字节"
-        form.query_one("#f-role", Input).value = "backend"
+        form.field("company").value = "北京字节"
+        form.field("role").value = "backend"
         await pilot.pause(0.1)  # company and role are all the file name needs
         assert "creates applications/北京字节-backend.md" in screen_text(app)
         status.value = "waiting"
-        form.query_one("#f-applied", Input).value = "2026-02-30"
+        form.field("applied").value = "2026-02-30"
         await pilot.pause(0.1)
         await pilot.press("ctrl+s")
         await pilot.pause(0.1)
         text = screen_text(app)
         assert isinstance(app.screen, NewNoteForm)
         assert "not a date" in text, text  # on screen, not below the fold
-        form.query_one("#f-applied", Input).value = "2026-12-01"
+        form.field("applied").value = "2026-12-01"
         await pilot.pause(0.1)
         text = screen_text(app)
         assert "creates applications/北京字节-backend.md" in text, text

@@ -155,6 +155,13 @@ def preview_path(root: Path, type_name: str, values: dict[str, str], title: str)
     return f"{t.folder}/{t.filename or '{slug}.md'}".lstrip("/")
 
 
+def field_id(i: int) -> str:
+    """A form field's widget id by its place: a field's name may be Chinese (`日期`), hold a
+    space or be `title`, and an id must be ASCII letters, digits, `_` or `-` (Textual raised
+    BadIdentifier and the dashboard closed)."""
+    return f"field-{i}"
+
+
 class _Fields(VerticalScroll, can_focus=False):
     """The form's fields. Not focusable itself: the first Tab after the type picker must land in
     the title, not on this container (where typing went nowhere and shifted every value)."""
@@ -217,26 +224,33 @@ class NewNoteForm(ModalScreen[NewNote | None]):
             Input(placeholder="the note's heading (and slug)", id="f-title"),
         ]
         today = date.today().isoformat()
-        for f in self.fields:
+        for i, f in enumerate(self.fields):
             widgets.append(Label(f))
             allowed = [str(v) for v in t.values.get(f, ())]
             if allowed:
-                widgets.append(Select([(v, v) for v in allowed], prompt=f"pick a {f}", id=f"f-{f}"))
+                widgets.append(
+                    Select([(v, v) for v in allowed], prompt=f"pick a {f}", id=field_id(i))
+                )
             elif f in t.dates:
-                widgets.append(Input(today, placeholder="YYYY-MM-DD", id=f"f-{f}"))
+                widgets.append(Input(today, placeholder="YYYY-MM-DD", id=field_id(i)))
             else:
-                widgets.append(Input(id=f"f-{f}"))
+                widgets.append(Input(id=field_id(i)))
         await form.mount_all(widgets)
         self.query_one("#form-error", Static).update("")
         self._preview()
+
+    def field(self, name: str) -> Input | Select[str]:
+        """The widget of the required field `name`: an Input, or a Select of allowed values."""
+        w = self.query_one(f"#{field_id(self.fields.index(name))}")
+        assert isinstance(w, (Input, Select))
+        return w
 
     def _values(self) -> tuple[str, dict[str, str], str]:
         """(type, field values, title) as the form holds them now."""
         t = self.query_one("#type", Select).value
         values = {}
         for f in self.fields:
-            w = self.query_one(f"#f-{f}")
-            v = w.value if isinstance(w, (Input, Select)) else ""
+            v = self.field(f).value
             values[f] = v if isinstance(v, str) else ""
         return (t if isinstance(t, str) else ""), values, self.query_one("#f-title", Input).value
 
