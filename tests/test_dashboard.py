@@ -165,6 +165,30 @@ async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home
     )
 
 
+async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
+    connect: Any, vault: Path, settings_home: Path
+) -> None:
+    # `j r` typed fast: r ran before the timeline's Highlighted message for j was handled
+    async with connect(vault) as s:
+        older = await s.call("append_section", path="w.md", heading="Log", content="- first")
+        newer = await s.call("create_doc", path="n.md", body="# N\n")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _select(pilot, app, f"c:{newer['commit']}")
+        t = app.query_one("#timeline", Timeline)
+        at = t.index_of(f"c:{older['commit']}")
+        assert at is not None
+        t.move_to(at)  # and r at once, before the message loop runs again
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        screen.action_revert()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        modal = app.screen
+        assert isinstance(modal, ConfirmModal)
+        assert older["commit"][:8] in modal.title_text, modal.title_text
+        await pilot.press("n")
+
+
 async def test_conflicting_revert_leaves_the_vault_unchanged(
     connect: Any, vault: Path, settings_home: Path
 ) -> None:

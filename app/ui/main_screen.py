@@ -416,8 +416,16 @@ class MainScreen(Screen[None]):
 
     # -- keys -------------------------------------------------------------------------------------
 
+    def _cursor_row(self) -> Row | None:
+        """The row under the timeline's cursor now. A key pressed right after `j` acts on the
+        row the owner sees highlighted, not on the one whose Highlighted message has not been
+        handled yet (`j r` typed fast offered to revert the row before)."""
+        with contextlib.suppress(NoMatches):
+            return self.query_one("#timeline", Timeline).current
+        return None
+
     def action_open(self) -> None:
-        if self._row(self._selected) is not None:
+        if self._cursor_row() is not None:
             self.query_one(DiffPane).focus()
 
     def action_back(self) -> None:
@@ -575,7 +583,7 @@ class MainScreen(Screen[None]):
 
     @work(exclusive=True, group="revert")
     async def action_revert(self) -> None:
-        row = self._row(self._selected)
+        row = self._cursor_row()
         c = row.commit if row is not None else None
         if c is None or not flows.revertable(c):
             self.notify(flows.why_not_revertable(c), title="cannot revert", severity="warning")
@@ -607,7 +615,7 @@ class MainScreen(Screen[None]):
             self.post_message(VaultChanged(""))
 
     def _selected_file(self) -> str:
-        row = self._row(self._selected)
+        row = self._cursor_row()
         for p in row.paths if row else ():
             if (self.dash.root / p).is_file():
                 return p
