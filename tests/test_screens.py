@@ -18,6 +18,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.file_dialogs import NewNoteForm
 from app.ui.insights import TagsScreen
 from app.ui.lines import LinesView
+from app.ui.main_screen import MainScreen
 from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
 from app.ui.reads import ReadsScreen
 from app.ui.timeline import Timeline
@@ -427,3 +428,28 @@ async def test_side_by_side_is_laid_out_again_for_a_new_width(
         assert rows and all(r.cell_length <= width for r in rows), (width, [r.plain for r in rows])
         # and the wider pane is used: the old side by side was narrower
         assert max(r.cell_length for r in rows) > max(len(b) for b in before if "│" in b)
+
+
+async def test_the_cursor_row_is_in_sight_after_a_resize_under_another_screen(
+    make_vault: Any, settings_home: Path
+) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    for i in range(40):  # 40 owner commits: rows enough to scroll at 80x24
+        (root / "a.md").write_text(f"# A\n\n{i}\n")
+        git(root, "commit", "-qam", f"edit {i}")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(200, 50)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.row_count >= 40)
+        t.move_to(30)
+        await pilot.pause(0.1)
+        await pilot.press("S")  # Stats on top while the terminal shrinks
+        await until(pilot, lambda: type(app.screen).__name__ == "StatsScreen")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.pause(0.3)
+        seen = t.scrollable_content_region.height - 1  # the header line
+        assert t.cursor == 30
+        assert t.scroll_y <= 30 < t.scroll_y + seen, (t.scroll_y, seen)

@@ -274,6 +274,11 @@ class MainScreen(Screen[None]):
         self.query_one("#filter", Input).display = False
         self.show_header()
 
+    def on_screen_resume(self) -> None:
+        # the terminal may have been resized while another screen (Stats, a dialog) was on
+        # top, and only that screen was told: the cursor's row was left out of sight
+        self.on_resize()
+
     def on_resize(self) -> None:
         # the selected row stays on screen whatever the new size
         with contextlib.suppress(NoMatches):  # the app is closing
