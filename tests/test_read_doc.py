@@ -47,7 +47,9 @@ async def test_section_paths_and_ambiguity(connect: Any, make_vault: Any) -> Non
         res = await s.call("read_doc", path="weeks/w.md", section="Week 49/Log")
         assert res["content"].startswith("## Log\n- Mon: mock") and "onsite" not in res["content"]
         assert res["section"] == "Week 49/Log" and res["hash"] == content_hash(WEEK.encode())
-        assert res["complete"] is False and res["outline"][0]["heading"] == "Week 49"
+        # the whole section asked for: complete, nothing more to get, the outline for the rest
+        assert res["complete"] is True and "next" not in res
+        assert res["outline"][0]["heading"] == "Week 49"
         goals = await s.call("read_doc", path="weeks/w.md", section="goals")  # case-insensitive
         assert goals["content"] == "## Goals\n- finish take-home\n\n"
         msg = await s.error("read_doc", path="weeks/w.md", section="Log")
@@ -169,3 +171,31 @@ async def test_crlf_and_nfd_names(connect: Any, make_vault: Any) -> None:
         assert [x["path"] for x in listed["docs"]] == [nfc]
         res = await s.call("read_doc", path=nfc, section="Log")
         assert res["content"] == "## Log\r\n- a\r\n"
+
+
+async def test_reading_until_complete_stops_at_the_last_page(connect: Any, make_vault: Any) -> None:
+    """Audit: reading a 202,225-char note by offset, the last page ([201224, 202225] of 202225)
+    still said complete:false, with a `next` that named no next step; a client reading "until
+    complete" never stopped. The page that reaches the end is complete and has no `next`; so is
+    the last page of a section read by offset, and every page before it is not."""
+    lines = [f"- entry {i}: " + "lorem ipsum dolor sit amet " * 3 for i in range(3_000)]
+    body = "# Big\n\n## Log\n" + "\n".join(lines) + "\n\n## After\nend\n"
+    root = make_vault({"big.md": body})
+    async with connect(root) as s:
+        for section in (None, "Log"):
+            args: dict[str, Any] = {"section": section} if section else {}
+            pages: list[dict[str, Any]] = [await s.call("read_doc", path="big.md", **args)]
+            while not pages[-1]["complete"]:
+                assert len(pages) < 50, "read_doc never said complete"
+                assert "offset=" in pages[-1]["next"], pages[-1]["next"]
+                offset = pages[-1]["range"][1] - (body.index("## Log") if section else 0)
+                pages.append(await s.call("read_doc", path="big.md", offset=offset, **args))
+            assert len(pages) > 3
+            last = pages[-1]
+            want = body[body.index("## Log") : body.index("## After")] if section else body
+            assert "".join(p["content"] for p in pages) == want
+            assert "next" not in last and last["range"][1] == body.index(want) + len(want)
+            assert all(p["complete"] is False and "next" in p for p in pages[:-1])
+        # a tail leaves the older entries out: not complete, and `next` says how to get them
+        tail = await s.call("read_doc", path="big.md", section="Log", tail=2)
+        assert tail["complete"] is False and "last 2 of 3000 entries" in tail["next"]

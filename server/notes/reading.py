@@ -214,16 +214,22 @@ def read_slice(
 
     end = _cut(text, start, sel_end, room)
     content = text[start:end]
-    complete = start == 0 and end == len(text)
+    # Complete: nothing is left to read. This page reaches the end of what was asked (the note,
+    # or the section), and either starts at its beginning or is a page of an offset read, whose
+    # earlier pages the reader has: the last page of a paged read says complete, so a client
+    # reading "until complete" stops there. A tail that leaves earlier text out is not complete.
+    complete = end == sel_end and (start == sel_start or offset is not None)
     result: dict[str, Any] = {
         "section": head.path if head else None,
         "range": [start, end],
         "content": content,
         "complete": complete,
     }
-    if complete:
-        return result
+    if start == 0 and end == len(text):
+        return result  # the whole note: no outline needed
     result["outline"] = out_rows
+    if complete:
+        return result  # no `next`: there is nothing more to get
     parts = [f"Showing chars {start}-{end} of {len(text)}"]
     if note:
         parts.append(f" ({note})")

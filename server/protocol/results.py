@@ -63,7 +63,10 @@ class ReadDocResult(BaseModel):
     section: str | None = None
     range: list[int] = Field(description="[start, end) char offsets of content in the note")
     content: str
-    complete: bool = Field(description="true when content is the whole note")
+    complete: bool = Field(
+        description="true when nothing is left to read: content reaches the end of the note "
+        "(or of the section asked for), from its start or as the last page of an offset read"
+    )
     outline: list[OutlineRow] | None = None
     next: str | None = Field(None, description="how to get what was left out")
     tags: list[str] = Field(default_factory=list)
