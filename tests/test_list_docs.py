@@ -245,3 +245,35 @@ async def test_list_docs_and_search_text_pick_notes_by_one_filter(
         assert "unknown type 'job'; types in this vault: application, session" in await s.error(
             "list_docs", type="job"
         )
+
+
+async def test_a_date_range_over_undated_notes_and_an_unknown_sort_key_are_errors(
+    connect: Any, make_vault: Any
+) -> None:
+    """Audit, on Obsidian's help vault (no note has a `date:`): list_docs(date_from='yesterday')
+    answered {"total": 0} with no word of why, and sort='size' was silently ignored (the notes
+    came by path). Both now say what happened and what to call instead."""
+    root = make_vault(
+        {
+            "Home.md": "---\naliases: [start]\n---\n# Home\n",
+            "Plugins/Canvas.md": "---\npublish: true\n---\n# Canvas\n",
+            "Plugins/Graph.md": "# Graph\n",
+        }
+    )
+    async with connect(root) as s:
+        msg = await s.error("list_docs", date_from="yesterday")
+        assert "none of the 3 notes" in msg and "date_field='modified'" in msg, msg
+        assert "'yesterday'" in msg and "-30d" in msg, msg  # the forms date_from takes
+        recent = await s.call("list_docs", date_from="yesterday", date_field="modified")
+        assert recent["total"] == 3  # the suggested call works: every file was just written
+        # a range that keeps nothing among dated notes is an answer, not an error
+        assert (await s.call("list_docs", date_from="+1d", date_field="modified"))["total"] == 0
+        bad = await s.error("list_docs", date_from="last week")
+        assert "'yesterday'" in bad and "YYYY-MM-DD" in bad and "-1y" in bad, bad
+
+        msg = await s.error("list_docs", sort="size")
+        assert "no" in msg and "'size'" in msg and "modified" in msg and "title" in msg, msg
+        assert "'aliases'" in msg and "'publish'" in msg, msg  # the fields they do have
+        by_field = await s.call("list_docs", sort="-publish")  # a field one note has: fine
+        assert by_field["docs"][0]["path"] == "Plugins/Canvas.md"
+        assert (await s.call("list_docs", sort="-modified"))["total"] == 3

@@ -10,6 +10,11 @@ from server.core.errors import VaultwatchError
 
 RELATIVE = re.compile(r"^([+-]?)(\d+)([dwmy])$")
 NAMED = {"today": 0, "yesterday": -1, "tomorrow": 1}
+# What parse_when takes, said once: in its error, and where a date filter finds nothing to compare.
+DATE_FORMS = (
+    "YYYY-MM-DD, 'today', 'yesterday', 'tomorrow', or a relative date like -30d (30 days ago), "
+    "-2w, -3m, -1y, or +7d (7 days ahead)"
+)
 
 
 class DateError(VaultwatchError, ValueError):
@@ -66,9 +71,8 @@ def parse_when(text: Any, today: date | None = None) -> date:
             if unit == "m":
                 return _add_months(today, n)
             return _add_months(today, 12 * n)
-    raise DateError(
-        f"{text!r} is not a date: use YYYY-MM-DD, 'today', or a relative date like -30d, -2w, -3m, +7d"
-    )
+    shown = repr(text if not isinstance(text, str) or len(text) <= 100 else text[:100] + "…")
+    raise DateError(f"{shown} is not a date: use {DATE_FORMS}")
 
 
 def looks_like_date(value: Any) -> bool:

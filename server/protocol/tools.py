@@ -371,7 +371,11 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             ),
         ] = None,
         date_from: Annotated[
-            str | None, Field(description="on/after: YYYY-MM-DD, today, or relative -30d -2w -3m")
+            str | None,
+            Field(
+                description="on/after: YYYY-MM-DD, today, yesterday, or relative -30d -2w -3m -1y; "
+                "of each note's date (see date_field)"
+            ),
         ] = None,
         date_to: Annotated[str | None, Field(description="on/before, same forms")] = None,
         date_field: Annotated[
@@ -379,7 +383,11 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             Field(description="field for date_from/to: default the type's date; or 'modified'"),
         ] = None,
         sort: Annotated[
-            str, Field(description="field to sort by, '-' for descending: -date, title, -modified")
+            str,
+            Field(
+                description="'-' first for descending: -date, -modified, path, title, type, "
+                "folder, or a frontmatter field the notes have"
+            ),
         ] = "-date",
         fields: Annotated[
             list[str] | None,

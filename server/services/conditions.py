@@ -12,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from server.notes.config import Config
-from server.notes.dates import DateError, as_date, looks_like_date, parse_when
+from server.notes.dates import DATE_FORMS, DateError, as_date, looks_like_date, parse_when
 from server.notes.entry import Entry
 from server.notes.filters import NoteFilter, QueryError
 
@@ -165,17 +165,41 @@ def select(entries: list[Entry], f: Filters, config: Config) -> list[Entry]:
     lo = _when(f.date_from) if f.date_from else None
     hi = _when(f.date_to) if f.date_to else None
     out = []
+    kept = dated = 0
     for e in entries:
         if not keep.matches(e):
             continue
+        kept += 1
         if lo or hi:
             d = _entry_date(e, f.date_field)
-            if d is None or (lo and d < lo) or (hi and d > hi):
+            if d is None:
+                continue
+            dated += 1
+            if (lo and d < lo) or (hi and d > hi):
                 continue
         if conds and not all(_match_one(field_value(e, fl), op, arg) for fl, op, arg in conds):
             continue
         out.append(e)
+    if (lo or hi) and kept and not dated:
+        raise QueryError(_no_dates(kept, f.date_field))
     return out
+
+
+def _no_dates(kept: int, field: str | None) -> str:
+    """A date range over notes none of which has that date: "0 notes" would read as "nothing
+    changed then" (a vault of notes without a `date:` field returned nothing for
+    date_from='yesterday'); say why, and what to filter by instead."""
+    which = (
+        "a date (their type's date field, or a 'date:' frontmatter field)"
+        if field is None
+        else f"a date in field {field[:100]!r}"
+    )
+    return (
+        f"none of the {kept:,} notes the other filters keep has {which}, so date_from/date_to "
+        "can keep none. To filter by when notes last changed, call list_docs again with "
+        "date_field='modified'; or name a frontmatter field that holds dates with date_field "
+        f"(list_docs(fields=[...]) shows them). date_from/date_to take {DATE_FORMS}."
+    )
 
 
 def _when(text: str) -> date:
