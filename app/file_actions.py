@@ -391,7 +391,9 @@ def _action(root: Path, involved: list[str]) -> Iterator[None]:
         try:
             store.check_repo()
             store.snapshot(sorted(p for p in involved if (root / p).is_file()))
-        except (StoreError, GitError) as exc:
+        except StoreError as exc:
+            raise ActionError(exc.for_owner) from None
+        except GitError as exc:
             raise ActionError(str(exc)) from None
         yield
 

@@ -161,7 +161,7 @@ def plan_revert(root: Path, shas: list[str], path: str | None = None) -> RevertP
     try:  # the write path's own checks: a preview says at once what the revert would hit
         _store(root).check_repo()
     except StoreError as exc:
-        raise ActionError(exc.message) from None
+        raise ActionError(exc.for_owner) from None
     history, targets = _history(root, shas)
     undone = reverted_by(history)
     for t in targets:
@@ -427,7 +427,9 @@ def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str
             f"{exc.rel} changed while the {what} was written; it was put back and nothing was "
             "committed. Try again."
         ) from None
-    except (StoreError, GitError) as exc:
+    except StoreError as exc:
+        raise ActionError(exc.for_owner) from None
+    except GitError as exc:
         raise ActionError(exc.message) from None
 
 

@@ -174,6 +174,8 @@ async def test_a_git_operation_in_progress_shows_in_the_header_and_A_aborts_it(
         )
         await pilot.press("r")  # a revert now is refused at once, and says why
         await until(pilot, lambda: "middle of a revert" in said(app))
+        # said to the owner, with their way out (not the model's "tell the owner")
+        assert "A in the dashboard" in said(app) and "owner" not in said(app), said(app)
         assert not isinstance(app.screen, ConfirmModal)
         await pilot.press("A")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))

@@ -256,8 +256,9 @@ async def test_a_git_operation_left_half_way_is_shown_and_aborted(
         ["git", "-C", str(vault), "revert", "--no-edit", first["commit"]], capture_output=True
     )
     assert r.returncode != 0 and operation_in_progress(vault) == ("revert", "a revert")
-    with pytest.raises(Exception, match="middle of a revert"):
+    with pytest.raises(Exception, match="middle of a revert") as err:
         revert(vault, [first["commit"]])
+    assert "git revert --abort" in str(err.value) and "owner" not in str(err.value)
     assert abort_operation(vault) == "a revert"
     assert operation_in_progress(vault) is None and clean(vault)
     async with connect(vault) as s:  # AI writes work again

@@ -274,7 +274,13 @@ def _read_fd(fd: int) -> bytes:
 
 
 class StoreError(VaultwatchError):
-    """The write path refused or failed (git busy, mid-merge, the write undone)."""
+    """The write path refused or failed (git busy, mid-merge, the write undone). `message` is
+    written for the model; `for_owner` says the same to the owner, whose dashboard and shell
+    commands go through this path too (the model is told to "tell the owner")."""
+
+    def __init__(self, code: str, message: str, hint: str = "", owner: str = "") -> None:
+        super().__init__(code, message, hint)
+        self.for_owner = owner or message
 
 
 @dataclass
@@ -345,13 +351,21 @@ class Store:
     def check_repo(self) -> None:
         g = git_dir(self.root)  # a worktree's own HEAD, not the main checkout's
         if not wait_for_index(self.root):  # another git command's lock usually goes in ms
-            raise StoreError("git_busy", index_busy_message())
+            raise StoreError(
+                "git_busy",
+                index_busy_message(),
+                owner="git's index is locked (.git/index.lock): another git command is running "
+                "or one crashed; nothing was changed. Try again in a moment; if no git command "
+                "is running, delete .git/index.lock.",
+            )
         busy = operation_in_progress(self.root)
         if busy is not None:
             raise StoreError(
                 "git_in_progress",
                 f"the vault is in the middle of {busy[1]}; nothing was written. Tell the owner "
                 "to finish or abort it first.",
+                owner=f"git is in the middle of {busy[1]}; nothing was changed. Finish it, or "
+                f"abort it (A in the dashboard, or git {busy[0]} --abort), then try again.",
             )
         head = (g / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
         if not head.startswith("ref: "):
@@ -359,6 +373,8 @@ class Store:
                 "detached_head",
                 "the vault's git HEAD is detached (not on a branch); nothing was written. Tell "
                 "the owner to check out a branch.",
+                owner="git's HEAD is detached (not on a branch); nothing was changed. Check out "
+                "a branch (git switch <branch>), then try again.",
             )
 
     # -- the write ------------------------------------------------------------------------------
@@ -847,5 +863,7 @@ def head_branch(root: Path) -> tuple[str, str]:
             "detached_head",
             "the vault's git HEAD is not on a branch; "
             "nothing was written. Tell the owner to check out a branch.",
+            owner="git's HEAD is not on a branch; nothing was changed. Check out a branch "
+            "(git switch <branch>), then try again.",
         )
     return branch, sha
