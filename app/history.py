@@ -252,10 +252,12 @@ def reverted_by(commits: Iterable[Reverting]) -> dict[str, str]:
 
 def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
     """Lines added and removed by each commit (binary files count 0), through one
-    `git diff-tree --stdin`: the timeline asks only for the rows it draws."""
+    `git diff-tree --stdin`: the timeline asks only for the rows it draws. Renames are
+    detected (-M, as `git show --numstat -M`): a moved note counts the lines that changed in
+    it, not all of them deleted and added again (a pure rename read +125 −125)."""
     if not shas:
         return {}
-    args = ["diff-tree", "--stdin", "-r", "--numstat", "--root", "--no-renames"]
+    args = ["diff-tree", "--stdin", "-r", "--numstat", "--root", "-M"]
     out = git(root, *args, input=("\n".join(shas) + "\n").encode()).stdout.decode(
         "utf-8", "replace"
     )
