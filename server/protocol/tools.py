@@ -24,7 +24,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field, ValidationError
 
 from server import __version__
-from server.core.budget import cap_message, fit_result, fit_text, paths_named
+from server.core.budget import CUT, cap_message, fit_result, fit_text, paths_named
 from server.core.gitrepo import trailer_value
 from server.core.tool_names import ToolName
 from server.index.search import IndexUnavailable
@@ -256,13 +256,13 @@ class ToolKit:
                     # never delays its answer; recall itself starts it too.
                     self.vault.start_semantic_soon()
             except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
-                message, code = exc.message, exc.code
+                message, code = cut_echoes(exc.message, args), exc.code
                 self.vault.journal.append(
                     journal.Error(name, code, message), client=client_name(ctx)
                 )
                 raise ToolError(self.why(message)) from exc
             except ToolError as exc:
-                explained = self.why(str(exc))
+                explained = self.why(cut_echoes(str(exc), args))
                 if explained == str(exc):
                     raise
                 raise ToolError(explained) from exc
@@ -704,6 +704,57 @@ class VaultServer(MCPServer):
             )
             return ToolError(f"rejected ({code}): {message}. To fix: {hint}. Nothing was written.")
         return ToolError(f"{message}. To fix: {hint}.")
+
+
+ECHO_CHARS = 200  # of an argument an error repeats: as append_section caps a heading
+
+
+def cut_echoes(message: str, args: dict[str, Any]) -> str:
+    """`message` with every long argument it repeats cut to its first ECHO_CHARS chars. Errors
+    say what was asked ("no heading '…'", "unknown type '…'"), and the model sent the rest
+    itself: a 100,000-char section came back as a 40,000-char error (the whole budget). One
+    place for every tool, whichever layer wrote the message; an argument is found as sent, as
+    repr() writes it, or stripped."""
+    values: list[str] = []
+    _long_strings(args, values, 0)
+    for value in sorted(set(values), key=len, reverse=True)[:20]:
+        for said in (value, repr(value)[1:-1], value.strip()):
+            message = _cut_runs(message, said)
+    return message
+
+
+def _long_strings(value: Any, out: list[str], depth: int) -> None:
+    if isinstance(value, str):
+        if len(value) > ECHO_CHARS:
+            out.append(value)
+    elif depth < 4 and isinstance(value, dict):
+        for k, v in list(value.items())[:200]:
+            _long_strings(k, out, depth + 1)
+            _long_strings(v, out, depth + 1)
+    elif depth < 4 and isinstance(value, list | tuple):
+        for v in value[:200]:
+            _long_strings(v, out, depth + 1)
+
+
+def _cut_runs(message: str, said: str) -> str:
+    """Each run of more than ECHO_CHARS chars of `message` that repeats the start of `said`,
+    cut to ECHO_CHARS chars and the cut mark."""
+    head = said[:ECHO_CHARS]
+    if len(said) <= ECHO_CHARS or head not in message:
+        return message
+    out, pos = [], 0
+    while (i := message.find(head, pos)) >= 0:
+        lo, hi = ECHO_CHARS, min(len(said), len(message) - i)  # the run's length, bisected
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if message[i : i + mid] == said[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        n = lo
+        out.append(message[pos:i] + head + (CUT if n > ECHO_CHARS else ""))
+        pos = i + n
+    return "".join(out) + message[pos:]
 
 
 def bad_arguments(exc: ValidationError) -> tuple[str, str, str]:
