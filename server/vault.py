@@ -271,13 +271,22 @@ class Vault:
                 f"recall is off: the config's semantic block is wrong ({first}); use search_text, "
                 f"and tell the owner to correct {first.file} (it applies on the next call)"
             )
-        if sc.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off" and broken is not None:
+        off_by_env = os.environ.get("VAULTWATCH_SEMANTIC") == "off"
+        if sc.enabled and not off_by_env and broken is not None:
             return (
                 f"recall is unavailable: its index could not be opened ({broken[1]}); use "
                 "search_text, and tell the owner"
             )
+        if off_by_env:  # the true reason: the config may well say enabled
+            also = " (the config's semantic.enabled is false too)" if not sc.enabled else ""
+            return (
+                "recall is off for this server: it was started with the environment variable "
+                f"VAULTWATCH_SEMANTIC=off{also}. Use search_text instead; recall comes back "
+                "when the owner restarts the server without that variable"
+            )
         return (
-            "recall is off in this vault (semantic.enabled: false in the config); use search_text"
+            "recall is off in this vault (semantic.enabled: false in the config); use "
+            "search_text, or ask the owner to set semantic.enabled: true"
         )
 
     def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
