@@ -41,6 +41,24 @@ def cut_middle(text: str, width: int) -> str:
     return head + ELLIPSIS + tail
 
 
+def fit(content: Content, width: int) -> Content:
+    """`content` in exactly `width` cells: padded, or cut at its end with the ellipsis right
+    after the last character that fits. Content.truncate pads a cut in a wide character's
+    middle with a space before its `…` (`2026-09-01-孤立 …`); here the spare cell goes after."""
+    if content.cell_length <= width:
+        return content.pad_right(width - content.cell_length)
+    if width <= 0:
+        return Content("")
+    end, used = 0, 0
+    for ch in content.plain:
+        w = cell_len(ch)
+        if used + w > width - 1:
+            break
+        end, used = end + 1, used + w
+    cut = content[:end] + ELLIPSIS
+    return cut.pad_right(width - cut.cell_length)
+
+
 def note_label(path: str, width: int, more: int = 0) -> Content:
     """A note in at most `width` cells: its file name first (and `+2` for two more notes),
     then its folder, muted. The folder is shortened first, and dropped when fewer than four

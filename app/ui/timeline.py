@@ -24,6 +24,7 @@ from textual.visual import Visual
 
 from ..feed import Row
 from ..history import line_counts
+from .cells import fit
 
 KIND_STYLE = {
     "ai": "bold $text-primary",
@@ -99,6 +100,11 @@ def cells(row: Row, now: datetime, counts: tuple[int, int] | None = None) -> lis
         counts_cell(counts),
         summary,
     ]
+
+
+def fit_line(row: list[Content], width: int) -> Content:
+    """One timeline line `width` cells wide: each cell cut or padded to its column."""
+    return Content(" ").join(fit(c, w) for c, w in zip(row, widths(width), strict=True) if w)
 
 
 class Timeline(ScrollView, can_focus=True):
@@ -255,11 +261,7 @@ class Timeline(ScrollView, can_focus=True):
         self.refresh()
 
     def _strip(self, row: list[Content], width: int, style: VisualStyle) -> Strip:
-        line = Content(" ").join(
-            c.truncate(w, ellipsis=True, pad=True)
-            for c, w in zip(row, widths(width), strict=True)
-            if w
-        )
+        line = fit_line(row, width)
         strips = Visual.to_strips(self, line, width, 1, style)
         strip = strips[0] if strips else Strip.blank(width)
         return strip.extend_cell_length(width, style.rich_style).crop(0, width)
