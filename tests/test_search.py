@@ -218,3 +218,25 @@ async def test_a_folder_filter_that_names_no_folder_says_so(connect: Any, make_v
     assert 'path:"Obsidian Publish/"' in none["hint"]
     assert [h["path"] for h in quoted["hits"]] == ["Obsidian Publish/setup.md"]
     assert "folder" not in other["hint"].split(".")[0], other["hint"]
+
+
+async def test_an_unclosed_quote_is_closed_at_the_end_and_said(
+    connect: Any, make_vault: Any
+) -> None:
+    """Audit: search_text('"unclosed phrase') answered 0 hits and no hint: the quote was dropped
+    and the words searched apart. The phrase is closed at the end, and the hint says so."""
+    root = make_vault(
+        {
+            "a.md": "# Engine\n\nAn offline sync engine for notes.\n",
+            "b.md": "# Other\n\nSync happens online; offline, nothing moves.\n",
+        }
+    )
+    async with connect(root) as s:
+        res = await s.call("search_text", query='"offline sync')
+        assert [h["path"] for h in res["hits"]] == ["a.md"]
+        assert "never closes" in res["hint"] and "'offline sync'" not in res["hint"], res["hint"]
+        assert '"offline sync" is one phrase' in res["hint"], res["hint"]
+        none = await s.call("search_text", query='"sync offline')
+        assert none["total"] == 0 and "never closes" in none["hint"] and "fewer" in none["hint"]
+        closed = await s.call("search_text", query='"offline sync"')
+        assert [h["path"] for h in closed["hits"]] == ["a.md"] and "hint" not in closed

@@ -42,6 +42,8 @@ class ParsedQuery:
     tags: list[str] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    # the text after a quote the query never closed, searched as a phrase closed at the end
+    unclosed: str | None = None
 
     @property
     def positive(self) -> list[Term]:
@@ -74,11 +76,17 @@ def parse(query: str) -> ParsedQuery:
         words = len(query.split())
         _too_long(f"{len(query):,} characters ({words:,} word{'s' if words != 1 else ''})")
     pq = ParsedQuery()
-    raw_parts = _split(query.replace("\u201c", '"').replace("\u201d", '"'))
+    text = query.replace("\u201c", '"').replace("\u201d", '"')
+    if text.count('"') % 2:
+        # '"offline sync' searched the two words apart, found nothing and said nothing: the
+        # phrase is closed at the end, and the result says so (see search_text's hint)
+        pq.unclosed = text[text.rfind('"') + 1 :].strip() or None
+        text += '"'
+    raw_parts = _split(text)
     if len(raw_parts) > MAX_TERMS:
         _too_long(f"{len(raw_parts):,} terms")
-    # shlex drops the quotes; find which parts were quoted from the original text
-    quoted = {m.group(1) for m in re.finditer(r'"([^"]+)"', query)}
+    # shlex drops the quotes; find which parts were quoted from the text
+    quoted = {m.group(1) for m in re.finditer(r'"([^"]+)"', text)}
     for part in raw_parts:
         negated = part.startswith("-") and len(part) > 1
         body = part[1:] if negated else part

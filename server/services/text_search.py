@@ -216,4 +216,11 @@ def search_text(
                 f"No note is in folder {fit_text(empty[0], 100)!r}. A folder with spaces goes in quotes: "
                 'path:"Obsidian Publish/"; list_docs(group_by="folder") lists the folders.'
             )
+    if pq.unclosed:
+        said = fit_text(pq.unclosed, 100).replace('"', "'")
+        result["hint"] = (
+            f'The query has a quote it never closes: it was read as if closed at the end, so "{said}" '
+            "is one phrase. To find those words anywhere in a note, call again without the quote."
+            + (" " + result["hint"] if result.get("hint") else "")
+        )
     return result
