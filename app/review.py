@@ -171,6 +171,45 @@ def _scan(root: Path, *rng: str) -> list[_Head]:
 # per-note summaries
 
 
+Rename = tuple[str, str, str]  # (the commit, the path before it, the path after it)
+
+
+def _renames(root: Path, *rng: str) -> list[Rename]:
+    """Each rename in these commits as git's rename detection sees it (`git log -M`, as the
+    Reads screen follows a moved note), newest first. `-z`: a Chinese path is not quoted."""
+    args = ["log", "-M", "--diff-filter=R", "--name-status", "-z", "--format=%x1e%H", *rng]
+    r = git(root, *args, check=False)
+    if r.returncode != 0:  # an unborn branch: nothing moved
+        return []
+    out: list[Rename] = []
+    for rec in r.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
+        sha, _, rest = rec.partition("\x00")
+        items = [i.strip("\n") for i in rest.split("\x00")]
+        for i, item in enumerate(items):
+            if item.startswith("R") and i + 2 < len(items):
+                out.append((sha.strip(), items[i + 1], items[i + 2]))
+    return out
+
+
+def _forward(path: str, at: int, moves: list[Rename], order: dict[str, int]) -> str:
+    """Where a note the commit at `at` (0 = newest) wrote as `path` is now: through each rename
+    after that commit, oldest first."""
+    for sha, old, new in reversed(moves):
+        if order.get(sha, len(order)) < at and old == path:
+            path = new
+    return path
+
+
+def _chain(path: str, moves: list[Rename]) -> tuple[Rename, ...]:
+    """The renames that brought a note to `path`, newest first."""
+    out = []
+    for move in moves:
+        if move[2] == path:
+            out.append(move)
+            path = move[1]
+    return tuple(out)
+
+
 @dataclass
 class NoteSummary:
     path: str
@@ -184,6 +223,20 @@ class NoteSummary:
     last: datetime
     reviewed: bool  # every AI change in view is marked reviewed (only in a period view)
     base: str | None  # the commit whose version of the note the net diff starts from
+    # the renames that brought the note to `path` (newest first): the owner moved it after the
+    # AI wrote it, and its older commits and its base hold it under an older name
+    renames: tuple[Rename, ...] = ()
+    names: dict[str, str] = field(default_factory=dict)  # AI commit -> the note's path in it
+
+    def path_in(self, sha: str) -> str:
+        """The note's path in one of its AI commits: what that commit's review mark names."""
+        return self.names.get(sha, self.path)
+
+    @property
+    def moved_from(self) -> str | None:
+        """The note's oldest name in view, when the owner moved it since the AI wrote it."""
+        old = {self.path_in(c.sha) for c in self.commits} - {self.path}
+        return self.renames[-1][1] if old and self.renames else None
 
 
 @dataclass
@@ -209,27 +262,38 @@ def summaries(root: Path, since: str = "last") -> Review:
     else:
         wanted = [h.sha for h in heads if h.is_ai]
     log = _log(root, stdin=wanted)
-    open_: dict[str, list[Marked]] = {}  # path -> unreviewed AI commits, newest first
-    seen: dict[str, list[Marked]] = {}  # path -> every AI commit in view
+    # a note the owner moved after the AI wrote it is listed under its name now: the AI's
+    # commits hold the old name, the move is an owner commit (git rename detection)
+    order = {h.sha: i for i, h in enumerate(heads)}  # 0 = newest
+    moves = _renames(root, *rng) if log else []
+    if moves and since == "last":  # only renames after the oldest change in view matter
+        oldest = order.get(log[-1].commit.sha, len(order))
+        moves = [m for m in moves if order.get(m[0], len(order)) < oldest]
+    # path now -> (AI commit, the note's path in it), newest first
+    open_: dict[str, list[tuple[Marked, str]]] = {}  # unreviewed
+    seen: dict[str, list[tuple[Marked, str]]] = {}  # every AI commit in view
     unreviewed: set[str] = set()
     for m in log:
         c = m.commit
         for f in c.files:
-            seen.setdefault(f, []).append(m)
+            now = _forward(f, order.get(c.sha, len(order)), moves, order) if moves else f
+            seen.setdefault(now, []).append((m, f))
             if f in m.reviewed or c.sha in reverted or (c.sha, f) in path_undone:
                 continue
-            open_.setdefault(f, []).append(m)
+            open_.setdefault(now, []).append((m, f))
             unreviewed.add(c.sha)
     shown = open_ if since == "last" else seen
-    counts = _file_counts(root, sorted({m.commit.sha for ms in shown.values() for m in ms}))
+    counts = _file_counts(root, sorted({m.commit.sha for ms in shown.values() for m, _ in ms}))
     notes = []
     for path, ms in shown.items():
-        cs = [m.commit for m in ms]
-        added = sum(counts.get((c.sha, path), (0, 0))[0] for c in cs)
-        removed = sum(counts.get((c.sha, path), (0, 0))[1] for c in cs)
-        base = (ms[-1].parents[0] if ms[-1].parents else None) if since == "last" else start
+        cs = [m.commit for m, _ in ms]
+        added = sum(counts.get((m.commit.sha, f), (0, 0))[0] for m, f in ms)
+        removed = sum(counts.get((m.commit.sha, f), (0, 0))[1] for m, f in ms)
+        last_m = ms[-1][0]
+        base = (last_m.parents[0] if last_m.parents else None) if since == "last" else start
         tools = sorted({c.tool for c in cs if c.tool})
         clients = sorted({c.client for c in cs if c.client})
+        names = {m.commit.sha: f for m, f in ms if f != path}
         notes.append(
             NoteSummary(
                 path,
@@ -243,6 +307,8 @@ def summaries(root: Path, since: str = "last") -> Review:
                 cs[0].time,
                 path not in open_,
                 base,
+                _chain(path, moves) if moves else (),
+                names,
             )
         )
     notes.sort(key=lambda n: (n.last, n.path), reverse=True)
@@ -457,30 +523,42 @@ _WORKTREE_COMMIT = Commit(
 
 def net_diffs(root: Path, notes: list[NoteSummary]) -> list[NetDiff]:
     """The net diff of each note, from its base to the file now. Batched for many notes: one
-    `git log` over the span of all of them, one `git cat-file`."""
+    `git log` over the span of all of them, one `git cat-file`. A note the owner moved since
+    its base is read under the name each commit gave it (the base's too)."""
     if not notes:
         return []
     per = _commits_since_bases(root, notes)
     specs: list[str] = []
     for n in notes:
-        specs.append(f"{n.base}:{n.path}" if n.base else "")
-        specs += [f"{c.sha}:{n.path}" for c in reversed(per[n.path, n.base])]
+        base_name, touched = per[n.path, n.base]
+        specs.append(f"{n.base}:{base_name}" if n.base else "")
+        specs += [f"{c.sha}:{name}" for c, name in reversed(touched)]
     blobs = iter(cat_blobs(root, specs))
     out = []
     for n in notes:
-        commits = per[n.path, n.base]
+        _, touched = per[n.path, n.base]
         before = next(blobs)
-        versions = [(c, next(blobs)) for c in reversed(commits)]
-        out.append(_net(root, n.path, n.base, commits, before, versions))
+        versions = [(c, next(blobs)) for c, _ in reversed(touched)]
+        out.append(_net(root, n.path, n.base, [c for c, _ in touched], before, versions))
     return out
+
+
+def _name_at(note: NoteSummary, at: int, index: dict[str, int]) -> str:
+    """The note's path as the commit at `at` (0 = newest) left it: its path now, back through
+    each of its renames after that commit."""
+    name = note.path
+    for sha, old, new in note.renames:  # newest first
+        if index.get(sha, len(index) + 1) < at and name == new:
+            name = old
+    return name
 
 
 def _commits_since_bases(
     root: Path, notes: list[NoteSummary]
-) -> dict[tuple[str, str | None], list[Commit]]:
-    """(path, base) -> the commits in base..HEAD that touched the path, newest first."""
+) -> dict[tuple[str, str | None], tuple[str, list[tuple[Commit, str]]]]:
+    """(path, base) -> the note's path in the base, and the commits in base..HEAD that touched
+    it with its path in each (an older one before the owner moved it), newest first."""
     bases = sorted({n.base for n in notes if n.base})
-    paths = sorted({n.path for n in notes})
     if any(n.base is None for n in notes) or not bases:
         rng = ["HEAD"]
     elif len(bases) == 1:
@@ -489,22 +567,33 @@ def _commits_since_bases(
         mb = git(root, "merge-base", "--octopus", *bases, check=False).stdout.decode().strip()
         rng = [f"{mb}..HEAD"] if mb else ["HEAD"]
     merges = git(root, "rev-list", "--min-parents=2", "--count", *rng, check=False)
-    out: dict[tuple[str, str | None], list[Commit]] = {}
+    out: dict[tuple[str, str | None], tuple[str, list[tuple[Commit, str]]]] = {}
+
+    def touched(n: NoteSummary, log: list[Commit], index: dict[str, int], limit: int) -> None:
+        names = [(c, _name_at(n, index[c.sha], index)) for c in log if index[c.sha] < limit]
+        out[n.path, n.base] = (
+            _name_at(n, limit, index),
+            [(c, name) for c, name in names if name in c.files],
+        )
+
     if merges.stdout.strip() not in (b"0", b""):
         for n in notes:  # merges: ancestry is not log order; each note its own range
             rng_n = [f"{n.base}..HEAD"] if n.base else ["HEAD"]
-            out[n.path, n.base] = [m.commit for m in _log(root, *rng_n, "--", n.path)]
+            names = sorted({n.path, *(old for _, old, _ in n.renames)})
+            log = [m.commit for m in _log(root, *rng_n, "--", *names)]
+            index = {c.sha: i for i, c in enumerate(log)}  # a rename touched both its names
+            touched(n, log, index, len(log))
         return out
     # linear: the commits after a base are exactly those newer than it in log order
     order = git(root, "rev-list", *rng, check=False).stdout.decode().split()
     index = {sha: i for i, sha in enumerate(order)}  # 0 = newest
     # no pathspec: git matching many of them on every commit is far slower than reading the
     # span's file lists and filtering here (`uv run python -m bench --only review`)
-    wanted = set(paths)
+    wanted = {p for n in notes for p in (n.path, *(old for _, old, _ in n.renames))}
     log = [m.commit for m in _log(root, *rng) if wanted.intersection(m.commit.files)]
     for n in notes:
         limit = index.get(n.base, len(order)) if n.base else len(order)
-        out[n.path, n.base] = [c for c in log if n.path in c.files and index[c.sha] < limit]
+        touched(n, log, index, limit)
     return out
 
 
@@ -647,7 +736,7 @@ def mark_reviewed(root: Path, paths: list[str] | None = None) -> tuple[int, list
     files: dict[str, tuple[str, ...]] = {}
     for n in chosen:
         for c in n.commits:
-            marks.setdefault(c.sha, []).append(n.path)
+            marks.setdefault(c.sha, []).append(n.path_in(c.sha))
             files[c.sha] = c.files
     write_marks(root, marks, files)
     return len(marks), [n.path for n in chosen]
@@ -738,16 +827,22 @@ def undo_hunk(
 
 
 def _mark_if_settled(root: Path, path: str) -> None:
-    """A note whose AI changes are all taken back has nothing left to review."""
+    """A note whose AI changes are all taken back has nothing left to review: no hunk with an
+    AI line, or the note back to its reviewed text (an undone replacement still showed the
+    AI's removed line beside the owner's restored one, and stayed listed)."""
     review = summaries(root)
     note = next((n for n in review.notes if n.path == path), None)
     if note is None:
         return
     diff = net_diffs(root, [note])[0]
-    if not any(h.ai for h in diff.hunks):
-        write_marks(
-            root, {c.sha: [path] for c in note.commits}, {c.sha: c.files for c in note.commits}
-        )
+    if not any(h.ai for h in diff.hunks) or diff.after == diff.before:
+        write_marks(root, marks_of(note), {c.sha: c.files for c in note.commits})
+
+
+def marks_of(note: NoteSummary) -> dict[str, list[str]]:
+    """The review marks that settle a note: each of its AI commits, the note under the name
+    that commit gave it (an older one when the owner moved it since)."""
+    return {c.sha: [note.path_in(c.sha)] for c in note.commits}
 
 
 def revert_note(root: Path, path: str) -> str:
@@ -756,8 +851,16 @@ def revert_note(root: Path, path: str) -> str:
     note = next((n for n in summaries(root).notes if n.path == path), None)
     if note is None:
         raise ActionError(f"no unreviewed AI changes to {path}; nothing to revert")
+    if note.moved_from is not None:
+        # a revert takes back each commit's change to the path it wrote, and the note is no
+        # longer there: refused before anything is written, with what works instead
+        raise ActionError(
+            f"{path} was moved from {note.moved_from} after the AI changed it, and a revert "
+            "works on the path each commit wrote; nothing changed. Undo its hunks one by one "
+            "(u) or edit the note."
+        )
     sha = revert(root, [c.sha for c in note.commits], path)
-    write_marks(root, {c.sha: [path] for c in note.commits}, {c.sha: c.files for c in note.commits})
+    write_marks(root, marks_of(note), {c.sha: c.files for c in note.commits})
     return sha
 
 

@@ -278,3 +278,85 @@ async def test_marking_many_commits_is_one_notes_commit(connect: Any, vault: Pat
     shas = git(vault, "log", "-6", "--format=%H").split()
     for sha in shas:  # each readable the plain git way
         assert "Reviewed-all: yes" in git(vault, "notes", f"--ref={NOTES_REF}", "show", sha)
+
+
+# -- a note the owner moved after the AI changed it ----------------------------------------------
+
+
+def owner_move(root: Path, old: str, new: str) -> str:
+    """The dashboard's move (`m`): one owner commit git sees as a rename."""
+    from app.file_actions import apply_move, plan_move
+
+    return apply_move(root, plan_move(root, old, new))
+
+
+IDEA = "---\nstatus: open\n---\n# 孤立的想法\n\n这个笔记没有链接。\n还有一行。\n"
+
+
+async def test_review_follows_a_note_the_owner_moved(connect: Any, make_vault: Any) -> None:
+    """Seen on a Chinese vault: after the owner moved a note the AI had changed, the list
+    kept its old path and the diff showed all its lines removed (`+0 −6 net`, `- status: open`),
+    never the AI's change; `u` offered to undo in a file that no longer existed, then refused."""
+    old, new = "想法/2026-09-01-孤立的想法.md", "归档/二〇二六年/孤立的想法.md"
+    root = make_vault({old: IDEA, "b.md": "# B\n\n## Log\n"})
+    async with connect(root) as s:
+        ai = await s.call("update_frontmatter", path=old, set={"status": "closed"})
+        await s.call("append_section", path="b.md", heading="Log", content="- b")
+    owner_move(root, old, new)
+    review = summaries(root)
+    assert sorted(n.path for n in review.notes) == sorted([new, "b.md"])
+    [note] = [n for n in review.notes if n.path == new]
+    assert note.moved_from == old and note.path_in(ai["commit"]) == old
+    assert (note.added, note.removed) == (1, 1) and note.title == "孤立的想法"
+    d = net_diff(root, new)
+    assert (d.added, d.removed) == (1, 1)  # the AI's change, not the whole note removed
+    [hunk] = d.hunks
+    changed = [(ln.kind, ln.text, ln.commit.sha if ln.commit else None) for ln in hunk.lines]
+    assert ("-", "status: open\n", ai["commit"]) in changed
+    assert ("+", "status: closed\n", ai["commit"]) in changed
+    assert all(not ln.owner for ln in hunk.lines if ln.kind != " ")  # the move changed no line
+    # a revert works on the path each commit wrote: refused in words, nothing written
+    head = git(root, "rev-parse", "HEAD")
+    with pytest.raises(ActionError, match=f"moved from {old}.*nothing changed.*\\(u\\)"):
+        revert_note(root, new)
+    assert git(root, "rev-parse", "HEAD") == head
+    # undo works where the note is now, and the note back as it was has nothing to review
+    sha = undo_hunk(root, new, 0)
+    assert (root / new).read_text() == IDEA and not (root / old).exists()
+    assert (
+        git(root, "-c", "core.quotePath=false", "show", "--format=", "--name-only", sha).strip()
+        == new
+    )
+    assert paths(root) == ["b.md"]
+    note_text = git(root, "notes", f"--ref={NOTES_REF}", "show", ai["commit"])
+    assert f"Reviewed: {old}" in note_text  # the mark names the path that commit wrote
+
+
+async def test_a_note_moved_twice_is_marked_under_its_old_names(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Log\n- one\n"})
+    async with connect(root) as s:
+        one = await s.call("append_section", path="a.md", heading="Log", content="- ai one")
+        owner_move(root, "a.md", "notes/b.md")
+        two = await s.call("append_section", path="notes/b.md", heading="Log", content="- ai two")
+        owner_move(root, "notes/b.md", "archive/c.md")
+        # a new note at the first name is another note: it does not take the old one's changes
+        (root / "a.md").write_text("# A again\n")
+        git(root, "add", "a.md")
+        git(root, "commit", "-qm", "a new a.md")
+        three = await s.call("append_section", path="a.md", heading="Log", content="- ai three")
+    review = summaries(root)
+    assert sorted(n.path for n in review.notes) == ["a.md", "archive/c.md"]
+    [moved] = [n for n in review.notes if n.path == "archive/c.md"]
+    assert [c.sha for c in moved.commits] == [two["commit"], one["commit"]]
+    assert moved.moved_from == "a.md"
+    d = net_diff(root, "archive/c.md")
+    added = [ln.text for h in d.hunks for ln in h.lines if ln.kind == "+"]
+    assert added == ["- ai one\n", "- ai two\n"] and d.removed == 0
+    [fresh] = [n for n in review.notes if n.path == "a.md"]
+    assert [c.sha for c in fresh.commits] == [three["commit"]] and fresh.moved_from is None
+    mark_reviewed(root, ["archive/c.md"])
+    assert paths(root) == ["a.md"]
+    assert "Reviewed: a.md" in git(root, "notes", f"--ref={NOTES_REF}", "show", one["commit"])
+    assert "Reviewed: notes/b.md" in git(root, "notes", f"--ref={NOTES_REF}", "show", two["commit"])
