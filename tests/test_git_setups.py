@@ -254,7 +254,7 @@ async def test_a_file_git_calls_clean_is_not_snapshotted(
     assert subjects(root)[:3] == ["append_section: lf.md", "append_section: a.md", "renorm"]
     assert git(root, "log", "--format=%H", "--grep=Vaultwatch-Action: snapshot") == ""
     # the owner's working file keeps its line endings, with the AI's line in the same style
-    assert (root / "a.md").read_bytes() == b"# Log\r\nline1\r\nline2\r\nai line\r\n"
+    assert (root / "a.md").read_bytes() == b"# Log\r\nline1\r\nline2\r\n\r\nai line\r\n"
     # the AI's commit holds the bytes written, as every commit of ours (see store._hash_files)
     assert blob(root, "HEAD~1:a.md") == (root / "a.md").read_bytes()
     if setting in ("autocrlf", "text=auto"):
@@ -287,7 +287,7 @@ async def test_the_owners_real_edits_are_still_snapshotted_byte_for_byte(
         await s.call("append_section", path="a.md", heading="Log", content="ai line")
     assert subjects(root)[:3] == ["append_section: a.md", "snapshot: a.md", "renorm"]
     assert blob(root, "HEAD~1:a.md") == typed  # the owner's exact bytes, as the store keeps them
-    assert (root / "a.md").read_bytes() == typed + b"ai line\r\n"
+    assert (root / "a.md").read_bytes() == typed + b"\r\nai line\r\n"
 
 
 async def test_a_crlf_blob_committed_before_autocrlf_is_still_clean(
@@ -300,4 +300,4 @@ async def test_a_crlf_blob_committed_before_autocrlf_is_still_clean(
     async with connect(root) as s:
         await s.call("append_section", path="a.md", heading="Log", content="ai line")
     assert subjects(root) == ["append_section: a.md", "import"]
-    assert blob(root, "HEAD:a.md") == CRLF_NOTE + b"ai line\r\n"
+    assert blob(root, "HEAD:a.md") == CRLF_NOTE + b"\r\nai line\r\n"

@@ -55,9 +55,9 @@ async def test_append_section_keeps_the_bom(connect: Any, make_vault: Any) -> No
     async with connect(root) as s:
         res = await s.call("append_section", path="bom.md", heading="Log", content="added")
     data = on_disk_and_in_git(root, "bom.md")
-    assert data == BOM + b"---\ntitle: B\n---\n# Log\nx\nadded\n"
-    assert diff_lines(res) == ["+added"]  # the BOM is not a change: not in the diff
-    assert git(root, "show", "--numstat", "--format=", "HEAD").split() == ["1", "0", "bom.md"]
+    assert data == BOM + b"---\ntitle: B\n---\n# Log\nx\n\nadded\n"
+    assert diff_lines(res) == ["+", "+added"]  # the BOM is not a change: not in the diff
+    assert git(root, "show", "--numstat", "--format=", "HEAD").split() == ["2", "0", "bom.md"]
     assert res["hash"] == content_hash(data)
 
 
@@ -116,7 +116,7 @@ async def test_replace_doc_keeps_the_bom_and_the_hashes_chain(
             hash=res["hash"],
         )
         await s.call("append_section", path="bom.md", heading="Log", content="z", hash=res2["hash"])
-    assert on_disk_and_in_git(root, "bom.md") == BOM + b"---\ntitle: B\n---\n# Log\nnewer\nz\n"
+    assert on_disk_and_in_git(root, "bom.md") == BOM + b"---\ntitle: B\n---\n# Log\nnewer\n\nz\n"
 
 
 async def test_a_write_that_changes_nothing_in_a_bom_note_commits_nothing(
@@ -151,8 +151,8 @@ async def test_batch_keeps_the_bom(connect: Any, make_vault: Any) -> None:
                 },
             ],
         )
-    assert on_disk_and_in_git(root, "bom.md") == BOM + b"---\ntitle: B\ns: 1\n---\n# Log\nx\na\n"
-    assert on_disk_and_in_git(root, "plain.md") == b"# Log\nx\nb\n"  # no BOM added to others
+    assert on_disk_and_in_git(root, "bom.md") == BOM + b"---\ntitle: B\ns: 1\n---\n# Log\nx\n\na\n"
+    assert on_disk_and_in_git(root, "plain.md") == b"# Log\nx\n\nb\n"  # no BOM added to others
     hashes = {r["path"]: r["hash"] for r in res["results"]}
     assert hashes["bom.md"] == content_hash((root / "bom.md").read_bytes())
 
@@ -189,8 +189,8 @@ async def test_append_section_finds_a_heading_in_a_cr_note(connect: Any, make_va
     root = make_vault({"mac.md": CR_NOTE})
     async with connect(root) as s:
         res = await s.call("append_section", path="mac.md", heading="Log", content="added\nmore")
-    assert on_disk_and_in_git(root, "mac.md") == b"# Log\rold mac\rline\radded\rmore\r"
-    assert diff_lines(res) == ["+added", "+more"]
+    assert on_disk_and_in_git(root, "mac.md") == b"# Log\rold mac\rline\r\radded\rmore\r"
+    assert diff_lines(res) == ["+", "+added", "+more"]
 
 
 async def test_append_section_in_a_cr_note_with_several_sections(
@@ -202,7 +202,7 @@ async def test_append_section_in_a_cr_note_with_several_sections(
         await s.call("append_section", path="mac.md", heading="Notes", content="more")
         await s.call("append_section", path="mac.md", heading="Ideas", content="new")
     assert on_disk_and_in_git(root, "mac.md") == (
-        b"# T\r\r## Log\r- a\r- b\r\r## Notes\rend\rmore\r\r## Ideas\rnew\r"
+        b"# T\r\r## Log\r- a\r- b\r\r## Notes\rend\r\rmore\r\r## Ideas\rnew\r"
     )
 
 
@@ -246,7 +246,7 @@ async def test_cr_note_with_bom(connect: Any, make_vault: Any) -> None:
     async with connect(root) as s:
         await s.call("append_section", path="mac.md", heading="Log", content="y")
         await s.call("update_frontmatter", path="mac.md", set={"n": 2})
-    assert on_disk_and_in_git(root, "mac.md") == BOM + b"---\rtitle: M\rn: 2\r---\r# Log\rx\ry\r"
+    assert on_disk_and_in_git(root, "mac.md") == BOM + b"---\rtitle: M\rn: 2\r---\r# Log\rx\r\ry\r"
 
 
 async def test_cr_note_reads_with_its_outline_and_sections(connect: Any, make_vault: Any) -> None:
@@ -268,7 +268,7 @@ async def test_mixed_cr_and_lf_note_loses_nothing(connect: Any, make_vault: Any)
         await s.call("append_section", path="mix.md", heading="Log", content="added")
         await s.call("append_section", path="mix.md", heading="Other", content="more")
     assert on_disk_and_in_git(root, "mix.md") == (
-        b"# Log\rmac one\rmac two\runix\nadded\r# Other\nz\rmore\r"
+        b"# Log\rmac one\rmac two\runix\n\radded\r# Other\nz\r\rmore\r"
     )
 
 
@@ -280,5 +280,5 @@ async def test_crlf_notes_are_unchanged(connect: Any, make_vault: Any) -> None:
         await s.call("update_frontmatter", path="win.md", set={"n": 1})
         await s.call("edit_text", path="win.md", old="y\nz", new="w")
     assert on_disk_and_in_git(root, "win.md") == (
-        b"---\r\ntitle: W\r\nn: 1\r\n---\r\n# Log\r\nx\r\nw\r\n"
+        b"---\r\ntitle: W\r\nn: 1\r\n---\r\n# Log\r\nx\r\n\r\nw\r\n"
     )

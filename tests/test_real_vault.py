@@ -258,7 +258,7 @@ async def test_headings_made_of_inline_code_are_sections(connect: Any, make_vaul
         )
         text = (root / "en/Obsidian CLI.md").read_text(encoding="utf-8")
         assert text.count("`daily:path`") == 1, text
-        assert "Print the daily note's path.\n- new\n" in text, text
+        assert "Print the daily note's path.\n\n- new\n" in text, text
 
 
 async def test_tail_takes_entries_below_a_lone_title_heading(connect: Any, make_vault: Any) -> None:

@@ -61,9 +61,15 @@ def test_append_section_only_inserts(lines: list[str], content: str) -> None:
     block = content.strip("\r\n") + "\n"
     if any(h.text == "Log" for h in doc.headings):
         # the original bytes, with the block inserted at one place (and a newline added to an
-        # unterminated last line)
-        starts = [i for i in range(len(out)) if out.startswith(block, i)]
-        assert any(out[:i] + out[i + len(block) :] in (text, text + "\n") for i in starts)
+        # unterminated last line), set apart from the section's last block by a blank line
+        # unless it is list items added to a list
+        inserted = [
+            (i, len(b))
+            for b in (block, "\n" + block)
+            for i in range(len(out))
+            if out.startswith(b, i)
+        ]
+        assert any(out[:i] + out[i + n :] in (text, text + "\n") for i, n in inserted)
     else:
         assert out.startswith(text.rstrip("\n")) and out.endswith("## Log\n" + block)
         assert out[: len(text.rstrip("\n"))] == text.rstrip("\n")

@@ -134,11 +134,36 @@ def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) ->
         lvl = level or (parent.level + 1 if parent else 2)
         block = f"{'#' * lvl} {title}{nl}{body}{nl}"
         if parent is not None:
-            return _insert(text, _section_content_end(text, parent.start, parent.end), block, nl)
+            # a blank line first: right after an HTML block the heading would be part of it
+            end = _section_content_end(text, parent.start, parent.end)
+            return _insert(text, end, nl + block, nl)
         head = text.rstrip("\r\n")
         sep = nl * 2 if head else ""
         return head + sep + block
-    return _insert(text, _section_content_end(text, h.body_start, h.end), body + nl, nl)
+    end = _section_content_end(text, h.body_start, h.end)
+    sep = nl if end > h.body_start and not _continues_list(text, h.body_start, end, body) else ""
+    return _insert(text, end, sep + body + nl, nl)
+
+
+# A list item's first line: `- x`, `* x`, `+ x`, `1. x`, `1) x` (a task `- [ ] x` too).
+LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def _continues_list(text: str, start: int, end: int, body: str) -> bool:
+    """Whether `body` is list items added to the list the section ends with, so no blank line
+    goes between them (a log of `- ` lines stays one tight list). Any other appended text is
+    set apart by a blank line: glued to the section's last line it would join that block (a
+    table row, a callout's quote, an HTML block, a paragraph's lazy continuation)."""
+    first = next((ln for ln in body.splitlines() if ln.strip()), "")
+    if not LIST_ITEM.match(first):
+        return False
+    lines = text[start:end].splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    # the last item's own line, above its indented continuation lines
+    while lines and lines[-1][:1] in (" ", "\t") and not LIST_ITEM.match(lines[-1]):
+        lines.pop()
+    return bool(lines) and LIST_ITEM.match(lines[-1]) is not None
 
 
 def _section_content_end(text: str, start: int, end: int) -> int:
