@@ -4,6 +4,9 @@ edits start unticked and are reverted only if the owner ticks them."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -11,10 +14,61 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Static
 
+from server.core.clients import client_name
+
 from ..diffview import render_lines
-from ..owner_flows import Blocked
+from ..history import Commit
+from ..owner_flows import Blocked, Blocker
+from .cells import cut_middle
 
 TONES = {"": "", "bold": "bold", "warning": "bold $text-warning"}
+
+
+def blocker_label(c: Commit, width: int | None = None) -> Content:
+    """A later commit in `width` cells: its sha, who made it (the AI and its client, or the
+    owner by name) and when, then its subject (the tool and the note's path) cut in the middle.
+    Who made it decides the tick, so it comes before the long path, which used to push it off
+    the line."""
+    who = f"AI · {client_name(c.client) if c.client else '?'}" if c.is_ai else f"you ({c.author})"
+    head = Content.assemble(
+        (c.short, "$text-muted"),
+        "  ",
+        (cut_middle(who, 30), "bold" if c.is_ai else "bold $text-warning"),
+        f", {when(c)}  ",
+    )
+    subject = c.subject.replace("\n", " ")
+    if width is None:
+        return head + subject
+    room = max(1, width - head.cell_length)
+    tool, colon, rest = subject.partition(": ")
+    if c.is_ai and colon and cell_len(subject) > room and room < cell_len(tool) + 2 + 16:
+        subject = rest  # too narrow for both: the note's path over the tool (the diff says it)
+    return head + cut_middle(subject, room)
+
+
+def when(c: Commit) -> str:
+    """The commit's local time, its year only when it is not this year's (room for the path)."""
+    t = c.time.astimezone()
+    return (
+        f"{t:%m-%d %H:%M}" if t.year == datetime.now().astimezone().year else f"{t:%Y-%m-%d %H:%M}"
+    )
+
+
+class BlockerBox(Checkbox):
+    """A blocker's tick box: its label is cut to the box's width when drawn, so author and
+    time always show whole and the path gives way."""
+
+    DEFAULT_CSS = "BlockerBox { width: 1fr; }"
+
+    def __init__(self, blocker: Blocker, *, id: str) -> None:
+        super().__init__(blocker_label(blocker.commit), blocker.ticked, id=id)
+        self.commit = blocker.commit
+
+    def render(self) -> Content:
+        # the button and the label's padding (a cell each side) share the line with it
+        room = self.content_size.width - self._button.cell_length - 2
+        self._label = blocker_label(self.commit, room)
+        return super().render()
 
 
 class BlockersModal(ModalScreen[list[str] | None]):
@@ -45,7 +99,7 @@ class BlockersModal(ModalScreen[list[str] | None]):
                     text = Content(line.text)
                     yield Static(Content.styled(line.text, TONES[line.tone]) if line.tone else text)
                 for i, blocker in enumerate(b.blockers):
-                    yield Checkbox(Content(blocker.label), blocker.ticked, id=f"blocker-{i}")
+                    yield BlockerBox(blocker, id=f"blocker-{i}")
                     diff = render_lines(blocker.changes, context=1)
                     yield Static(Content("\n").join(diff), classes="blocker-diff")
             with Horizontal(id="buttons"):
