@@ -7,6 +7,8 @@ with nothing that scrolled."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -22,7 +24,7 @@ class ConfirmModal(ModalScreen[bool]):
 
     BINDINGS = [
         Binding("y,enter", "screen.dismiss(True)", "Yes"),
-        Binding("n,escape", "screen.dismiss(False)", "No"),
+        Binding("n,escape", "screen.dismiss(False)", "Cancel"),
     ]
     AUTO_FOCUS = "#dialog-body"
 
@@ -33,6 +35,12 @@ class ConfirmModal(ModalScreen[bool]):
         self.title_text = title
         self.body = body if isinstance(body, (Content, list)) else Content(body)
         self.yes = yes
+        # the footer names y as its button does (`y Revert`, `y Mark reviewed`), not `y Yes`
+        # beside a button that says `Revert (y)`: this dialog's own copy of its bindings
+        for key in ("y", "enter"):
+            self._bindings.key_to_bindings[key] = [
+                replace(b, description=yes) for b in self._bindings.key_to_bindings[key]
+            ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):

@@ -1,0 +1,57 @@
+"""The small dialogs say their keys as their buttons do: the confirm dialog's footer read
+`y Yes n No` under buttons `Revert (y)` / `Cancel (n)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Button
+
+from app.ui.dashboard import Dashboard
+from app.ui.modals import ConfirmModal
+
+from .test_dashboard import footer, until
+from .test_dashboard_revert import select
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+@pytest.fixture
+def vault(make_vault: Any) -> Path:
+    return make_vault({"w.md": "# W\n\n## Log\n- one\n"})
+
+
+def footer_words(app: Dashboard) -> list[tuple[str, str]]:
+    return [(k.key_display or k.key, k.description) for k in footer(app)]
+
+
+async def test_the_confirm_footer_names_its_keys_as_its_buttons_do(
+    connect: Any, vault: Path
+) -> None:
+    async with connect(vault) as s:
+        done = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, app, done["commit"])
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.pause(0.1)
+        buttons = [str(b.label) for b in app.screen.query(Button)]
+        assert buttons == ["Revert (y)", "Cancel (n)"]
+        assert footer_words(app) == [("y", "Revert"), ("n", "Cancel")]
+        await pilot.press("n")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+    # another dialog's word is its own; the class's bindings are not changed by it
+    other = ConfirmModal("Mark reviewed?", "body", yes="Mark reviewed")
+    assert [b.description for b in other._bindings.key_to_bindings["y"]] == ["Mark reviewed"]
+    assert [b.description for b in ConfirmModal("t", "b")._bindings.key_to_bindings["y"]] == [
+        "Revert"
+    ]
