@@ -107,6 +107,11 @@ class SemanticIndex:
         self._generation: int | None = None  # of the last whole reconcile, see in_step
         self.indexed = 0
         self.total = 0
+        # False until the indexer has compared the stored vectors with the notes: `indexed` is
+        # 0 until then, which is not "starting over" (vectors kept from earlier runs count)
+        self.counted = False
+        # (when, indexed) as this run's embedding began: the rate so far, for seconds_left
+        self._rate_from: tuple[float, int] | None = None
         self.ready = False
         self.thread: threading.Thread | None = None  # the background indexer (Vault starts it)
         self.error: str | None = None
@@ -129,6 +134,19 @@ class SemanticIndex:
         if self.thread is not None:
             self.thread.join(wait)
         return not self.indexing
+
+    def rate(self) -> float | None:
+        """Notes embedded per second in this run so far; None before its first batch."""
+        start = self._rate_from
+        if start is None or self.indexed <= start[1]:
+            return None
+        spent = time.monotonic() - start[0]
+        return (self.indexed - start[1]) / spent if spent > 0 else None
+
+    def seconds_left(self) -> float | None:
+        """Until every note is embedded, at the rate so far; None before there is a rate."""
+        r = self.rate()
+        return None if r is None else max(0, self.total - self.indexed) / r
 
     # -- keeping in step ------------------------------------------------------------------------
 
@@ -172,16 +190,30 @@ class SemanticIndex:
         if not partial:
             self.total = len(docs)
             self.indexed = self.total - len(todo)
+            self.counted = True
+            self._rate_from = None
         last = time.monotonic()
         load = getattr(self.embedder, "load", None)
         if todo and load is not None:
             load()  # not interruptible: a stop asked for meanwhile is seen before encoding
+        if not partial:
+            self._rate_from = (time.monotonic(), self.indexed)  # the model is loaded: time it
         for k in range(0, len(todo), BATCH):
             if self.stopping and not partial:
                 break  # the server is exiting; the rest is embedded on the next start
             chunk = [docs[p] for p in todo[k : k + BATCH]]
-            notes = self._embed(chunk, meta)
-            self.store.put(notes)
+            try:
+                notes = self._embed(chunk, meta)
+                # each batch is stored (and committed) as it is done: a stop or a crash loses
+                # at most this batch, and the next start embeds only what is left
+                self.store.put(notes)
+            except Exception:
+                if not self.stopping or partial:
+                    raise
+                # The server is exiting and closed the indexes under this batch (a client that
+                # disconnects mid-index): nothing failed that the next start does not redo.
+                log.debug("indexing stopped inside a batch", exc_info=True)
+                break
             with self._lock:
                 for n in notes:
                     have[n.path] = n

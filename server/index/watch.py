@@ -44,6 +44,7 @@ class TreeWatcher:
         self._dirs: dict[int, tuple[str, str]] = {}  # wd -> (rel dir, disk dir); "" = root
         self._by_dir: dict[str, int] = {}
         self.broken = False
+        self.closed = False
 
     @classmethod
     def create(cls) -> TreeWatcher | None:
@@ -92,7 +93,17 @@ class TreeWatcher:
 
     def drain(self) -> Changes:
         changes = Changes()
-        for ev in self._ino.read(timeout=0):
+        try:
+            events = [] if self.closed else self._ino.read(timeout=0)
+        except ValueError:  # closed by another thread meanwhile (the vault closing)
+            events = []
+        if self.closed:
+            # Closed while recall's indexer still asked what changed (a client that disconnects
+            # mid-index): "walk everything" is the answer that is always right, where reading
+            # the closed queue raised "I/O operation on closed file" into the indexer.
+            changes.overflow = True
+            return changes
+        for ev in events:
             if ev.mask & F.Q_OVERFLOW:
                 changes.overflow = True
                 continue
@@ -125,5 +136,6 @@ class TreeWatcher:
         return changes
 
     def close(self) -> None:
+        self.closed = True
         self.forget_all()
         self._ino.close()

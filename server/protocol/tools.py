@@ -507,7 +507,8 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         Each hit has its score, the section that matched, and match: lexical (the note has
         every word of the query; listed first) or semantic (by meaning alone). Use search_text
         for exact words, names and codes (recall does not replace it). While the vault is still
-        being indexed, ready is false and the hint says how far it is: call again shortly."""
+        being indexed, ready is false and the hint says how far it is and about how long is
+        left: use search_text meanwhile and call recall again after that."""
         res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
         return res, [h["path"] for h in res["hits"]]
 
