@@ -11,6 +11,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import unquote
 
 # Both patterns start with a literal '[' so the regex engine can skip ahead to it; whether a
@@ -46,8 +47,24 @@ class Link:
         return "." in name and not _md_named(name)
 
 
+class OpenFence(NamedTuple):
+    """A code fence that is never closed: CommonMark reads the rest of the note as code."""
+
+    fence: str  # as written: ``` or ~~~~
+    start: int  # char offset of its line
+    line: int  # 1-based line number in the text
+
+
 def code_spans(text: str) -> list[tuple[int, int]]:
     """Char ranges of fenced code blocks and inline code: nothing inside them is a link or tag."""
+    return code_layout(text)[0]
+
+
+def code_layout(text: str) -> tuple[list[tuple[int, int]], OpenFence | None]:
+    """code_spans, and the fence left open at the end of the text (None when every fence
+    closes). As CommonMark has fences: a backtick fence's info string holds no backtick (else
+    the line is inline code); a closing fence is the opening's character, at least as many,
+    and nothing but blanks after it (```python inside a block is code, not its end)."""
     spans: list[tuple[int, int]] = []
     pos = 0
     fence: str | None = None
@@ -55,18 +72,25 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     for line in text.splitlines(keepends=True):
         m = FENCE.match(line)
         if fence is None:
-            if m:
+            if m and not (m.group(1)[0] == "`" and "`" in line[m.end() :]):
                 fence, fence_start = m.group(1), pos
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+        elif (
+            m
+            and m.group(1)[0] == fence[0]
+            and len(m.group(1)) >= len(fence)
+            and not line[m.end() :].strip()
+        ):
             spans.append((fence_start, pos + len(line)))
             fence = None
         pos += len(line)
+    open_fence = None
     if fence is not None:
         spans.append((fence_start, len(text)))
+        open_fence = OpenFence(fence, fence_start, text.count("\n", 0, fence_start) + 1)
     if "`" in text:
         spans += _inline_code(text, spans)
     spans.sort()
-    return spans
+    return spans, open_fence
 
 
 def _inline_code(text: str, blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:

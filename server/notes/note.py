@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from server.notes.frontmatter import frontmatter_tags, parse_frontmatter, split_frontmatter
-from server.notes.links import Link, code_spans, mask_code, parse_links
+from server.notes.links import Link, code_layout, mask_code, parse_links
 
 HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*(?:[ \t]#+)?[ \t]*$", re.M)
 # Obsidian-style inline tag: letters (any script), digits, _ - /; it must follow whitespace or
@@ -105,6 +105,7 @@ def lf_lines(text: str) -> str:
 
 
 CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7}) ", re.M)
+UNCLOSED_FENCE = "a code fence"  # how the problem of a fence never closed begins
 
 
 def inline_tags(masked_body: str) -> list[str]:
@@ -219,7 +220,12 @@ def parse_doc(
     fm, fm_problem = parse_frontmatter(fm_text)
     if fm_problem:
         problems.append(fm_problem)
-    spans = code_spans(text) if ("`" in text or "~~~" in text) else []
+    spans, open_fence = code_layout(text) if ("`" in text or "~~~" in text) else ([], None)
+    if open_fence is not None:
+        problems.append(
+            f"{UNCLOSED_FENCE} ({open_fence.fence} on line {open_fence.line}) is never closed: "
+            "the rest of the note, headings included, reads as code"
+        )
     masked = mask_code(text, spans)
     body_masked = masked[body_start:]
     tags = _dedupe_tags(frontmatter_tags(fm) + inline_tags(body_masked))

@@ -283,9 +283,8 @@ def op_append(p: Plan, a: AppendSection) -> Outcome:
     try:
         f.text = append_section(f.text, p.doc(f), a.heading, a.content)
     except EditError as exc:
-        raise Rejected(
-            exc.code, exc.message, "read_doc shows the note's headings", [f.rel]
-        ) from exc
+        hint = exc.hint or "read_doc shows the note's headings"
+        raise Rejected(exc.code, exc.message, hint, [f.rel]) from exc
     return Outcome(f.rel, subject=f"{a.tool}: {f.rel} § {a.heading.strip().lstrip('#').strip()}")
 
 

@@ -13,7 +13,8 @@ import yaml
 
 from server.core.errors import VaultwatchError
 from server.notes.frontmatter import FrontmatterLoader, frontmatter_tags, split_frontmatter
-from server.notes.note import Doc, lf_lines
+from server.notes.links import code_layout
+from server.notes.note import UNCLOSED_FENCE, Doc, lf_lines
 from server.notes.reading import ReadError, find_section
 
 
@@ -117,6 +118,7 @@ def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) ->
     body = _with_newlines(content.strip("\r\n"), nl)
     if not body.strip():
         raise EditError("empty_content", "content is empty: give the text to append")
+    _refuse_open_fence(content, doc)
     try:
         h = find_section(doc, name)
     except ReadError as exc:
@@ -164,6 +166,24 @@ def _continues_list(text: str, start: int, end: int, body: str) -> bool:
     while lines and lines[-1][:1] in (" ", "\t") and not LIST_ITEM.match(lines[-1]):
         lines.pop()
     return bool(lines) and LIST_ITEM.match(lines[-1]) is not None
+
+
+def _refuse_open_fence(content: str, doc: Doc) -> None:
+    """Appended text is a block of its own: a code fence it opens and never closes would turn
+    everything after it into code, the owner's later sections included (their headings gone
+    from every read), even where a fence further down happens to close it. A note whose own
+    fence is already open is left to the check of the note's problems."""
+    open_fence = code_layout(lf_lines(content.strip("\r\n")))[1]
+    if open_fence is None or any(p.startswith(UNCLOSED_FENCE) for p in doc.problems):
+        return
+    raise EditError(
+        "unclosed_fence",
+        f"content opens a code fence ({open_fence.fence} on its line {open_fence.line}) and "
+        "never closes it: appended, it would turn the rest of the note, the later sections' "
+        "headings included, into code",
+        hint=f"end the code with a line {open_fence.fence} (the same character, at least as "
+        "many), then call append_section again",
+    )
 
 
 def _section_content_end(text: str, start: int, end: int) -> int:

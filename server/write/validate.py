@@ -21,7 +21,7 @@ from server.notes.dates import as_date
 from server.notes.entry import classify
 from server.notes.frontmatter import to_json
 from server.notes.links import LINK_EXT, Link
-from server.notes.note import Doc
+from server.notes.note import UNCLOSED_FENCE, Doc
 from server.notes.paths import PathPolicy, PathRefused
 
 
@@ -66,6 +66,18 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
                     "frontmatter",
                     f"the frontmatter is broken: {p}",
                     "write valid YAML between the --- lines",
+                )
+            )
+        elif p.startswith(UNCLOSED_FENCE):
+            # one per note (the first fence left open swallows the rest): a note that had one
+            # stays writable, a note that had none may not get one
+            out.append(
+                Problem(
+                    "unclosed_fence",
+                    "fence",
+                    p,
+                    "close the code block: end it with a line of the same fence (``` or ~~~, "
+                    "at least as long as the one that opens it)",
                 )
             )
     entry = classify(doc, config)
