@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from textual.widgets import Button
 
 from app.ui.dashboard import Dashboard
-from app.ui.modals import ConfirmModal
+from app.ui.modals import ConfirmModal, HelpModal
 
 from .test_dashboard import footer, until
-from .test_dashboard_revert import select
+from .test_dashboard_revert import select, timeline
 
 pytestmark = pytest.mark.anyio
 
@@ -55,3 +56,32 @@ async def test_the_confirm_footer_names_its_keys_as_its_buttons_do(
     assert [b.description for b in ConfirmModal("t", "b")._bindings.key_to_bindings["y"]] == [
         "Revert"
     ]
+
+
+async def test_help_lists_the_screens_keys_not_a_tables_inherited_ones_and_aligns_them(
+    connect: Any, vault: Path
+) -> None:
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai line")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(timeline(app).rows))
+        for keys in (["question_mark"], ["escape", "v", "question_mark"]):  # timeline, review
+            await pilot.press(*keys)
+            await until(pilot, lambda: isinstance(app.screen, HelpModal))
+            help = app.screen
+            assert isinstance(help, HelpModal)
+            listed = {what: key for key, what in help.keys}
+            for generic in ("Cursor left", "Cursor right", "Page Left", "Page Right", "Select"):
+                assert generic not in listed, listed
+            assert listed["Up"] == "↑ / k" and listed["Down"] == "↓ / j", listed
+            assert listed["Copy selected text"] == "^c / super+c"
+            assert "Quit" in " ".join(listed)  # the app's keys stay
+            # aligned: every meaning starts in the same column, the widest key's too
+            lines = [str(w.render()) for w in help.query("#dialog-body Static")]
+            starts = {
+                cell_len(line) - cell_len(what)
+                for line, (_, what) in zip(lines, help.keys, strict=True)
+            }
+            assert len(starts) == 1, lines
+        assert listed["mark this note reviewed"] == "space"  # the review screen's own

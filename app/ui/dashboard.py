@@ -32,7 +32,7 @@ from ..review_watch import ReviewWatch
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
 from .main_screen import MainScreen, VaultChanged
-from .modals import HelpModal
+from .modals import HelpModal, help_entries
 
 if TYPE_CHECKING:
     from .insights import TagsScreen
@@ -354,4 +354,4 @@ def repo_state(op: tuple[str, str] | None) -> str | None:
 
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
     """The help: each meaning with its keys, the longer tooltip where a binding has one."""
-    return [(" / ".join(keys), b.tooltip or b.description) for keys, b, _ in active_keys(screen)]
+    return help_entries(active_keys(screen))

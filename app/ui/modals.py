@@ -7,13 +7,16 @@ with nothing that scrolled."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
-from textual.app import ComposeResult
+from rich.cells import cell_len
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Static
 
 from .lines import LinesView
@@ -101,6 +104,53 @@ class ConnectModal(ModalScreen[None]):
         )
 
 
+# What the up, down and page keys of Textual's own tables and scrolling panes mean, in the
+# words our screens use for theirs: `↑ Cursor up` on the review list is `k Up` there.
+GENERIC = {
+    "cursor_up": "Up",
+    "scroll_up": "Up",
+    "cursor_down": "Down",
+    "scroll_down": "Down",
+    "page_up": "Page up",
+    "page_down": "Page down",
+    "scroll_home": "Top",
+    "scroll_top": "Top",
+    "scroll_end": "Bottom",
+    "scroll_bottom": "Bottom",
+}
+
+
+def declared_by_textual(binding: Binding, node: DOMNode) -> bool:
+    """Whether `binding` comes from one of Textual's widget classes (a DataTable's cursor
+    keys, a scrolling pane's sideways ones) rather than from ours; a screen's and the app's
+    (tab, copy, quit) count as the screen's own."""
+    if isinstance(node, (Screen, App)):
+        return False
+    for cls in type(node).__mro__:
+        for b in cls.__dict__.get("BINDINGS", ()):
+            b = b if isinstance(b, Binding) else Binding(*b)
+            if b.action == binding.action and b.description == binding.description:
+                return cls.__module__.split(".")[0] == "textual"
+    return False
+
+
+def help_entries(active: Iterable[tuple[list[str], Binding, DOMNode]]) -> list[tuple[str, str]]:
+    """The help's lines, (keys, meaning), from the keys that act now (each meaning once): the
+    screen's and the app's. Of the keys a Textual widget brings, up, down, page and top/bottom
+    join ours of the same meaning (`↑ / k  Up`); the rest (a table's left/right and select,
+    sideways paging) no screen of ours documents, and are left out."""
+    out: dict[str, list[str]] = {}
+    for keys, b, node in active:
+        what = b.tooltip or b.description
+        if declared_by_textual(b, node):
+            if b.action not in GENERIC:
+                continue
+            what = GENERIC[b.action]
+        listed = out.setdefault(what, [])
+        listed.extend(k for k in keys if k not in listed)
+    return [(" / ".join(keys), what) for what, keys in out.items()]
+
+
 class HelpModal(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "screen.dismiss", "Close")]
     AUTO_FOCUS = "#dialog-body"
@@ -110,12 +160,15 @@ class HelpModal(ModalScreen[None]):
         self.keys = keys
 
     def compose(self) -> ComposeResult:
+        # the keys right-aligned in a column as wide as the widest (`^c / super+c`)
+        width = max((cell_len(key) for key, _ in self.keys), default=0)
         with Vertical(id="dialog"):
             yield Static(Content.styled("Keys", "bold"), id="dialog-title")
             with VerticalScroll(id="dialog-body"):
                 for key, what in self.keys:
+                    pad = " " * (width - cell_len(key))
                     yield Static(
-                        Content.styled(f"{key:>10}", "bold $text-accent") + Content(f"  {what}")
+                        Content.styled(pad + key, "bold $text-accent") + Content(f"  {what}")
                     )
             yield Static(
                 Content("↑/↓ PgUp/PgDn scroll · esc, q or ? closes"),
