@@ -588,17 +588,23 @@ class Store:
                 expect[p] = (p, data, st)
         head_blobs = self._head_blobs(paths)
         dirty: list[str] = []
+        # Deleted by the owner (or renamed away) and not committed: the write would otherwise
+        # commit the deletion as the AI's (the AI's note at the old name showed as a rewrite of
+        # the owner's, and reverting the AI's commit brought the old note back)
+        gone: list[str] = []
         for p in paths:
             rel, data, st = expect[p]
             _still(self.root / p, rel, data, st)
             if data is not None and head_blobs.get(p) != blob_id(data):
                 dirty.append(p)
-        if not dirty:
+            elif data is None and p in head_blobs:
+                gone.append(p)
+        if not dirty and not gone:
             return head_blobs
         # One git for every file (none when no file differs): in a vault without conversions
         # each blob is the bytes' own, already stored, and the only git run, as before.
         try:
-            seen = _hash_as_git_stores(self.root, dirty)
+            seen = _hash_as_git_stores(self.root, dirty) if dirty else []
         except GitError as exc:
             for p in dirty:  # "short read": the file changed while git read it
                 _still(self.root / p, *expect[p])
@@ -630,18 +636,23 @@ class Store:
                     )
                 found[p] = blob
         dirty = [p for p in dirty if p in found]
-        if not dirty:
+        if not dirty and not gone:
             return head_blobs
-        blobs = [found[p] for p in dirty]
-        subject = "snapshot: " + (dirty[0] if len(dirty) == 1 else f"{len(dirty)} files")
+        entries: list[tuple[str, str | None]] = [(p, found[p]) for p in dirty]
+        entries += [(p, None) for p in gone]
+        for p in gone:  # still gone: a file put back meanwhile is planned again
+            _still(self.root / p, *expect[p])
+        changed = [p for p, _ in entries]
+        subject = "snapshot: " + (changed[0] if len(changed) == 1 else f"{len(changed)} files")
         sha = commit_blobs(
             self.root,
-            list(zip(dirty, blobs, strict=True)),
+            entries,
             commit_message(subject, {ACTION: "snapshot"}),
             human_identity(self.root),
         )
-        self.journal.append(Commit("snapshot", dirty, sha, chars=0), client="human")
-        return {**head_blobs, **dict(zip(dirty, blobs, strict=True))}
+        self.journal.append(Commit("snapshot", changed, sha, chars=0), client="human")
+        after = {**head_blobs, **{p: b for p, b in entries if b is not None}}
+        return {p: b for p, b in after.items() if p not in gone}
 
     # -- recovery -------------------------------------------------------------------------------
 
