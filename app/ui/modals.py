@@ -13,10 +13,12 @@ from dataclasses import replace
 from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
 from textual.content import Content
 from textual.dom import DOMNode
+from textual.geometry import Size
 from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from .lines import LinesView
@@ -60,12 +62,94 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
+def shell_words(command: str) -> list[str]:
+    """A shell command split where a line may break: at whitespace outside quotes and outside
+    `$(...)`, each word as written (its quotes kept)."""
+    words, word, quote, depth = [], "", "", 0
+    i = 0
+    while i < len(command):
+        ch = command[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\" and i + 1 < len(command):
+            word, i = word + command[i : i + 2], i + 2
+            continue
+        elif quote == '"' and ch == '"' and not depth:
+            quote = ""
+        elif command.startswith("$(", i):
+            word, i, depth = word + "$(", i + 2, depth + 1
+            continue
+        elif ch == ")" and depth:
+            depth -= 1
+        elif ch in "'\"" and not quote and not depth:
+            quote = ch
+        elif ch.isspace() and not quote and not depth:
+            if word:
+                words.append(word)
+            word, i = "", i + 1
+            continue
+        word += ch
+        i += 1
+    return [*words, word] if word else words
+
+
+def shell_lines(command: str, width: int) -> list[str]:
+    """`command` in lines of at most `width` cells that paste as the one command: each line but
+    the last ends in ` \\` (a line continuation), the next indented. A word wider than the
+    room (a long quoted path) keeps its own line whole: the view scrolls sideways for it."""
+    lines: list[str] = []
+    line = ""
+    for word in shell_words(command):
+        candidate = f"{line} {word}" if line else word
+        if not line or cell_len(candidate) + 2 <= width:
+            line = candidate
+            continue
+        lines.append(f"{line} \\")
+        line = f"  {word}"
+    return [*lines, line]
+
+
+class Snippet(Widget):
+    """A snippet as it is copied by hand: never soft-wrapped (a wrapped command pasted from
+    the screen ran as two commands, a wrapped JSON string broke the JSON). A one-line shell
+    command is broken with line continuations to the width it has; what still does not fit
+    (a long path, a JSON line) scrolls sideways in the `SnippetScroll` around it."""
+
+    DEFAULT_CSS = "Snippet { width: auto; height: auto; text-wrap: nowrap; }"
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.room = 0  # the cells the scroll around it shows; set at each layout
+
+    def lines(self) -> list[str]:
+        if "\n" in self.text or self.text.lstrip().startswith(("{", "[")) or self.room <= 0:
+            return self.text.splitlines() or [""]
+        return shell_lines(self.text, self.room)
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        self.room = container.width
+        return max(cell_len(line) for line in self.lines())
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self.lines())
+
+    def render(self) -> Content:
+        return Content("\n".join(self.lines()))
+
+
+class SnippetScroll(HorizontalScroll, can_focus=False):
+    DEFAULT_CSS = "SnippetScroll { height: auto; }"
+
+
 class ConnectModal(ModalScreen[None]):
     """Ready-to-paste snippets; a digit copies one to the clipboard."""
 
     BINDINGS = [
         Binding("escape,q,c", "screen.dismiss", "Close"),
         *(Binding(str(n), f"copy({n - 1})", f"Copy {n}", show=False) for n in range(1, 10)),
+        Binding("right", "sideways(1)", "Long lines right", show=False),
+        Binding("left", "sideways(-1)", "Long lines left", show=False),
     ]
     AUTO_FOCUS = "#dialog-body"
 
@@ -84,13 +168,19 @@ class ConnectModal(ModalScreen[None]):
                     yield Static(Content(note), classes="note")
                 for i, (name, text) in enumerate(self.snippets, 1):
                     yield Static(Content.styled(f"{i}. {name}", "bold $text-accent"))
-                    yield Static(Content(text), classes="snippet")
+                    with SnippetScroll(classes="snippet"):
+                        yield Snippet(text)
             n = len(self.snippets)
             yield Static(
-                Content(f"1–{n} copy a snippet · ↑/↓ PgUp/PgDn scroll · esc closes"),
+                Content(f"1–{n} copy · ↑/↓ PgUp/PgDn scroll · ←/→ long lines · esc closes"),
                 id="dialog-foot",
                 classes="hint",
             )
+
+    def action_sideways(self, direction: int) -> None:
+        """A line wider than the dialog (a long path) is read by scrolling every snippet."""
+        for scroll in self.query(SnippetScroll):
+            scroll.scroll_relative(x=direction * 16, animate=False)
 
     def action_copy(self, index: int) -> None:
         if index >= len(self.snippets):
