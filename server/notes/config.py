@@ -822,6 +822,21 @@ def tag_problem(tag: str) -> str | None:
         return f"contains {' '.join(bad)}, which YAML and tag lists give a meaning"
     if tag[0] in "-?" or tag != tag.strip():
         return "starts with '-', '?' or a space"
+    return obsidian_tag_problem(tag)
+
+
+def obsidian_tag_problem(tag: str) -> str | None:
+    """Why Obsidian cannot use `tag` as a tag, or None. Its tags are letters (of any script),
+    digits, `_`, `-` and `/` for nesting: no spaces (`#has space` is the tag `#has`, and a
+    frontmatter tag with a space is flagged invalid), and not only digits (`#1984` is no tag,
+    the inline reader here skips it too)."""
+    if any(c.isspace() for c in tag):
+        return (
+            "has a space, and Obsidian tags cannot (they are letters, digits, _, - and / for "
+            f"nesting): write it as {'-'.join(tag.split())!r}"
+        )
+    if tag.replace("/", "").replace("-", "").replace("_", "").isdigit():
+        return f"is only digits, and an Obsidian tag needs a letter too, such as 'y{tag}'"
     return None
 
 

@@ -29,6 +29,7 @@ from server.core.redact import mask_secrets, secrets_in
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from server.notes.dates import as_date
+from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_note, is_protected, new_name_problem
 from server.vault import Vault, VaultError
@@ -460,7 +461,9 @@ def _title_of(fields: dict[str, Any], body: str) -> str | None:
 def op_create(p: Plan, a: CreateDoc) -> Outcome:
     type, body = a.type, a.body
     fields = dict(a.fields or {})
-    tags = [t.strip().lstrip("#") for t in (a.tags or []) if t.strip().lstrip("#")]
+    # tags given as a field are tags too: checked and written as such (they were dropped)
+    given = [*(a.tags or []), *frontmatter_tags({"tags": fields.pop("tags", None)})]
+    tags = list({t.casefold(): t for t in (g.strip().lstrip("#") for g in given) if t}.values())
     target = a.path or note_path(p.config, type, fields, body)
     title = _title_of(fields, body) or target.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     f = p.file(target, must_exist=False)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.core.redact import secrets_in
-from server.notes.config import Config, DocType
+from server.notes.config import Config, DocType, obsidian_tag_problem
 from server.notes.dates import as_date
 from server.notes.entry import classify
-from server.notes.frontmatter import to_json
+from server.notes.frontmatter import frontmatter_tags, to_json
 from server.notes.links import LINK_EXT, Link
 from server.notes.note import UNCLOSED_FENCE, Doc
 from server.notes.paths import PathPolicy, PathRefused
@@ -138,6 +138,17 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
                         f"name it like {t.filename}",
                     )
                 )
+    for tag in frontmatter_tags(fm):
+        why = obsidian_tag_problem(tag)
+        if why:  # (an inline tag cannot be one: the reader stops at a space, skips digits)
+            out.append(
+                Problem(
+                    "bad_tag",
+                    tag.casefold(),
+                    f"tag {tag!r} {why}",
+                    "write tags as one word: letters, digits, _, - and / for nesting",
+                )
+            )
     if config.tags.unknown == "reject" and config.vocabulary:
         for tag in doc.tags:
             if tag.casefold() not in config.vocabulary:
