@@ -121,3 +121,24 @@ async def test_a_note_whose_fence_was_already_open_stays_writable(
         res = await s.call("edit_text", path="draft.md", old="hello", new="hi")
         assert res["commit"], res
     assert (vault / "draft.md").read_text() == OWNER_OPEN.replace("hello\n", "hi\n\nmore\n")
+
+
+async def test_fences_are_read_as_obsidian_reads_them(connect: Any, make_vault: Any) -> None:
+    """Obsidian's help writes fences inside <pre> blocks (```</code></pre> is no fence there),
+    and ``` followed by text with backticks is inline code, not a fence: neither is an
+    unclosed fence, and every heading after them is found. ```yaml does not close a fence."""
+    root = make_vault(
+        {
+            "pre.md": "# P\n\n<pre><code>```js\nx\n```</code></pre>\n\n## After\ntext\n",
+            "inline.md": "# I\n\n```Stack1``` is a stack\n\n## After\ntext\n",
+            "yaml.md": "# Y\n\n```yaml\na: 1\n```yaml\n\n## Inside\n",
+        }
+    )
+    async with connect(root) as s:
+        for path in ("pre.md", "inline.md"):
+            read = await s.call("read_doc", path=path, section="After")
+            assert read["content"].startswith("## After"), read
+            res = await s.call("append_section", path=path, heading="After", content="more")
+            assert "warnings" not in res, res
+        msg = await s.error("read_doc", path="yaml.md", section="Inside")
+        assert "no heading" in msg, msg

@@ -23,6 +23,8 @@ MDLINK = re.compile(
 )
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# the start of a CommonMark HTML block of type 1, which runs to the line with its closing tag
+RAW_HTML = re.compile(r" {0,3}<(pre|script|style|textarea)(?=[\s>]|$)", re.I)
 BACKTICKS = re.compile(r"`+")
 BLANK_LINE = re.compile(r"\n[ \t]*(?=\r?\n)")
 # Inside a table Obsidian writes the alias bar escaped, [[Note\|alias]], so the row keeps its
@@ -64,16 +66,27 @@ def code_layout(text: str) -> tuple[list[tuple[int, int]], OpenFence | None]:
     """code_spans, and the fence left open at the end of the text (None when every fence
     closes). As CommonMark has fences: a backtick fence's info string holds no backtick (else
     the line is inline code); a closing fence is the opening's character, at least as many,
-    and nothing but blanks after it (```python inside a block is code, not its end)."""
+    with nothing but blanks after it (```python inside a block is code, not its end). A
+    <pre> (<script>, <style>, <textarea>) block holds no fences up to its closing tag:
+    Obsidian's help writes <pre><code>```mermaid … ```</code></pre>."""
     spans: list[tuple[int, int]] = []
     pos = 0
     fence: str | None = None
     fence_start = 0
+    raw_end: str | None = None  # the closing tag of the raw HTML block we are in
     for line in text.splitlines(keepends=True):
+        if raw_end is not None:
+            if raw_end in line.lower():
+                raw_end = None
+            pos += len(line)
+            continue
         m = FENCE.match(line)
         if fence is None:
             if m and not (m.group(1)[0] == "`" and "`" in line[m.end() :]):
                 fence, fence_start = m.group(1), pos
+            elif m is None and "<" in line and (html := RAW_HTML.match(line)) is not None:
+                end_tag = f"</{html.group(1).lower()}>"
+                raw_end = None if end_tag in line[html.end() :].lower() else end_tag
         elif (
             m
             and m.group(1)[0] == fence[0]
