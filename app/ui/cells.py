@@ -1,8 +1,10 @@
 """Text cut to a number of terminal cells (a Chinese character takes two), the one rule every
-screen uses for paths, names and clients that do not fit their column."""
+screen uses for paths, names and clients that do not fit their column; and the short names
+tools go by where their full names do not fit (Stats' columns, the review list)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -136,3 +138,17 @@ def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
 def plural(n: int, word: str) -> str:
     """`1 note`, `2 notes`, `1,234 notes`."""
     return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def short_names(tools: Sequence[str]) -> dict[str, str]:
+    """A short heading per tool: its first word (`append` for append_section) where no other
+    tool starts with it, else that word and the others' initials (`replace_s`, `replace_d`);
+    the name itself where that is no shorter, or where two would still read the same."""
+    first = Counter(t.split("_")[0] for t in tools)
+    short = {}
+    for t in tools:
+        head, *rest = t.split("_")
+        name = head if first[head] == 1 else "_".join([head, "".join(w[:1] for w in rest)])
+        short[t] = name if rest and cell_len(name) < cell_len(t) else t
+    seen = Counter(short.values())
+    return {t: name if seen[name] == 1 else t for t, name in short.items()}

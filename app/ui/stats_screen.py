@@ -31,7 +31,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
 from .cells import Cell as TableCell
-from .cells import cut_middle, others_width
+from .cells import cut_middle, others_width, short_names
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
 PERIOD_WORDS = {"12w": "12 weeks", "52w": "52 weeks", None: "all history"}
@@ -81,20 +81,6 @@ def _cell(text: str, width: int, right: bool, style: RichStyle | None) -> TableC
     """`text` padded to `width` cells, on the left when it is a count (right-aligned)."""
     pad = " " * (width - cell_len(text))
     return TableCell((pad + text if right else text + pad, style))
-
-
-def short_names(tools: Sequence[str]) -> dict[str, str]:
-    """A short heading per tool: its first word (`append` for append_section) where no other
-    tool starts with it, else that word and the others' initials (`replace_s`, `replace_d`);
-    the name itself where that is no shorter, or where two would still read the same."""
-    first = Counter(t.split("_")[0] for t in tools)
-    short = {}
-    for t in tools:
-        head, *rest = t.split("_")
-        name = head if first[head] == 1 else "_".join([head, "".join(w[:1] for w in rest)])
-        short[t] = name if rest and cell_len(name) < cell_len(t) else t
-    seen = Counter(short.values())
-    return {t: name if seen[name] == 1 else t for t, name in short.items()}
 
 
 def tools_text(counts: Counter[str], names: dict[str, str]) -> str:
