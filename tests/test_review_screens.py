@@ -185,9 +185,11 @@ async def test_the_list_newest_first_with_its_columns(
         assert row[0] == "a.md" and row[1] == "A" and row[2] == "2" and row[3] == "+3 −0"
         assert "append_section" in row[5] and "mcp" in row[5]
         assert row[4] == "12-01 09:00–11:30"  # the span, first to last (local time is UTC here)
-        # the Chinese path, cut in the middle to its column, keeps its head and its file name
+        # the Chinese path as the other screens show a note (cells.note_label): its file name
+        # first and whole, then its folder
         long_row = [c.plain for c in table.get_row_at(0)]
-        assert long_row[0].startswith("项目笔记/") and long_row[0].endswith("学习笔记.md")
+        folder, _, name = LONG.rpartition("/")
+        assert long_row[0] == f"{name}  {folder}/"
         assert row[5] == "append_section · mcp"  # the client without its version
     async with app_on(vault).run_test(size=(80, 24)) as pilot:
         await open_review(pilot)
@@ -641,3 +643,186 @@ async def test_two_dashboards_share_marks_and_they_survive_a_restart(
         await until(p3, lambda: "1 AI change to review in 1 note" in header(three))
         await open_review(p3)
         assert notes_listed(three) == left
+
+
+# -- a Chinese vault with long paths, at 80, 120 and 200 columns --------------------------------
+
+IDEA = "想法/2026-09-01-孤立的想法.md"
+PLAN = "项目/二〇二六年/第四季度/很长很长的文件夹名字/会议记录与后续行动计划.md"
+CHAPTERS = [f"资料/读书笔记/第{i:02d}章-读书笔记.md" for i in range(1, 7)]
+ZH_VAULT = {
+    "README.md": "# 我的知识库\n\n## 新增\n",
+    IDEA: "---\nstatus: open\n---\n# 一个没人链接的想法\n\n这个笔记没有链接。\n",
+    PLAN: "# 会议记录与后续行动计划\n\n## 行动\n- 第一项\n",
+    **{p: f"# 第{i + 1}章\n\n## 摘要\n" for i, p in enumerate(CHAPTERS)},
+}
+
+
+async def zh_vault(make_vault: Any) -> Path:
+    """The audit's vault in small: long Chinese paths, several tools and three clients."""
+    from .test_reads import client
+
+    root: Path = make_vault(ZH_VAULT)
+    async with client(root, "claude-code", "9.9") as s:
+        for p in [*CHAPTERS, PLAN]:
+            await s.text(
+                "append_section",
+                path=p,
+                heading="行动" if p == PLAN else "摘要",
+                content="- 一行",
+            )
+            await s.text("update_frontmatter", path=p, set={"status": "read"})
+    async with client(root, "audit-bot", "1") as s:
+        for p in CHAPTERS:
+            await s.text("edit_text", path=p, old="- 一行", new="- 改过的一行")
+    async with client(root, "一个名字很长很长的中文助手客户端-assistant", "2") as s:
+        await s.text("append_section", path=PLAN, heading="行动", content="- 第二项")
+    async with client(root, "claude-code", "9.9") as s:
+        await s.text("update_frontmatter", path=IDEA, set={"status": "closed"})
+        await s.text("append_section", path="README.md", heading="新增", content="- 统计测试")
+    return root
+
+
+def diff_box(app: Dashboard) -> list[str]:
+    """The diff pane's rows as drawn, inside its border (the second box on the screen)."""
+    rows = screen_text(app).split("\n")
+    top = [i for i, r in enumerate(rows) if r.startswith("╭")][1]
+    end = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("╰"))
+    return [r[1:-1] for r in rows[top + 1 : end]]
+
+
+def cells_of(table: DataTable[Any], row: int) -> dict[str, str]:
+    heads = [str(c.label) for c in table.columns.values()]
+    return dict(zip(heads, (c.plain for c in table.get_row_at(row)), strict=True))
+
+
+async def select(pilot: Any, path: str) -> None:
+    screen = pilot.app.screen
+    assert isinstance(screen, ReviewScreen)
+    table = screen.query_one("#review-notes", DataTable)
+    table.move_cursor(row=notes_listed(pilot.app).index(path))
+    await shown(pilot, path)
+    await pilot.pause(0.1)
+
+
+async def test_review_at_80x24_keeps_the_diff_in_sight(
+    make_vault: Any, settings_home: Path
+) -> None:
+    """The audit at 80x24: 4 notes listed over a sideways scrollbar, the diff's header took
+    about 8 of its lines (0-1 diff lines left), titles cut to `我…识库`, the chapter number cut
+    out of `资料/…书笔记.md`."""
+    root = await zh_vault(make_vault)
+    app = app_on(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_review(pilot)
+        table = screen.query_one("#review-notes", DataTable)
+        await select(pilot, IDEA)
+        box = diff_box(app)
+        hunk = next(i for i, r in enumerate(box) if "▶ @@" in r)
+        assert hunk <= 3, box  # path and title, the figures, since when: one line each
+        assert any("- status: open" in r for r in box) and any("+ status: closed" in r for r in box)
+        assert len(box) - hunk >= 8, box  # the diff has most of the pane
+        assert table.max_scroll_x == 0  # every column in the width: no sideways scrollbar
+        assert len(table.columns) == 5 and "title" not in cells_of(table, 0)  # no 3-cell titles
+        assert table.size.height - 1 >= 4  # still a few notes listed above it
+        for row, path in enumerate(notes_listed(app)):
+            name = path.rpartition("/")[2]
+            if cell_len(name) <= 24:  # the note's column at 80: the file name whole
+                assert cells_of(table, row)["note"].startswith(name), cells_of(table, row)
+        chapter = cells_of(table, notes_listed(app).index(CHAPTERS[0]))
+        assert chapter["note"].startswith("第01章-读书笔记.md")
+        assert chapter["tools · clients"] == "append +2 · audit-bot +1"  # whole names
+
+
+async def test_the_tools_and_clients_read_at_120_columns(
+    make_vault: Any, settings_home: Path
+) -> None:
+    """At 120 columns every row showed `append_…de-code`, `update_…de-code`; after an
+    `audit-bot` write still `append_…desktop`."""
+    root = await zh_vault(make_vault)
+    app = app_on(root)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        table = screen.query_one("#review-notes", DataTable)
+        by_path = {p: cells_of(table, i) for i, p in enumerate(notes_listed(app))}
+        assert by_path["README.md"]["tools · clients"] == "append · claude-code"
+        assert by_path[IDEA]["tools · clients"] == "update · claude-code"
+        # short names (as Stats gives them), whole clients, how many more where they do not fit
+        assert by_path[CHAPTERS[0]]["tools · clients"] == "append, edit, update · audit-bot +1"
+        assert by_path[PLAN]["tools · clients"] == "append, update · claude-code +1"
+        assert all("…" not in row["tools · clients"] for row in by_path.values())
+        # the column as wide as its widest row: no blank cells while the title is cut
+        widths = [c.width for c in table.columns.values()]
+        tools = max(cell_len(r["tools · clients"]) for r in by_path.values())
+        assert widths[-1] == max(tools, cell_len("tools · clients"))
+        assert by_path[IDEA]["title"] == "一个没人链接的想法"  # titles whole at 120
+        assert table.max_scroll_x == 0
+    wide = app_on(root)
+    async with wide.run_test(size=(200, 50)) as pilot:
+        screen = await open_review(pilot)
+        table = screen.query_one("#review-notes", DataTable)
+        row = cells_of(table, notes_listed(wide).index(PLAN))
+        assert (
+            row["note"]
+            == "会议记录与后续行动计划.md  项目/二〇二六年/第四季度/很长很长的文件夹名字/"
+        )
+        assert row["tools · clients"].startswith("append, update · claude-code")
+        assert table.max_scroll_x == 0
+
+
+async def test_the_status_line_is_cleared_on_moving_to_another_note(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An undo refused on one note said so under every note after it."""
+    async with connect(vault) as s:
+        at(monkeypatch, "2026-12-01T09:00:00")
+        await s.call("append_section", path="a.md", heading="Log", content="- a")
+        at(monkeypatch, "2026-12-01T10:00:00")
+        await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        await s.call("edit_text", path="w.md", old="- one", new="- one, by AI")
+        owner_edit(vault, "w.md", "- ai four", "- ai four, fixed by me")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        assert notes_listed(app) == ["w.md", "a.md"]
+        await shown(pilot, "w.md")
+        status = screen.query_one("#review-status", Static)
+        await press_and_confirm(pilot, "u")
+        await until(pilot, lambda: "undo refused: w.md" in str(status.content))
+        await pilot.press("j")
+        await shown(pilot, "a.md")
+        await until(pilot, lambda: str(status.content) == "")
+        # a listing read again (an AI write, the owner's mark) is not the owner moving: what
+        # the action said stays
+        await pilot.press("space")
+        await until(pilot, lambda: notes_listed(app) == ["w.md"])
+        await shown(pilot, "w.md")
+        await pilot.pause(0.2)
+        assert "a.md: 1 AI commit marked reviewed" in str(status.content)
+
+
+async def test_review_shows_a_moved_note_under_its_new_path(
+    connect: Any, make_vault: Any, settings_home: Path
+) -> None:
+    """After the owner moved a note (`m`) the list showed its old path and the diff every line
+    removed; `u` then refused in a file that no longer existed."""
+    from .test_review import owner_move
+
+    root = make_vault({IDEA: ZH_VAULT[IDEA]})
+    async with connect(root) as s:
+        await s.call("update_frontmatter", path=IDEA, set={"status": "closed"})
+    new = "归档/二〇二六年/孤立的想法.md"
+    owner_move(root, IDEA, new)
+    app = app_on(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_review(pilot)
+        assert notes_listed(app) == [new]
+        await shown(pilot, new)
+        box = "\n".join(diff_box(app))
+        assert f"{new} — 一个没人链接的想法" in box and "+1 −1 net" in box
+        assert f"at {IDEA} when the AI changed it" in box
+        assert "- status: open" in box and "+ status: closed" in box
+        await press_and_confirm(pilot, "u")
+        await until(pilot, lambda: notes_listed(app) == [])
+        assert "undid hunk 1 of " in screen_text(app)
+    assert (root / new).read_text() == ZH_VAULT[IDEA] and not (root / IDEA).exists()

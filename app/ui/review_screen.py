@@ -4,7 +4,7 @@ changed line under the AI commit (tool, client, time) or the owner's commit that
 
 The work is `app.review`'s (summaries, net diffs, marks, hunk undo, note revert), run in
 worker threads; this screen only lists, draws and asks. Every refusal is said in words in the
-status line, and stays there until the next action."""
+status line, and stays there until the next action or until the owner moves to another note."""
 
 from __future__ import annotations
 
@@ -38,13 +38,14 @@ from ..review import (
     NoteSummary,
     Review,
     hunk_text,
+    marks_of,
     net_diffs,
     revert_note,
     summaries,
     undo_hunk,
     write_marks,
 )
-from .cells import Cell, cut_middle, plural, rich_style
+from .cells import Cell, cut_middle, note_label, plural, rich_style, short_names
 from .header import StatusHeader
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -81,6 +82,87 @@ def share(
         widths[i] += give
         left -= give
     return [max(1, w) for w in widths]
+
+
+SCROLLBAR = 2  # the list's vertical scrollbar: columns wider than the room left scroll sideways
+TITLE_FROM = 100  # list widths from which the title has a column (at 80 it was cut to 3 cells)
+TITLE_LEAST = 10  # ... and the least it is given: a title cut shorter is dropped
+SPAN_FROM = 150  # list widths from which `when` says first to last, not only the last change
+
+
+@dataclass
+class Columns:
+    heads: list[str]
+    widths: list[int]
+    names: dict[str, str]  # tool -> the name the list gives it (short where full does not fit)
+    wide: bool  # `when` as a span
+    period: bool  # the ✓ column first
+
+
+def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
+    """The review list's columns in `width` cells (no sideways scrolling), each sized to its
+    content: the note by `note_label` (its file name whole, its folder muted and cut first),
+    the title from TITLE_FROM cells, the tools and clients (short tool names where the full
+    ones do not fit, as Stats names them; whole names and how many more)."""
+    wide = width >= SPAN_FROM
+    every = sorted({t for n in notes for t in n.tools})
+    heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
+    if width < TITLE_FROM:
+        heads.remove("title")
+
+    def text(n: NoteSummary, names: dict[str, str], cells: int) -> str:
+        return tools_clients(n.tools, names, clients(n), cells)
+
+    def value(h: str, n: NoteSummary, names: dict[str, str]) -> str:
+        if h == "note":  # as note_label shows it whole: the name, two spaces, its folder
+            return n.path + ("  " if "/" in n.path else "")
+        if h == "tools · clients":
+            return text(n, names, 10_000)
+        return {
+            "title": n.title,
+            "AI": f"{len(n.commits):,}",
+            "+/−": f"+{n.added:,} −{n.removed:,}",
+            "when": span(n, wide),
+        }[h]
+
+    def measure(names: dict[str, str], heads: list[str]) -> tuple[list[int], list[int]]:
+        needs = [max([cell_len(h), *(cell_len(value(h, n, names)) for n in notes)]) for h in heads]
+        # DataTable pads every column by one cell on each side; a period adds the ✓ column
+        room = width - 2 * len(heads) - (3 if period else 0) - SCROLLBAR
+        least = {"note": 16, "title": TITLE_LEAST, "tools · clients": 15}
+        at = {h: i for i, h in enumerate(heads)}
+        note, tools = at["note"], at["tools · clients"]
+        title = at.get("title")
+        # first a file name (24) and `append · claude-code` (20), then the title to 16, the
+        # tools and clients to 36, the title to 24, the note's folder to 45%, then the rest
+        order: list[tuple[int, int | None]] = [(note, 24), (tools, 20)]
+        order += [(title, 16)] if title is not None else []
+        order += [(tools, 36)]
+        order += [(title, 24)] if title is not None else []
+        order += [(note, room * 45 // 100)]
+        order += [(title, None)] if title is not None else []
+        order += [(note, None), (tools, None)]
+        mins = [least.get(h, 0) for h in heads]
+        return needs, share(room, needs, mins, order)
+
+    names = {t: t for t in every}
+    needs, widths = measure(names, heads)
+    if widths[-1] < needs[-1]:  # the full names do not fit: the short ones, for every row
+        names = short_names(every)
+        needs, widths = measure(names, heads)
+    if "title" in heads and sum(widths) + 2 * len(heads) + (3 if period else 0) + SCROLLBAR > width:
+        heads.remove("title")  # the title would be cut below TITLE_LEAST: the others have it
+        needs, widths = measure(names, heads)
+    # whole names leave the tools' column short of its width: what they do not use goes to
+    # the title and the note (no blank cells while the title is cut)
+    tools = heads.index("tools · clients")
+    used = max([cell_len(heads[tools]), *(cell_len(text(n, names, widths[tools])) for n in notes)])
+    spare, widths[tools] = widths[tools] - used, used
+    for i in [heads.index(h) for h in ("title", "note") if h in heads]:
+        give = max(0, min(needs[i] - widths[i], spare))
+        widths[i] += give
+        spare -= give
+    return Columns(heads, widths, names, wide, period)
 
 
 def span(n: NoteSummary, wide: bool) -> str:
@@ -138,30 +220,99 @@ def clients(note: NoteSummary) -> str:
     return ", ".join(dict.fromkeys(client_name(c) for c in note.clients)) or "?"
 
 
+def fitting(width: int, *variants: str) -> str:
+    """The first of `variants` (longest first) that fits `width` cells, else the last cut in
+    the middle: a header line that wrapped took two or three of the diff's few lines."""
+    for text in variants:
+        if cell_len(text) <= width:
+            return text
+    return cut_middle(variants[-1], width)
+
+
+def some(items: list[str], keep: int) -> str:
+    """The first `keep` items and how many more: `append, batch +2`."""
+    more = len(items) - keep
+    return ", ".join(items[:keep]) + (f" +{more}" if more > 0 else "")
+
+
+def tools_clients(tools: list[str], names: dict[str, str], who: str, width: int) -> str:
+    """The tools (by `names`) and the clients in `width` cells, each readable: whole names and
+    how many more are left out (`append, update +2 · claude-code +1`), the most names that fit
+    (a tool before a client on a tie); only a single name too long is cut in the middle,
+    never `append_…de-code`."""
+    ts = [names.get(x, x) for x in tools] or ["?"]
+    cs = who.split(", ")
+    best: tuple[int, int, str] | None = None
+    for k in range(1, len(ts) + 1):
+        for j in range(1, len(cs) + 1):
+            text = f"{some(ts, k)} · {some(cs, j)}"
+            if cell_len(text) <= width and (best is None or (k + j, k) > best[:2]):
+                best = (k + j, k, text)
+    if best is not None:
+        return best[2]
+    if len(cs) > 1 and cell_len(f"{some(ts, 1)} · {len(cs)} clients") <= width:
+        return f"{some(ts, 1)} · {len(cs)} clients"  # a count reads, `clau…de +2` did not
+    t = some(ts, 1)
+    t = cut_middle(t, max(1, min(cell_len(t), (width - 3) // 2)))
+    c = cut_middle(some(cs, 1), max(1, width - 3 - cell_len(t)))
+    return cut_middle(f"{t} · {c}", width)
+
+
 def render_net(
-    note: NoteSummary, diff: NetDiff, since: str, selected: int
+    note: NoteSummary, diff: NetDiff, since: str, selected: int, width: int = 0
 ) -> tuple[list[Content], list[int]]:
-    """The note's net diff as lines, and the line each hunk starts on."""
+    """The note's net diff as lines, and the line each hunk starts on. With `width` (the
+    pane's, in cells) each header line is the longest wording that fits on one line, and
+    below 100 cells no blank line under them: at 80x24 the header took 8 of the pane's 11
+    lines and left one for the diff."""
+    room = width or 10_000
     c = note.commits
+    title = f"{note.path} — {note.title}"
+    if cell_len(title) <= room:
+        head = Content.styled(note.path, "bold") + Content(f" — {note.title}")
+    elif cell_len(note.path) <= room:
+        head = Content.styled(note.path, "bold")
+    else:  # the file name whole, its folder cut (as the list shows it)
+        label = note_label(note.path, room)
+        head = label.stylize("bold", 0, len(label.plain.split("  ")[0]))
+    moved = note.moved_from
+    tools = ", ".join(note.tools) or "?"
+    short = ", ".join(short_names(note.tools).values()) or "?"
+    when = f"{note.last.astimezone():%Y}-{span(note, True)}"
+    figures = f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net"
     out = [
-        Content.styled(f"{note.path}", "bold") + Content(f" — {note.title}"),
+        head,
         Content(
-            f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net · "
-            f"{', '.join(note.tools) or '?'} · {clients(note)} · "
-            f"{note.last.astimezone():%Y}-{span(note, True)}"
+            fitting(
+                room,
+                f"{figures} · {tools} · {clients(note)} · {when}",
+                f"{figures} · {tools} · {clients(note)} · {span(note, False)}",
+                f"{figures} · {short} · {clients(note)} · {span(note, False)}",
+                f"{figures} · {short} · {clients(note)}",
+            )
         ),
     ]
     if since == "last":
         frm = f"your last reviewed state (before {c[-1].short})" if c else "your reviewed state"
+        brief = f"before {c[-1].short}" if c else "your reviewed state"
     else:
-        frm = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
-    out.append(
-        Content.styled(
-            f"one diff from {frm} to now · lines under YOU are yours · ] [ pick the hunk u undoes",
-            "$text-muted",
-        )
+        frm = brief = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
+    if moved is not None:  # the AI wrote the note under its old name: say so, once
+        frm += f", when it was {moved}"
+    since_line = fitting(
+        room,
+        f"one diff from {frm} to now · lines under YOU are yours · ] [ pick the hunk u undoes",
+        f"one diff from {frm} to now · lines under YOU are yours",
+        f"from {brief} to now · YOU: your lines · ] [ hunk",
+        f"from {brief} to now",
     )
-    out.append(Content(""))
+    out.append(Content.styled(since_line, "$text-muted"))
+    if moved is not None and moved not in since_line:  # the old name did not fit there
+        out.append(
+            Content.styled(fitting(room, f"at {moved} when the AI changed it"), "$text-muted")
+        )
+    if room >= 100:
+        out.append(Content(""))
     starts: list[int] = []
     if diff.binary:
         out.append(Content.styled("(a binary file: not shown)", "italic"))
@@ -263,6 +414,9 @@ class ReviewScreen(Screen[None]):
         self._diffs: dict[tuple[object, ...], NetDiff] = {}  # read ahead, by what they depend on
         self._loading: tuple[object, ...] | None = None  # the diff being read (no second read)
         self._fitted = 0  # the width the list's columns were shared out for
+        # the note under the cursor when the status line was last written: it is cleared when
+        # the owner moves to another note (a refusal about one note stayed under the next)
+        self._said_at: str | None = None
 
     @property
     def dash(self) -> Dashboard:
@@ -284,6 +438,7 @@ class ReviewScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#review-since", Input).display = False
+        self.query_one("#review-status", Static).display = False  # shown when it says something
         self.query_one("#review-diff", ReviewDiff).update(
             [Content.styled("reading the AI's changes…", "italic")]
         )
@@ -319,7 +474,11 @@ class ReviewScreen(Screen[None]):
     def say(self, text: str, severity: str = "") -> None:
         """The status line: what the last action did, or why it did nothing."""
         style = {"error": "bold $text-error", "warning": "bold $text-warning"}.get(severity, "")
-        self.query_one("#review-status", Static).update(Content.styled(text, style))
+        status = self.query_one("#review-status", Static)
+        status.update(Content.styled(text, style))
+        status.display = bool(text)  # an empty status line is one more line of the diff
+        note = self.current()
+        self._said_at = note.path if note is not None and text else None
 
     # -- the list ---------------------------------------------------------------------------------
 
@@ -370,6 +529,9 @@ class ReviewScreen(Screen[None]):
             at = paths.index(keep)
         if paths:
             table.move_cursor(row=min(max(at, 0), len(paths) - 1), animate=False)
+        if self._said_at is not None:  # a new listing is not the owner moving: what the last
+            now = self.current()  # action said stays (its note may have left the list)
+            self._said_at = now.path if now is not None else None
         if self.listed_in is None:
             self.listed_in = time.perf_counter() - self.opened
         self._title()
@@ -383,36 +545,25 @@ class ReviewScreen(Screen[None]):
         # diff, at 200 columns, the tools and clients were cut to a word). Its own size is not
         # laid out yet on the first fill.
         width = self._fitted = self._list_width()
-        wide = width >= 110
-        heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
-        texts = [
-            [
-                n.path,
-                n.title,
-                f"{len(n.commits):,}",
-                f"+{n.added:,} −{n.removed:,}",
-                span(n, wide),
-                f"{', '.join(n.tools)} · {clients(n)}",
-            ]
-            for n in notes
-        ]
-        needs = [max([cell_len(h), *(cell_len(t[i]) for t in texts)]) for i, h in enumerate(heads)]
-        # DataTable pads every column by one cell on each side; a period adds the ✓ column
-        period = self.since != "last"
-        room = width - 2 * len(heads) - (3 if period else 0) - 1
-        # the path first (to nearly half), then the title, the tools, the rest of the path
-        order = [(0, room * 9 // 20), (1, 30), (5, None), (0, None), (1, None)]
-        widths = share(room, needs, mins=[16, 8, 0, 0, 0, 15], order=order)
+        cols = list_columns(notes, width, self.since != "last")
         table.clear(columns=True)
-        if period:
+        if cols.period:
             table.add_column(Text("✓"), width=1)
-        for name, w in zip(heads, widths, strict=True):
-            table.add_column(Text(name), width=w)
+        for name, cells in zip(cols.heads, cols.widths, strict=True):
+            table.add_column(Text(name), width=cells)
         good, bad = rich_style("$text-success"), rich_style("$text-error")
-        for n, t in zip(notes, texts, strict=True):
-            row = [Cell(cut_middle(text, w)) for text, w in zip(t, widths, strict=True)]
-            row[3] = Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad))
-            if period:
+        w = dict(zip(cols.heads, cols.widths, strict=True))
+        for n in notes:
+            row = [Cell.of(note_label(n.path, w["note"]))]
+            if "title" in w:
+                row.append(Cell(cut_middle(n.title, w["title"])))
+            row += [
+                Cell(f"{len(n.commits):,}"),
+                Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad)),
+                Cell(cut_middle(span(n, cols.wide), w["when"])),
+                Cell(tools_clients(n.tools, cols.names, clients(n), w["tools · clients"])),
+            ]
+            if cols.period:
                 row.insert(0, Cell(("✓", good)) if n.reviewed else Cell("•"))
             table.add_row(*row, key=n.path)
         table.border_title = (
@@ -437,6 +588,7 @@ class ReviewScreen(Screen[None]):
             self._fill(table)
             if self.review and self.review.notes:
                 table.move_cursor(row=min(at, len(self.review.notes) - 1), animate=False)
+            self._draw(scroll=False)  # the diff's header lines are worded for the width
 
     def current(self) -> NoteSummary | None:
         if self.review is None or not self.review.notes:
@@ -460,6 +612,8 @@ class ReviewScreen(Screen[None]):
     def show_selected(self) -> None:
         note = self.current()
         pane = self.query_one("#review-diff", ReviewDiff)
+        if self._said_at is not None and (note is None or note.path != self._said_at):
+            self.say("")  # the owner moved on: what was said was about the note before
         if note is None:
             self.shown = None
             words = (
@@ -531,7 +685,9 @@ class ReviewScreen(Screen[None]):
         s = self.shown
         if s is None:
             return
-        lines, starts = render_net(s.note, s.diff, self.since, s.hunk)
+        # the pane's text width: the screen's less its border, padding and scrollbar
+        width = max(20, (self.app.size.width or 120) - 6)
+        lines, starts = render_net(s.note, s.diff, self.since, s.hunk, width)
         s.starts = tuple(starts)
         pane = self.query_one("#review-diff", ReviewDiff)
         pane.update(lines)
@@ -664,7 +820,7 @@ class ReviewScreen(Screen[None]):
             self.say(f"{note.path} is reviewed already")
             return
         # exactly the commits on screen: an AI write that lands meanwhile stays unreviewed
-        marks = {c.sha: [note.path] for c in note.commits}
+        marks = marks_of(note)  # under the name each commit gave it (the owner may have moved it)
         files = {c.sha: c.files for c in note.commits}
         if await self._run("mark", write_marks, self.root, marks, files) is not None:
             self._after(f"{note.path}: {plural(len(note.commits), 'AI commit')} marked reviewed")
@@ -684,9 +840,9 @@ class ReviewScreen(Screen[None]):
         marks: dict[str, list[str]] = {}
         files: dict[str, tuple[str, ...]] = {}
         for n in todo:
-            for c in n.commits:
-                marks.setdefault(c.sha, []).append(n.path)
-                files[c.sha] = c.files
+            for sha, names in marks_of(n).items():
+                marks.setdefault(sha, []).extend(names)
+            files.update((c.sha, c.files) for c in n.commits)
         if await self._run("mark all", write_marks, self.root, marks, files) is not None:
             self._after(f"{plural(len(todo), 'note')} marked reviewed")
 
