@@ -807,7 +807,7 @@ def undo_hunk(
         try:
             store.check_repo()
         except StoreError as exc:
-            raise ActionError(exc.message) from None
+            raise ActionError(exc.for_owner) from None
         diff = net_diff(root, path, since)  # under the lock: the file as it is now
         if expected is not None and (
             index >= len(diff.hunks) or hunk_text(diff.hunks[index]) != expected
