@@ -11,7 +11,7 @@ from textual.content import Content
 
 from app.feed import Row
 from app.ui.cells import fit
-from app.ui.timeline import cells, fit_line
+from app.ui.timeline import cells, fit_line, widths
 
 WHEN = datetime(2026, 12, 4, 12, 29, 51, tzinfo=UTC)
 
@@ -63,3 +63,14 @@ def test_timeline_lines_have_no_space_before_the_ellipsis() -> None:
             ]
             assert not wide_then_gap, (width, text)
             assert "立 …" not in line.plain and "编 …" not in line.plain, (width, line.plain)
+
+
+def test_a_narrow_note_column_keeps_the_file_name_whole_or_cut_in_its_middle() -> None:
+    for path in ("项目/二〇二六年/第四季度/离线同步设计.md", "资料/读书笔记/第07章-读书笔记.md"):
+        row = Row("c:1", WHEN, "revert", "王小明", (path,), "Revert")
+        for width in range(80, 201):
+            note_w = widths(width)[3]
+            note = fit(cells(row, WHEN, None, note_w)[3], note_w).plain.rstrip(" ")
+            name = note.split("  ")[0]
+            assert name.endswith(".md"), (width, note)  # the extension stays: cut in the middle
+            assert not note.endswith(" …"), (width, note)  # no folder shown as a lone …

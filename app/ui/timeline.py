@@ -24,7 +24,7 @@ from textual.visual import Visual
 
 from ..feed import Row
 from ..history import line_counts
-from .cells import fit
+from .cells import fit, note_label
 
 KIND_STYLE = {
     "ai": "bold $text-primary",
@@ -61,11 +61,15 @@ def when(t: datetime, now: datetime) -> str:
     return local.strftime("%H:%M:%S" if local.date() == now.astimezone().date() else "%m-%d %H:%M")
 
 
-def note_cell(paths: Sequence[str]) -> Content:
+def note_cell(paths: Sequence[str], width: int | None = None) -> Content:
     """The file name first (two edits to different notes must not look alike), how many more,
-    then its folder, which a narrow column cuts first."""
+    then its folder, which a narrow column cuts first. Given the column's `width`, as
+    `note_label` cuts every screen's paths: the folder shortened or left out, then the name cut
+    in its middle, so its extension stays (`第07章-…笔记.md`, not `第07章-读书笔记.…`)."""
     if not paths:
         return Content("")
+    if width is not None and width >= 8:
+        return note_label(paths[0], width, len(paths) - 1)
     folder, _, name = paths[0].rpartition("/")
     more = f" +{len(paths) - 1}" if len(paths) > 1 else ""
     return Content(name + more) + (Content.styled(f"  {folder}/", "$text-muted") if folder else "")
@@ -87,7 +91,9 @@ def counts_cell(counts: tuple[int, int] | None) -> Content:
     return Content.assemble((f"+{added}", "$text-success"), " ", (f"−{removed}", "$text-error"))
 
 
-def cells(row: Row, now: datetime, counts: tuple[int, int] | None = None) -> list[Content]:
+def cells(
+    row: Row, now: datetime, counts: tuple[int, int] | None = None, note_width: int | None = None
+) -> list[Content]:
     kind = Content.styled(row.kind, KIND_STYLE.get(row.kind, ""))
     summary = Content(summary_of(row))
     if row.reverted_by:  # undone already: the mark says so before anything else on the line
@@ -96,7 +102,7 @@ def cells(row: Row, now: datetime, counts: tuple[int, int] | None = None) -> lis
         Content(when(row.time, now)),
         kind,
         Content(row.who),
-        note_cell(row.paths),
+        note_cell(row.paths, note_width),
         counts_cell(counts),
         summary,
     ]
@@ -220,7 +226,8 @@ class Timeline(ScrollView, can_focus=True):
         parts = ["timeline--cursor"] if i == self.cursor else ["timeline--odd"] if i % 2 else []
         style = self.get_visual_style(*parts)
         row = self.rows[i]
-        return self._strip(cells(row, datetime.now(UTC), self._count(row)), width, style)
+        line = cells(row, datetime.now(UTC), self._count(row), widths(width)[3])
+        return self._strip(line, width, style)
 
     def _count(self, row: Row) -> tuple[int, int] | None:
         """The row's +/- counts if read already; else asked for, and drawn when they come."""
