@@ -58,13 +58,14 @@ async def test_the_confirm_footer_names_its_keys_as_its_buttons_do(
     ]
 
 
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_help_lists_the_screens_keys_not_a_tables_inherited_ones_and_aligns_them(
-    connect: Any, vault: Path
+    connect: Any, vault: Path, size: tuple[int, int]
 ) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     app = Dashboard(vault, poll_seconds=0.1)
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await until(pilot, lambda: bool(timeline(app).rows))
         for keys in (["question_mark"], ["escape", "v", "question_mark"]):  # timeline, review
             await pilot.press(*keys)
@@ -77,11 +78,14 @@ async def test_help_lists_the_screens_keys_not_a_tables_inherited_ones_and_align
             assert listed["Up"] == "↑ / k" and listed["Down"] == "↓ / j", listed
             assert listed["Copy selected text"] == "^c / super+c"
             assert "Quit" in " ".join(listed)  # the app's keys stay
-            # aligned: every meaning starts in the same column, the widest key's too
-            lines = [str(w.render()) for w in help.query("#dialog-body Static")]
-            starts = {
-                cell_len(line) - cell_len(what)
-                for line, (_, what) in zip(lines, help.keys, strict=True)
+            # aligned: every meaning starts in the same column, the widest key's too, and a
+            # long one wraps in that column
+            lines = [str(w.render()) for w in help.query(".help-key")]
+            starts = {w.region.x for w in help.query(".help-what")}
+            assert {cell_len(line) for line in lines} == {
+                max(cell_len(k) for k, _ in help.keys) + 2
             }
             assert len(starts) == 1, lines
+            if size[0] == 80:  # the filter's long meaning wraps, in its column
+                assert max(w.region.height for w in help.query(".help-what")) >= 2
         assert listed["mark this note reviewed"] == "space"  # the review screen's own

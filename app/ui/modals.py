@@ -244,6 +244,12 @@ def help_entries(active: Iterable[tuple[list[str], Binding, DOMNode]]) -> list[t
 class HelpModal(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "screen.dismiss", "Close")]
     AUTO_FOCUS = "#dialog-body"
+    # a meaning too long for one line wraps in its own column, not under the keys
+    DEFAULT_CSS = """
+    HelpModal .help-row { height: auto; }
+    HelpModal .help-key { width: auto; }
+    HelpModal .help-what { width: 1fr; }
+    """
 
     def __init__(self, keys: list[tuple[str, str]]) -> None:
         super().__init__()
@@ -257,9 +263,12 @@ class HelpModal(ModalScreen[None]):
             with VerticalScroll(id="dialog-body"):
                 for key, what in self.keys:
                     pad = " " * (width - cell_len(key))
-                    yield Static(
-                        Content.styled(pad + key, "bold $text-accent") + Content(f"  {what}")
-                    )
+                    with Horizontal(classes="help-row"):
+                        yield Static(
+                            Content.styled(pad + key, "bold $text-accent") + "  ",
+                            classes="help-key",
+                        )
+                        yield Static(Content(what), classes="help-what")
             yield Static(
                 Content("↑/↓ PgUp/PgDn scroll · esc, q or ? closes"),
                 id="dialog-foot",
