@@ -1020,8 +1020,6 @@ async def test_biggest_today_uses_the_free_width_before_cutting_a_note(
 async def test_counts_on_the_reads_screen_say_one_or_many(tmp_path: Path) -> None:
     """One call of one char costs `1 char ≈ 1 token`, not `1 chars ≈ 1 tokens`."""
 
-
-
     now = datetime.now(UTC)
     event = {
         "v": 1,
