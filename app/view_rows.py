@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from server.core.gitrepo import git
@@ -73,6 +74,7 @@ def fold_sessions(rows: Sequence[Row]) -> list[Row]:
     if not by_pid:
         return list(rows)
     folded: dict[str, Row | None] = {}  # key -> its folded row, or None: dropped
+    began: dict[str, datetime] = {}  # key of a session's row -> when it started
     for pid, group in by_pid.items():
         events = {str((r.event or {}).get("kind")): r for r in group}
         started, stopped = events.get("server_started"), events.get("server_stopped")
@@ -85,13 +87,32 @@ def fold_sessions(rows: Sequence[Row]) -> list[Row]:
         newest = group[0]  # the feed is newest first
         folded.update(dict.fromkeys((r.key for r in group[1:]), None))
         folded[newest.key] = dataclasses.replace(newest, summary=said)
-    out = []
+        began[newest.key] = first.time
+    out: list[Row] = []
+    run: list[Row] = []  # sessions with nothing between them, newest first
     for r in rows:
-        if r.key not in folded:
-            out.append(r)
-        elif (f := folded[r.key]) is not None:
-            out.append(f)
+        f = folded.get(r.key, r)
+        if f is None:
+            continue
+        if f.key in began:
+            run.append(f)
+            continue
+        out.extend(_one_row(run, began))
+        run = []
+        out.append(f)
+    out.extend(_one_row(run, began))
     return out
+
+
+def _one_row(sessions: list[Row], began: dict[str, datetime]) -> list[Row]:
+    """Server sessions with nothing between them as one row, at the newest one's place: each
+    launch of the dashboard or of Claude Desktop starts one, and at 80x24 four of the five rows
+    in sight were sessions, the AI's writes pushed below. The newest is the row's detail."""
+    if len(sessions) < 2:
+        return sessions
+    newest, start = sessions[0], began[sessions[-1].key].astimezone()
+    said = f"{len(sessions)} server sessions since {start:%m-%d %H:%M}, the newest {newest.summary}"
+    return [dataclasses.replace(newest, summary=said)]
 
 
 def commits_mentioning(root: Path, text: str) -> frozenset[str]:

@@ -610,9 +610,19 @@ def test_server_sessions_fold_to_one_row_per_process() -> None:
     ]
     rows = [r for n, e in enumerate(events) if (r := event_row(e, n)) is not None][::-1]
     folded = fold_sessions(rows)
-    assert [r.kind for r in folded] == ["server", "server", "conflict"]
+    # pid 2 started after pid 1 stopped, nothing between: one row for both, said as the newest
+    assert [r.kind for r in folded] == ["server", "conflict"]
+    assert folded[0].summary.startswith("2 server sessions since 01-15 ")
     assert "pid 2 (stdio): started" in folded[0].summary and "stopped" not in folded[0].summary
-    assert "pid 1 (http): started" in folded[1].summary and "stopped" in folded[1].summary
+    assert folded[0].key == rows[0].key  # the newest session's row: its detail is shown
+    # with a row between them, each session is its own row
+    between = {"kind": "rejected", "pid": 9, "ts": "2026-01-15T10:02:30Z", "code": "x"}
+    events.insert(3, between)
+    rows = [r for n, e in enumerate(events) if (r := event_row(e, n)) is not None][::-1]
+    folded = fold_sessions(rows)
+    assert [r.kind for r in folded] == ["server", "rejected", "server", "conflict"]
+    assert "pid 2 (stdio): started" in folded[0].summary and "stopped" not in folded[0].summary
+    assert "pid 1 (http): started" in folded[2].summary and "stopped" in folded[2].summary
 
 
 async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_setup_files(
