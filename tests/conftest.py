@@ -134,6 +134,11 @@ def git(root: Path, *args: str) -> str:
     ).stdout
 
 
+def head(root: Path) -> str:
+    """The sha HEAD is at (a write that commits nothing leaves it where it was)."""
+    return git(root, "rev-parse", "HEAD").strip()
+
+
 VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
 
 

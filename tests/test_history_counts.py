@@ -3,18 +3,13 @@ the lines that changed, not the whole file deleted and added again (`git show --
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from app.history import line_counts
 
-from .conftest import git
+from .conftest import git, head
 
 BODY = "".join(f"line {i} of a long note\n" for i in range(125))
-
-
-def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 def test_a_pure_rename_counts_no_lines(make_vault: Any) -> None:

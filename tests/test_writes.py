@@ -10,7 +10,7 @@ import pytest
 from server.notes.note import content_hash
 from server.write.journal import read_all
 
-from .conftest import git, git_log
+from .conftest import git, git_log, head
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +40,6 @@ def vault(make_vault: Any) -> Path:
             "notes/with-image.md": "# Pic\n\n![[pic.png]]\n\ntext\n",
         }
     )
-
-
-def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 async def test_append_is_one_ai_commit_with_trailers(connect: Any, vault: Path) -> None:

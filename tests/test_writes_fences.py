@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import git
+from .conftest import git, head
 
 pytestmark = pytest.mark.anyio
 
@@ -26,10 +26,6 @@ OWNER_OPEN = "# Draft\n\n## Intro\nhello\n\n## Code\n~~~~\nnever closed\n~~~\n"
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault({"Bookmarks.md": BOOKMARKS, "draft.md": OWNER_OPEN})
-
-
-def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 async def test_append_with_an_unclosed_fence_is_refused(connect: Any, vault: Path) -> None:

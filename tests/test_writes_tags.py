@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import git
+from .conftest import head
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +23,6 @@ OWNERS = "---\ntags: [owner tag]\n---\n# Mine\ntext\n"
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault({"n.md": NOTE, "mine.md": OWNERS})
-
-
-def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 @pytest.mark.parametrize(
