@@ -440,6 +440,8 @@ async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "server" in kinds(app))
         t = app.query_one("#timeline", Timeline)
+        # the feed has the rows before the timeline is filled from it
+        await until(pilot, lambda: t.current is not None)
         assert t.current is not None and t.current.key == f"c:{res['commit']}"
         servers = [r for r in t.rows if r.kind == "server"]
         assert len(servers) == 1 and "started" in servers[0].summary

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 
 from app.revert import revert
 from app.ui.dashboard import Dashboard
@@ -97,6 +98,14 @@ def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) ->
                 break
             await pilot.pause(0.05)
         await open_screen(pilot, "S")
+        await settle(pilot)
+        # every table filled (on a loaded CI machine the picture was once taken with the
+        # per-client table still empty): the pinned vault has two clients
+        clients = pilot.app.screen.query_one("#stats-clients", DataTable)
+        for _ in range(200):
+            if clients.row_count:
+                break
+            await pilot.pause(0.05)
         await settle(pilot)
 
     app = make_app(pinned_stats_vault)
