@@ -42,10 +42,12 @@ from server.core.gitrepo import (
     REVERTS_PATH,
     TOOL,
     UNDOES,
+    Rename,
     commit_message,
     git,
     human_identity,
     printable,
+    renames,
     state_dir,
     trailer_field,
     trailer_values,
@@ -171,32 +173,12 @@ def _scan(root: Path, *rng: str) -> list[_Head]:
 # per-note summaries
 
 
-Rename = tuple[str, str, str]  # (the commit, the path before it, the path after it)
-
-
-def _renames(root: Path, *rng: str) -> list[Rename]:
-    """Each rename in these commits as git's rename detection sees it (`git log -M`, as the
-    Reads screen follows a moved note), newest first. `-z`: a Chinese path is not quoted."""
-    args = ["log", "-M", "--diff-filter=R", "--name-status", "-z", "--format=%x1e%H", *rng]
-    r = git(root, *args, check=False)
-    if r.returncode != 0:  # an unborn branch: nothing moved
-        return []
-    out: list[Rename] = []
-    for rec in r.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
-        sha, _, rest = rec.partition("\x00")
-        items = [i.strip("\n") for i in rest.split("\x00")]
-        for i, item in enumerate(items):
-            if item.startswith("R") and i + 2 < len(items):
-                out.append((sha.strip(), items[i + 1], items[i + 2]))
-    return out
-
-
 def _forward(path: str, at: int, moves: list[Rename], order: dict[str, int]) -> str:
     """Where a note the commit at `at` (0 = newest) wrote as `path` is now: through each rename
     after that commit, oldest first."""
-    for sha, old, new in reversed(moves):
-        if order.get(sha, len(order)) < at and old == path:
-            path = new
+    for move in reversed(moves):
+        if order.get(move.sha, len(order)) < at and move.old == path:
+            path = move.new
     return path
 
 
@@ -204,9 +186,9 @@ def _chain(path: str, moves: list[Rename]) -> tuple[Rename, ...]:
     """The renames that brought a note to `path`, newest first."""
     out = []
     for move in moves:
-        if move[2] == path:
+        if move.new == path:
             out.append(move)
-            path = move[1]
+            path = move.old
     return tuple(out)
 
 
@@ -236,7 +218,7 @@ class NoteSummary:
     def moved_from(self) -> str | None:
         """The note's oldest name in view, when the owner moved it since the AI wrote it."""
         old = {self.path_in(c.sha) for c in self.commits} - {self.path}
-        return self.renames[-1][1] if old and self.renames else None
+        return self.renames[-1].old if old and self.renames else None
 
 
 @dataclass
@@ -270,7 +252,7 @@ def summaries(root: Path, since: str = "last") -> Review:
     moves: list[Rename] = []
     if log:
         span = rng if since != "last" else ["HEAD", "--not", f"{log[-1].commit.sha}^@"]
-        moves = _renames(root, *span)
+        moves = renames(root, *span)
     # path now -> (AI commit, the note's path in it), newest first
     open_: dict[str, list[tuple[Marked, str]]] = {}  # unreviewed
     seen: dict[str, list[tuple[Marked, str]]] = {}  # every AI commit in view
@@ -549,9 +531,9 @@ def _name_at(note: NoteSummary, at: int, index: dict[str, int]) -> str:
     """The note's path as the commit at `at` (0 = newest) left it: its path now, back through
     each of its renames after that commit."""
     name = note.path
-    for sha, old, new in note.renames:  # newest first
-        if index.get(sha, len(index) + 1) < at and name == new:
-            name = old
+    for move in note.renames:  # newest first
+        if index.get(move.sha, len(index) + 1) < at and name == move.new:
+            name = move.old
     return name
 
 
@@ -581,7 +563,7 @@ def _commits_since_bases(
     if merges.stdout.strip() not in (b"0", b""):
         for n in notes:  # merges: ancestry is not log order; each note its own range
             rng_n = [f"{n.base}..HEAD"] if n.base else ["HEAD"]
-            names = sorted({n.path, *(old for _, old, _ in n.renames)})
+            names = sorted({n.path, *(m.old for m in n.renames)})
             log = [m.commit for m in _log(root, *rng_n, "--", *names)]
             index = {c.sha: i for i, c in enumerate(log)}  # a rename touched both its names
             touched(n, log, index, len(log))
@@ -591,7 +573,7 @@ def _commits_since_bases(
     index = {sha: i for i, sha in enumerate(order)}  # 0 = newest
     # no pathspec: git matching many of them on every commit is far slower than reading the
     # span's file lists and filtering here (`uv run python -m bench --only review`)
-    wanted = {p for n in notes for p in (n.path, *(old for _, old, _ in n.renames))}
+    wanted = {p for n in notes for p in (n.path, *(m.old for m in n.renames))}
     log = [m.commit for m in _log(root, *rng) if wanted.intersection(m.commit.files)]
     for n in notes:
         limit = index.get(n.base, len(order)) if n.base else len(order)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from server.core.errors import VaultwatchError
 
@@ -340,25 +341,31 @@ def ignored_paths(root: Path, paths: list[str]) -> list[str]:
     return [p.decode("utf-8", "replace") for p in r.stdout.split(b"\x00") if p]
 
 
-def renames(root: Path, since: int | None = None) -> list[tuple[int, str, str]]:
-    """(commit time, old path, new path) of each rename on HEAD's history (git's own rename
-    detection, as `git log -M` shows it), oldest first; with `since` (epoch seconds) only
-    commits from then on. A path git has to quote (a tab or newline in it) is left out."""
-    args = ["-c", "core.quotePath=false", "log", "-M", "--diff-filter=R", "--name-status"]
-    args += ["--format=@%ct", *([f"--since={since}"] if since is not None else [])]
+class Rename(NamedTuple):
+    sha: str  # the commit that moved the file
+    when: int  # its commit time, epoch seconds
+    old: str
+    new: str
+
+
+def renames(root: Path, *rng: str, since: int | None = None) -> list[Rename]:
+    """Each rename in these commits (HEAD's history by default) as git's rename detection sees
+    it (`git log -M`), newest first; with `since` (epoch seconds) only commits from then on.
+    The one reader of renames: the Reads screen follows a moved note by time, review by commit.
+    `-z`: a Chinese path (or one with a tab) comes unquoted."""
+    args = ["log", "-M", "--diff-filter=R", "--name-status", "-z", "--format=%x1e%H %ct"]
+    args += [*([f"--since={since}"] if since is not None else []), *(rng or ["HEAD"])]
     r = git(root, *args, check=False)
     if r.returncode != 0:  # no commit yet, or git could not tell: no renames known
         return []
-    out: list[tuple[int, str, str]] = []
-    when = 0
-    for line in r.stdout.decode("utf-8", "replace").splitlines():
-        if line.startswith("@"):
-            when = int(line[1:] or 0)
-        elif line.startswith("R"):
-            parts = line.split("\t")
-            if len(parts) == 3 and not any(p.startswith('"') for p in parts[1:]):
-                out.append((when, parts[1], parts[2]))
-    out.reverse()
+    out: list[Rename] = []
+    for rec in r.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
+        head, _, rest = rec.partition("\x00")
+        sha, _, when = head.strip().partition(" ")
+        items = [i.strip("\n") for i in rest.split("\x00")]
+        for i, item in enumerate(items):
+            if item.startswith("R") and i + 2 < len(items):
+                out.append(Rename(sha, int(when or 0), items[i + 1], items[i + 2]))
     return out
 
 

@@ -278,7 +278,8 @@ class Moves:
         """The renames since the oldest read in `events` (git's history, one `git log`)."""
         first = next((e.get("ts") for e in events if e.get("kind") == "read"), None)
         since = _epoch(first) if isinstance(first, str) else None
-        return cls(renames(vault.root, None if since is None else int(since) - 1))
+        moves = renames(vault.root, since=None if since is None else int(since) - 1)
+        return cls((m.when, m.old, m.new) for m in reversed(moves))
 
     def __bool__(self) -> bool:
         return bool(self._after)
