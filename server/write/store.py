@@ -355,33 +355,50 @@ class Store:
         self.check_repo()
         return self.recover_locked()
 
-    def record_intent(self, tool: str, files: list[tuple[str, bytes | None, bytes | None]]) -> None:
+    def record_intent(
+        self,
+        tool: str,
+        files: list[tuple[str, bytes | None, bytes | None]],
+        between: dict[str, bytes] | None = None,
+    ) -> None:
         """An owner action's intent, written before it changes the working tree: each path with
         the bytes it has now (None: no file) and will have (None: removed). The same record a
         write keeps, so a crash half-way through a move of a thousand notes is rolled back by
         the next start or the next writer of either kind. Every previous content is stored in
         git first (one git run), so recovery can always put it back; a file whose bytes are
-        not what the caller read raises WriteRace. Caller holds the lock."""
+        not what the caller read raises WriteRace. `between`: the bytes a path holds half-way
+        (a moved note before its links are rewritten, a new file still empty), which recovery
+        takes for this action's too. Caller holds the lock."""
         olds = [(p, data) for p, data, _ in files if data is not None]
         stored = _hash_files(self.root, [p for p, _ in olds]) if olds else []
         for (p, data), blob in zip(olds, stored, strict=True):
             if blob != blob_id(data):
                 raise WriteRace(p, data, None, reason="changed since it was read")
-        intent = {
-            "pid": os.getpid(),
-            "tool": tool,
-            "files": [
+        self._write_intent(
+            tool,
+            [
                 {
                     "path": p,
                     "old": blob_id(old) if old is not None else None,
                     "new": blob_id(new) if new is not None else None,
                     "tmp": None,
+                    **({"between": blob_id(between[p])} if between and p in between else {}),
                 }
                 for p, old, new in files
             ],
-        }
-        atomic_write(self.intent_path, json.dumps(intent).encode())
+        )
         crash_point("intent")
+
+    def _write_intent(
+        self,
+        tool: str,
+        files: list[dict[str, object]],
+        commit: list[list[str | None]] | None = None,
+    ) -> None:
+        intent: dict[str, object] = {"pid": os.getpid(), "tool": tool, "files": files}
+        if commit is not None:
+            intent["commit"] = commit
+        atomic_write(self.intent_path, json.dumps(intent).encode())
 
     def intent_commits(self, entries: list[tuple[str, str | None]]) -> None:
         """Add to the recorded intent the exact blobs its commit will hold (a file under a git
@@ -693,12 +710,24 @@ class Store:
             _still(self.root / p, *expect[p])
         changed = [p for p, _ in entries]
         subject = "snapshot: " + (changed[0] if len(changed) == 1 else f"{len(changed)} files")
-        sha = commit_blobs(
-            self.root,
-            entries,
-            commit_message(subject, {ACTION: "snapshot"}),
-            human_identity(self.root),
+        # A snapshot changes no file, but a crash between moving the branch and putting git's
+        # index in place would leave the owner's edit staged for removal: its intent lets
+        # recovery tidy the index (files: as they are, before and after).
+        snapped = [(p, blob_id(d) if (d := expect[p][1]) is not None else None) for p in changed]
+        self._write_intent(
+            "snapshot",
+            [{"path": p, "old": now, "new": now, "tmp": None} for p, now in snapped],
+            commit=[[p, b] for p, b in entries],
         )
+        try:
+            sha = commit_blobs(
+                self.root,
+                entries,
+                commit_message(subject, {ACTION: "snapshot"}),
+                human_identity(self.root),
+            )
+        finally:
+            self.drop_intent()  # committed, or failed with the branch where it was
         self.journal.append(Commit("snapshot", changed, sha, chars=0), client="human")
         after = {**head_blobs, **{p: b for p, b in entries if b is not None}}
         return {p: b for p, b in after.items() if p not in gone}
@@ -742,10 +771,13 @@ class Store:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.root / f["tmp"])
         restored, kept = [], []
-        # one git run for every path (a move of a thousand notes names two thousand)
-        head = self._head_blobs([f["path"] for f in files]) if files else {}
         # an owner action records the exact blobs its commit holds (see intent_commits)
         sealed = intent.get("commit")
+        names = {f["path"] for f in files} | (
+            {p for p, _ in sealed} if isinstance(sealed, list) else set()
+        )
+        # one git run for every path (a move of a thousand notes names two thousand)
+        head = self._head_blobs(sorted(names)) if names else {}
         committed = (
             all(head.get(p) == b for p, b in sealed)
             if isinstance(sealed, list)
@@ -758,7 +790,7 @@ class Store:
                 cur_id = blob_id(current) if current is not None else None
                 if cur_id == f["old"]:
                     continue  # never touched
-                if cur_id != f["new"]:
+                if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
                     kept.append(f["path"])  # changed by someone since: leave it alone
                     continue
                 if f["old"] is None:
