@@ -431,6 +431,15 @@ def recover_first(store: Store) -> None:
         raise ActionError(exc.message) from None
 
 
+def recover(root: Path) -> None:
+    """Put right what a dead writer left (Store.recover_locked, under the lock) before an owner
+    action is previewed: a killed AI write's half-written lines would otherwise show in the
+    preview as the owner's text, and the action that follows be refused as "changed since"."""
+    store = _store(root)
+    with store.locked():
+        store.recover_locked()
+
+
 def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str, what: str) -> str:
     """One commit as the owner through the server's write path (lock, snapshot, private index,
     compare-and-swap), its failures said as the owner's reasons. `what` names the action."""

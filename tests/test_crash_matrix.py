@@ -39,8 +39,8 @@ from typing import Any
 import pytest
 
 from app.file_actions import NewNote, apply_create, apply_move, apply_remove, plan_move, plan_remove
-from app.review import mark_reviewed, revert_note, undo_hunk
 from app.revert import revert
+from app.review import mark_reviewed, revert_note, undo_hunk
 from server.core.faults import FAULT_ENV
 from server.core.gitrepo import ensure_repo
 from server.notes.note import content_hash
@@ -48,7 +48,7 @@ from server.services.writes import apply
 from server.vault import Vault
 from server.write.journal import read_all
 
-from .conftest import git, write_files
+from .conftest import write_files
 
 OWNER_LINE = "- the owner's unsaved line"
 AI_MARK = "AI-MARK"  # in every line the AI writes here: an owner commit must never carry one
@@ -64,7 +64,9 @@ FILES = {
 }
 
 
-def _ai(root: Path, tool: str, ops: list[tuple[str, dict[str, Any]]], msg: str | None = None) -> None:
+def _ai(
+    root: Path, tool: str, ops: list[tuple[str, dict[str, Any]]], msg: str | None = None
+) -> None:
     vault = Vault(root)
     try:
         apply(vault, vault.store, tool, "crash-matrix", ops, msg)
@@ -87,19 +89,35 @@ AI_SHA: dict[str, str] = {}  # the template's AI commit (the same sha in every c
 
 ACTIONS: dict[str, Callable[[Path], object]] = {
     # the AI's writes
-    "create_doc": lambda r: _ai(r, "create_doc", [("create_doc", {
-        "path": "notes/ai-new.md", "body": f"# AI new\n\n- {AI_MARK} created\n"})]),  # fmt: skip
+    "create_doc": lambda r: _ai(
+        r,
+        "create_doc",
+        [("create_doc", {"path": "notes/ai-new.md", "body": f"# AI new\n\n- {AI_MARK} created\n"})],
+    ),  # fmt: skip
     # the owner's pending edit to n0 is committed first, as theirs (the snapshot)
     "append_section+snapshot": lambda r: _ai(r, "append_section", [_append("notes/n0.md", "x")]),
-    "edit_text": lambda r: _ai(r, "edit_text", [("edit_text", {
-        "path": "notes/n2.md", "old": "- before", "new": f"- {AI_MARK} edited"})]),  # fmt: skip
-    "update_frontmatter": lambda r: _ai(r, "update_frontmatter", [("update_frontmatter", {
-        "path": "notes/n3.md", "set": {"status": AI_MARK}})]),  # fmt: skip
+    "edit_text": lambda r: _ai(
+        r,
+        "edit_text",
+        [("edit_text", {"path": "notes/n2.md", "old": "- before", "new": f"- {AI_MARK} edited"})],
+    ),  # fmt: skip
+    "update_frontmatter": lambda r: _ai(
+        r,
+        "update_frontmatter",
+        [("update_frontmatter", {"path": "notes/n3.md", "set": {"status": AI_MARK}})],
+    ),  # fmt: skip
     "replace_doc": _replace,
-    "batch": lambda r: _ai(r, "batch", [
-        _append("notes/n1.md", "b1"), _append("notes/n2.md", "b2"), _append("notes/n1.md", "b3"),
-        ("create_doc", {"path": "notes/batch-new.md", "body": f"# B\n\n- {AI_MARK} b\n"}),
-    ], "a batch"),  # fmt: skip
+    "batch": lambda r: _ai(
+        r,
+        "batch",
+        [
+            _append("notes/n1.md", "b1"),
+            _append("notes/n2.md", "b2"),
+            _append("notes/n1.md", "b3"),
+            ("create_doc", {"path": "notes/batch-new.md", "body": f"# B\n\n- {AI_MARK} b\n"}),
+        ],
+        "a batch",
+    ),  # fmt: skip
     # the owner's actions
     "revert": lambda r: revert(r, [AI_SHA["sha"]]),
     "undo_hunk": lambda r: undo_hunk(r, "notes/n1.md", 0),
@@ -328,4 +346,3 @@ def test_killed_at_every_step(tmp_path: Path, name: str) -> None:
             "path": "other.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
         extra["other.md"] = "other.md"
         check(root, ref, start, extra, left, events, f"{where}, after the next write")
-

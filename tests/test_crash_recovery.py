@@ -14,9 +14,13 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import LATEST_PROTOCOL_VERSION
 
+from app.file_actions import apply_move, plan_move
+from app.review import undo_hunk
+from server.vault import Vault
 from server.write.journal import read_all
 
-from .conftest import REPO, git, head
+from .conftest import REPO, git, head, vaultwatch_cli
+from .test_crash_matrix import _ai, run_child
 from .test_git_setups import child_env
 
 
@@ -160,3 +164,113 @@ def test_a_private_index_holding_other_paths_never_reaches_a_commit(make_vault: 
     assert changed_in(root, head(root)) == {"a.md"}
     assert "not on disk" not in git(root, "show", "HEAD:b.md")
     assert git(root, "status", "--porcelain") == ""
+
+
+# ------------------------------------------------------------------------------------------------
+# the owner's actions after a killed write (adversarial-3 N4), and owner actions killed half-way
+
+BATCH_LINE = "- AI batch line"
+
+
+def _killed_batch(root: Path) -> None:
+    """A batch over n0..n3 killed after two of its four files were renamed in place."""
+    ops = [
+        ("append_section", {"path": f"n{i}.md", "heading": "Log", "content": BATCH_LINE})
+        for i in range(4)
+    ]
+    status = run_child(root, "kill:renamed:2", lambda r: _ai(r, "batch", ops, "tidy"))
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+    assert BATCH_LINE in (root / "n1.md").read_text()  # half-written, uncommitted
+
+
+def _undo(root: Path) -> None:
+    undo_hunk(root, "n0.md", 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", ["mv", "rm", "revert", "undo"])
+def test_an_owner_action_after_a_killed_write_rolls_it_back_first(
+    make_vault: Any, action: str
+) -> None:
+    root = make_vault({f"n{i}.md": f"# N{i}\n\n## Log\n- before\n" for i in range(4)})
+    _ai(root, "append_section", [("append_section", {
+        "path": "n0.md", "heading": "Log", "content": "- an earlier AI line"})])  # fmt: skip
+    earlier = head(root)
+    _killed_batch(root)
+    if action == "undo":  # the dashboard's undo of a hunk (no shell command for it)
+        _undo(root)
+    else:
+        args = {
+            "mv": ["mv", "n1.md", "moved/n1.md"],
+            "rm": ["rm", "n1.md", "--yes"],
+            "revert": ["revert", earlier],
+        }[action]
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+    for sha in git(root, "rev-list", f"{earlier}..HEAD").split():
+        assert "AI batch line" not in git(root, "show", sha), f"{action} committed the AI's line"
+    for p in root.rglob("*.md"):
+        assert BATCH_LINE not in p.read_text(), f"{p.name} keeps the dead batch's line"
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    recovered = [
+        e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"
+    ]
+    assert [sorted(e["paths"]) for e in recovered] == [["n0.md", "n1.md"]]
+
+
+@pytest.mark.slow
+def test_a_folder_move_killed_half_way_is_rolled_back_by_the_next_start(make_vault: Any) -> None:
+    """adversarial-3 row 24: a killed `mv` of a big folder left every file moved and nothing
+    committed, and neither a restart nor the next write put it right."""
+    files = {f"big/n{i:03}.md": f"# N{i}\n\nSee [next](n{i + 1:03}.md).\n" for i in range(200)}
+    files["index.md"] = "# Index\n\n" + "".join(f"- [n{i}](big/n{i:03}.md)\n" for i in range(200))
+    root = make_vault(files)
+    before = head(root)
+    status = run_child(
+        root, "kill:tree_step:150", lambda r: apply_move(r, plan_move(r, "big", "moved"))
+    )
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+    assert (root / "moved").is_dir() and git(root, "status", "--porcelain") != ""
+    vault = Vault(root)
+    try:
+        restored = vault.store.recover()  # what the next server start does
+    finally:
+        vault.close()
+    assert len(restored) == 150 * 2  # 150 notes moved: each new name gone, each old one back
+    assert head(root) == before
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert not (root / "moved").exists()  # the folders the move made are gone too
+    assert {p.relative_to(root).as_posix() for p in root.rglob("*.md")} == set(files)
+
+
+@pytest.mark.slow
+def test_recovery_killed_half_way_is_finished_by_the_next(make_vault: Any) -> None:
+    """Recovery writes files too: killed after putting back one of them, the next start puts
+    back the rest, and journals it."""
+    root = make_vault({f"n{i}.md": f"# N{i}\n\n## Log\n- before\n" for i in range(4)})
+    ops = [
+        ("append_section", {"path": f"n{i}.md", "heading": "Log", "content": BATCH_LINE})
+        for i in range(4)
+    ]
+    status = run_child(root, "kill:renamed:3", lambda r: _ai(r, "batch", ops, "tidy"))
+    assert os.WIFSIGNALED(status)
+
+    def recover(r: Path) -> None:
+        vault = Vault(r)
+        vault.store.recover()
+
+    status = run_child(root, "kill:recovered_file:1", recover)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+    assert sum(BATCH_LINE in (root / f"n{i}.md").read_text() for i in range(4)) == 2
+    vault = Vault(root)
+    try:
+        vault.store.recover()
+    finally:
+        vault.close()
+    assert all(BATCH_LINE not in (root / f"n{i}.md").read_text() for i in range(4))
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    recovered = [
+        e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"
+    ]
+    # the killed recovery had put n0 back and journaled nothing; the next names what it did
+    assert len(recovered) == 1 and sorted(recovered[0]["paths"]) == ["n1.md", "n2.md"]
