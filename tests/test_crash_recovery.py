@@ -46,14 +46,28 @@ def call_until_killed(root: Path, fault: str, calls: list[tuple[str, dict[str, A
         assert proc.stdout is not None
         hello = {"name": "crash-test", "version": "1"}
         params = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}}
-        _rpc(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                    "params": {**params, "clientInfo": hello}})  # fmt: skip
+        _rpc(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {**params, "clientInfo": hello},
+            },
+        )
         line = proc.stdout.readline()
         assert b'"id":0' in line.replace(b" ", b""), line
         _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         for n, (tool, args) in enumerate(calls, 1):
-            _rpc(proc, {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                        "params": {"name": tool, "arguments": args}})  # fmt: skip
+            _rpc(
+                proc,
+                {
+                    "jsonrpc": "2.0",
+                    "id": n,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": args},
+                },
+            )
             if n < len(calls):
                 line = proc.stdout.readline()
                 assert b'"isError":false' in line.replace(b" ", b""), line
@@ -137,8 +151,13 @@ def test_a_private_index_holding_other_paths_never_reaches_a_commit(make_vault: 
     root = make_vault({"a.md": "# A\n\n## Log\n", "b.md": "# B\n\n## Log\n"})
     vault = Vault(root)
     try:
-        apply(vault, vault.store, "append_section", "t", [
-            ("append_section", {"path": "a.md", "heading": "Log", "content": "- one"})])  # fmt: skip
+        apply(
+            vault,
+            vault.store,
+            "append_section",
+            "t",
+            [("append_section", {"path": "a.md", "heading": "Log", "content": "- one"})],
+        )
         state = root / ".git/vaultwatch"
         assert (state / "commit.index.head").read_text() == head(root)  # the cache is in use
         blob = (
@@ -157,8 +176,13 @@ def test_a_private_index_holding_other_paths_never_reaches_a_commit(make_vault: 
             env={**os.environ, "GIT_INDEX_FILE": str(state / "commit.index")},
             check=True,
         )
-        apply(vault, vault.store, "append_section", "t", [
-            ("append_section", {"path": "a.md", "heading": "Log", "content": "- two"})])  # fmt: skip
+        apply(
+            vault,
+            vault.store,
+            "append_section",
+            "t",
+            [("append_section", {"path": "a.md", "heading": "Log", "content": "- two"})],
+        )
     finally:
         vault.close()
     assert changed_in(root, head(root)) == {"a.md"}
@@ -193,8 +217,16 @@ def test_an_owner_action_after_a_killed_write_rolls_it_back_first(
     make_vault: Any, action: str
 ) -> None:
     root = make_vault({f"n{i}.md": f"# N{i}\n\n## Log\n- before\n" for i in range(4)})
-    _ai(root, "append_section", [("append_section", {
-        "path": "n0.md", "heading": "Log", "content": "- an earlier AI line"})])  # fmt: skip
+    _ai(
+        root,
+        "append_section",
+        [
+            (
+                "append_section",
+                {"path": "n0.md", "heading": "Log", "content": "- an earlier AI line"},
+            )
+        ],
+    )
     earlier = head(root)
     _killed_batch(root)
     if action == "undo":  # the dashboard's undo of a hunk (no shell command for it)
