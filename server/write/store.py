@@ -879,8 +879,9 @@ def commit_blobs(
         os.unlink(marker)
     try:
         tree = _private_tree(root, env, head, info, fresh)
-        changed = _changed_paths(root, head, tree)
-        if not changed <= {p for p, _ in entries}:
+        # Read afresh from HEAD, the index holds HEAD and these entries by construction; a
+        # cached one is checked (one git run, through the subtrees that differ only).
+        if fresh and not _changed_paths(root, head, tree) <= {p for p, _ in entries}:
             # Something else is in the private index (whatever put it there): never commit it.
             # Built again from HEAD alone, and refused if even that names other paths.
             log.warning("private index held paths this commit does not name; rebuilt from HEAD")
