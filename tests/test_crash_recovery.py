@@ -306,3 +306,26 @@ def test_recovery_killed_half_way_is_finished_by_the_next(make_vault: Any) -> No
     ]
     # the killed recovery had put n0 back and journaled nothing; the next names what it did
     assert len(recovered) == 1 and sorted(recovered[0]["paths"]) == ["n1.md", "n2.md"]
+
+
+def test_locks_a_killed_git_child_left_on_our_own_indexes_are_cleared(make_vault: Any) -> None:
+    """A server killed with its whole process group takes its git children with it: their
+    locks on our private indexes stay. Only our git children take them, under the write lock,
+    so the next writer removes them; git's own index.lock of another program is left alone."""
+    root = make_vault({"a.md": "# A\n\n## Log\n"})
+    state = root / ".git/vaultwatch"
+    _ai(
+        root,
+        "append_section",
+        [("append_section", {"path": "a.md", "heading": "Log", "content": "- one"})],
+    )
+    for name in ("commit.index.lock", "index.next.lock"):
+        (state / name).write_bytes(b"")
+    _ai(
+        root,
+        "append_section",
+        [("append_section", {"path": "a.md", "heading": "Log", "content": "- two"})],
+    )
+    assert "- two" in git(root, "show", "HEAD:a.md")
+    assert not (state / "commit.index.lock").exists() and not (state / "index.next.lock").exists()
+    assert git(root, "status", "--porcelain") == ""
