@@ -304,8 +304,10 @@ def test_recovery_killed_half_way_is_finished_by_the_next(make_vault: Any) -> No
     recovered = [
         e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"
     ]
-    # the killed recovery had put n0 back and journaled nothing; the next names what it did
+    # the killed recovery had put n0 back and journaled nothing; the next names what it did,
+    # and says it finished one cut short
     assert len(recovered) == 1 and sorted(recovered[0]["paths"]) == ["n1.md", "n2.md"]
+    assert "cut short" in recovered[0]["message"]
 
 
 def test_locks_a_killed_git_child_left_on_our_own_indexes_are_cleared(make_vault: Any) -> None:

@@ -783,6 +783,12 @@ class Store:
             if isinstance(sealed, list)
             else all(head.get(f["path"]) == f["new"] for f in files)
         )
+        # A recovery killed half-way leaves files it put back in no event: the next one says
+        # so rather than name only what it did itself.
+        again = bool(intent.get("recovering"))
+        if not committed and not again:
+            intent["recovering"] = os.getpid()
+            atomic_write(intent_path, json.dumps(intent).encode())
         if not committed:
             for f in files:
                 target = self.root / f["path"]
@@ -821,6 +827,8 @@ class Store:
             else f"an interrupted {tool} had been committed"
             + ("; the index was tidied" if tidied else "")
         )
+        if again:
+            msg += "; an earlier recovery of it was cut short and may have put back more files"
         if not tidied:
             paths = " ".join(f["path"] for f in files)
             msg += (
