@@ -9,8 +9,10 @@ Order of a write (all under the vault's flock):
   5. git commit exactly these paths as the AI, with the trailers
   6. remove the intent file
 A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
-file; the next writer (any process, under the lock) or the next start puts the files back
-unless the human changed them since.
+file; the next writer (any process, under the lock: the AI's writes and the owner's actions
+all start with `Store.begin`) or the next start puts the files back unless the human changed
+them since. The owner's moves, creates and deletes and the snapshot record an intent too.
+The steps are fault hooks (`server/core/faults.py`): the crash matrix kills a writer at each.
 
 A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
 the plan read: an editor that saves by truncate-then-write passes through an empty file, and
