@@ -879,7 +879,7 @@ def commit_blobs(
             continue
         lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
     info = ("\n".join(lines) + "\n").encode()
-    fresh = index.exists() and _read_text(marker) == head
+    cached = index.exists() and _read_text(marker) == head  # holds HEAD's tree already
     # The marker says "the private index holds exactly this commit's tree". It goes before the
     # index is changed and comes back only once the branch holds what the index holds: a crash
     # anywhere between (a batch killed holding .git/index.lock) leaves no marker, and the next
@@ -888,10 +888,10 @@ def commit_blobs(
     with contextlib.suppress(FileNotFoundError):
         os.unlink(marker)
     try:
-        tree = _private_tree(root, env, head, info, fresh)
+        tree = _private_tree(root, env, head, info, cached)
         # Read afresh from HEAD, the index holds HEAD and these entries by construction; a
         # cached one is checked (one git run, through the subtrees that differ only).
-        if fresh and not _changed_paths(root, head, tree) <= {p for p, _ in entries}:
+        if cached and not _changed_paths(root, head, tree) <= {p for p, _ in entries}:
             # Something else is in the private index (whatever put it there): never commit it.
             # Built again from HEAD alone, and refused if even that names other paths.
             log.warning("private index held paths this commit does not name; rebuilt from HEAD")
@@ -957,10 +957,10 @@ def commit_blobs(
     return sha
 
 
-def _private_tree(root: Path, env: dict[str, str], head: str, info: bytes, fresh: bool) -> str:
+def _private_tree(root: Path, env: dict[str, str], head: str, info: bytes, cached: bool) -> str:
     """The tree of HEAD with `info`'s entries applied, built in the private index (`env`):
-    from HEAD's tree read afresh unless `fresh` (the index is known to hold it)."""
-    if not fresh:
+    from HEAD's tree read afresh unless `cached` (the index is known to hold it)."""
+    if not cached:
         git(root, "read-tree", head, env=env)
     git(root, "update-index", "--index-info", env=env, input=info)
     return git(root, "write-tree", env=env).stdout.decode().strip()
