@@ -436,8 +436,15 @@ def recover(root: Path) -> None:
     action is previewed: a killed AI write's half-written lines would otherwise show in the
     preview as the owner's text, and the action that follows be refused as "changed since"."""
     store = _store(root)
-    with store.locked():
-        store.recover_locked()
+    try:
+        with store.locked():
+            store.recover_locked()
+    except (GitError, OSError) as exc:
+        why = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
+        raise ActionError(
+            f"an interrupted write could not be put back ({why}); nothing was changed. "
+            "Restart the dashboard or the server to try again."
+        ) from None
 
 
 def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str, what: str) -> str:

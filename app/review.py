@@ -67,7 +67,7 @@ from .history import (
     parse_since,
     reverted_by,
 )
-from .revert import owner_commit, recover_first, revert
+from .revert import owner_commit, recover, recover_first, revert
 
 NOTES_REF = "refs/notes/vaultwatch-review"
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
@@ -708,9 +708,7 @@ def mark_reviewed(root: Path, paths: list[str] | None = None) -> tuple[int, list
     """Mark every unreviewed AI change reviewed, or only those to `paths`. Returns (commits
     marked, paths marked). ActionError, with nothing written, for a path with nothing to
     review."""
-    store = _store(root)
-    with store.locked():  # a dead writer's half-write is put back before anything is marked
-        store.recover_locked()
+    recover(root)  # a dead writer's half-write is put back before anything is marked
     review = summaries(root)
     notes = {n.path: n for n in review.notes}
     if paths:
