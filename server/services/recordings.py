@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from server.core.budget import json_len
-from server.core.errors import VaultwatchError
 from server.core.gitrepo import state_dir
+from server.notes.paths import PathRefused
 from server.services.transcribe import (
     AUDIO_EXTENSIONS,
     TranscribeError,
@@ -15,19 +15,22 @@ from server.services.transcribe import (
     metrics,
     transcribe_cached,
 )
-from server.vault import Vault
+from server.vault import Vault, VaultError
 
 # The longest pause list one answer carries (a long talk has hundreds of short pauses); the
 # long ones are never cut, the count says what was left out.
 PAUSES_LISTED = 40
 
 
-class RecordingRefused(VaultwatchError):
+class RecordingRefused(VaultError):
     code = "recording_refused"
 
 
 def recording_result(vault: Vault, raw: str, offset: int = 0) -> dict[str, Any]:
-    vp = vault.policy.resolve(raw, note=False)
+    try:  # the one path rule, as for a note: no escape, no dot-folder, nothing private
+        vp = vault.policy.resolve(raw, note=False)
+    except PathRefused as exc:
+        raise VaultError(exc.code, exc.message) from exc
     if not vp.rel.lower().endswith(AUDIO_EXTENSIONS):
         raise RecordingRefused(
             f"{vp.rel!r} is not a recording: transcribe_recording reads audio files "
@@ -82,10 +85,13 @@ def page(m: dict[str, Any], offset: int, limit: int) -> dict[str, Any]:
     first = next((i for i, st in enumerate(starts) if st >= offset), len(segments))
     room = limit - json_len(m) - 400  # the page's own fields and the footer
     taken: list[dict[str, Any]] = []
+    used = 0
     for s in segments[first:]:
-        if taken and json_len(taken) + 2 * json_len(s) > room:
+        cost = 2 * json_len(s)  # in `segments`, and its text again in `transcript`
+        if taken and used + cost > room:
             break
         taken.append(s)
+        used += cost
     start = starts[first] if first < len(starts) else len(transcript)
     end = start + len(" ".join(s["text"] for s in taken))
     complete = first + len(taken) >= len(segments)

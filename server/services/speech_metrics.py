@@ -18,8 +18,10 @@ DEFAULT_LONG_PAUSE_S = 2.0
 SENTENCE_END = re.compile(r"[.?!。？！]")
 # A Han character, or a run of Latin letters/digits (an English word, a number, "CRDT").
 _HAN = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"
-_UNIT = re.compile(rf"{_HAN}|[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_LATIN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+# a word: letters and digits, with an apostrophe or a decimal point inside (it's, 3.5)
+_WORD = r"[A-Za-z0-9]+(?:(?:['’][A-Za-z]+)|(?:[.,][0-9]+))*"
+_UNIT = re.compile(rf"{_HAN}|{_WORD}")
+_LATIN_WORD = re.compile(_WORD)
 _HAN_RX = re.compile(_HAN)
 
 # Said while thinking, not meaning: counted so the owner sees the habit. English ones are
