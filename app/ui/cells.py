@@ -5,7 +5,7 @@ tools go by where their full names do not fit (Stats' columns, the review list).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.cells import cell_len
@@ -43,6 +43,61 @@ def cut_middle(text: str, width: int) -> str:
     return head + ELLIPSIS + tail
 
 
+def cut_end(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut at its end with an ellipsis (as `fit` cuts)."""
+    return fit(Content(text), width).plain.rstrip() if cell_len(text) > width else text
+
+
+def distinct_cuts(
+    names: Iterable[str], width: int, cut: Callable[[str, int], str] = cut_middle
+) -> dict[str, str]:
+    """Each name in at most `width` cells, two different names never printed alike: names
+    that `cut` makes read the same (`claude-…` for claude-code and claude-desktop,
+    `行前准备…算表.md` for two budget notes) lose the start they share and show where they
+    differ (`…code`, `…desktop`; `…预算表.md`, `…行李表.md`). A name that fits stays whole."""
+    names = list(dict.fromkeys(names))
+    out = {n: cut(n, width) for n in names}
+    for _ in range(3):  # bounded: each round resolves the clashes the last one left
+        by_label: dict[str, list[str]] = {}
+        for n, label in out.items():
+            by_label.setdefault(label, []).append(n)
+        clashes = [group for group in by_label.values() if len(group) > 1]
+        if not clashes:
+            break
+        for group in clashes:
+            shared = len(_common_prefix(group))
+            for n in group:
+                if cell_len(n) <= width:
+                    continue  # whole already: the others give way
+                rest = n[shared:]
+                out[n] = ELLIPSIS + cut_middle(rest, max(1, width - 1))
+    return out
+
+
+class Distinct:
+    """`distinct_cuts` of a set of names as a cut function (`cut(name, width)`), worked out
+    once per width when first asked: the timeline draws a few lines at a time of thousands."""
+
+    def __init__(self, names: Iterable[str], cut: Callable[[str, int], str] = cut_middle) -> None:
+        self.names = list(dict.fromkeys(names))
+        self.cut = cut
+        self._by_width: dict[int, dict[str, str]] = {}
+
+    def __call__(self, name: str, width: int) -> str:
+        cuts = self._by_width.get(width)
+        if cuts is None:
+            cuts = self._by_width[width] = distinct_cuts(self.names, width, self.cut)
+        return cuts.get(name) or self.cut(name, width)
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    first, last = min(names), max(names)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    return first[:i]
+
+
 def fit(content: Content, width: int) -> Content:
     """`content` in exactly `width` cells: padded, or cut at its end with the ellipsis right
     after the last character that fits. Content.truncate pads a cut in a wide character's
@@ -61,15 +116,19 @@ def fit(content: Content, width: int) -> Content:
     return cut.pad_right(width - cut.cell_length)
 
 
-def note_label(path: str, width: int, more: int = 0) -> Content:
+def note_label(
+    path: str, width: int, more: int = 0, cuts: Callable[[str, int], str] | None = None
+) -> Content:
     """A note in at most `width` cells: its file name first (and `+2` for two more notes),
     then its folder, muted. The folder is shortened first, and dropped when fewer than four
-    cells are left for it; then the name's middle."""
+    cells are left for it; then the name's middle (or as `cuts` cuts names, which knows the
+    other notes on screen: `distinct_cuts`)."""
     folder, _, name = path.rpartition("/")
     width = max(8, width)
+    cut = cuts or cut_middle
     if more:
-        name = f"{cut_middle(name, width - len(str(more)) - 2)} +{more}"
-    name = cut_middle(name, width)
+        name = f"{cut(name, width - len(str(more)) - 2)} +{more}"
+    name = cut(name, width)
     room = width - cell_len(name) - 2
     if not folder or room < 4:
         return Content(name)

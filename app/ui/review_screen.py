@@ -45,7 +45,7 @@ from ..review import (
     undo_hunk,
     write_marks,
 )
-from .cells import Cell, cut_middle, note_label, plural, rich_style, short_names
+from .cells import Cell, Distinct, cut_middle, note_label, plural, rich_style, short_names
 from .header import StatusHeader
 from .lines import LinesView
 from .modals import ConfirmModal
@@ -107,8 +107,8 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
     wide = width >= SPAN_FROM
     every = sorted({t for n in notes for t in n.tools})
     heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
-    if width < TITLE_FROM:
-        heads.remove("title")
+    if width < TITLE_FROM or not any(own_title(n) for n in notes):
+        heads.remove("title")  # no room, or every title is its file name again: the folder has it
 
     def text(n: NoteSummary, names: dict[str, str], cells: int) -> str:
         return tools_clients(n.tools, names, clients(n), cells)
@@ -119,7 +119,7 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
         if h == "tools · clients":
             return text(n, names, 10_000)
         return {
-            "title": n.title,
+            "title": own_title(n),
             "AI": f"{len(n.commits):,}",
             "+/−": f"+{n.added:,} −{n.removed:,}",
             "when": span(n, wide),
@@ -163,6 +163,13 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
         widths[i] += give
         spare -= give
     return Columns(heads, widths, names, wide, period)
+
+
+def own_title(n: NoteSummary) -> str:
+    """The note's title where it says more than its file name (`笔记.md` titled `笔记` says
+    it once: the column spent on it twice dropped the folder)."""
+    stem = n.path.rpartition("/")[2].removesuffix(".md")
+    return "" if n.title.strip() == stem.strip() else n.title
 
 
 def span(n: NoteSummary, wide: bool) -> str:
@@ -553,10 +560,11 @@ class ReviewScreen(Screen[None]):
             table.add_column(Text(name), width=cells)
         good, bad = rich_style("$text-success"), rich_style("$text-error")
         w = dict(zip(cols.heads, cols.widths, strict=True))
+        names = Distinct(n.path.rpartition("/")[2] for n in notes)  # never two alike
         for n in notes:
-            row = [Cell.of(note_label(n.path, w["note"]))]
+            row = [Cell.of(note_label(n.path, w["note"], cuts=names))]
             if "title" in w:
-                row.append(Cell(cut_middle(n.title, w["title"])))
+                row.append(Cell(cut_middle(own_title(n), w["title"])))
             row += [
                 Cell(f"{len(n.commits):,}"),
                 Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad)),

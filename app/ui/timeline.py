@@ -24,7 +24,7 @@ from textual.visual import Visual
 
 from ..feed import Row
 from ..history import line_counts
-from .cells import fit, note_label
+from .cells import Distinct, cut_end, fit, note_label
 
 KIND_STYLE = {
     "ai": "bold $text-primary",
@@ -61,7 +61,9 @@ def when(t: datetime, now: datetime) -> str:
     return local.strftime("%H:%M:%S" if local.date() == now.astimezone().date() else "%m-%d %H:%M")
 
 
-def note_cell(paths: Sequence[str], width: int | None = None) -> Content:
+def note_cell(
+    paths: Sequence[str], width: int | None = None, cuts: Distinct | None = None
+) -> Content:
     """The file name first (two edits to different notes must not look alike), how many more,
     then its folder, which a narrow column cuts first. Given the column's `width`, as
     `note_label` cuts every screen's paths: the folder shortened or left out, then the name cut
@@ -69,7 +71,7 @@ def note_cell(paths: Sequence[str], width: int | None = None) -> Content:
     if not paths:
         return Content("")
     if width is not None and width >= 8:
-        return note_label(paths[0], width, len(paths) - 1)
+        return note_label(paths[0], width, len(paths) - 1, cuts)
     folder, _, name = paths[0].rpartition("/")
     more = f" +{len(paths) - 1}" if len(paths) > 1 else ""
     return Content(name + more) + (Content.styled(f"  {folder}/", "$text-muted") if folder else "")
@@ -92,8 +94,15 @@ def counts_cell(counts: tuple[int, int] | None) -> Content:
 
 
 def cells(
-    row: Row, now: datetime, counts: tuple[int, int] | None = None, note_width: int | None = None
+    row: Row,
+    now: datetime,
+    counts: tuple[int, int] | None = None,
+    note_width: int | None = None,
+    names: tuple[Distinct, Distinct, int] | None = None,
 ) -> list[Content]:
+    """The row's cells; with `names` (file names, who, who's width) cut so that two different
+    notes or clients never print the same (claude-code and claude-desktop: `…code`, `…desktop`,
+    where both read `claude-…`)."""
     kind = Content.styled(row.kind, KIND_STYLE.get(row.kind, ""))
     summary = Content(summary_of(row))
     if row.reverted_by:  # undone already: the mark says so before anything else on the line
@@ -101,8 +110,8 @@ def cells(
     return [
         Content(when(row.time, now)),
         kind,
-        Content(row.who),
-        note_cell(row.paths, note_width),
+        Content(names[1](row.who, names[2]) if names else row.who),
+        note_cell(row.paths, note_width, names[0] if names else None),
         counts_cell(counts),
         summary,
     ]
@@ -157,6 +166,7 @@ class Timeline(ScrollView, can_focus=True):
         self._counts: dict[str, tuple[int, int]] = {}
         self._wanted: set[str] = set()
         self._counting = False
+        self._names = (Distinct(()), Distinct((), cut_end))
 
     @property
     def row_count(self) -> int:
@@ -174,6 +184,10 @@ class Timeline(ScrollView, can_focus=True):
         keep = self.current.key if self.current else None
         self.rows = rows
         self._index = {r.key: i for i, r in enumerate(rows)}
+        self._names = (
+            Distinct(p.rpartition("/")[2] for r in rows for p in r.paths[:1]),
+            Distinct((r.who for r in rows), cut_end),
+        )
         at = self._index.get(keep) if keep is not None else None
         self.virtual_size = Size(self.size.width, len(rows) + 1)  # + the header line
         if at is not None and at != self.cursor and self.scroll_y > 0:
@@ -225,9 +239,18 @@ class Timeline(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         parts = ["timeline--cursor"] if i == self.cursor else ["timeline--odd"] if i % 2 else []
         style = self.get_visual_style(*parts)
-        row = self.rows[i]
-        line = cells(row, datetime.now(UTC), self._count(row), widths(width)[3])
+        line = self.line_cells(i, width)
+        if i == self.cursor:
+            # the cursor's colours only: the kind's and the counts' own colours sat at 1.15-1.48:1
+            # on the cursor's background, on the very row the owner is reading (the review list
+            # draws its cursor row plainly too)
+            line = [Content(c.plain) for c in line]
         return self._strip(line, width, style)
+
+    def line_cells(self, i: int, width: int) -> list[Content]:
+        """Row `i`'s cells as drawn on a timeline `width` cells wide (before the cursor's style)."""
+        row, w = self.rows[i], widths(width)
+        return cells(row, datetime.now(UTC), self._count(row), w[3], (*self._names, w[2]))
 
     def _count(self, row: Row) -> tuple[int, int] | None:
         """The row's +/- counts if read already; else asked for, and drawn when they come."""
