@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 from mcp.types import Implementation
 from rich.color import Color
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
@@ -150,16 +151,16 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Pa
         await until(pilot, lambda: app.review_watch.count is not None, "the review count")
         await pilot.press("v")
         await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-        screen = app.screen
-        assert isinstance(screen, ReviewScreen)
-        await until(pilot, lambda: screen.review is not None, "the review list")
-        table = screen.query_one("#review-notes", DataTable)
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.review is not None, "the review list")
+        table = review.query_one("#review-notes", DataTable)
         labels: dict[str, set[str]] = {}
         for i in range(table.row_count):
             cell = table.get_row_at(i)[0]
             label = str(cell).split("  ")[0]
             labels.setdefault(label, set()).add(
-                str(table.coordinate_to_cell_key((i, 0)).row_key.value)
+                str(table.coordinate_to_cell_key(Coordinate(i, 0)).row_key.value)
             )
         assert len(labels) == 30, labels
         assert all(len(v) == 1 for v in labels.values()), labels
@@ -192,3 +193,178 @@ def _wide(ch: str) -> bool:
     from rich.cells import cell_len
 
     return cell_len(ch) == 2
+
+
+LONG_BODY = "".join(f"第{i}行：先把问题定义清楚，再讨论方案。\n" for i in range(40))
+
+
+@pytest.fixture
+def keys_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Enough of everything that every list and pane can move: 30 long notes by two clients,
+    three tags, reads of some notes (the Reads lists), a broken link (Health)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    tags = ["分布式", "缓存", "同步"]
+    root: Path = make_vault(
+        {
+            "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+            "tags.yaml": "".join(f"- {t}\n" for t in tags),
+            "broken.md": "# 断链\n\n[[不存在的笔记]]\n[[也不存在]]\n",
+        }
+    )
+
+    async def writes() -> None:
+        for k, client in enumerate(CLIENTS):
+            vault = Vault(root)
+            async with Client(
+                build_server(vault), client_info=Implementation(name=client, version="1")
+            ) as c:
+                for i, path in list(enumerate(chinese_paths()))[k::2]:
+                    await c.call_tool(
+                        "create_doc",
+                        {"path": path, "body": f"# 笔记{i}\n\n{LONG_BODY}", "tags": [tags[i % 3]]},
+                    )
+                    if i % 3 == 0:
+                        await c.call_tool("read_doc", {"path": path})
+                await c.call_tool("get_context", {})
+            vault.close()
+
+    anyio.run(writes)
+    return root
+
+
+async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -> str | None:
+    """Focus `widget` and press j, k, G, the top key, End, Home, ctrl+d, ctrl+u: each must move
+    it (its cursor row, or its scroll). None when it answered them all, else what did not;
+    "short" when there is nothing to move over."""
+    from textual.widgets import DataTable as Table
+
+    widget.focus()
+    await pilot.pause(0.05)
+    if isinstance(widget, Table):
+
+        def at() -> float:
+            return float(widget.cursor_row)
+
+        last = float(widget.row_count - 1)
+        widget.move_cursor(row=0)
+    elif isinstance(widget, Timeline):
+
+        def at() -> float:
+            return float(widget.cursor)
+
+        last = float(widget.row_count - 1)
+        widget.move_to(0)
+    else:
+
+        def at() -> float:
+            return float(widget.scroll_y)
+
+        last = float(widget.max_scroll_y)
+        widget.scroll_to(y=0, animate=False, immediate=True)
+    if last < 2:
+        return "short"
+    await pilot.press("home")  # the top: Health's first finding sits under its group's row
+    await pilot.pause(0.05)
+    first = at()
+    wrong = [] if first < last else [f"home→{first:g}"]
+    for key, check in (
+        ("j", lambda v: v > first),
+        ("k", lambda v: v == first),
+        ("G", lambda v: v == last),
+        (top_key, lambda v: v == first),
+        ("end", lambda v: v == last),
+        ("home", lambda v: v == first),
+        ("ctrl+d", lambda v: v > first and v >= min(last, first + 2)),
+        ("ctrl+u", lambda v: v == first),
+    ):
+        await pilot.press(key)
+        await pilot.pause(0.05)
+        if not check(at()):
+            wrong.append(f"{key}→{at():g}")
+    return f"{name}: {' '.join(wrong)}" if wrong else None
+
+
+async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) -> None:
+    """Every screen walked at 80x24; on each, every list and scrolling pane takes j/k, g/G
+    (the timeline's `g` is Tags, and the tags list's `g` closes it: Home there), Home/End and
+    ctrl+d/ctrl+u. The tags and reads lists ignored j/k; the review list Home/End."""
+    from app.ui.health_screen import HealthScreen
+    from app.ui.lines import LinesView
+    from app.ui.note_screen import NoteScreen
+    from app.ui.reads import ReadsScreen
+    from app.ui.stats_screen import StatsScreen
+
+    app = Dashboard(keys_vault, poll_seconds=60)
+    failures: list[str] = []
+    checked: list[str] = []
+
+    async def walk(screen_name: str, exempt_top: tuple[str, ...] = ()) -> None:
+        for w in app.screen.query("DataTable, LinesView, Timeline, #stats-body"):
+            if not w.display or (not w.is_on_screen and not isinstance(w, LinesView)):
+                continue
+            name = f"{screen_name} #{w.id}"
+            top = "home" if w.id in exempt_top else "g"
+            here = app.screen
+            said = await answers_keys(pilot, w, name, top)
+            if app.screen is not here:  # a key opened another screen instead of moving
+                failures.append(f"{name}: a key opened {type(app.screen).__name__}")
+                while app.screen is not here and len(app.screen_stack) > 1:
+                    app.pop_screen()
+                    await pilot.pause(0.1)
+            if said == "short":
+                continue
+            checked.append(name)
+            if said:
+                failures.append(said)
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.row_count >= 30, "the timeline's rows")
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        app.clear_notifications()
+        await walk("timeline", exempt_top=("timeline",))
+
+        async def opened(key: str, kind: type) -> None:
+            await pilot.press(key)
+            await until(pilot, lambda: isinstance(app.screen, kind), f"{kind.__name__}")
+            await pilot.pause(0.3)
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.2)
+
+        t.focus()
+        await opened("g", TagsScreen)
+        await walk("tags", exempt_top=("tags",))
+        await pilot.press("escape")
+        t.focus()
+        await opened("dollar_sign", ReadsScreen)
+        for tab in "1234":
+            await pilot.press(tab)
+            await pilot.pause(0.3)
+            await app.workers.wait_for_complete()
+            await walk(f"reads tab {tab}")
+        await pilot.press("escape")
+        t.focus()
+        await opened("S", StatsScreen)
+        await walk("stats")
+        await pilot.press("escape")
+        t.focus()
+        await opened("H", HealthScreen)
+        await until(
+            pilot, lambda: app.screen.query_one("#findings", DataTable).row_count > 0, "findings"
+        )
+        await walk("health")
+        await pilot.press("escape")
+        t.focus()
+        await opened("v", ReviewScreen)
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.shown is not None, "the review's diff")
+        await walk("review")
+        review.query_one("#review-notes").focus()
+        await opened("o", NoteScreen)
+        await walk("note")
+    assert not failures, failures
+    for must in ("timeline #timeline", "tags #tags", "review #review-notes", "stats #stats-body"):
+        assert must in checked, (must, checked)
+    assert any(c.startswith("reads") for c in checked), checked
+    assert any(c.startswith("note") for c in checked), checked

@@ -110,6 +110,8 @@ class HealthScreen(Screen[None]):
             "home,g", "edge(-1)", "First", show=False, priority=True, tooltip="the first finding"
         ),
         Binding("end,G", "edge(1)", "Last", show=False, priority=True, tooltip="the last finding"),
+        Binding("ctrl+d", "page(1)", "Page down", show=False),
+        Binding("ctrl+u", "page(-1)", "Page up", show=False),
         Binding("]", "group(1)", "Next group", show=False, tooltip="the next group's findings"),
         Binding("[", "group(-1)", "Previous group", show=False, tooltip="the group before"),
         Binding("o,enter", "open", "Open", tooltip="the note, at the broken link's line"),
@@ -344,6 +346,20 @@ class HealthScreen(Screen[None]):
             row += delta
         if 0 <= row < len(keys):
             table.move_cursor(row=row)
+
+    def action_page(self, direction: int) -> None:
+        """ctrl+d/ctrl+u: half a screen of findings on, as in every other list."""
+        table = self.query_one("#findings", DataTable)
+        keys = [str(k.value) for k in table.rows]
+        row = max(
+            0, min(len(keys) - 1, table.cursor_row + direction * max(1, table.size.height // 2))
+        )
+        while 0 <= row < len(keys) and keys[row] not in self.by_id:
+            row += direction
+        if 0 <= row < len(keys):
+            table.move_cursor(row=row)
+        else:
+            self.action_edge(direction)
 
     def action_edge(self, end: int) -> None:
         """Home/End (g/G): the first or last finding, past the group rows."""

@@ -23,6 +23,7 @@ from server.vault import Vault
 
 from ..stats import sparkline
 from .cells import Cell
+from .keys import Table
 
 WEEKS = 12
 Value = Content | int | str
@@ -92,7 +93,11 @@ def tag_trends(
 class TagsScreen(Screen[tuple[str, list[str]] | None]):
     """Enter on a tag closes it with (the tag, its notes): the timeline then shows those."""
 
-    BINDINGS = [Binding("escape,q,g", "app.pop_screen", "Back")]
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back"),
+        # `g` opened it and closes it, as `$`, `S` and `H` do theirs: before the list's `g` (top)
+        Binding("g", "app.pop_screen", "Back", show=False, priority=True),
+    ]
 
     def __init__(self, root: Path, today: date | None = None) -> None:
         super().__init__()
@@ -106,7 +111,7 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
             id="title",
         )
         with Horizontal():
-            yield DataTable(id="tags", cursor_type="row", zebra_stripes=True)
+            yield Table(id="tags", cursor_type="row", zebra_stripes=True)
             with Vertical(id="tag-notes-pane"):
                 yield Static(id="tag-notes")
         yield Footer()

@@ -21,6 +21,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
+from .keys import PANE_KEYS
+
 GUTTERS = ("+ ", "- ")  # the unified diff's marks (app/diffview.py)
 HANG = 2
 
@@ -29,6 +31,7 @@ class LinesView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     LinesView { overflow-y: scroll; overflow-x: hidden; }
     """
+    BINDINGS = PANE_KEYS  # j/k, g/G, Home/End, ctrl+d/u in every pane (diff, note, preview)
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)

@@ -26,6 +26,7 @@ from ..history import Commit
 from ..review import NoteView, note_view
 from .cells import cut_middle, plural
 from .insights import fill
+from .keys import Table
 from .lines import LinesView
 
 UNSAVED = "0" * 40  # git blame's commit for a line not committed yet
@@ -162,7 +163,7 @@ class NoteScreen(Screen[None]):
         yield Static(Content.styled(f" {self.path}", "bold"), id="note-title")
         with Horizontal(id="note-body"):
             yield NoteText(id="note-text")
-            yield DataTable(id="note-history", cursor_type="row", zebra_stripes=True)
+            yield Table(id="note-history", cursor_type="row", zebra_stripes=True)
         yield Static(id="note-status")
         yield Footer(compact=True)
 

@@ -59,6 +59,7 @@ from server.write.journal import TOKEN_RULE
 
 from ..stats import BARS
 from .cells import Cell, cut_middle, note_label, others_width, plural
+from .keys import Table
 from .lines import LinesView
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
@@ -274,13 +275,13 @@ class ReadsScreen(Screen[None]):
             with TabPane("1 Cost", id="tab-cost"), VerticalScroll(id="cost-body"):
                 yield Static(Content(""), classes="caption", id="cost-caption")
                 with Horizontal(classes="pair"):
-                    yield DataTable(id="by-tool", cursor_type="row")
-                    yield DataTable(id="by-client", cursor_type="row")
+                    yield Table(id="by-tool", cursor_type="row")
+                    yield Table(id="by-client", cursor_type="row")
                 # a 30-cell sparkline each: stacked, so both fit from 80 columns up
-                yield DataTable(id="tool-days", cursor_type="row")
-                yield DataTable(id="client-days", cursor_type="row")
-                yield DataTable(id="by-day", cursor_type="row")
-                yield DataTable(id="biggest", cursor_type="row")
+                yield Table(id="tool-days", cursor_type="row")
+                yield Table(id="client-days", cursor_type="row")
+                yield Table(id="by-day", cursor_type="row")
+                yield Table(id="biggest", cursor_type="row")
             yield TabPane("2 Most read", id="tab-most")  # made when first shown (`build`)
             yield TabPane("3 Not read", id="tab-unread")
             yield TabPane("4 Context", id="tab-context")
@@ -298,7 +299,7 @@ class ReadsScreen(Screen[None]):
             return [LinesView(id="context-body")]
         return [
             Static(self.waiting(" reading the vault…"), classes="caption", id=f"{tab}-caption"),
-            DataTable(id=tab, cursor_type="row", zebra_stripes=True),
+            Table(id=tab, cursor_type="row", zebra_stripes=True),
         ]
 
     async def build(self, tab: str) -> None:

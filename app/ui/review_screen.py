@@ -47,6 +47,7 @@ from ..review import (
 )
 from .cells import Cell, Distinct, cut_middle, note_label, plural, rich_style, short_names
 from .header import StatusHeader
+from .keys import Table
 from .lines import LinesView
 from .modals import ConfirmModal
 from .note_screen import NoteScreen, edit_note
@@ -435,7 +436,7 @@ class ReviewScreen(Screen[None]):
         yield StatusHeader(id="header")
         yield Static(id="review-title")
         with Horizontal(id="review-body"):
-            yield DataTable(id="review-notes", cursor_type="row", zebra_stripes=True)
+            yield Table(id="review-notes", cursor_type="row", zebra_stripes=True)
             yield ReviewDiff(id="review-diff")
         yield Static(id="review-status")
         yield Input(

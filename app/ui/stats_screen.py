@@ -23,7 +23,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.screen import Screen
@@ -33,6 +33,7 @@ from ..recording_trend import RecordingWeek, trend_table, weekly
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
 from .cells import Cell as TableCell
 from .cells import cut_middle, others_width, short_names
+from .keys import Pane, Table
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
 PERIOD_WORDS = {"12w": "12 weeks", "52w": "52 weeks", None: "all history"}
@@ -130,7 +131,7 @@ def week_columns(
     return heads, [[row[i] for i in order] for row in rows]
 
 
-class StatsTable(DataTable[Any]):
+class StatsTable(Table):
     """A table whose `→` and `←` scroll a column at a time (DataTable's row cursor scrolls a
     cell: the tools of the week table were some 95 presses away)."""
 
@@ -204,7 +205,7 @@ class StatsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static(self._counting_title(), id="title")
-        with VerticalScroll(id="stats-body"):
+        with Pane(id="stats-body"):
             yield Static(Content("per week, newest first"), classes="heading")
             yield StatsTable(
                 id="stats-weeks", cursor_type="row", fixed_columns=1, zebra_stripes=True

@@ -140,7 +140,7 @@ class Timeline(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("home", "jump(0)", "Newest", show=False),
-        Binding("end", "jump(-1)", "Oldest", show=False),
+        Binding("end,G", "jump(-1)", "Oldest", show=False),  # `g` is Tags on the timeline
     ]
 
     class Highlighted(Message):
