@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--demo", action="store_true", help="a copy of example_vault and a scripted assistant"
     )
+    ap.add_argument(
+        "--keep", action="store_true", help="with --demo: keep the demo vault's copy after quitting"
+    )
     ap.add_argument("--theme", help="vaultwatch-dark, vaultwatch-light or any Textual theme")
     ap.add_argument(
         "--port", type=int, help="HTTP port for the server (default: config http.port or any free)"
@@ -66,7 +69,23 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         sup.stop()
     if args.demo:
-        print(f"vaultwatch: the demo vault is kept at {root}", file=sys.stderr)
+        print(f"vaultwatch: {finish_demo(root, args.keep)}", file=sys.stderr)
+
+
+def finish_demo(root: Path, keep: bool) -> str:
+    """The demo's copy is removed on quit (each run left one in the temp folder), unless kept.
+    Only a folder `make_demo_vault` made is removed: `vaultwatch-demo-*/vault`, nothing else."""
+    if keep:
+        return f"the demo vault is kept at {root}"
+    made = root.parent
+    if root.name != "vault" or not made.name.startswith("vaultwatch-demo-"):
+        return f"the demo vault is kept at {root} (not a folder the demo made)"
+    import shutil
+
+    shutil.rmtree(made, ignore_errors=True)
+    if made.exists():
+        return f"the demo vault could not all be removed: {made}"
+    return "the demo vault was removed (vaultwatch --demo --keep keeps it)"
 
 
 def _demo_app() -> type:

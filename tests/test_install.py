@@ -210,7 +210,7 @@ def test_installed_dashboard_demo_runs_in_a_terminal(venv: Path, home: Path) -> 
         text = (screen + rest).decode(errors="replace")
         assert proc.poll() == 0, text[-3000:]
         assert "Traceback" not in text, text[-3000:]
-        assert "the demo vault is kept at" in text
+        assert "the demo vault was removed" in text
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -1,0 +1,71 @@
+"""`vaultwatch --demo` on a real pseudo-terminal leaves nothing in the temp folder when it quits,
+unless `--keep` (audit 3 N26: each run left its ~1 MB vault copy)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from fcntl import ioctl
+from pathlib import Path
+
+import pytest
+
+from .test_install import _read_until
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_the_demo_removes_its_vault_on_quit_unless_kept(tmp_path: Path, keep: bool) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    primary, secondary = pty.openpty()
+    ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        TMPDIR=str(tmp),
+        HOME=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        GIT_CONFIG_GLOBAL=os.devnull,
+        VAULTWATCH_SEMANTIC="off",
+        TERM="xterm-256color",
+        COLUMNS="80",
+        LINES="24",
+    )
+    args = ["--demo", "--keep"] if keep else ["--demo"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from app.main import main; main()", *args],
+        env=env,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        start_new_session=True,
+    )
+    os.close(secondary)
+    try:
+        screen = _read_until(primary, b"demo-assistant", 120, proc)
+        assert b"demo-assistant" in screen, screen.decode(errors="replace")[-2000:]
+        made = list(tmp.glob("vaultwatch-demo-*"))
+        assert len(made) == 1, made  # the copy it runs on
+        os.write(primary, b"q")
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            screen += _read_until(primary, b"\x00never", 0.5, proc)
+        text = (screen + _read_until(primary, b"\x00never", 1, proc)).decode(errors="replace")
+        assert proc.poll() == 0, text[-2000:]
+        if keep:
+            assert (made[0] / "vault").is_dir()
+            assert f"the demo vault is kept at {made[0] / 'vault'}" in text
+        else:
+            assert not made[0].exists(), "the demo vault was left in the temp folder"
+            assert list(tmp.glob("vaultwatch-demo-*")) == []
+            assert "the demo vault was removed" in text
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(15)
+        os.close(primary)
