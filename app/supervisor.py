@@ -54,6 +54,9 @@ class ServerSupervisor:
     url: str | None = None
     restarts: int = 0
     last_exit: int | None = None
+    # True from the moment the child is found dead until its replacement prints its URL: the
+    # header said `● serving` all that while (about 10 s), with nothing serving
+    restarting: bool = False
     stderr_tail: list[str] = field(default_factory=list)
     # "idle" until start(); "starting" while it waits for the URL; then "up" or "failed" (why
     # says what the server printed): the dashboard paints first and shows this meanwhile.
@@ -154,10 +157,15 @@ class ServerSupervisor:
         """Restart the server if it died. Returns True when it had to (the UI says so)."""
         with self._checking:  # two polls must not both see it dead and start two servers
             if self.proc is None or self.alive:
+                self.restarting = False
                 return False
-            self.last_exit = self.proc.returncode
-            self.restarts += 1
-            self._start(60)
+            self.restarting = True
+            try:
+                self.last_exit = self.proc.returncode
+                self.restarts += 1
+                self._start(60)
+            finally:
+                self.restarting = False
             return True
 
     def stop(self, timeout: float = 10) -> None:

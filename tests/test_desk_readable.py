@@ -368,3 +368,37 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         assert must in checked, (must, checked)
     assert any(c.startswith("reads") for c in checked), checked
     assert any(c.startswith("note") for c in checked), checked
+
+
+async def test_the_header_stops_saying_serving_once_the_server_dies(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N13: from the moment the child is found dead until its replacement serves, the header
+    says it is restarting, not `● serving` (it did for ~10 s)."""
+    import os
+    import signal
+
+    from textual.widgets import Static
+
+    from app.supervisor import ServerSupervisor
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"w.md": "# W\n"})
+    sup = ServerSupervisor(root)
+    app = Dashboard(root, supervisor=sup, poll_seconds=0.1)
+
+    def header() -> str:
+        return str(app.query_one("#header", Static).render())
+
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: "● serving http://" in header(), "serving")
+            assert sup.proc is not None
+            os.kill(sup.proc.pid, signal.SIGKILL)
+            await until(pilot, lambda: "restarting" in header(), "the header to say restarting")
+            assert "● serving" not in header(), header()
+            await until(
+                pilot, lambda: sup.restarts == 1 and "● serving http://" in header(), "back"
+            )
+    finally:
+        sup.stop()

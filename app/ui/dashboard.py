@@ -150,6 +150,10 @@ class Dashboard(App[None]):
     def _poll(self) -> None:
         sup = self.supervisor if self.server_phase == "up" else None  # not while it starts
         died = sup.proc.pid if sup is not None and sup.proc is not None else None
+        if sup is not None and sup.proc is not None and not sup.alive:
+            sup.restarting = True  # the header says so now, not once the restart has landed
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                self.call_from_thread(self.post_message, FeedChanged())
         restarted = sup.check() if sup is not None else False
         changed = self.feed.poll()
         if restarted and sup is not None:
@@ -267,6 +271,8 @@ class Dashboard(App[None]):
         server = None
         if sup is not None and self.server_phase != "up":
             server = ServerState(self.server_phase, why=self.server_failure)
+        elif sup is not None and sup.restarting:
+            server = ServerState("restarting", sup.url, sup.restarts, self.restart_why)
         elif sup is not None:
             server = ServerState(
                 "up" if sup.alive else "down", sup.url, sup.restarts, self.restart_why

@@ -25,7 +25,9 @@ from .header_fit import Segment, fit
 class ServerState:
     """What the header says about the server child (None in tests that run without one)."""
 
-    phase: str  # "starting", "up", "down", "failed"
+    phase: (
+        str  # "starting", "up", "restarting" (the child died: a new one starts), "down", "failed"
+    )
     url: str | None = None
     restarts: int = 0
     why: str = ""  # the last restart's cause, or why it failed to start
@@ -63,6 +65,8 @@ def _server(s: ServerState) -> list[Segment]:
         return [Segment([Content.styled(f"○ server failed: {s.why}", "bold $text-error")])]
     if s.phase == "down":
         segs = [Segment([Content.styled("○ server down", "bold $text-error")])]
+    elif s.phase == "restarting":
+        segs = [Segment([Content.styled("◌ server stopped: restarting…", "bold $text-warning")])]
     else:
         # the URL is what clients connect to: it stays, even after a restart
         url = f"● serving {s.url or ''}"
