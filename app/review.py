@@ -266,6 +266,12 @@ def summaries(root: Path, since: str = "last") -> Review:
                 continue
             open_.setdefault(now, []).append((m, f))
             unreviewed.add(c.sha)
+    if since == "last":
+        # a note the owner deleted has nothing left to review (the AI cannot delete: no delete
+        # tool), as a reverted change: its diff was the owner's delete under the AI's headers
+        for path in [p for p in open_ if not (root / p).exists()]:
+            del open_[path]
+        unreviewed = {m.commit.sha for ms in open_.values() for m, _ in ms}
     shown = open_ if since == "last" else seen
     counts = _file_counts(root, sorted({m.commit.sha for ms in shown.values() for m, _ in ms}))
     notes = []

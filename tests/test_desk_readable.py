@@ -402,3 +402,30 @@ async def test_the_header_stops_saying_serving_once_the_server_dies(
             )
     finally:
         sup.stop()
+
+
+async def test_a_note_the_owner_deleted_is_not_left_to_review(
+    connect: Any, make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N6: a note with unreviewed AI changes that the owner deletes (`x`: plan_remove and
+    apply_remove) leaves the review and the header's count, as a reverted change does; its diff
+    was the owner's delete under the AI's headers."""
+    from app.file_actions import apply_remove, plan_remove
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n\n## Log\n- one\n"})
+    async with connect(root) as s:
+        for p in ("a.md", "b.md"):
+            await s.call("append_section", path=p, heading="Log", content="- two")
+    apply_remove(root, plan_remove(root, "b.md"))
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        assert app.review_watch.count == (1, 1), app.review_watch.count
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.review is not None, "the review list")
+        assert review.review is not None
+        assert [n.path for n in review.review.notes] == ["a.md"]
