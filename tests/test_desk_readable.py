@@ -429,3 +429,36 @@ async def test_a_note_the_owner_deleted_is_not_left_to_review(
         await until(pilot, lambda: review.review is not None, "the review list")
         assert review.review is not None
         assert [n.path for n in review.review.notes] == ["a.md"]
+
+
+async def test_an_undo_the_owner_blocked_is_refused_before_the_confirm(
+    connect: Any, make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N14: the owner changed a line the AI wrote in the hunk: `u` says why the undo is refused
+    and asks nothing (the confirm promised "your lines stay" and then the undo was refused)."""
+    from app.ui.modals import ConfirmModal
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"a.md": "# A\n\n## Log\n- one\n"})
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- two\n- three")
+    text = (root / "a.md").read_text()
+    (root / "a.md").write_text(text.replace("- two", "- two, as I meant it"))
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.shown is not None, "the diff")
+        await pilot.press("u")
+        status = review.query_one("#review-status")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmModal) or "refused" in str(status.render()),
+            "the undo's answer",
+        )
+        assert not isinstance(app.screen, ConfirmModal), "asked to confirm an undo it refuses"
+        assert "undo refused" in str(status.render())
+        assert (root / "a.md").read_text() == text.replace("- two", "- two, as I meant it")

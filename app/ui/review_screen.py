@@ -40,6 +40,7 @@ from ..review import (
     hunk_text,
     marks_of,
     net_diffs,
+    plan_undo,
     revert_note,
     summaries,
     undo_hunk,
@@ -866,6 +867,11 @@ class ReviewScreen(Screen[None]):
             self.say(
                 f"hunk {s.hunk + 1} has only your lines: nothing of the AI's to undo", "warning"
             )
+            return
+        try:  # the refusal before the confirm: it promised "your lines stay", then refused
+            plan_undo(s.diff, s.hunk)
+        except ActionError as e:
+            self.say(str(e), "error")
             return
         title = f"Undo the AI's lines in hunk {s.hunk + 1} of {s.note.path}?"
         body = [
