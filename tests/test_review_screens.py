@@ -365,7 +365,7 @@ async def test_a_refused_undo_says_why_and_changes_nothing(connect: Any, vault: 
     async with app.run_test(size=(120, 36)) as pilot:
         await open_review(pilot)
         await shown(pilot, "w.md")
-        await press_and_confirm(pilot, "u")
+        await pilot.press("u")  # refused before any confirm: nothing to confirm
         await until(pilot, lambda: "undo refused" in screen_text(app))
         assert "changed lines the AI wrote" in screen_text(app)
         assert notes_listed(app) == ["w.md"]
@@ -787,7 +787,7 @@ async def test_the_status_line_is_cleared_on_moving_to_another_note(
         assert notes_listed(app) == ["w.md", "a.md"]
         await shown(pilot, "w.md")
         status = screen.query_one("#review-status", Static)
-        await press_and_confirm(pilot, "u")
+        await pilot.press("u")  # refused before any confirm
         await until(pilot, lambda: "undo refused: w.md" in str(status.content))
         await pilot.press("j")
         await shown(pilot, "a.md")

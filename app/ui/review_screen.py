@@ -871,7 +871,7 @@ class ReviewScreen(Screen[None]):
         try:  # the refusal before the confirm: it promised "your lines stay", then refused
             plan_undo(s.diff, s.hunk)
         except ActionError as e:
-            self.say(str(e), "error")
+            self.say(f"undo refused: {e}", "error")
             return
         title = f"Undo the AI's lines in hunk {s.hunk + 1} of {s.note.path}?"
         body = [
