@@ -462,3 +462,33 @@ async def test_an_undo_the_owner_blocked_is_refused_before_the_confirm(
         assert not isinstance(app.screen, ConfirmModal), "asked to confirm an undo it refuses"
         assert "undo refused" in str(status.render())
         assert (root / "a.md").read_text() == text.replace("- two", "- two, as I meant it")
+
+
+async def test_the_selected_row_stays_in_sight_while_ai_writes_arrive(
+    connect: Any, make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N12: the owner reads a row near the bottom of the view at 80x24; ten AI writes arrive
+    above it. The row stays selected and on screen (it scrolled out of sight with no cue)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
+    async with connect(root) as s:
+        for i in range(30):
+            await s.call("append_section", path="w.md", heading="Log", content=f"- early {i}")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.row_count >= 31, "the rows")
+        t.focus()
+        await pilot.pause(0.2)
+        visible = t.scrollable_content_region.height - 1
+        t.move_to(visible - 1)  # the last row in sight
+        assert t.cursor == visible - 1
+        key = t.current.key if t.current else None
+        assert t.scroll_y == 0
+        async with connect(root) as s:
+            for i in range(10):
+                await s.call("append_section", path="w.md", heading="Log", content=f"- late {i}")
+        await until(pilot, lambda: t.row_count >= 41, "the new rows")
+        await pilot.pause(0.2)
+        assert t.current is not None and t.current.key == key
+        assert t.scroll_y <= t.cursor < t.scroll_y + visible, (t.cursor, t.scroll_y, visible)

@@ -195,6 +195,11 @@ class Timeline(ScrollView, can_focus=True):
             # cursor so the lines being read stay put. At the top, new rows show as they come.
             self.scroll_to(y=self.scroll_y + at - self.cursor, animate=False, immediate=True)
         self.cursor = at if at is not None else min(self.cursor, max(0, len(rows) - 1))
+        visible = max(1, self.scrollable_content_region.height - 1)
+        if at is not None and self.cursor >= self.scroll_y + visible:
+            # rows came in above while the view was at the top: the row being read was pushed
+            # below the fold, the diff beside showing a commit with no row in sight
+            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
         self._announce()
         self.refresh()
 
