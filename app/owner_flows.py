@@ -152,6 +152,23 @@ def _blocked(root: Path, exc: RevertConflict) -> Blocked:
     )
 
 
+def why_ticks_fail(root: Path, shas: list[str]) -> str:
+    """Why reverting these commits (the targets and the ticked blockers) cannot apply, or "" when
+    it can: planned only, nothing written. The blockers dialog offered "Revert ticked" for a
+    choice bound to fail (the owner's unticked commit between the AI's)."""
+    try:
+        plan_revert(root, shas)
+    except RevertConflict as exc:
+        left = [b for b in exc.blockers if b.sha not in shas]
+        if left:
+            who = ", ".join(f"{b.short} ({'AI' if b.is_ai else 'yours'})" for b in left)
+            return f"as ticked the revert cannot apply: {who} changed the same lines since. Tick it too, or cancel."
+        return f"as ticked the revert cannot apply: {exc}"
+    except ActionError as exc:
+        return f"as ticked the revert is refused: {exc}"
+    return ""
+
+
 def revert_commits(root: Path, shas: list[str]) -> Outcome:
     """Revert these commits as one owner commit; anything in the way leaves the vault as it
     was and says why."""

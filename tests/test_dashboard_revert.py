@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import Checkbox, Static
+from textual.widgets import Button, Checkbox, Static
 
 from app.ui.dashboard import Dashboard
 from app.ui.lines import LinesView
@@ -141,15 +141,22 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
         assert [b.value for b in boxes] == [False, True]  # the owner's edit: not ticked
         diffs = " ".join(str(w.render()) for w in app.screen.query(".blocker-diff"))
         assert "v2 and mine" in diffs
-        # the AI's alone do not go (the owner's line is in the way): refused, vault unchanged
+        # the AI's alone cannot go (the owner's line is in the way): the dialog says so before
+        # `y`, names the owner's commit, and does not offer the revert (audit 3 N15)
+        dialog = app.screen
+        warning = dialog.query_one("#ticks-fail", Static)
+        await until(pilot, lambda: "cannot apply" in str(warning.render()))
+        assert f"{mine[:8]} (yours)" in str(warning.render())
+        assert dialog.query_one("#yes", Button).disabled
         await pilot.press("y")
-        await until(pilot, lambda: "my words on that line" in said(app))
+        await pilot.pause(0.2)
+        assert app.screen is dialog
         assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
         assert clean(vault)
         # ticked by the owner, all three go as one revert
-        await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, BlockersModal))
-        await pilot.press("space", "y")  # the owner's box has the focus
+        await pilot.press("space")  # the owner's box has the focus
+        await until(pilot, lambda: not dialog.query_one("#yes", Button).disabled)
+        await pilot.press("y")
         # the file is in place a moment before its commit lands: wait for the commit
         await until(pilot, lambda: git(vault, "log", "-1", "--format=%s").strip() != mine_subject)
         assert (vault / "w.md").read_text() == "# W\n\n## Log\n- one\n"

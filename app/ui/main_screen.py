@@ -600,7 +600,7 @@ class MainScreen(Screen[None]):
             self.notify(str(exc), title="nothing reverted", severity="warning", timeout=8)
             return
         if isinstance(preview, flows.Blocked):
-            shas = await self.dash.push_screen_wait(BlockersModal(preview))
+            shas = await self.dash.push_screen_wait(BlockersModal(preview, root))
             if not shas:
                 return
         elif await self._confirm(preview):

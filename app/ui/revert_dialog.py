@@ -5,8 +5,10 @@ edits start unticked and are reverted only if the owner ticks them."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 from rich.cells import cell_len
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -18,7 +20,7 @@ from server.core.clients import client_name
 
 from ..diffview import render_lines
 from ..history import Commit
-from ..owner_flows import Blocked, Blocker
+from ..owner_flows import Blocked, Blocker, why_ticks_fail
 from .cells import cut_middle
 
 TONES = {"": "", "bold": "bold", "warning": "bold $text-warning"}
@@ -86,9 +88,11 @@ class BlockersModal(ModalScreen[list[str] | None]):
     BlockersModal .blocker-diff { padding: 0 0 1 4; }
     """
 
-    def __init__(self, blocked: Blocked) -> None:
+    def __init__(self, blocked: Blocked, root: Path | None = None) -> None:
         super().__init__()
         self.blocked = blocked
+        self.root = root  # given: the ticks are checked (a choice bound to fail is not offered)
+        self.why_not = ""
 
     def compose(self) -> ComposeResult:
         b = self.blocked
@@ -102,6 +106,7 @@ class BlockersModal(ModalScreen[list[str] | None]):
                     yield BlockerBox(blocker, id=f"blocker-{i}")
                     diff = render_lines(blocker.changes, context=1)
                     yield Static(Content("\n").join(diff), classes="blocker-diff")
+            yield Static("", id="ticks-fail")
             with Horizontal(id="buttons"):
                 if b.blockers:
                     yield Button(Content("Revert ticked (y)"), variant="error", id="yes")
@@ -110,6 +115,28 @@ class BlockersModal(ModalScreen[list[str] | None]):
     def on_mount(self) -> None:
         if self.blocked.blockers:
             self.query_one("#blocker-0", Checkbox).focus()
+        self.query_one("#ticks-fail", Static).display = False
+        self.check_ticks()
+
+    def on_checkbox_changed(self, _: Checkbox.Changed) -> None:
+        self.check_ticks()
+
+    @work(thread=True, exclusive=True, group="ticks")
+    def check_ticks(self) -> None:
+        """Whether the revert as ticked can apply (planned, nothing written): if not, why, and
+        the Revert button is off until the ticks change."""
+        if self.root is None or not self.blocked.blockers:
+            return
+        ticked = self.app.call_from_thread(self.ticked)
+        why = why_ticks_fail(self.root, ticked + self.blocked.targets) if ticked else ""
+        self.app.call_from_thread(self._said, why)
+
+    def _said(self, why: str) -> None:
+        self.why_not = why
+        note = self.query_one("#ticks-fail", Static)
+        note.update(Content.styled(why, "bold $text-warning"))
+        note.display = bool(why)
+        self.query_one("#yes", Button).disabled = bool(why)
 
     def ticked(self) -> list[str]:
         return [
@@ -122,6 +149,9 @@ class BlockersModal(ModalScreen[list[str] | None]):
         ticked = self.ticked()
         if not ticked:
             self.notify("nothing ticked: tick a commit (space) or cancel (n)", severity="warning")
+            return
+        if self.why_not:
+            self.notify(self.why_not, severity="warning")
             return
         self.dismiss(ticked + self.blocked.targets)
 
