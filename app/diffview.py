@@ -13,6 +13,7 @@ from textual.content import Content
 if TYPE_CHECKING:
     from pygments.lexer import Lexer
 
+from .cell_wrap import breaks
 from .history import FileChange
 
 ADD, DEL, HUNK = "$text-success on $success 12%", "$text-error on $error 12%", "bold $text-accent"
@@ -245,7 +246,13 @@ def _side(
     body = _syntax(text) if rich else Content(text)
     for a, b in marks:
         body = body.stylize(mark_style, a, b)
-    rows = body.wrap(half) if body.cell_length > half else [body]
+    # by cells, between CJK characters too (Content.wrap broke Chinese only at spaces, `- `
+    # alone on a row, and the two sides stopped pairing)
+    rows = (
+        [row.rstrip() for row in body.divide(breaks(body.plain, half))]
+        if body.cell_length > half
+        else [body]
+    )
     out = []
     for row in rows or [Content("")]:
         row = row.pad_right(max(0, half - row.cell_length))

@@ -11,7 +11,14 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.diffview import RICH_LINES, WORD_ADD, LineMatcher, render_commit, render_lines
+from app.diffview import (
+    RICH_LINES,
+    WORD_ADD,
+    LineMatcher,
+    render_commit,
+    render_lines,
+    render_split,
+)
 from app.history import FileChange, commit_changes_upto
 
 lines = st.lists(
@@ -137,6 +144,8 @@ def test_side_by_side_wraps_in_step_and_measures_cells() -> None:
 
 
 def test_wrapped_unified_lines_keep_their_gutter() -> None:
+    """A wrapped changed line: `+` on its first row only, its other rows blank under the gutter
+    in the line's colours (a repeated `+` read as two changed lines: audit 3 N10)."""
     from textual.content import Content
 
     from app.ui.lines import hang
@@ -144,7 +153,10 @@ def test_wrapped_unified_lines_keep_their_gutter() -> None:
     ch = FileChange("n.md", "M", None, "a\n", "a\n" + "added words " * 10 + "\n")
     added = next(c for c in render_lines([ch]) if c.plain.startswith("+ "))
     rows = hang(added, 30)
-    assert len(rows) > 1 and all(r.plain.startswith("+ ") for r in rows)
+    assert len(rows) > 1 and rows[0].plain.startswith("+ ")
+    assert all(r.plain.startswith("  ") for r in rows[1:]), [r.plain for r in rows]
+    # the pad under the gutter keeps the added line's colours (it still reads as one line)
+    assert all(any(sp.start == 0 and "success" in str(sp.style) for sp in r.spans) for r in rows)
     assert all(r.cell_length <= 30 for r in rows)
     assert " ".join(r.plain[2:].strip() for r in rows).split() == ["added", "words"] * 10
     other = hang(Content("abc123  a long commit subject that goes on past the edge"), 30)
@@ -184,3 +196,42 @@ def test_a_commit_of_thousands_of_files_is_shown_in_part_and_says_so(tmp_path: P
     assert n == 400 and len(every) == 400
     small, marks = render_commit(every[:1], 1)
     assert "more file" not in small[-1].plain and marks["file"] == [0]
+
+
+def test_chinese_prose_wraps_between_characters_in_the_split_diff_and_pairs() -> None:
+    """Audit 3 N9: a Chinese line wider than its half wraps between characters (it wrapped only
+    at spaces: `- ` alone on a row, the sides out of step), never before `，。」`, and each
+    row is exactly half wide on both sides."""
+    from rich.cells import cell_len
+
+    old = "## 要点\n- 第一，先把问题定义清楚，再讨论方案；不要一上来就比较工具。\n"
+    new = "## 要点\n- 第一，先把行程目的定清楚：看红叶还是吃东西。\n"
+    rows = render_split(FileChange("n.md", "M", None, old, new), 60)
+    body = [r.plain for r in rows if "│" in r.plain]
+    halves = {cell_len(r.split("│")[0]) for r in body}
+    assert len(halves) == 1, halves
+    left = [r.split("│")[0].rstrip() for r in body]
+    assert "-" not in [x.strip() for x in left], left  # the mark never alone on a row
+    for side in (0, 1):
+        for r in body:
+            text = r.split("│")[side].strip()
+            assert not text or text[0] not in "，。；：」", (side, text)
+    joined = "".join(r.split("│")[0].strip() for r in body)
+    assert "第一，先把问题定义清楚，再讨论方案；不要一上来就比较工具。" in joined.replace(" ", "")
+
+
+def test_one_wrapping_rule_for_cells_and_cjk() -> None:
+    """app.cell_wrap: rows within the width in cells, breaks between CJK characters and at
+    spaces, never before closing or after opening punctuation, a long URL cut at the width."""
+    from rich.cells import cell_len
+
+    from app.cell_wrap import wrap_text
+
+    text = "他说：「先把问题定义清楚。」然后再讨论方案，最后写 CRDT notes down."
+    for width in range(8, 30):  # narrower, `楚。」` (6 cells) alone must be cut
+        rows = wrap_text(text, width)
+        assert all(cell_len(r) <= width for r in rows), (width, rows)
+        assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+        assert all(r[0] not in "，。」：" for r in rows[1:] if r), (width, rows)
+        assert all(r[-1] not in "「" for r in rows if r), (width, rows)
+    assert wrap_text("see https://example.com/" + "a" * 40, 20)[1].startswith("https:")

@@ -11,9 +11,8 @@ note view's numbers) hangs after it, any other line's under its own text."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from rich.cells import cell_len, get_character_cell_size
 from textual.cache import LRUCache
 from textual.content import Content
 from textual.geometry import Size
@@ -21,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
 
+from ..cell_wrap import breaks
 from .keys import PANE_KEYS
 
 GUTTERS = ("+ ", "- ")  # the unified diff's marks (app/diffview.py)
@@ -123,7 +123,13 @@ def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
     if gutter or head.plain in GUTTERS:
         room = width - head.cell_length
         if room >= 2:
-            pad = head if not gutter else Content(" " * head.cell_length)
+            # blank under the gutter, in the line's colours: a repeated `+`/`-` read as two
+            # changed lines, and a row from the left edge read as a context line
+            pad = (
+                Content(" " * len(head.plain), list(head.spans))
+                if not gutter
+                else Content(" " * head.cell_length)
+            )
             rows = wrap(line[len(head.plain) :], room)
             return [head + rows[0], *(pad + row for row in rows[1:])]
     # an indented line (YAML, a nested list item) hangs under its own text, in half the width
@@ -133,54 +139,6 @@ def hang(line: Content, width: int, gutter: int = 0) -> list[Content]:
     rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
     rows = wrap(rest, width - indent) if rest.plain else []
     return [line[:first].rstrip(), *(Content(" " * indent) + row for row in rows)]
-
-
-# punctuation that closes a phrase: it stays on the row of the character before it
-CLOSING = frozenset("，。、；：？！）》」』】〉…—,.;:?!)]}%'\"”’")
-
-
-def units(text: str) -> Iterator[tuple[int, int, int]]:
-    """The pieces a row may not break inside, as (start, end of the visible part, end with the
-    spaces after it): a word of narrow characters, or one wide (CJK) character with the closing
-    punctuation after it. Chinese and Japanese break between any two characters."""
-    i, n = 0, len(text)
-    while i < n:
-        j = i
-        if get_character_cell_size(text[i]) > 1:
-            j += 1
-            while j < n and text[j] in CLOSING:
-                j += 1
-        else:
-            while j < n and not text[j].isspace() and get_character_cell_size(text[j]) < 2:
-                j += 1
-        k = j
-        while k < n and text[k].isspace():
-            k += 1
-        yield i, j, k
-        i = k
-
-
-def breaks(text: str, width: int) -> list[int]:
-    """Where the rows after the first start, for `text` in rows of at most `width` cells: at
-    spaces, between wide characters, and inside a word only when it is longer than a row (a
-    URL), from a row of its own, at the width. Spaces at a row's end do not count."""
-    out: list[int] = []
-    used = gap = 0  # cells on this row, and the spaces after them
-    for i, j, k in units(text):
-        w, spaces = cell_len(text[i:j]), cell_len(text[j:k])
-        if used + gap + w <= width:
-            used, gap = used + gap + w, spaces
-            continue
-        if used and i:
-            out.append(i)
-        used, gap = 0, spaces
-        for x in range(i, j):  # a word that fits no row: cut at the width, never in a character
-            cells = get_character_cell_size(text[x])
-            if used + cells > width and used:
-                out.append(x)
-                used = 0
-            used += cells
-    return out
 
 
 def wrap(line: Content, width: int) -> list[Content]:
