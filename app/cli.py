@@ -2,7 +2,7 @@
 Textual. Each exits 0 when done and 1 with a one-line reason (on stderr) when it refuses, and
 a refusal writes nothing.
 
-    vaultwatch review [VAULT] [--since last|today|7d|YYYY-MM-DD|REV] [--json | --markdown]
+    vaultwatch review [VAULT] [PATH] [--since last|today|7d|YYYY-MM-DD|REV] [--json | --markdown]
     vaultwatch review [VAULT] --mark-reviewed [PATH ...]
     vaultwatch revert [VAULT] SHA [--path PATH] [--json]
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
@@ -21,6 +21,7 @@ names; a vault folder that has one of these names opens in the dashboard as `./r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -81,9 +82,23 @@ def _who(c: Commit | None) -> str:
 # -- review -----------------------------------------------------------------------------------
 
 
+def _vault_and_path(where: list[str]) -> tuple[str, str | None]:
+    """`review [VAULT] [PATH]`: one word is the vault when it is a folder with git history,
+    else a note of the vault here; two are the vault and the note."""
+    if not where:
+        return ".", None
+    if len(where) == 1:
+        raw = Path(where[0]).expanduser()
+        return (where[0], None) if (raw / ".git").exists() else (".", where[0])
+    if len(where) == 2:
+        return where[0], where[1]
+    raise Refused("usage: vaultwatch review [VAULT] [PATH] (one note at a time)")
+
+
 def _review(args: argparse.Namespace) -> int:
     from .review import mark_reviewed, net_diffs, summaries
 
+    args.vault, args.path = _vault_and_path(args.where)
     root = _vault(args.vault)
     if args.mark_reviewed is not None:
         count, paths = mark_reviewed(root, args.mark_reviewed or None)
@@ -93,6 +108,14 @@ def _review(args: argparse.Namespace) -> int:
             print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
         return 0
     review = summaries(root, args.since)
+    if args.path:
+        one = [n for n in review.notes if n.path == args.path]
+        if not one:
+            raise Refused(
+                f"{args.path}: no AI changes to review"
+                + ("" if args.since != "last" else " (--since today|7d shows reviewed ones)")
+            )
+        review = dataclasses.replace(review, notes=one)
     diffs = net_diffs(root, review.notes)
     if args.json:
         notes = []
@@ -131,26 +154,81 @@ def _review(args: argparse.Namespace) -> int:
         print(_digest(review, diffs))
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
-    print(
+    paint = _painter(args.color)
+    shown = [
         f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
         f"with AI changes ({what})"
-    )
+    ]
     for n, d in zip(review.notes, diffs, strict=True):
-        print()
+        shown.append("")
         mark = "  (reviewed)" if n.reviewed and args.since != "last" else ""
-        print(f"{n.path} — {n.title}{mark}")
-        print(
+        shown.append(paint("bold", f"{n.path} — {n.title}{mark}"))
+        shown.append(
             f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
             f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
             f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
         )
         for h in d.hunks:
-            print(f"  {h.header}")
+            shown.append(paint("cyan", f"  {h.header}"))
+            run: object = None  # whose lines these are: said once above each run, as git blame
             for ln in h.lines:
                 text = ln.text.rstrip("\n")
-                who = "" if ln.kind == " " else _who(ln.commit)
-                print(f"  {ln.kind} {text}" + (f"    ⟵ {who}" if who else ""))
+                if ln.kind == " ":
+                    run = None
+                    shown.append(f"  {ln.kind} {text}")
+                    continue
+                who = _who(ln.commit)
+                if who != run:
+                    shown.append(paint("yellow", f"  ┌ {who}"))
+                    run = who
+                shown.append(paint("green" if ln.kind == "+" else "red", f"  {ln.kind} {text}"))
+    _page("\n".join(shown) + "\n", args.color)
     return 0
+
+
+COLOURS = {"bold": "1", "cyan": "36", "yellow": "33", "green": "32", "red": "31"}
+
+
+def _colour_on(choice: str) -> bool:
+    """--color: always, never, or auto (a terminal, and NO_COLOR not set: no-color.org)."""
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _painter(choice: str) -> Callable[[str, str], str]:
+    on = _colour_on(choice)
+    return lambda colour, text: f"\x1b[{COLOURS[colour]}m{text}\x1b[0m" if on else text
+
+
+def _page(text: str, choice: str) -> None:
+    """On a terminal, through $PAGER (`less -R` by default, as git does: -F quits when it fits)
+    when the text is taller than the screen; piped, as it is."""
+    import shlex
+    import shutil
+    import subprocess
+
+    rows = shutil.get_terminal_size((80, 24)).lines
+    if not sys.stdout.isatty() or text.count("\n") < rows:
+        sys.stdout.write(text)
+        return
+    pager = os.environ.get("PAGER") or "less"
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")  # raw colours, quit if one screen, keep the screen after
+    try:
+        proc = subprocess.Popen(shlex.split(pager), stdin=subprocess.PIPE, env=env)
+    except OSError:  # no such pager: print it
+        sys.stdout.write(text)
+        return
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text.encode("utf-8", "surrogateescape"))
+        proc.stdin.close()
+    except BrokenPipeError:  # the owner quit the pager early
+        pass
+    proc.wait()
 
 
 # -- what the AI reads ---------------------------------------------------------------------------
@@ -277,7 +355,13 @@ def _revert(args: argparse.Namespace) -> int:
     from .history import read_commits
     from .revert import offered, revert
 
-    vault, (sha,) = _split(args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH]")
+    vault, (sha,) = _split(
+        args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH] (one commit at a time)"
+    )
+    if vault != "." and not Path(vault).expanduser().is_dir():
+        raise Refused(
+            f"{vault} is not a folder: revert takes one commit, `vaultwatch revert [VAULT] SHA`"
+        )
     root = _vault(vault)
     c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None) if sha else None
     if c is None or sha.startswith("-"):
@@ -514,8 +598,19 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="vaultwatch", description=(__doc__ or "").split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("review", help="the AI's changes per note, from the reviewed state")
-    r.add_argument("vault", nargs="?", default=".")
+    r = sub.add_parser(
+        "review",
+        help="the AI's changes per note, from the reviewed state",
+        usage="vaultwatch review [VAULT] [PATH] [--since ...] [--json | --markdown] "
+        "[--color auto|always|never]",
+    )
+    r.add_argument("where", nargs="*", metavar="[VAULT] [PATH]", help="the vault; one note only")
+    r.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="colour the diff (auto: on a terminal, unless NO_COLOR is set)",
+    )
     r.add_argument(
         "--since",
         default="last",
@@ -530,8 +625,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="mark all unreviewed AI changes reviewed, or those to these notes",
     )
-    v = sub.add_parser("revert", help="revert one AI commit as the owner")
-    v.add_argument("args", nargs="+", metavar="[VAULT] SHA")
+    # one SHA: `[VAULT] SHA [[VAULT] SHA ...]` (argparse's usage for nargs="+") offered several
+    v = sub.add_parser(
+        "revert",
+        help="revert one AI commit as the owner",
+        usage="vaultwatch revert [VAULT] SHA [--path PATH] [--json]",
+    )
+    v.add_argument("args", nargs="+", metavar="SHA", help="one commit (after the vault, if given)")
     v.add_argument("--path", help="only the commit's change to this note")
     v.add_argument("--json", action="store_true")
     m = sub.add_parser("mv", help="move a note or folder, rewriting links to it")
@@ -572,6 +672,12 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--json", action="store_true")
     tr.add_argument("--into", metavar="NOTE", help="write the figures into this note (a commit)")
     return ap
+
+
+def command_help() -> list[tuple[str, str]]:
+    """Each command and its one-line description, as `vaultwatch --help` lists them."""
+    sub = next(a for a in parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [(str(a.dest), str(a.help)) for a in sub._choices_actions]
 
 
 def _since_help() -> str:

@@ -21,8 +21,15 @@ def main(argv: list[str] | None = None) -> None:
         from .cli import run
 
         run(argv)
+    from .cli import command_help
+
     ap = argparse.ArgumentParser(
-        prog="vaultwatch", description="Watch and undo what the AI writes to your vault."
+        prog="vaultwatch",
+        description="Watch and undo what the AI writes to your vault.",
+        # each command with its one line (they were only named inside VAULT's help)
+        epilog="commands (vaultwatch COMMAND --help for each):\n"
+        + "\n".join(f"  {name:<11} {said}" for name, said in command_help()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument(
         "vault",
