@@ -5,6 +5,7 @@ a refusal writes nothing.
     vaultwatch review [VAULT] [PATH] [--since last|today|7d|YYYY-MM-DD|REV] [--json | --markdown]
     vaultwatch review [VAULT] --mark-reviewed [PATH ...]
     vaultwatch revert [VAULT] SHA [--path PATH] [--json]
+    vaultwatch undo [VAULT] SHA --path PATH --hunk N [--json]
     vaultwatch mv [VAULT] SRC DST [--dry-run] [--json]
     vaultwatch rm [VAULT] PATH [--yes] [--json]
     vaultwatch reads [VAULT] [--days N] [--json]
@@ -37,7 +38,18 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context", "transcribe")
+COMMANDS = (
+    "review",
+    "revert",
+    "undo",
+    "mv",
+    "rm",
+    "stats",
+    "health",
+    "reads",
+    "context",
+    "transcribe",
+)
 
 
 class Refused(VaultwatchError):
@@ -168,8 +180,8 @@ def _review(args: argparse.Namespace) -> int:
             f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
             f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
         )
-        for h in d.hunks:
-            shown.append(paint("cyan", f"  {h.header}"))
+        for i, h in enumerate(d.hunks, 1):
+            shown.append(paint("cyan", f"  {h.header}  hunk {i} of {len(d.hunks)}"))
             run: object = None  # whose lines these are: said once above each run, as git blame
             for ln in h.lines:
                 text = ln.text.rstrip("\n")
@@ -377,6 +389,36 @@ def _revert(args: argparse.Namespace) -> int:
     else:
         where = f" in {args.path}" if args.path else ""
         print(f"reverted {c.short}{where} as {new[:8]}")
+    return 0
+
+
+def _undo(args: argparse.Namespace) -> int:
+    """The AI's lines in one hunk of a note's review diff taken back, as the dashboard's `u`
+    does (the same service, the same refusals). SHA names an AI commit with lines in that hunk:
+    the hunk is the one the owner read (`vaultwatch review PATH` numbers them)."""
+    from .review import hunk_text, net_diff, plan_undo, undo_hunk
+
+    vault, (sha,) = _split(args.args, 1, "vaultwatch undo [VAULT] SHA --path PATH --hunk N")
+    root = _vault(vault)
+    diff = net_diff(root, args.path)
+    if not 1 <= args.hunk <= len(diff.hunks):
+        raise Refused(
+            f"{args.path} has no hunk {args.hunk} to undo (it has {len(diff.hunks)}); "
+            f"`vaultwatch review {args.path}` numbers them"
+        )
+    h = diff.hunks[args.hunk - 1]
+    _, undone = plan_undo(diff, args.hunk - 1)  # the dashboard's refusals first, in its words
+    ai = {c.sha for c in undone}
+    if len(sha) < 4 or not any(c.startswith(sha) for c in ai):
+        raise Refused(
+            f"hunk {args.hunk} of {args.path} has no lines of {sha}; "
+            f"`vaultwatch review {args.path}` shows whose lines each hunk has"
+        )
+    new = undo_hunk(root, args.path, args.hunk - 1, "last", hunk_text(h))
+    if args.json:
+        print(json.dumps({"undone_hunk": args.hunk, "path": args.path, "commit": new}))
+    else:
+        print(f"undid the AI's lines in hunk {args.hunk} of {args.path} as {new[:8]}")
     return 0
 
 
@@ -634,6 +676,15 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("args", nargs="+", metavar="SHA", help="one commit (after the vault, if given)")
     v.add_argument("--path", help="only the commit's change to this note")
     v.add_argument("--json", action="store_true")
+    u = sub.add_parser(
+        "undo",
+        help="undo the AI's lines in one hunk of a note's review diff (yours stay)",
+        usage="vaultwatch undo [VAULT] SHA --path PATH --hunk N [--json]",
+    )
+    u.add_argument("args", nargs="+", metavar="SHA", help="an AI commit with lines in the hunk")
+    u.add_argument("--path", required=True, help="the note")
+    u.add_argument("--hunk", type=int, required=True, help="its number in `review PATH`")
+    u.add_argument("--json", action="store_true")
     m = sub.add_parser("mv", help="move a note or folder, rewriting links to it")
     m.add_argument("args", nargs="+", metavar="[VAULT] SRC DST")
     m.add_argument("--dry-run", action="store_true", help="print the preview, change nothing")
@@ -689,6 +740,7 @@ def _since_help() -> str:
 HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "review": _review,
     "revert": _revert,
+    "undo": _undo,
     "mv": _mv,
     "rm": _rm,
     "reads": _reads,

@@ -122,3 +122,30 @@ def test_help_describes_each_command_and_revert_takes_one_sha(vault: Path) -> No
     assert "[VAULT] SHA [--path PATH]" in rh.stdout and "SHA ...]" not in rh.stdout
     two = run(vault, "revert", "abc123", "def456")
     assert two.returncode == 1 and "revert takes one commit" in two.stderr, two.stderr
+
+
+async def test_undo_one_hunk_from_the_shell_with_the_dashboards_refusals(
+    connect: Any, vault: Path
+) -> None:
+    from .conftest import git
+
+    w = await ai_writes(connect, vault)
+    async with connect(vault) as s:
+        a2 = await s.call("append_section", path="a.md", heading="Log", content="- ai on a")
+    (vault / "a.md").write_text((vault / "a.md").read_text().replace("- ai on a", "- mine now"))
+    listed = run(vault, "review", "w.md")
+    assert "hunk 1 of 1" in listed.stdout
+    head = git(vault, "rev-parse", "HEAD")
+    for args, why in (
+        (["undo", w["commit"][:8], "--path", "w.md", "--hunk", "2"], "has no hunk 2"),
+        (["undo", a2["commit"][:8], "--path", "w.md", "--hunk", "1"], "has no lines of"),
+        # the owner changed a line the AI wrote there: refused as the dashboard refuses it
+        (["undo", a2["commit"][:8], "--path", "a.md", "--hunk", "1"], "undo refused"),
+    ):
+        r = run(vault, *args)
+        assert r.returncode == 1 and why in r.stderr, (args, r.stderr)
+    assert git(vault, "rev-parse", "HEAD") == head
+    ok = run(vault, "undo", w["commit"][:8], "--path", "w.md", "--hunk", "1")
+    assert ok.returncode == 0, ok.stderr
+    assert (vault / "w.md").read_text() == "# W\n\n## Log\n- one\n"
+    assert "Vaultwatch-Action: undo" in git(vault, "log", "-1", "--format=%B")
