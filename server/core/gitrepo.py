@@ -108,6 +108,7 @@ REVERTS = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted"
 # "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
 REVERTS_PATH = "Vaultwatch-Reverts-Path"
 UNDOES = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
+ANSWERS = "Vaultwatch-Answers"  # on an AI commit: the owner's feedback (id) the write answers
 
 # A trailer value is one line of printable text: git ends the trailer block at a blank line
 # and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
