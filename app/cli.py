@@ -11,6 +11,9 @@ a refusal writes nothing.
     vaultwatch context [VAULT] [--diff] [--mark-reviewed] [--json]
     vaultwatch stats [VAULT] [--since today|7d|4w|YYYY-MM-DD|REV] [--json]
     vaultwatch health [VAULT] [--json] [--include-ignored]
+    vaultwatch feedback add [VAULT] PATH -m TEXT [--line N] [--commit SHA]
+    vaultwatch feedback list [VAULT] [--all] [--json]
+    vaultwatch feedback close|reopen [VAULT] ID
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -34,7 +37,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context")
+COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context", "feedback")
 
 
 class Refused(VaultwatchError):
@@ -429,6 +432,40 @@ def _health(args: argparse.Namespace) -> int:
 # -- the parser ---------------------------------------------------------------------------------
 
 
+# -- feedback ---------------------------------------------------------------------------------
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from .feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
+
+    if args.action == "add":
+        vault, (path,) = _split(args.args, 1, "vaultwatch feedback add [VAULT] PATH -m TEXT")
+        if args.line is not None and args.line < 1:
+            raise Refused(f"--line {args.line}: lines count from 1")
+        item = add_feedback(_vault(vault), path, args.message, line=args.line, commit=args.commit)
+        print(item.id)
+        return 0
+    if args.action == "list":
+        if len(args.args) > 1:
+            raise Refused("usage: vaultwatch feedback list [VAULT] [--all] [--json]")
+        items = list_feedback(_vault(args.args[0] if args.args else "."), include_closed=args.all)
+        if args.json:
+            print(json.dumps({"feedback": [i.public() for i in items]}, ensure_ascii=False))
+            return 0
+        if not items:
+            print("no feedback" + ("" if args.all else " open or answered (--all: closed too)"))
+        for i in items:
+            where = f"{i.path}:{i.lines}" if i.lines else i.path
+            by = f" by {i.answered_by[:8]}" if i.answered_by else ""
+            print(f"{i.id}  {i.status}{by}  {where}  {_one_line(i.text)}")
+        return 0
+    usage = f"vaultwatch feedback {args.action} [VAULT] ID"
+    vault, (fid,) = _split(args.args, 1, usage)
+    done = (close_feedback if args.action == "close" else reopen_feedback)(_vault(vault), fid)
+    print(f"{done.id} {done.status}")
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors are refusals too: exit 1 with one line."""
 
@@ -489,6 +526,20 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument(
         "--include-ignored", action="store_true", help="also list the findings you ignored"
     )
+    fb = sub.add_parser("feedback", help="your comments to the AI: add, list, close, reopen")
+    fbs = fb.add_subparsers(dest="action", required=True)
+    fa = fbs.add_parser("add", help="comment on a note; prints the new id")
+    fa.add_argument("args", nargs="+", metavar="[VAULT] PATH")
+    fa.add_argument("-m", "--message", required=True, help="what the AI should know or change")
+    fa.add_argument("--line", type=int, help="the line it is about (1-based)")
+    fa.add_argument("--commit", help="the commit it is about")
+    fl = fbs.add_parser("list", help="open and answered feedback (--all: closed too)")
+    fl.add_argument("args", nargs="*", metavar="VAULT")
+    fl.add_argument("--all", action="store_true")
+    fl.add_argument("--json", action="store_true")
+    for name, what in (("close", "settled: the AI no longer sees it"), ("reopen", "open again")):
+        fc = fbs.add_parser(name, help=what)
+        fc.add_argument("args", nargs="+", metavar="[VAULT] ID")
     return ap
 
 
@@ -507,6 +558,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "context": _context,
     "stats": _stats,
     "health": _health,
+    "feedback": _feedback,
 }
 
 

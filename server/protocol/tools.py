@@ -61,6 +61,8 @@ from server.write import journal
 from server.write.journal import estimate_tokens
 from server.write.write_ops import (
     WRITE_OPS,
+    AnswerArgs,
+    AnswerIds,
     AppendSection,
     CreateDoc,
     EditText,
@@ -197,12 +199,13 @@ class ToolKit:
         tool: ToolName,
         ops: list[tuple[str, dict[str, Any]]],
         message: str | None = None,
+        answers: list[str] | None = None,
     ) -> CallToolResult:
         """Run write operations as one commit and report the outcome (journal included)."""
         client = client_name(ctx)
         log_event = functools.partial(self.vault.journal.append, client=client)
         try:
-            res = apply(self.vault, self.vault.store, tool, client, ops, message)
+            res = apply(self.vault, self.vault.store, tool, client, ops, message, answers)
         except Rejected as exc:
             log_event(journal.Rejected(tool, exc.paths, exc.code, exc.message, exc.hint, exc.diff))
             raise ToolError(
@@ -329,13 +332,14 @@ class ToolKit:
         name = model.tool
 
         def run(ctx: Context, **args: Any) -> CallToolResult:
-            return self.write(ctx, name, [(name, args)])
+            answers = args.pop("answers", None)
+            return self.write(ctx, name, [(name, args)], answers=answers)
 
         self.add(
             mcp,
             name,
             run,
-            params_from(model),
+            params_from(model) + params_from(AnswerArgs),
             title=title,
             description=describe(description),
             annotations=_write_annotations(idempotent),
@@ -585,6 +589,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         message: Annotated[
             str | None, Field(description="commit subject for the whole batch")
         ] = None,
+        answers: AnswerIds = None,
     ) -> CallToolResult:
         """Up to 200 writes checked together and applied all-or-nothing as one commit. Every
         problem is reported at once; if any operation fails, nothing is written. Created notes
@@ -603,7 +608,7 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
                     f'operation {i + 1} must look like {{"tool": "append_section", "args": {{...}}}}'
                 )
             parsed.append((name, args))
-        return kit.write(ctx, ToolName.BATCH, parsed, message)
+        return kit.write(ctx, ToolName.BATCH, parsed, message, answers)
 
     kit.add(
         mcp,

@@ -14,12 +14,14 @@ from server.notes.config import ContextItem
 from server.notes.entry import Entry
 from server.notes.note import decode
 from server.services.conditions import Filters, select
+from server.services.feedback import feedback_block
 from server.services.sorting import sort_entries
 from server.services.summary import summarize
 from server.services.tags import tag_stats
 from server.vault import Vault
 
 RULES_SHARE = 0.4  # the rules file may take at most this share of the budget
+FEEDBACK_SHARE = 0.3  # the owner's open feedback may take at most this share
 
 
 def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
@@ -30,6 +32,12 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
     blocks: list[dict[str, Any]] = []
     texts: list[tuple[dict[str, Any], Entry]] = []  # doc items that carry content
     paths: list[str] = []
+    # the owner's open feedback first: what they asked the AI to fix comes before the notes
+    fb = feedback_block(vault, int(budget * FEEDBACK_SHARE))
+    if fb is not None:
+        blocks.append(fb)
+        budget -= _size([fb])
+        paths += sorted({i["path"] for i in fb["items"]})
 
     for item in cfg.context:
         block: dict[str, Any] = {"title": item.title, "kind": item.kind}

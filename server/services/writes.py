@@ -24,7 +24,7 @@ import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import filtered_paths, ignored_paths
+from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths
 from server.core.redact import mask_secrets, secrets_in
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
@@ -32,6 +32,7 @@ from server.notes.dates import as_date
 from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_note, is_protected, new_name_problem
+from server.services.feedback import AnswersRefused, check_answers
 from server.vault import Vault, VaultError
 from server.write.edits import (
     EditError,
@@ -823,6 +824,7 @@ class WriteResult:
     diff: str
     # problems after the commit landed (an index that could not be updated): the write stands
     after_commit: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)  # feedback ids the commit names
 
 
 REPLANS = 5
@@ -860,9 +862,11 @@ def apply(
     client: str,
     ops: list[tuple[str, dict[str, Any]]],
     message: str | None = None,
+    answers: list[str] | None = None,
 ) -> WriteResult:
     """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
-    StoreError; returns with commit None when nothing would change (a no-op).
+    StoreError; returns with commit None when nothing would change (a no-op). `answers`: ids
+    of the owner's open feedback the commit names (`Vaultwatch-Answers`), checked first.
 
     If the owner changes a file between the plan and the write, a plan that did not pin the
     file's content (no hash, no replace_doc) is simply made again on the new text: appending
@@ -873,9 +877,10 @@ def apply(
         with store.locked():
             store.check_repo()
             store.recover_locked()  # a writer that died mid-write (another server) is undone first
+            answered = _checked_answers(vault, answers or [])
             for attempt in range(1, REPLANS + 1):
                 try:
-                    return _apply_once(vault, store, tool, client, ops, message)
+                    return _apply_once(vault, store, tool, client, ops, message, answered)
                 except WriteRace as race:
                     if pinned or attempt == REPLANS:
                         raise Conflict(
@@ -899,6 +904,7 @@ def _apply_once(
     client: str,
     ops: list[tuple[str, dict[str, Any]]],
     message: str | None,
+    answers: list[str],
 ) -> WriteResult:
     plan = Plan(vault)
     outcomes: list[Outcome] = []
@@ -946,10 +952,18 @@ def _apply_once(
     leaked = _message_secret(plan, subject)
     if leaked is not None:
         raise leaked
-    sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
+    sha = store.commit(
+        writes,
+        subject=subject,
+        tool=tool,
+        client=client,
+        config=plan.config,
+        trailers=[(ANSWERS, a) for a in answers],
+    )
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
     res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
+    res.answered = answers
 
     def diff() -> None:
         res.diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
@@ -957,6 +971,20 @@ def _apply_once(
     after_commit(res, "diff", diff)
     after_commit(res, "the search index", lambda: _reindex(vault, writes))
     return res
+
+
+# a write that changed nothing made no commit, so it answered nothing
+NOT_ANSWERED = "; so the feedback in answers stays open: make the change it asks for"
+
+
+def _checked_answers(vault: Vault, answers: list[str]) -> list[str]:
+    """The feedback ids a write answers, or Rejected (nothing written) naming the bad ones."""
+    if not answers:
+        return []
+    try:
+        return check_answers(vault, answers)
+    except AnswersRefused as exc:
+        raise Rejected(exc.code, exc.message, exc.hint, []) from exc
 
 
 def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> None:
@@ -1051,9 +1079,13 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
     if o.created is not None:
         out["created"] = True
     out["commit"] = res.commit
+    if res.answered and res.commit:
+        out["answered"] = res.answered
     if res.commit is None:
         out["noop"] = True
-        out["note"] = "the note already had exactly this content; nothing was committed"
+        out["note"] = "the note already had exactly this content; nothing was committed" + (
+            NOT_ANSWERED if res.answered else ""
+        )
     if res.warnings.get(o.path):
         out["warnings"] = res.warnings[o.path]
     if res.after_commit:
@@ -1072,6 +1104,8 @@ def batch_result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str,
     return {
         "commit": res.commit,
         "results": results,
+        "answered": res.answered if res.commit and res.answered else None,
+        "note": NOT_ANSWERED.lstrip("; ") if res.commit is None and res.answered else None,
         "noop": True if res.commit is None else None,
         "warnings": res.warnings or None,
         "diff": _diff_in_result(res.diff, limit) if res.diff else None,

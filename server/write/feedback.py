@@ -362,12 +362,12 @@ def _change(
 ) -> Feedback:
     """Read, `edit` (items and notes, in place; returns the item it changed), write with
     compare-and-swap; on a lost race read again and edit again."""
-    _follow_rewrites(root)
     for _ in range(RETRIES):
         tree = _read(root, _tip(root))
         items, notes = dict(tree.items), dict(tree.notes)
         changed = edit(items, notes)
         if _write(root, tree, items, notes, why):
+            _follow_rewrites(root)
             return changed
     raise FeedbackError(
         f"the feedback ref {FEEDBACK_REF} kept changing under {RETRIES} attempts (another "

@@ -380,7 +380,14 @@ class Store:
     # -- the write ------------------------------------------------------------------------------
 
     def commit(
-        self, writes: list[FileWrite], *, subject: str, tool: str, client: str, config: Config
+        self,
+        writes: list[FileWrite],
+        *,
+        subject: str,
+        tool: str,
+        client: str,
+        config: Config,
+        trailers: list[tuple[str, str]] | None = None,
     ) -> str | None:
         """Write and commit the AI's writes (caller holds the lock and has run check_repo).
         Returns the sha; None when, its BOMs kept, no file changes (nothing is committed).
@@ -400,7 +407,8 @@ class Store:
             return None
         author = config.ai_author
         message = commit_message(
-            subject, {TOOL: trailer_value(tool), CLIENT: trailer_value(client)}
+            subject,
+            [(TOOL, trailer_value(tool)), (CLIENT, trailer_value(client)), *(trailers or [])],
         )
         return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
 

@@ -143,6 +143,27 @@ class ReplaceDoc(WriteArgs):
     hash: Annotated[str, Field(description="hash from your last read_doc of this note (required)")]
 
 
+# `answers`, which every write tool and `batch` take beside their operation's arguments (not
+# inside it: a batch answers as one commit). The ids come from get_context's open feedback;
+# the commit carries one `Vaultwatch-Answers` trailer per id.
+ANSWERS_MAX = 20
+AnswerIds = Annotated[
+    list[Annotated[str, Field(max_length=40)]] | None,
+    Field(
+        max_length=ANSWERS_MAX,
+        description="ids of the owner's open feedback (get_context) this write settles, e.g. "
+        "['fb-1a2b3c']: the commit names them and the owner sees them answered",
+    ),
+]
+
+
+class AnswerArgs(BaseModel):
+    """The `answers` parameter as a model, for the write tools' parameter lists."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    answers: AnswerIds = None
+
+
 WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc
 
 # Every operation a write tool or a batch can run, by tool name, in the order the tools are listed.
