@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from server.core.tool_names import ToolName
-from server.write.write_ops import WRITE_OPS
+from server.write.write_ops import WRITE_OPS, AnswerArgs
 
 # `name?` is optional; the order is the order clients see.
 EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
@@ -37,12 +37,20 @@ EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
     "read_doc": ["path", "section?", "tail?", "offset?"],
     "search_text": ["query", "type?", "folder?", "tags?", "limit?", "cursor?"],
     "recall": ["query?", "path?", "limit?", "type?", "folder?"],
-    "create_doc": ["type?", "path?", "fields?", "body?", "tags?"],
-    "append_section": ["path", "heading", "content", "hash?"],
-    "edit_text": ["path", "old", "new", "count?", "hash?"],
-    "update_frontmatter": ["path", "set?", "unset?", "add_tags?", "remove_tags?", "hash?"],
-    "replace_doc": ["path", "content", "hash"],
-    "batch": ["ops", "message?"],
+    "create_doc": ["type?", "path?", "fields?", "body?", "tags?", "answers?"],
+    "append_section": ["path", "heading", "content", "hash?", "answers?"],
+    "edit_text": ["path", "old", "new", "count?", "hash?", "answers?"],
+    "update_frontmatter": [
+        "path",
+        "set?",
+        "unset?",
+        "add_tags?",
+        "remove_tags?",
+        "hash?",
+        "answers?",
+    ],
+    "replace_doc": ["path", "content", "hash", "answers?"],
+    "batch": ["ops", "message?", "answers?"],
 }
 
 # (readOnlyHint, idempotentHint); no tool is destructive or reaches outside the vault.
@@ -109,14 +117,17 @@ async def test_write_tools_take_their_parameters_from_the_operation_models(
     limits, default, description), and batch's description lists every operation."""
     tools = await listed(connect, example_vault)
     assert list(WRITE_OPS) == [n for n in EXPECTED_TOOL_PARAMETERS if n in WRITE_OPS]
+    answers = AnswerArgs.model_json_schema()["properties"]
     for name, model in WRITE_OPS.items():
         schema = model.model_json_schema()
         listed_schema = tools[name].input_schema
-        assert listed_schema["properties"] == schema["properties"], name
+        # the operation's fields, then `answers`, declared once for every write tool
+        assert listed_schema["properties"] == {**schema["properties"], **answers}, name
         assert listed_schema.get("required", []) == schema.get("required", []), name
     ops_help = tools["batch"].input_schema["properties"]["ops"]["description"]
     assert "update_frontmatter(path, set?, unset?, add_tags?, remove_tags?, hash?)" in ops_help
     assert all(f"{name}(" in ops_help for name in WRITE_OPS)
+    assert tools["batch"].input_schema["properties"]["answers"] == answers["answers"]
 
 
 @pytest.mark.anyio

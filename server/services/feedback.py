@@ -77,17 +77,22 @@ def feedback_block(vault: Vault, room: int) -> dict[str, Any] | None:
     def size() -> int:
         return len(json.dumps(block, ensure_ascii=False))
 
-    for item in reversed(items):  # oldest first
-        if size() <= room:
-            break
+    def summarise(item: dict[str, Any]) -> None:
         item.pop("about", None)
         item["text"] = fit_text(item["text"], SUMMARY_CHARS + 2)
         item["summarised"] = True
+
+    for item in reversed(items[1:]):  # oldest first; the newest is kept whole while it can be
+        if size() <= room:
+            break
+        summarise(item)
     while size() > room and len(items) > 1:
         items.pop()
         block["more"] = block.get("more", 0) + 1
-    if size() > room:  # one item over the room: its text cut to what fits
-        items[0]["text"] = fit_text(items[0]["text"], max(40, room // 2))
+    if size() > room:  # the newest alone is over the room
+        summarise(items[0])
+        if size() > room:
+            items[0]["text"] = fit_text(items[0]["text"], max(40, room // 4))
     if block.get("more"):
         block["how"] += f" {block['more']} older open item(s) left out for room."
     return block

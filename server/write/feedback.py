@@ -113,12 +113,13 @@ class Feedback:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """UTC, to the microsecond: two items made in one second still list in the order made."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _epoch(stamp: str) -> int:
     try:
-        return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+        return int(datetime.fromisoformat(stamp).timestamp())
     except ValueError:
         return 0
 
