@@ -28,6 +28,7 @@ from server.notes.config import ConfigStore
 
 from .. import settings
 from ..feed import Feed, Row
+from ..feedback import FeedbackCount
 from ..review_watch import ReviewWatch
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
@@ -282,6 +283,7 @@ class Dashboard(App[None]):
             [str(p) for p in self.configs.problems],
             repo_state(self._git_op),
             self.review_watch.count,
+            _pair(self.review_watch.feedback),
         )
 
     # -- keys every screen shares -----------------------------------------------------------------
@@ -355,3 +357,7 @@ def repo_state(op: tuple[str, str] | None) -> str | None:
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
     """The help: each meaning with its keys, the longer tooltip where a binding has one."""
     return help_entries(active_keys(screen))
+
+
+def _pair(fb: FeedbackCount | None) -> tuple[int, int] | None:
+    return (fb.open, fb.answered) if fb is not None else None

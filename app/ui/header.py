@@ -41,6 +41,7 @@ class HeaderFacts:
     config_errors: list[str] = field(default_factory=list)
     repo_state: str | None = None  # a git operation in progress the owner must finish or abort
     review: tuple[int, int] | None = None  # (AI commits, notes) not yet reviewed; None: not counted
+    feedback: tuple[int, int] | None = None  # the owner's feedback (open, answered); None: not read
 
 
 def short_path(path: Path, most: int = 32) -> str:
@@ -121,6 +122,8 @@ def segments(f: HeaderFacts) -> list[Segment]:
         segs.append(Segment([Content.styled(f"  {f.repo_state}", "bold $text-error")]))
     if f.review is not None:
         segs.append(review_segment(*f.review))
+    if f.feedback is not None and any(f.feedback):
+        segs.append(feedback_segment(*f.feedback))
     recent = sorted(
         {
             client_name(e.get("client"))
@@ -197,6 +200,21 @@ def review_segment(commits: int, notes: int) -> Segment:
             Content.styled(f"  {commits:,} to review", style),  # beside recall's progress
         ],
         shed=6,
+    )
+
+
+def feedback_segment(open_: int, answered: int) -> Segment:
+    """The owner's feedback to the AI: open (waiting for the AI) and answered (waiting for the
+    owner to close or reopen). The key shows while there is room; the count stays."""
+    style = "bold $text-accent" if answered else "$text-accent"
+    both = f"{open_:,} open, {answered:,} answered"
+    return Segment(
+        [
+            Content.styled(f"  feedback: {both} (F)", style),
+            Content.styled(f"  feedback {open_:,}/{answered:,} (F)", style),
+            Content.styled(f"  fb {open_:,}/{answered:,}", style),
+        ],
+        shed=5,
     )
 
 

@@ -217,6 +217,13 @@ class MainScreen(Screen[None]):
             tooltip="review what the AI changed since you last looked",
         ),
         Binding("H", "health", "Health", show=False, tooltip="library health: what needs a look"),
+        Binding(
+            "F",
+            "feedback",
+            "Feedback",
+            show=False,  # the header names it beside the count
+            tooltip="your feedback to the AI: open, answered (with the answer's diff)",
+        ),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -524,6 +531,11 @@ class MainScreen(Screen[None]):
 
         self.dash.clear_notifications()  # the launch prompt said to press v: it is answered
         self.dash.push_screen(ReviewScreen(self.dash.root))
+
+    def action_feedback(self) -> None:
+        from .feedback_screen import FeedbackScreen  # loads when first opened
+
+        self.dash.push_screen(FeedbackScreen(self.dash.root))
 
     def action_health(self) -> None:
         from .health_screen import HealthScreen  # imports main_screen for the preview body
