@@ -36,6 +36,7 @@ from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal, help_entries
 
 if TYPE_CHECKING:
+    from .feedback_screen import FeedbackScreen
     from .insights import TagsScreen
     from .review_screen import ReviewScreen
 
@@ -187,6 +188,8 @@ class Dashboard(App[None]):
         if (review := self._review_shown()) is not None:
             review.show_header()
             review.follow()
+        elif type(self.screen).__name__ == "FeedbackScreen":  # its header counts feedback too
+            cast("FeedbackScreen", self.screen).show_header()
         count = self.review_watch.count
         if not self._review_prompted and count is not None:
             self._review_prompted = True  # at launch only: later the header keeps count

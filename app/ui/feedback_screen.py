@@ -31,7 +31,7 @@ from ..feedback import (
     list_feedback,
     reopen_feedback,
 )
-from .cells import cut_middle
+from .cells import fit
 from .header import StatusHeader
 from .insights import fill
 from .lines import LinesView
@@ -83,19 +83,24 @@ class CommentModal(ModalScreen[str | None]):
 
 
 def item_line(item: Feedback, width: int) -> Content:
-    """One item in a line: its status, id, lines and text, cut to `width` cells."""
+    """One item in a line: its status, the lines it is about, its text, then its id; cut at
+    the end to `width` cells (the text's start is what the owner recognises)."""
     where = f"lines {item.lines}" if item.lines else "the note"
     head = Content.styled(f"✎ {item.status}", STATUS_STYLE.get(item.status, ""))
     by = f" by {item.answered_by[:8]}" if item.answered_by else ""
-    rest = f"{by} · {item.id} · {where}: {' '.join(item.text.split())}"
-    return head + Content(cut_middle(rest, max(8, width - head.cell_length)) if width else rest)
+    line = head + Content(f"{by} · {where} · {' '.join(item.text.split())} · {item.id}")
+    return fit(line, width).rstrip() if width else line
 
 
-def feedback_lines(items: list[Feedback], width: int) -> list[Content]:
-    """The feedback on one note as the review and the note view show it above the text."""
+def feedback_lines(items: list[Feedback], width: int, most: int = 3) -> list[Content]:
+    """The feedback on one note as the review and the note view show it above the text: the
+    newest `most` (at 80x24 the text keeps its room; F lists them all)."""
     if not items:
         return []
-    return [item_line(i, width) for i in items] + [Content("")]
+    rows = [item_line(i, width) for i in items[:most]]
+    if len(items) > most:
+        rows.append(Content.styled(f"… {len(items) - most} more feedback (F)", "$text-muted"))
+    return rows
 
 
 def local_time(stamp: str) -> str:

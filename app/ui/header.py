@@ -212,6 +212,7 @@ def feedback_segment(open_: int, answered: int) -> Segment:
         [
             Content.styled(f"  feedback: {both} (F)", style),
             Content.styled(f"  feedback {open_:,}/{answered:,} (F)", style),
+            Content.styled(f"  feedback {open_:,}/{answered:,}", style),
             Content.styled(f"  fb {open_:,}/{answered:,}", style),
         ],
         shed=5,

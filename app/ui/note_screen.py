@@ -28,11 +28,10 @@ from ..feedback import Feedback, add_feedback, list_feedback
 from ..history import Commit
 from ..review import NoteView, note_view
 from .cells import cut_middle, plural
-from .feedback_screen import CommentModal, item_line
+from .feedback_screen import CommentModal, feedback_lines
 from .insights import fill
 from .lines import LinesView
 
-FEEDBACK_ROWS = 3  # feedback lines above the note's text (at 80x24 the text keeps its room)
 UNSAVED = "0" * 40  # git blame's commit for a line not committed yet
 AI_MARK = "bold $text-primary"
 AI_LINE = "on $primary 12%"
@@ -221,14 +220,9 @@ class NoteScreen(Screen[None]):
             self.load()  # the note as the editor left it
 
     def _show_feedback(self) -> None:
-        """The owner's open and answered feedback on this note, a line each, above the text
-        (the newest FEEDBACK_ROWS; F lists them all)."""
+        """The owner's open and answered feedback on this note, a line each, above the text."""
         box = self.query_one("#note-feedback", Static)
-        items = self.feedback
-        width = max(20, self.app.size.width - 2)
-        rows = [item_line(i, width) for i in items[:FEEDBACK_ROWS]]
-        if len(items) > FEEDBACK_ROWS:
-            rows.append(Content.styled(f"… {len(items) - FEEDBACK_ROWS} more (F)", "$text-muted"))
+        rows = feedback_lines(self.feedback, max(20, self.app.size.width - 2))
         box.update(Content("\n").join(rows))
         box.display = bool(rows)
 

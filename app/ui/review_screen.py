@@ -320,7 +320,8 @@ def render_net(
         )
     if room >= 100:
         out.append(Content(""))
-    out += feedback or []  # the owner's comments on this note, above its hunks
+    if feedback:  # the owner's comments on this note, above its hunks
+        out += [*feedback, Content("")]
     starts: list[int] = []
     if diff.binary:
         out.append(Content.styled("(a binary file: not shown)", "italic"))
