@@ -59,7 +59,7 @@ async def test_c_in_review_comments_on_the_selected_hunk(connect: Any, vault: Pa
         assert item.lines == "7"  # the AI's line in the note now
         assert "+- ai four" in item.quote
         # the diff shows it above the hunks, the header counts it
-        await until(pilot, lambda: "✎ open · lines 7 · say why" in app.screen.query_one(ReviewDiff).plain)
+        await until(pilot, lambda: "✎ open · line 7 · say why" in app.screen.query_one(ReviewDiff).plain)
         await until(pilot, lambda: "feedback: 1 open, 0 answered (F)" in header(app))
     # the AI sees it first in get_context
     async with connect(vault) as s:

@@ -85,11 +85,17 @@ class CommentModal(ModalScreen[str | None]):
 def item_line(item: Feedback, width: int) -> Content:
     """One item in a line: its status, the lines it is about, its text, then its id; cut at
     the end to `width` cells (the text's start is what the owner recognises)."""
-    where = f"lines {item.lines}" if item.lines else "the note"
+    where = lines_words(item)
     head = Content.styled(f"✎ {item.status}", STATUS_STYLE.get(item.status, ""))
     by = f" by {item.answered_by[:8]}" if item.answered_by else ""
     line = head + Content(f"{by} · {where} · {' '.join(item.text.split())} · {item.id}")
     return fit(line, width).rstrip() if width else line
+
+
+def lines_words(item: Feedback) -> str:
+    if not item.lines:
+        return "the note"
+    return f"line {item.lines}" if "-" not in item.lines else f"lines {item.lines}"
 
 
 def feedback_lines(items: list[Feedback], width: int, most: int = 3) -> list[Content]:
@@ -257,7 +263,7 @@ class FeedbackScreen(Screen[None]):
             return
         out = [
             Content.styled(item.path, "bold")
-            + Content(f"  lines {item.lines}" if item.lines else ""),
+            + Content(f"  {lines_words(item)}" if item.lines else ""),
             Content.styled(item.status, STATUS_STYLE.get(item.status, ""))
             + Content(f" · {item.id} · {local_time(item.created)} · {item.by.split(' <')[0]}"),
             Content(""),

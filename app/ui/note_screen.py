@@ -175,6 +175,7 @@ class NoteScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#note-feedback", Static).display = False  # until there is some
         self.query_one("#note-text", NoteText).border_title = "the note now · AI lines marked"
         self.query_one("#note-history", DataTable).border_title = "history"
         self.load()
