@@ -280,11 +280,11 @@ def test_shell_refusals_write_nothing(make_vault: Callable[..., Path]) -> None:
         r = cli(root, *args)
         assert r.returncode == 1, (args, r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    r = subprocess.run(
+    ref = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "-q", "--verify", FEEDBACK_REF],
         capture_output=True,
     )
-    assert r.returncode != 0  # nothing was ever written
+    assert ref.returncode != 0  # nothing was ever written
     fid = add(root, "notes/plan.md", "-m", "x")
     r = cli(root, "reopen", fid)
     assert r.returncode == 1 and "open already" in r.stderr

@@ -59,7 +59,9 @@ async def test_c_in_review_comments_on_the_selected_hunk(connect: Any, vault: Pa
         assert item.lines == "7"  # the AI's line in the note now
         assert "+- ai four" in item.quote
         # the diff shows it above the hunks, the header counts it
-        await until(pilot, lambda: "✎ open · line 7 · say why" in app.screen.query_one(ReviewDiff).plain)
+        await until(
+            pilot, lambda: "✎ open · line 7 · say why" in app.screen.query_one(ReviewDiff).plain
+        )
         await until(pilot, lambda: "feedback: 1 open, 0 answered (F)" in header(app))
     # the AI sees it first in get_context
     async with connect(vault) as s:
@@ -85,7 +87,9 @@ async def test_c_in_the_note_view_comments_on_the_note(vault: Path) -> None:
     app = app_on(vault)
     async with app.run_test(size=(80, 24)) as pilot:
         app.push_screen(NoteScreen(vault, "w.md"))
-        await until(pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None)
+        await until(
+            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
+        )
         note = app.screen
         await pilot.press("c")
         await type_comment(pilot, "shorter")
@@ -105,7 +109,9 @@ async def test_F_shows_the_answer_and_closes_and_reopens(connect: Any, vault: Pa
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "feedback: 0 open, 1 answered (F)" in header(app))
         await pilot.press("F")
-        await until(pilot, lambda: isinstance(app.screen, FeedbackScreen) and app.screen.items)
+        await until(
+            pilot, lambda: isinstance(app.screen, FeedbackScreen) and bool(app.screen.items)
+        )
         text = screen_text(app)
         assert f"answered by {res['commit'][:8]}" in text
         assert "+- three: drills" in text and "-- three" in text  # the answering diff
