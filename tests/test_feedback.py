@@ -301,3 +301,20 @@ def test_open_feedback_for_the_start_prompt(make_vault: Callable[..., Path]) -> 
         assert [i["id"] for i in open_feedback(vault)] == [fid]
     finally:
         vault.close()
+
+
+async def test_a_broken_feedback_ref_is_said_and_the_context_stands(
+    make_vault: Any, connect: Any
+) -> None:
+    """The ref's tree gone from the object store (a damaged repo, a partial clone): get_context
+    says the feedback could not be read and gives the rest of the context."""
+    root = make_vault(FILES)
+    add(root, "notes/plan.md", "-m", "x")
+    tree = git(root, "rev-parse", f"{FEEDBACK_REF}^{{tree}}").strip()
+    (root / ".git/objects" / tree[:2] / tree[2:]).unlink()
+    async with connect(root) as s:
+        ctx = await s.call("get_context")
+    block = ctx["blocks"][0]
+    assert block["kind"] == "feedback" and block["items"] == []
+    assert "could not be read" in block["note"]
+    assert any(b["kind"] == "recent" for b in ctx["blocks"])

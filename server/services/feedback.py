@@ -14,6 +14,7 @@ from typing import Any
 
 from server.core.budget import fit_text
 from server.core.errors import VaultwatchError
+from server.core.gitrepo import GitError
 from server.vault import Vault
 from server.write.feedback import CLOSED, OPEN, Feedback, read_all
 
@@ -64,7 +65,15 @@ def feedback_block(vault: Vault, room: int) -> dict[str, Any] | None:
     """get_context's first block: the open feedback in at most `room` characters (as JSON).
     When it does not fit, the oldest items are summarised first (their text cut to a line, the
     lines they are about left out), then left out with a count."""
-    items = open_feedback(vault)
+    try:
+        items = open_feedback(vault)
+    except GitError as exc:  # a broken feedback ref: said, and the rest of the context stands
+        return {
+            "title": "Open feedback from the owner",
+            "kind": "feedback",
+            "items": [],
+            "note": fit_text(f"the owner's feedback could not be read: {exc}", 300),
+        }
     if not items:
         return None
     block: dict[str, Any] = {
