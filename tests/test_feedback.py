@@ -318,3 +318,22 @@ async def test_a_broken_feedback_ref_is_said_and_the_context_stands(
     assert block["kind"] == "feedback" and block["items"] == []
     assert "could not be read" in block["note"]
     assert any(b["kind"] == "recent" for b in ctx["blocks"])
+
+
+async def test_feedback_follows_its_note_moved_into_a_private_folder(
+    make_vault: Any, connect: Any
+) -> None:
+    """The owner moves a note with feedback into a private folder: the feedback goes with it,
+    and is hidden from the AI from then on (and listed under the new path for the owner)."""
+    root = make_vault(FILES)
+    fid = add(root, "notes/other.md", "-m", "ZEBRAFISH: tell nobody")
+    git(root, "mv", "notes/other.md", "private/other.md")
+    git(root, "commit", "-qm", "owner moves it")
+    async with connect(root) as s:
+        ctx = await s.call("get_context")
+        assert "ZEBRAFISH" not in json.dumps(ctx)
+        err = await s.error(
+            "append_section", path="notes/plan.md", heading="Log", content="x", answers=[fid]
+        )
+        assert "unknown id" in err
+    assert listed(root)[fid]["path"] == "private/other.md"

@@ -25,6 +25,7 @@ dashboards (or a shell command beside one) never drop each other's items.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from server.core.gitrepo import (
     git,
     human_identity,
     identity_env,
+    renames,
     trailer_field,
     trailer_values,
 )
@@ -286,19 +288,40 @@ def _resolve(root: Path, tree: _Tree) -> list[Feedback]:
     wanted = {i.commit for i in items if i.commit} | {s for ss in links.values() for s in ss}
     gone = _unreachable(root, wanted)
     answers = _answers(root, [i for i in items if i.state == OPEN])
+    moved = _moved(root, items)
     out = []
     for item in items:
         commit = item.commit
         if commit and commit in gone:
-            moved = [s for s in links.get(item.id, []) if s not in gone]
-            commit = moved[0] if moved else commit
+            rewritten = [s for s in links.get(item.id, []) if s not in gone]
+            commit = rewritten[0] if rewritten else commit
         by = None
         floor = _epoch(item.reopened) if item.reopened else 0
         for sha, when in answers.get(item.id, []):
             if when >= floor and sha not in item.dismissed:
                 by = sha
                 break
-        out.append(replace(item, commit=commit, answered_by=by))
+        out.append(replace(item, path=moved.get(item.id, item.path), commit=commit, answered_by=by))
+    return out
+
+
+def _moved(root: Path, items: list[Feedback]) -> dict[str, str]:
+    """id -> where its note is now, for items whose note the owner moved or renamed since
+    (git's rename detection, each rename after the item was made, oldest first). Asked of git
+    only when some item's note is not where it was: the privacy rule must judge the note where
+    it is now (moved into a private folder, its feedback is hidden)."""
+    gone = [i for i in items if not os.path.lexists(root / i.path)]
+    if not gone:
+        return {}
+    moves = renames(root, since=min(_epoch(i.created) for i in gone) - 86_400)
+    out = {}
+    for item in gone:
+        path, made = item.path, _epoch(item.created) - 86_400
+        for move in reversed(moves):  # oldest first
+            if move.when >= made and move.old == path:
+                path = move.new
+        if path != item.path:
+            out[item.id] = path
     return out
 
 
