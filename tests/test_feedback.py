@@ -337,3 +337,15 @@ async def test_feedback_follows_its_note_moved_into_a_private_folder(
         )
         assert "unknown id" in err
     assert listed(root)[fid]["path"] == "private/other.md"
+
+
+async def test_feedback_on_a_note_moved_but_not_committed_is_hidden(
+    make_vault: Any, connect: Any
+) -> None:
+    """Moved in the file manager, not committed: git cannot tell where the note went (it may
+    be a private folder), so its feedback is hidden until the move is committed."""
+    root = make_vault(FILES)
+    add(root, "notes/other.md", "-m", "ZEBRAFISH: tell nobody")
+    (root / "notes/other.md").rename(root / "private/other.md")
+    async with connect(root) as s:
+        assert "ZEBRAFISH" not in json.dumps(await s.call("get_context"))

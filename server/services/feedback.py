@@ -1,8 +1,9 @@
 """The owner's feedback as the AI may see it: open items on notes the AI may read, for
 get_context (and the `start` prompt), and the check of a write's `answers`.
 
-Private rules apply as to notes: an item is shown, or may be answered, only while its note's
-path passes the vault's path policy (`Vault.resolve`, the one rule every tool applies). An
+Private rules apply as to notes: an item is shown, or may be answered, only while its note
+exists and its path passes the vault's path policy (`Vault.resolve`, the one rule every tool
+applies). An
 item on a note that is private now is as if it did not exist: never shown, and refused in
 `answers` with the same words as an unknown id.
 """
@@ -23,8 +24,11 @@ MAX_ANSWERS = 20  # ids one write may answer
 
 
 def _visible(vault: Vault, item: Feedback) -> bool:
+    """The AI may see an item while its note exists and passes the path policy. A note gone
+    from where git last saw it (moved in the file manager, not yet committed) might be private
+    now: hidden until it is found again (fail closed)."""
     try:
-        vault.resolve(item.path, must_exist=False)
+        vault.resolve(item.path, must_exist=True)
     except VaultwatchError:
         return False
     return True
