@@ -429,9 +429,6 @@ def _health(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- the parser ---------------------------------------------------------------------------------
-
-
 # -- feedback ---------------------------------------------------------------------------------
 
 
@@ -464,6 +461,9 @@ def _feedback(args: argparse.Namespace) -> int:
     done = (close_feedback if args.action == "close" else reopen_feedback)(_vault(vault), fid)
     print(f"{done.id} {done.status}")
     return 0
+
+
+# -- the parser ---------------------------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):

@@ -349,3 +349,14 @@ async def test_feedback_on_a_note_moved_but_not_committed_is_hidden(
     (root / "notes/other.md").rename(root / "private/other.md")
     async with connect(root) as s:
         assert "ZEBRAFISH" not in json.dumps(await s.call("get_context"))
+
+
+async def test_a_write_that_changes_nothing_answers_nothing(make_vault: Any, connect: Any) -> None:
+    root = make_vault({**FILES, "notes/fm.md": "---\nstatus: open\n---\n# FM\n"})
+    fid = add(root, "notes/fm.md", "-m", "close it")
+    async with connect(root) as s:
+        res = await s.call(
+            "update_frontmatter", path="notes/fm.md", set={"status": "open"}, answers=[fid]
+        )
+    assert res["noop"] and "stays open" in res["note"] and "answered" not in res
+    assert listed(root)[fid]["status"] == "open"

@@ -939,7 +939,9 @@ def _apply_once(
     _refuse_ignored(vault, writes)
     _refuse_filtered(vault, writes)
     if not writes:
-        return WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
+        res = WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
+        res.answered = answers  # named, but no commit carries them: the result says so
+        return res
     if len(ops) == 1:
         subject = outcomes[0].subject
     else:
