@@ -28,6 +28,7 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    feedback_bench,
     health_bench,
     reads_bench,
     review_bench,
@@ -177,7 +178,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, feedback",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -225,6 +226,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "feedback" in only:
+        print("\nfeedback")
+        results.append({"bench": "feedback", **feedback_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

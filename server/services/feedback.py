@@ -42,7 +42,7 @@ def visible_feedback(vault: Vault) -> list[Feedback]:
 def open_feedback(vault: Vault) -> list[dict[str, Any]]:
     """The open items the AI may see, newest first, each with its note, the lines it is about
     (as the owner saw them) and the text: what get_context and the `start` prompt show."""
-    items = [i for i in visible_feedback(vault) if i.status == OPEN]
+    items = [i for i in read_all(vault.root) if i.status == OPEN and _visible(vault, i)]
     return [_shown(i) for i in reversed(items)]
 
 
@@ -124,7 +124,9 @@ def check_answers(vault: Vault, ids: list[str]) -> list[str]:
             f"answers names {len(wanted)} feedback ids; one write answers at most {MAX_ANSWERS}",
             "split the write, or name only the feedback this write settles",
         )
-    known = {i.id: i for i in visible_feedback(vault)}
+    # only the items named are judged by the path policy (it lists their folders): this runs
+    # under the write lock
+    known = {i.id: i for i in read_all(vault.root) if i.id in wanted and _visible(vault, i)}
     unknown = [i for i in wanted if i not in known]
     closed = [i for i in wanted if i in known and known[i].status == CLOSED]
     problems = []
