@@ -34,11 +34,6 @@ def _visible(vault: Vault, item: Feedback) -> bool:
     return True
 
 
-def visible_feedback(vault: Vault) -> list[Feedback]:
-    """Every item the AI may know of (any status), oldest first."""
-    return [i for i in read_all(vault.root) if _visible(vault, i)]
-
-
 def open_feedback(vault: Vault) -> list[dict[str, Any]]:
     """The open items the AI may see, newest first, each with its note, the lines it is about
     (as the owner saw them) and the text: what get_context and the `start` prompt show."""
