@@ -126,3 +126,19 @@ async def test_F_shows_the_answer_and_closes_and_reopens(connect: Any, vault: Pa
         await until(pilot, lambda: f"{item.id} is open" in screen_text(app))
         await until(pilot, lambda: "feedback: 1 open, 0 answered (F)" in header(app))
     assert list_feedback(vault)[0].status == "open"
+
+
+async def test_feedback_written_elsewhere_shows_live(connect: Any, vault: Path) -> None:
+    """Another dashboard (or the shell) adds feedback and the AI answers it: this dashboard's
+    header follows the ref and the branch."""
+    app = app_on(vault)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: "nothing to review" in header(app))
+        assert "feedback:" not in header(app), header(app)
+        item = add_feedback(vault, "w.md", "from the shell")
+        await until(pilot, lambda: "feedback: 1 open, 0 answered (F)" in header(app))
+        async with connect(vault) as s:
+            await s.call(
+                "append_section", path="w.md", heading="Log", content="- x", answers=[item.id]
+            )
+        await until(pilot, lambda: "feedback: 0 open, 1 answered (F)" in header(app))
