@@ -6,6 +6,7 @@ dashboard snapshots. Ids and dates are pinned. Each baseline was looked at as an
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,6 +15,7 @@ import anyio
 import pytest
 
 from app.feedback import add_feedback
+from app.ui.feedback_screen import FeedbackScreen
 from app.ui.note_screen import NoteScreen
 from server.write import feedback as store
 
@@ -97,3 +99,34 @@ def test_note_view_shows_open_and_answered_feedback(
         await settle(pilot)
 
     assert snap_compare(make_app(feedback_vault), terminal_size=SIZES[size], run_before=run_before)
+
+
+@pytest.mark.parametrize("size", ["80x24", "120x36"])
+def test_feedback_screen_shows_the_answer(
+    feedback_vault: Path, snap_compare: Any, size: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """F: the open and answered items, the answered one selected with its answering diff."""
+    monkeypatch.setenv("TZ", "UTC")  # the item's time is shown in local time
+    time.tzset()
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await open_screen(pilot, "F")
+        screen = pilot.app.screen
+        assert isinstance(screen, FeedbackScreen)
+        for _ in range(200):
+            if len(screen.items) == 3:
+                break
+            await pilot.pause(0.05)
+        await pilot.press("j")
+        selected = screen.current()
+        assert selected is not None and selected.status == "answered"
+        await settle(pilot)
+
+    try:
+        assert snap_compare(
+            make_app(feedback_vault), terminal_size=SIZES[size], run_before=run_before
+        )
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -31,7 +31,7 @@ from ..feedback import (
     list_feedback,
     reopen_feedback,
 )
-from .cells import fit
+from .cells import cut_middle, fit
 from .header import StatusHeader
 from .insights import fill
 from .lines import LinesView
@@ -219,14 +219,20 @@ class FeedbackScreen(Screen[None]):
         table = self.query_one("#feedback-list", DataTable)
         row = table.cursor_row
         table.clear(columns=True)
+        # the note by its file name (the detail has its path): at 120 columns the list's pane
+        # showed no note at all behind a whole path; a long text is cut (the detail has it all)
         fill(
             table,
-            ["status", "text", "note"],  # the text before the note: it is what the list is for
+            ["status", "text", "note"],  # the text first: it is what the owner recognises
             [
-                [i.status, " ".join(i.text.split()), i.path + (f":{i.lines}" if i.lines else "")]
+                [
+                    i.status,
+                    " ".join(i.text.split()),
+                    cut_middle(i.path.rsplit("/", 1)[-1], 24) + (f":{i.lines}" if i.lines else ""),
+                ]
                 for i in items
             ],
-            most=48,
+            most=36,
         )
         if items:
             table.move_cursor(row=max(0, min(row, len(items) - 1)))
