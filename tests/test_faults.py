@@ -26,12 +26,6 @@ from .test_transports import HttpServer
 
 OUTCOMES = {"commit", "noop", "conflict", "rejected", "error"}
 WRITES_PER_SERVER = int(os.environ.get("VAULTWATCH_LOAD_WRITES", "500"))
-# CPU hogs beside the load test: the windows between a check and a rename open up when every
-# process waits for a core (it once failed only at load 11-14 on 2 cores). Each hog ends by
-# itself after HOG_S, so none outlives a test that was killed.
-HOGS = int(os.environ.get("VAULTWATCH_LOAD_HOGS", str(2 * (os.cpu_count() or 1))))
-HOG_S = 600
-HOG = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end: pass\n"
 
 
 HUMAN = """
@@ -81,7 +75,6 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any) -> None:
     a, b = HttpServer(root), HttpServer(root)
     human_log = root.parent / "human.log"
     human = subprocess.Popen([sys.executable, "-c", HUMAN, str(root), "600", str(human_log)])
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(HOG_S)]) for _ in range(HOGS)]
     try:
 
         async def both() -> list[list[str]]:
@@ -97,9 +90,6 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any) -> None:
 
         results = anyio.run(both)
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait(30)
         (root / "STOP").write_text("")
         human.wait(30)
         (root / "STOP").unlink()
