@@ -875,8 +875,7 @@ def apply(
     pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
     try:
         with store.locked():
-            store.check_repo()
-            store.recover_locked()  # a writer that died mid-write (another server) is undone first
+            store.begin()  # git allows a commit; a writer that died mid-write is undone first
             answered = _checked_answers(vault, answers or [])
             for attempt in range(1, REPLANS + 1):
                 try:
