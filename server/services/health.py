@@ -33,10 +33,9 @@ from server.core.budget import escaped_len
 from server.core.gitrepo import make_state_dir, state_dir
 from server.notes.config import Config
 from server.notes.entry import Entry
-from server.notes.links import Link, LinkIndex, code_spans, mask_code, parse_links
+from server.notes.links import Link, LinkIndex, code_spans, heading_key, mask_code, parse_links
 from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
-from server.notes.reading import _norm as heading_key
 from server.write.validate import problems as note_problems
 
 if TYPE_CHECKING:
@@ -68,9 +67,6 @@ MOVE_FIXES = ("wrong_folder", "wrong_filename")
 MAX_DUPLICATES = 500  # pairs listed; a threshold set too low would otherwise list millions
 BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
 BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$", re.M)
-# Obsidian drops these from a heading when it writes a link to it ([[Note#Q A]] for "Q&A: x"
-# keeps letters); compared without them so a link Obsidian wrote is never called broken.
-_HEADING_PUNCT = re.compile(r"[#|^:%\[\]\\]+")
 
 
 @dataclass(frozen=True)
@@ -264,10 +260,6 @@ def _all_files(root: Path) -> Iterator[str]:
             continue
 
 
-def _link_key(heading: str) -> str:
-    return heading_key(_HEADING_PUNCT.sub(" ", heading))
-
-
 @dataclass
 class _Parsed:
     """What health needs of one note, kept per process by content hash (the index's, kept
@@ -330,7 +322,7 @@ def _anchors(path: str, p: _Parsed) -> tuple[set[str], set[str]]:
     if p.anchors is None:
         full = parse_doc(path, p.text.encode("utf-8"))
         p.anchors = (
-            {_link_key(h.text) for h in full.headings},
+            {heading_key(h.text) for h in full.headings},
             set(BLOCK_ID.findall(p.text)) if "^" in p.text else set(),
         )
     return p.anchors
@@ -399,7 +391,7 @@ def _missing_heading(link: Link, target: str, parsed: dict[str, _Parsed]) -> str
         if part[1:] in blocks:
             return None
         return f"no block ^{part[1:]} in {target}"
-    if not part or _link_key(part) in headings:
+    if not part or heading_key(part) in headings:
         return None
     return f"no heading {part!r} in {target}"
 
