@@ -35,6 +35,7 @@ from . import (
     semantic_bench,
     startup_bench,
     stats_bench,
+    vaults,
     write_bench,
 )
 from .generate import generate
@@ -177,11 +178,14 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
     results = []
+    if "vaults" in only:
+        print("\nlinks on real vaults (bench/vaults.py)")
+        results.append({"vaults": vaults.run()})
     for n in (int(s) for s in args.sizes.split(",")):
         r: dict[str, Any] = {"docs": n}
         if "read" in only:
