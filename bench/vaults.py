@@ -60,7 +60,7 @@ VAULTS = (
     Corpus(
         "advanced-java",
         "doocs/advanced-java",
-        "docs",
+        "",
         "CC-BY-SA-4.0",
         "Chinese, relative markdown links (a slice is committed: tests/advanced_java)",
     ),
@@ -69,6 +69,40 @@ VAULTS = (
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+
+
+def _extract(mirror: Path, folder: str, dest: Path) -> int:
+    """HEAD's files under `folder` written into `dest` (as `git archive` would, but a mirror
+    may lack its largest blobs: those are left out and counted)."""
+    listing = _git("--git-dir", str(mirror), "ls-tree", "-r", "-z", "HEAD", "--", folder or ".")
+    rows = []
+    for item in listing.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if not item:
+            continue
+        meta, path = item.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == "blob" and mode in ("100644", "100755"):
+            rows.append((sha, path))
+    skipped = 0
+    with subprocess.Popen(
+        ["git", "--git-dir", str(mirror), "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        for sha, path in rows:
+            proc.stdin.write(sha.encode() + b"\n")
+            proc.stdin.flush()
+            head = proc.stdout.readline().split()
+            if len(head) < 3 or head[1] != b"blob":
+                skipped += 1
+                continue
+            data = proc.stdout.read(int(head[2]) + 1)[:-1]
+            out = dest / path
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        proc.stdin.close()
+    return skipped
 
 
 def fill(c: Corpus) -> Path | None:
@@ -82,11 +116,9 @@ def fill(c: Corpus) -> Path | None:
         got.mkdir()
         mirror = MIRROR / c.repo.replace("/", "+") / "repo"
         if mirror.is_dir():
-            archive = _git("--git-dir", str(mirror), "archive", "HEAD")
-            if archive.returncode != 0:
-                print(f"  {c.name}: git archive failed: {archive.stderr.decode()[:200]}")
-                return None
-            subprocess.run(["tar", "-x", "-C", str(got)], input=archive.stdout, check=True)
+            skipped = _extract(mirror, c.folder, got)
+            if skipped:
+                print(f"  {c.name}: {skipped} files absent from the mirror (its largest) left out")
         else:
             shutil.rmtree(got)
             clone = _git("clone", "-q", "--depth", "1", f"https://github.com/{c.repo}", str(got))

@@ -36,7 +36,8 @@ MARKDOWN = re.compile(
 )
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 HEADING_LINE = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
-BLOCK_ID = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$", re.M)
+# after a space, as the help says, or right after an embed, as the help vault itself writes
+BLOCK_ID = re.compile(r"(?:^|\s|\]\]|\))\^([A-Za-z0-9-]+)\s*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ def anchor_ok(link: Written, target_text: str) -> bool:
     sub = link.sub.split("#")[-1].strip()
     if sub.startswith("^"):
         return sub[1:] in BLOCK_ID.findall(target_text)
-    plain = INLINE_CODE.sub(_blank, FENCED.sub(_blank, target_text))
+    # a heading may be code itself (### `List`): only fenced blocks are not headings
+    plain = FENCED.sub(_blank, target_text)
     return letters(sub) in {letters(h) for h in HEADING_LINE.findall(plain)}
 
 
@@ -196,6 +198,8 @@ def scan(root: Path) -> Scan:
     for src, text in texts.items():
         row = []
         for w in links_in(text):
+            if "<%" in w.path or "{{" in w.path:
+                continue  # a template's placeholder, filled in when a note is made from it
             t = oracle.resolve(w, src)
             if t is not None and t in texts and not anchor_ok(w, texts[t]):
                 t = None

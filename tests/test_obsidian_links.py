@@ -217,10 +217,15 @@ def test_health_takes_heading_links_as_obsidians_autocomplete_writes_them(
 
     root = make_vault(
         {
-            "版本.md": "# 版本\n\n## dv版本0.5.3\n\n## Q&A: why?\n\n## 🎯 Goals\n",
+            "版本.md": (
+                "# 版本\n\n## dv版本0.5.3\n\n## Q&A: why?\n\n## 🎯 Goals\n\n"
+                "![[pic.png]]^shot\n"  # a block id right after an embed, as Obsidian's help has
+            ),
+            "pic.png": b"\x89PNG",
             "links.md": (
                 "[[版本#dv版本0 5 3]] [[版本#Q A why]] [[版本#Goals]] [[v1.2 notes]] "
-                "![[Drawing.excalidraw]] [x](版本.md) [[版本#nowhere]]\n"
+                "![[Drawing.excalidraw]] [x](版本.md) [[版本#^shot]] [[版本#nowhere]]\n"
+                "Made from a template: [[<% tp.date.now() %>]] [[{{date}}]]\n"
             ),
             "v1.2 notes.md": "[[links]]\n",
             "Drawing.excalidraw.md": "[[links]]\n",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import posixpath
 import re
@@ -76,10 +77,13 @@ SKELETON_MIN = 5
 # note that adds fewer words than CONTENT_MIN to its skeleton pairs with nothing.
 CONTENT_OVERLAP = 0.3
 CONTENT_MIN = 8
+CONTENT_CHARS = 8_000  # what a note says is judged on its first 8,000 characters
 _WORDS = re.compile(r"[^\W_]+")
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{2,}")
 BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
-BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+# a block id ends its line after a space, or right after an embed or link (Obsidian's own help
+# writes `![[image.png]]^version-history-image`)
+BLOCK_ID = re.compile(r"(?:^|\s|(?<=\]\])|(?<=\)))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -361,6 +365,8 @@ def _links(
     linking: set[str] = set()
     for src, p in parsed.items():
         for link in p.links:
+            if "<%" in link.target or "{{" in link.target:
+                continue  # a template's placeholder (Templater's <% %>, the core plugin's {{ }})
             written = p.text[link.start : link.end]
             target = index.resolve(link, src)
             if target is None:
@@ -543,7 +549,7 @@ def _words(text: str) -> set[str]:
     folded = text.casefold()
     out = set(_WORDS.findall(folded))
     for run in _CJK_RUN.findall(folded):
-        out.update(run[k : k + 2] for k in range(len(run) - 1))
+        out.update(map(operator.add, run, run[1:]))
     return out
 
 
@@ -551,7 +557,8 @@ def _body_lines(text: str) -> list[str]:
     """The note's lines after its frontmatter (its keys are a skeleton; its values are
     metadata, not what the note says), stripped, the empty ones left out."""
     _, _, body_start = split_frontmatter(text)
-    return [ln for ln in (raw.strip() for raw in text[body_start:].splitlines()) if ln]
+    body = text[body_start : body_start + CONTENT_CHARS]
+    return [ln for ln in (raw.strip() for raw in body.splitlines()) if ln]
 
 
 def _meaningful(
@@ -562,7 +569,8 @@ def _meaningful(
 ) -> tuple[list[tuple[float, float, float, int, int]], int]:
     """The pairs that mean something, each as (rank, score, overlap of what the notes say, i,
     j), and how many were left out as sharing only a skeleton. A skeleton is the lines of the
-    vault's templates and any line that recurs in many notes (a daily note's sections): two
+    vault's templates and any line that recurs in many of the paired notes (a daily note's
+    sections): two
     notes that share one pair only when what each adds to it overlaps, and a note that adds
     next to nothing to it pairs with nothing. Pairs rank by the words they share (a copy
     first), then by score."""
@@ -573,17 +581,19 @@ def _meaningful(
     template_lines: set[str] = set()
     for text in template_texts(vault.root, folders):
         template_lines.update(_body_lines(text))
-    # every line's note count, over the notes compared (the parse cache has their text)
+    # every line's note count, over the notes of the closest pairs (the parse cache has their
+    # text): a skeleton that made notes alike recurs among them
     lines: dict[str, list[str]] = {}
     counts: dict[str, int] = {}
-    for path in paths:
+    near = sorted({paths[k] for _, i, j in pairs for k in (i, j)})
+    for path in near:
         e = entries.get(path)
         p = _parse(vault, e, limit) if e is not None else None
         body = list(dict.fromkeys(_body_lines(p.text))) if p is not None else []
         lines[path] = body
         for ln in body:
             counts[ln] = counts.get(ln, 0) + 1
-    recurring = max(SKELETON_MIN, int(len(paths) * SKELETON_SHARE))
+    recurring = max(SKELETON_MIN, int(len(near) * SKELETON_SHARE))
     content: dict[str, tuple[set[str], set[str]]] = {}  # path -> (skeleton lines, words)
 
     def of(path: str) -> tuple[set[str], set[str]]:
