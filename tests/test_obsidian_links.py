@@ -235,3 +235,18 @@ def test_health_takes_heading_links_as_obsidians_autocomplete_writes_them(
     broken = [f.link for f in report.by_kind("broken_link")]
     assert broken == ["[[版本#nowhere]]"]
     assert report.by_kind("orphan") == []
+
+
+@pytest.mark.anyio
+async def test_get_context_shows_no_hex_colour_as_a_tag(connect: Any, make_vault: Any) -> None:
+    root = make_vault(
+        {
+            "a.md": '# A\n\n<span style="color: #ff0000">red</span> #projectx\n',
+            "b.md": "# B\n\n<font color= #00ff00>green</font> #projectx\n",
+        }
+    )
+    async with connect(root) as s:
+        ctx = await s.call("get_context")
+    text = json.dumps(ctx)
+    assert "projectx" in text
+    assert "ff0000" not in text and "00ff00" not in text
