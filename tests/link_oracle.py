@@ -5,7 +5,8 @@ documented rules allow, so that a mistake in one is not the other's mistake too.
 Obsidian's rules, as its help ("Internal links", "Files and links" settings) gives them:
 - a link names a file by its path; `.md` may be left out; case does not matter;
 - `[[name]]` and `[text](name.md)` ("shortest path when possible") name a file anywhere in the
-  vault; when two files share the name, the one beside the linking note, else the shortest path;
+  vault; when two files share the name, the one at the root, else the one beside the linking
+  note, else the shortest path (as getFirstLinkpathDest was observed to pick on 1.13.7);
 - `[text](folder/note.md)` is a path from the vault's root ("absolute path in vault") or from the
   linking note's folder ("relative path to file"), `./` and `../` relative only;
 - `[[name#Heading]]`, `[[name#^block]]`, `[[name|alias]]`, `![[embed]]`; markdown targets may be
@@ -112,13 +113,12 @@ class Oracle:
             return self.exact(path[1:])
         here = posixpath.dirname(source)
         joined = posixpath.normpath(posixpath.join(here, path))
-        if not joined.startswith(".."):
-            hit = self.exact(joined)
-            if hit:
-                return hit
         if path.startswith(("./", "../")):
-            return None
-        hit = self.exact(path)
+            return None if joined.startswith("..") else self.exact(joined)
+        hit = self.exact(path)  # the exact path from the root wins, even over one beside
+        if hit:
+            return hit
+        hit = self.exact(joined)
         if hit:
             return hit
         want = path.lower()
@@ -133,7 +133,7 @@ class Oracle:
         if not ends:
             return None
         beside = [f for f in ends if posixpath.dirname(f) == here]
-        return beside[0] if beside else min(ends, key=lambda f: (f.count("/"), len(f), f))
+        return beside[0] if beside else min(ends, key=lambda f: (len(f), f))
 
 
 def letters(s: str) -> str:

@@ -80,15 +80,23 @@ def test_dotted_names_are_notes_and_real_extensions_attachments() -> None:
     assert [lk.is_attachment for lk in links] == [False, False, False, True, True]
 
 
-def test_a_name_in_two_folders_and_a_missing_one() -> None:
+def test_a_name_several_files_share_is_the_one_obsidian_opens() -> None:
+    # as getFirstLinkpathDest was observed to pick (Obsidian 1.13.7): the root's exact path,
+    # else the linking note's own folder (not an ancestor's), else the shortest path string
     files = ["a/Plan.md", "b/Plan.md", "Plan.md", "a/x.md"]
     assert resolve("[[Plan]] [p](Plan.md) [[nowhere]] [n](nowhere.md)", "a/x.md", files) == [
-        "a/Plan.md",
-        "a/Plan.md",
+        "Plan.md",
+        "Plan.md",
         None,
         None,
     ]
-    assert resolve("[[Plan]]", "b/sub/y.md", files) == ["Plan.md"]  # the shortest path
+    files = ["a/Plan.md", "b/Plan.md", "a/x.md"]
+    assert resolve("[[Plan]] [p](Plan.md)", "a/x.md", files) == ["a/Plan.md", "a/Plan.md"]
+    files = ["a/b/Note.md", "zzzz/Note.md", "zzzz/deep/x.md", "b/Note.md", "x/b/Note.md"]
+    assert resolve("[[Note]]", "zzzz/deep/x.md", files) == ["b/Note.md"]
+    assert resolve("[[Note]]", "zzzz/deep/x.md", files[:3]) == ["a/b/Note.md"]
+    # a path from the root wins over the same path beside the linking note
+    assert resolve("[[b/Note]]", "x/y.md", files) == ["b/Note.md"]
 
 
 def move(

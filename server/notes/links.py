@@ -218,8 +218,8 @@ def parse_links(text: str, masked: str | None = None) -> list[Link]:
 # owner's move/rename). Obsidian reads wikilinks and markdown links alike (its
 # getFirstLinkpathDest): the link text is a path, `.md` may be left out, and case does not
 # matter. A path that starts with ./ or ../ is relative to the linking note; a path with a '/'
-# is tried relative to the note, then from the vault's root, then as the end of a longer path; a
-# bare name is a file's name anywhere in the vault ("shortest path when possible").
+# is tried from the vault's root, then relative to the note, then as the end of a longer path;
+# a bare name is a file's name anywhere in the vault ("shortest path when possible").
 
 
 # Obsidian's link rule, not the vault's note rule (`paths.is_note`): a link without an
@@ -232,7 +232,62 @@ LINK_EXT = ".md"
 # `v1.2 notes.md`, `🗂️ 02.04 Projects.md` and `Drawing.excalidraw.md`. Only a link that
 # resolves to nothing needs this guess: the resolver looks the name up both ways.
 ATTACHMENT_EXTENSIONS = frozenset(
-    ["png", "jpg", "jpeg", "gif", "bmp", "svg", "webp", "avif", "tif", "tiff", "ico", "heic", "mp3", "wav", "m4a", "ogg", "3gp", "flac", "webm", "mp4", "ogv", "mov", "mkv", "avi", "pdf", "canvas", "base", "docx", "doc", "xlsx", "xls", "pptx", "ppt", "odt", "ods", "odp", "csv", "tsv", "txt", "rtf", "zip", "gz", "tgz", "7z", "rar", "json", "yaml", "yml", "xml", "html", "htm", "epub", "mobi", "ipynb"]
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "svg",
+        "webp",
+        "avif",
+        "tif",
+        "tiff",
+        "ico",
+        "heic",
+        "mp3",
+        "wav",
+        "m4a",
+        "ogg",
+        "3gp",
+        "flac",
+        "webm",
+        "mp4",
+        "ogv",
+        "mov",
+        "mkv",
+        "avi",
+        "pdf",
+        "canvas",
+        "base",
+        "docx",
+        "doc",
+        "xlsx",
+        "xls",
+        "pptx",
+        "ppt",
+        "odt",
+        "ods",
+        "odp",
+        "csv",
+        "tsv",
+        "txt",
+        "rtf",
+        "zip",
+        "gz",
+        "tgz",
+        "7z",
+        "rar",
+        "json",
+        "yaml",
+        "yml",
+        "xml",
+        "html",
+        "htm",
+        "epub",
+        "mobi",
+        "ipynb",
+    ]
 )
 LINK_FORMATS = ("shortest", "relative", "absolute")
 
@@ -291,8 +346,8 @@ def _key(path: str) -> str:
 
 class LinkIndex:
     """Every file of the vault, to resolve links the way Obsidian does (see above). When a
-    name fits several files, the one in the linking note's own folder wins, then the shortest
-    path (then the first by name), and the link counts as ambiguous."""
+    name fits several files, `_pick` says which one Obsidian opens, and the link counts as
+    ambiguous."""
 
     def __init__(self, files: Iterable[str]) -> None:
         self.files = set(files)
@@ -329,13 +384,14 @@ class LinkIndex:
             return ([hit] if hit else []), "relative"
         if "/" not in target:
             return self._named(target), "name"
+        # an exact path from the vault's root wins, even over one beside the linking note
+        hit = self._file(target)
+        if hit:
+            return [hit], "absolute"
         if folder:
             hit = self._file(posixpath.normpath(posixpath.join(folder, target)))
             if hit:
                 return [hit], "relative"
-        hit = self._file(target)
-        if hit:
-            return [hit], "absolute"
         tail = "/" + _key(target)
         found = [
             f
@@ -349,7 +405,7 @@ class LinkIndex:
         return self.locate(link, source)[0]
 
     def resolve(self, link: Link, source: str) -> str | None:
-        return _pick(self.candidates(link, source), source)
+        return _pick(self.candidates(link, source), source, link.target)
 
     def backlinks(self, target: str, texts: dict[str, str]) -> list[tuple[str, Link]]:
         """(note, link) for every link in `texts` that resolves to `target`."""
@@ -362,12 +418,20 @@ class LinkIndex:
         ]
 
 
-def _pick(found: list[str], source: str) -> str | None:
+def _pick(found: list[str], source: str, target: str) -> str | None:
+    """The file a link to several means, as Obsidian picks it (getFirstLinkpathDest, observed
+    on Obsidian 1.13.7): the exact path from the vault's root (`[[Note]]` is the root's
+    Note.md), else the one in the linking note's own folder (not an ancestor's), else the
+    shortest path as a string (`a/b/Note.md` before `zzzz/Note.md`), then the first by name."""
     if len(found) <= 1:
         return found[0] if found else None
+    want = _key(target)
+    exact = [f for f in found if _key(f) in (want, want + LINK_EXT)]
+    if exact:
+        return exact[0]
     folder = posixpath.dirname(source)
     same = [f for f in found if posixpath.dirname(f) == folder]
-    return (same or sorted(found, key=lambda f: (f.count("/"), len(f), f)))[0]
+    return (same or sorted(found, key=lambda f: (len(f), f)))[0]
 
 
 def _has_ext(name: str) -> bool:
@@ -476,7 +540,7 @@ def rewrite_links(
         if not link.target:
             continue
         found, form = before.locate(link, source_before)
-        was = _pick(found, source_before)
+        was = _pick(found, source_before, link.target)
         if was is None:
             continue  # already broken: not ours to guess
         goal = moves.get(was, was)
@@ -490,7 +554,7 @@ def rewrite_links(
         # file in Obsidian, but not in any other tool that reads the vault)
         relative_moved = form == "relative" and source_before != source_after
         if (
-            _pick(now, source_after) == goal
+            _pick(now, source_after, link.target) == goal
             and not ambiguous
             and not spelled_moved
             and not relative_moved
