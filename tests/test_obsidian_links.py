@@ -258,3 +258,12 @@ async def test_get_context_shows_no_hex_colour_as_a_tag(connect: Any, make_vault
     text = json.dumps(ctx)
     assert "projectx" in text
     assert "ff0000" not in text and "00ff00" not in text
+
+
+def test_a_relative_path_a_root_path_would_shadow_gets_its_dot() -> None:
+    # `guide/b.md` from docs/ would open the root's guide/b.md: the link is written ./guide/b.md
+    files = ["docs/index.md", "docs/guide/a.md", "guide/b.md"]
+    moves = {"docs/guide/a.md": "docs/guide/b.md"}
+    assert move("[a](guide/a.md) [[guide/a]]", "docs/index.md", moves, files) == (
+        "[a](./guide/b.md) [[./guide/b]]"
+    )

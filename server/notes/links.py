@@ -452,7 +452,7 @@ def _form(link: Link, form: str, was: str, source: str, settings: LinkSettings) 
     return form
 
 
-def _spelled(form: str, link: Link, goal: str, source: str, after: LinkIndex) -> list[str]:
+def _spelled(form: str, link: Link, goal: str, source: str) -> list[str]:
     """The paths to try for a link to `goal` from `source`, in the link's own form first, then
     the full path from the vault's root, then with a leading '/' (which nothing else matches)."""
     out: list[str] = []
@@ -460,7 +460,9 @@ def _spelled(form: str, link: Link, goal: str, source: str, after: LinkIndex) ->
         out.append(goal.rsplit("/", 1)[-1])
     elif form == "relative":
         rel = posixpath.relpath(goal, posixpath.dirname(source) or ".")
-        out.append("./" + rel if link.target.startswith("./") and not rel.startswith("..") else rel)
+        dotted = "./" + rel if not rel.startswith("..") else rel
+        # as written (with ./ or without), then with ./ where a path from the root would win
+        out += [dotted, rel] if link.target.startswith("./") else [rel, dotted]
     elif form == "suffix":
         out.append("/".join(goal.split("/")[-(link.target.count("/") + 1) :]))
     elif form == "rooted":
@@ -475,7 +477,7 @@ def _retarget(
     `goal` alone, `.md` kept only if the owner wrote it. A bare name two notes now share is
     written as newLinkFormat says (shortest: the full path, as Obsidian writes it then)."""
     keep_md = _md_named(link.target) or not _md_named(goal)
-    spellings = _spelled(form, link, goal, source, after)
+    spellings = _spelled(form, link, goal, source)
     if form == "name" and settings.new_link_format == "relative":
         spellings.insert(1, posixpath.relpath(goal, posixpath.dirname(source) or "."))
     for path in spellings:
