@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 FENCED = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?^ {0,3}\1[`~]*[ \t]*$", re.M | re.S)
 INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+COMMENTS = re.compile(r"%%.*?(?:%%|\Z)", re.S)
 WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 MARKDOWN = re.compile(
     r"(!?)\[([^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*)\]\((<[^<>\n]+>|[^()\s]+)(?:\s+\"[^\"\n]*\")?\s*\)"
@@ -62,6 +63,7 @@ def _blank(m: re.Match[str]) -> str:
 def links_in(text: str) -> list[Written]:
     """Every link in the note outside code, in order."""
     plain = INLINE_CODE.sub(_blank, FENCED.sub(_blank, text))
+    plain = COMMENTS.sub(_blank, plain)  # %% hidden %%: Obsidian does not follow these
     found: list[tuple[int, Written]] = []
     wiki_spans = []
     for m in WIKI.finditer(plain):

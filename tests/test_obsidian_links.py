@@ -67,6 +67,11 @@ def test_every_form_obsidian_writes_resolves(text: str, source: str, want: str) 
     assert resolve(text, source) == [want]
 
 
+def test_links_in_obsidian_comments_are_not_links() -> None:
+    text = "[[三体]] %% ![[nowhere#x]] %% [[Home]] %%\nhidden [[gone]]\n%% [[v1.2 notes]]"
+    assert [lk.target for lk in parse_links(text)] == ["三体", "Home", "v1.2 notes"]
+
+
 def test_a_wikilink_followed_by_parentheses_is_a_wikilink_and_text() -> None:
     links = parse_links("see [[三体]](the novel) and ![[a b.png]](x)")
     assert [(lk.kind, lk.target) for lk in links] == [("wiki", "三体"), ("wiki", "a b.png")]

@@ -29,6 +29,8 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # the start of a CommonMark HTML block of type 1, which runs to the line with its closing tag
 RAW_HTML = re.compile(r" {0,3}<(pre|script|style|textarea)(?=[\s>]|$)", re.I)
 BACKTICKS = re.compile(r"`+")
+# Obsidian's comment: from %% to the next %% (across lines), or to the end of the note
+COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
 BLANK_LINE = re.compile(r"\n[ \t]*(?=\r?\n)")
 # Inside a table Obsidian writes the alias bar escaped, [[Note\|alias]], so the row keeps its
 # cells: the backslash belongs to the separator, never to the target or heading.
@@ -163,8 +165,11 @@ def mask_code(text: str, spans: list[tuple[int, int]] | None = None) -> str:
 
 
 def parse_links(text: str, masked: str | None = None) -> list[Link]:
-    """Every wikilink and local markdown link outside code, in order of appearance."""
+    """Every wikilink and local markdown link outside code and Obsidian's %% comments %%, in
+    order of appearance (Obsidian neither shows nor follows a link in a comment)."""
     masked = mask_code(text) if masked is None else masked
+    if "%%" in masked:
+        masked = COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), masked)
     links: list[Link] = []
     for m in WIKILINK.finditer(masked):
         inner = text[m.start(1) : m.end(1)]
