@@ -272,3 +272,23 @@ def test_a_relative_path_a_root_path_would_shadow_gets_its_dot() -> None:
     assert move("[a](guide/a.md) [[guide/a]]", "docs/index.md", moves, files) == (
         "[a](./guide/b.md) [[./guide/b]]"
     )
+
+
+def test_the_delete_preview_lists_every_link_obsidian_follows(make_vault: Any) -> None:
+    from app.file_actions import plan_remove
+
+    root = make_vault(
+        {
+            "notes/v1.2 notes.md": "# v1.2\n",
+            "a.md": "[[v1.2 notes]] and [[v1.2 notes#Intro|intro]]\n",
+            "deep/b.md": "text\n[n](v1.2%20notes.md) [n](<notes/v1.2 notes.md>)\n",
+            "c.md": "%% [[v1.2 notes]] %% `[[v1.2 notes]]`\n",
+        }
+    )
+    plan = plan_remove(root, "notes/v1.2 notes.md")
+    assert [(src, line) for src, line, _ in plan.backlinks] == [
+        ("a.md", 1),
+        ("a.md", 1),
+        ("deep/b.md", 2),
+        ("deep/b.md", 2),
+    ]
