@@ -35,6 +35,7 @@ from . import (
     semantic_bench,
     startup_bench,
     stats_bench,
+    transcribe_bench,
     write_bench,
 )
 from .generate import generate
@@ -177,7 +178,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, transcribe",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -225,6 +226,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "transcribe" in only:
+        print("\npractice recordings (transcribe)")
+        results.append({"bench": "transcribe", **transcribe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})
