@@ -183,7 +183,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
-    results = []
+    results: list[dict[str, Any]] = []
     if "vaults" in only:
         print("\nlinks on real vaults (bench/vaults.py)")
         results.append({"vaults": vaults.run()})
