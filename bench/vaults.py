@@ -58,6 +58,13 @@ VAULTS = (
         "Chinese, markdown links (.obsidian/app.json), relative paths with %20",
     ),
     Corpus(
+        "javaguide",
+        "Snailclimb/JavaGuide",
+        "docs",
+        "Apache-2.0",
+        "Chinese, 430 notes, markdown links relative and from the site's root",
+    ),
+    Corpus(
         "advanced-java",
         "doocs/advanced-java",
         "",
