@@ -80,8 +80,9 @@ class AppendSection(WriteArgs):
     heading: Annotated[
         str,
         Field(
-            description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end "
-            "if missing"
+            description="section heading: 'Log', '## Log', 'Week 42/Log' or a path as "
+            "read_doc's outline shows it; a heading as written wins over reading / as a path "
+            "('TCP/UDP'); created at the end if missing"
         ),
     ]
     content: Annotated[str, Field(description="markdown to add at the end of the section")]
