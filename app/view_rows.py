@@ -5,7 +5,7 @@ row each. No Textual here: the main screen and shell commands share these rules.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +52,17 @@ def text_query(text: str) -> ParsedQuery | None:
     except SearchError:
         return None
     return pq if pq.positive else None
+
+
+def finder(text: str) -> Callable[[str], bool]:
+    """Whether a line of a diff holds `text`, by the rule of the `/` filter (every word of it
+    on the line, a Chinese word's words apart too), or as typed when it has no word: `n`/`N`
+    find in the diff what the filter found in the timeline."""
+    pq = text_query(text)
+    if pq is not None:
+        return lambda line: matches_text(pq, line)
+    f = text.casefold()
+    return lambda line: f in line.casefold()
 
 
 def matches(row: Row, text: str, diff_hits: frozenset[str], pq: ParsedQuery | None = None) -> bool:

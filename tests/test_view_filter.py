@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from app.feed import Row
-from app.view_rows import Filters, commits_mentioning, visible
+from app.view_rows import Filters, commits_mentioning, finder, visible
 
 from .conftest import git
 
@@ -52,3 +52,10 @@ def test_commits_whose_change_holds_the_words_apart(make_vault: Any) -> None:
     assert commits_mentioning(root, "停用插件") == {apart, whole}
     assert commits_mentioning(root, '"停用插件"') == {whole}
     assert commits_mentioning(root, "(v1.2)") == {whole}  # ERE specials taken literally
+
+
+def test_n_finds_in_the_diff_what_the_filter_found() -> None:
+    holds = finder("停用插件")
+    assert holds("+如何停用某个插件") and not holds("+使用插件")
+    assert finder("zebra crossing")("+- zebra crossing") and not finder("zebra q")("+zebra")
+    assert finder("(")("+a (b") and not finder("(")("+a b")
