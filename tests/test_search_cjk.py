@@ -69,3 +69,17 @@ def test_a_note_titled_like_the_query_ranks_first_in_english(tmp_path: Path) -> 
         print("  miss:", m)
     assert r["count"]["title"] >= 20
     assert r["found"]["title"] == r["count"]["title"], r["misses"]
+
+
+def test_which_terms_may_match_apart() -> None:
+    """Unquoted words with CJK in them; not phrases, exclusions or pasted passages (a run of
+    more than MAX_APART_RUN characters, which would cost a group per character)."""
+    from server.index.search_query import MAX_APART_RUN, parse
+
+    def apart(q: str) -> list[bool]:
+        return [t.apart is not None for t in parse(q).terms]
+
+    assert apart("停用插件 CRDT 周报") == [True, False, False]  # 周报: one pair, nothing apart
+    assert apart('"停用插件" -死锁条件 IP黑名单') == [False, False, True]
+    assert apart("停" * MAX_APART_RUN) == [True]
+    assert apart("停" * (MAX_APART_RUN + 1)) == [False]
