@@ -137,7 +137,7 @@ def _closest(doc: Doc, section: str) -> list[Heading]:
     the note has few."""
     if len(doc.headings) <= CLOSEST:
         return list(doc.headings)
-    want = _norm(section)
+    want = _norm(section[: HEADING_MAX * 2])  # a 300,000-character name: difflib is quadratic
 
     def likeness(h: Heading) -> float:
         return max(
