@@ -15,7 +15,7 @@ from server.notes.reading import outline
 
 pytestmark = pytest.mark.anyio
 
-CODE = "## Vault\nthe vault\n\n### `vault`\nthe code\n\n## Other\nend\n"
+CODE = "## Vault\nthe vault\n\n### `vault`\nthe code\n\n### Backup\nnightly\n\n## Other\nend\n"
 SLASH = (
     "# S\n\n## TCP/UDP 代理\none\n\n## UDP 代理\ntwo\n\n## a // b\nthree\n\n"
     "## trailing/\nfour\n\n## /leading\nfive\n\n## Foo\nsix\n\n## foo\nseven\n\n"
@@ -34,7 +34,8 @@ async def test_a_code_span_heading_is_not_its_parent(connect: Any, make_vault: A
     async with connect(root) as s:
         await s.call("append_section", path="c.md", heading="`vault`", content="added")
     assert (root / "c.md").read_text() == (
-        "## Vault\nthe vault\n\n### `vault`\nthe code\n\nadded\n\n## Other\nend\n"
+        "## Vault\nthe vault\n\n### `vault`\nthe code\n\nadded\n\n### Backup\nnightly\n\n"
+        "## Other\nend\n"
     )
 
 
