@@ -168,10 +168,17 @@ def start_lock(sdir: Path, wait: float = START_WAIT_S) -> Any:
         os.close(fd)
 
 
-def spawn_resident(root: Path, sdir: Path, *, detached: bool = True) -> subprocess.Popen[bytes]:
+def spawn_resident(
+    root: Path, sdir: Path | None, *, detached: bool = True
+) -> subprocess.Popen[bytes]:
     """Start the resident, detached from this client (its own session, stdio on /dev/null, its
-    messages in resident.log): it outlives the client that started it."""
-    log = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    messages in resident.log): it outlives the client that started it. With no state folder
+    yet (no repo: the resident makes it) its first words are lost, the rest logged."""
+    log = (
+        os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if sdir is not None
+        else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    )
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "server.protocol.resident", "--vault", str(root)],
@@ -217,6 +224,22 @@ def connect_or_start(root: Path, sdir: Path) -> socket.socket:
         raise Unusable(f"the resident server did not start in {START_WAIT_S:.0f} s")
 
 
+def repo_made_by_resident(root: Path) -> Path:
+    """A folder that is not a repo yet: the resident makes it one (git init and the owner's
+    import commit, as the in-process server does); its state folder once it is there."""
+    proc = spawn_resident(root, None)
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Unusable):
+            sdir = state_dir(root)
+            if (sdir / SOCKET_NAME).exists():
+                return sdir
+        if proc.poll() not in (None, EXIT_ANOTHER):
+            raise Unusable(f"the resident server exited ({proc.returncode}) making the repo")
+        time.sleep(0.02)
+    raise Unusable(f"the resident server did not make the repo in {START_WAIT_S:.0f} s")
+
+
 def read_line(sock: socket.socket, buf: bytearray, timeout: float) -> bytes:
     """One line from `sock` (without its newline); what came after it stays in `buf`."""
     deadline = time.monotonic() + timeout
@@ -248,7 +271,12 @@ def open_link(root: Path, purpose: dict[str, Any], *, start: bool = True) -> Lin
     """Connect (starting the resident if `start` and none runs), check its hello, say what we
     want (`purpose`: attach, status, stop, dashboard). A resident of another build is asked to
     retire (it finishes its calls in flight, then exits) and a current one is started, once."""
-    sdir = state_dir(root)
+    try:
+        sdir = state_dir(root)
+    except Unusable:
+        if not start:
+            return None
+        sdir = repo_made_by_resident(root)
     if not sdir.exists() and start:
         with contextlib.suppress(FileExistsError):
             os.mkdir(sdir, 0o700)
@@ -416,12 +444,16 @@ class Relay:
         return False
 
     def run(self) -> int:
-        reader = threading.Thread(target=self.incoming, name="resident-to-client", daemon=True)
-        reader.start()
-        self.outgoing()
-        # the client closed stdin: the resident ends the session and closes; its last answers
-        # are still passed on, for a bounded time
-        self.done.wait(5)
+        """Until the session ends: the client closed stdin (the resident then ends the session
+        and closes; its last answers are still passed on, for a bounded time), or the resident
+        was stopped by the owner while the client still talks."""
+        threading.Thread(target=self.incoming, name="resident-to-client", daemon=True).start()
+        writer = threading.Thread(target=self.outgoing, name="client-to-resident", daemon=True)
+        writer.start()
+        while not self.done.wait(0.5):
+            if not writer.is_alive():
+                self.done.wait(5)
+                break
         return self.code
 
 

@@ -36,11 +36,12 @@ import anyio
 import anyio.to_thread
 
 from server import __version__
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import ensure_repo, make_state_dir, state_dir
 from server.protocol.cli import _raise_interrupt, no_core_dumps, open_vault, stop
 from server.protocol.relay import (
     EXIT_ANOTHER,
     LIFE_LOCK,
+    LOG_NAME,
     PROTOCOL,
     SOCKET_NAME,
     build_id,
@@ -396,7 +397,11 @@ def main(argv: list[str] | None = None) -> None:
     root = Path(args.vault).expanduser().absolute()
     if not root.is_dir():
         raise SystemExit(f"vaultwatch-server: vault folder {root} does not exist")
+    ensure_repo(root)  # a folder a client opened first: the repo (and its state folder) now
     sdir = make_state_dir(state_dir(root))
+    log_fd = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.dup2(log_fd, 2)  # whoever started us: our messages go to the vault's resident.log
+    os.close(log_fd)
     lock_fd, listener = take_vault(sdir)
     vault = open_vault(root)
     from server.protocol.tools import build_server
