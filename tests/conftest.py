@@ -96,9 +96,9 @@ def wait_gone(pid: int, timeout: float) -> None:
 
 
 def pid_alive(pid: int) -> bool:
-    from server.protocol.relay import _alive
+    from server.protocol.relay import pid_alive as alive
 
-    return _alive(pid)
+    return alive(pid)
 
 
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:

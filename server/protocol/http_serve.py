@@ -51,26 +51,26 @@ def http_app(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None
     app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/mcp"
-    print(
+    said = (
         f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
         "vaultwatch-server: connect Claude Code with:\n"
-        f"  {claude_mcp_add_http(url, token_path)}",
-        file=sys.stderr,
-        flush=True,
+        f"  {claude_mcp_add_http(url, token_path)}"
     )
-    return HttpApp(sock, app, url)
+    print(said, file=sys.stderr, flush=True)
+    return HttpApp(sock, app, url, said)
 
 
 class HttpApp(NamedTuple):
     sock: socket.socket
     app: Any
     url: str
+    said: str  # the start-up lines, as printed
 
 
 def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
     import uvicorn
 
-    sock, app, _url = http_app(mcp, root, bind, token_file)
+    sock, app, _url, _said = http_app(mcp, root, bind, token_file)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     server.run(sockets=[sock])

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ SOCKET_NAME = "resident.sock"
 START_LOCK = "resident.start.lock"  # relays (and the dashboard) take turns starting one
 LIFE_LOCK = "resident.lock"  # held by the resident serving the socket, for its life
 LOG_NAME = "resident.log"
-EXIT_ANOTHER = 3  # a resident exits with this when another already serves the vault
+EXIT_ANOTHER = 75  # a resident exits with this (EX_TEMPFAIL) when another serves the vault
 START_WAIT_S = 90.0  # a resident's start: the SDK's import and the vault's index, on a busy box
 HELLO_WAIT_S = 90.0
 RECONNECTS = 3  # per relay: a resident that dies at every start is not restarted forever
@@ -181,7 +182,7 @@ def spawn_resident(
     )
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "server.protocol.resident", "--vault", str(root)],
+            [sys.executable, "-m", "server.protocol.resident", "--vault", str(root), "--log"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -201,16 +202,21 @@ def log_tail(sdir: Path, lines: int = 3) -> str:
     return " | ".join(text.strip().splitlines()[-lines:])
 
 
-def connect_or_start(root: Path, sdir: Path) -> socket.socket:
+Spawn = Callable[[Path, Path], "subprocess.Popen[Any]"]
+
+
+def connect_or_start(
+    root: Path, sdir: Path, spawn: Spawn = spawn_resident, wait: float = START_WAIT_S
+) -> socket.socket:
     s = try_connect(sdir)
     if s is not None:
         return s
-    with start_lock(sdir):
+    with start_lock(sdir, wait):
         s = try_connect(sdir)  # started by the client that held the lock before us
         if s is not None:
             return s
-        proc: subprocess.Popen[bytes] | None = spawn_resident(root, sdir)
-        deadline = time.monotonic() + START_WAIT_S
+        proc: subprocess.Popen[Any] | None = spawn(root, sdir)
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             s = try_connect(sdir)
             if s is not None:
@@ -221,7 +227,7 @@ def connect_or_start(root: Path, sdir: Path) -> socket.socket:
             elif rc is not None:
                 raise Unusable(f"the resident server exited ({rc}) at start: {log_tail(sdir)}")
             time.sleep(0.01)
-        raise Unusable(f"the resident server did not start in {START_WAIT_S:.0f} s")
+        raise Unusable(f"the resident server did not start in {wait:.0f} s")
 
 
 def repo_made_by_resident(root: Path) -> Path:
@@ -267,7 +273,14 @@ class Link:
         self.sock, self.hello, self.rest = sock, hello, rest
 
 
-def open_link(root: Path, purpose: dict[str, Any], *, start: bool = True) -> Link | None:
+def open_link(
+    root: Path,
+    purpose: dict[str, Any],
+    *,
+    start: bool = True,
+    spawn: Spawn = spawn_resident,
+    wait: float = START_WAIT_S,
+) -> Link | None:
     """Connect (starting the resident if `start` and none runs), check its hello, say what we
     want (`purpose`: attach, status, stop, dashboard). A resident of another build is asked to
     retire (it finishes its calls in flight, then exits) and a current one is started, once."""
@@ -282,7 +295,7 @@ def open_link(root: Path, purpose: dict[str, Any], *, start: bool = True) -> Lin
             os.mkdir(sdir, 0o700)
     for _attempt in range(2):
         try:
-            sock = connect_or_start(root, sdir) if start else try_connect(sdir)
+            sock = connect_or_start(root, sdir, spawn, wait) if start else try_connect(sdir)
         except FileNotFoundError as exc:
             raise Unusable(f"{sdir} is missing ({exc.strerror})") from None
         if sock is None:
@@ -520,10 +533,10 @@ def describe(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def ask(root: Path, what: str) -> dict[str, Any] | None:
+def ask(root: Path, what: str, **extra: Any) -> dict[str, Any] | None:
     """A control request to the running resident (never starts one): its answer, None when
     none runs."""
-    link = open_link(root, {"vaultwatch": what}, start=False)
+    link = open_link(root, {"vaultwatch": what, **extra}, start=False)
     if link is None:
         return None
     try:
@@ -554,16 +567,16 @@ def control(argv: list[str]) -> int:
         return 0
     pid = int(answer.get("pid", 0))
     deadline = time.monotonic() + 15
-    while pid and time.monotonic() < deadline and _alive(pid):
+    while pid and time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.05)
-    if pid and _alive(pid):
+    if pid and pid_alive(pid):
         print(f"vaultwatch-server: pid {pid} did not stop in 15 s", file=sys.stderr)
         return 1
     print(f"stopped the resident server (pid {pid}) for {root}")
     return 0
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -578,6 +591,10 @@ def _alive(pid: int) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    import resource
+
+    # the relay holds notes in its buffers too: no core file of it in the working directory
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if argv[:1] in (["status"], ["stop"]):
         raise SystemExit(control(argv))
     root = relay_root(argv)

@@ -103,6 +103,7 @@ class Resident:
         self.server: asyncio.Server | None = None
         self.http: Any = None  # the uvicorn server, once the dashboard asked for HTTP
         self.http_url = ""
+        self.http_said = ""
         self.lock_fd: int | None = None
 
     # -- the loop -------------------------------------------------------------------------------
@@ -298,6 +299,7 @@ class Resident:
             if ask.get("http"):
                 try:
                     answer["url"] = await self.serve_http(str(ask["http"]), ask.get("token_file"))
+                    answer["said"] = self.http_said
                 except (OSError, SystemExit, ValueError) as exc:
                     answer["error"] = f"cannot serve HTTP on {ask['http']}: {exc}"
             if ask.get("index_now"):
@@ -330,7 +332,7 @@ class Resident:
                 yield
 
         server = Quiet(uvicorn.Config(served.app, log_level="warning", lifespan="on"))
-        self.http, self.http_url = server, served.url
+        self.http, self.http_url, self.http_said = server, served.url, served.said
         asyncio.get_running_loop().create_task(server.serve(sockets=[served.sock]))
         return served.url
 
@@ -387,6 +389,7 @@ def take_vault(sdir: Path) -> tuple[int, socket.socket]:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m server.protocol.resident")
     ap.add_argument("--vault", required=True)
+    ap.add_argument("--log", action="store_true", help="messages to .git/vaultwatch/resident.log")
     args = ap.parse_args(argv)
     no_core_dumps()
     logging.basicConfig(
@@ -399,9 +402,10 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"vaultwatch-server: vault folder {root} does not exist")
     ensure_repo(root)  # a folder a client opened first: the repo (and its state folder) now
     sdir = make_state_dir(state_dir(root))
-    log_fd = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.dup2(log_fd, 2)  # whoever started us: our messages go to the vault's resident.log
-    os.close(log_fd)
+    if args.log:  # started by a relay: it outlives it, so its messages go to the vault's log
+        log_fd = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
     lock_fd, listener = take_vault(sdir)
     vault = open_vault(root)
     from server.protocol.tools import build_server
