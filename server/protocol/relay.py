@@ -377,9 +377,12 @@ class Relay:
                     self.initialized = line
                 if "id" in msg and "method" in msg:
                     self.inflight[json.dumps(msg["id"])] = msg["id"]
-            # a dead socket: the reader sees it close and answers what is in flight
-            with contextlib.suppress(OSError):
-                self.link.sock.sendall(line)
+            sock = self.link.sock
+        # Sent outside the lock: the reader takes it for every answer, and a resident that
+        # cannot take this line before we read its answers would wait on us as we on it. A dead
+        # socket: the reader sees it close and answers what is in flight.
+        with contextlib.suppress(OSError):
+            sock.sendall(line)
 
     # resident -> client
     def incoming(self) -> None:
