@@ -525,12 +525,13 @@ def describe(status: dict[str, Any]) -> str:
     ]
     clients = status.get("clients") or []
     lines.append(f"{len(clients)} attached" + (":" if clients else ""))
-    lines += [
-        f"  {c.get('kind')}: {c.get('name') or '(not initialized yet)'}"
-        f"{' (pid ' + str(c['pid']) + ')' if c.get('pid') else ''}, "
-        f"{c.get('inflight', 0)} call(s) in flight"
-        for c in clients
-    ]
+    for c in clients:
+        pid = f" (pid {c['pid']})" if c.get("pid") else ""
+        if c.get("kind") == "dashboard":
+            lines.append(f"  the dashboard{pid}")
+            continue
+        name = c.get("name") or "(not initialized yet)"
+        lines.append(f"  client: {name}{pid}, {c.get('inflight', 0)} call(s) in flight")
     if status.get("http"):
         lines.append(f"HTTP: {status['http']}")
     return "\n".join(lines)
@@ -551,6 +552,9 @@ def ask(root: Path, what: str, **extra: Any) -> dict[str, Any] | None:
 
 def control(argv: list[str]) -> int:
     import argparse
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `status | head` ends quietly
 
     ap = argparse.ArgumentParser(prog=f"vaultwatch-server {argv[0]}")
     ap.add_argument("--vault", default=".", help="vault folder (default: current folder)")
