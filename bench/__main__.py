@@ -36,6 +36,7 @@ from . import (
     semantic_bench,
     startup_bench,
     stats_bench,
+    transcribe_bench,
     write_bench,
 )
 from .generate import generate
@@ -178,7 +179,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads, resident",
+        "health, reads, transcribe, resident",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -229,6 +230,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "transcribe" in only:
+        print("\npractice recordings (transcribe)")
+        results.append({"bench": "transcribe", **transcribe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})
