@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from server.core.errors import VaultwatchError
+from server.core.safetext import visible
 
 from .actions import ActionError
 from .history import Commit, FileChange
@@ -510,7 +511,31 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class _Shown:
+    """A text stream that shows control characters instead of sending them (safetext.visible):
+    every line a command prints goes through it, whoever wrote the text (the AI's note text,
+    titles and headings, commit subjects, paths)."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return int(self._out.write(visible(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+
 def run(argv: Sequence[str]) -> NoReturn:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Shown(out), _Shown(err)
+    try:
+        _run(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(argv: Sequence[str]) -> NoReturn:
     args = parser().parse_args(list(argv))
     try:
         code = HANDLERS[args.command](args)

