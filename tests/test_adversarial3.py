@@ -46,7 +46,7 @@ async def test_the_server_refuses_control_characters_in_what_the_ai_writes(
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner item\n"})
     before = head(root)
     async with connect(root) as s:
-        tries = [
+        tries: list[tuple[str, dict[str, Any]]] = [
             (
                 "append_section",
                 {
@@ -121,7 +121,7 @@ async def test_the_dashboard_draws_control_characters_as_symbols(
         seen: list[str] = []
 
         def drawn() -> bool:
-            update = app.screen._compositor.render_update(full=True)
+            update: Any = app.screen._compositor.render_update(full=True)
             seen.append(str(update.render_segments(app.console)))
             return "tidy" in seen[-1]
 
