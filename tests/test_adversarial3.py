@@ -131,3 +131,48 @@ async def test_the_dashboard_draws_control_characters_as_symbols(
         assert "tidy ␛]52;c;" in text
         assert "\x1b]52" not in out and "\x1b[2J" not in out and "\x07" not in out
         assert "\x1b" not in text
+
+
+# -- N5: programs a vault's .git can name --------------------------------------------------------
+
+
+async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
+    connect: Any, make_vault: Any, tmp_path: Path
+) -> None:
+    from app.review import note_view
+    from server.core.gitrepo import git as our_git
+
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n"})
+    marker = tmp_path / "ran"
+    script = tmp_path / "planted.sh"
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat "$1" 2>/dev/null\nexit 0\n')
+    script.chmod(0o755)
+    hooks = Path(git(root, "rev-parse", "--git-path", "hooks").strip())
+    hooks = hooks if hooks.is_absolute() else root / hooks
+    hooks.mkdir(exist_ok=True)
+    for hook in ("reference-transaction", "post-index-change", "post-commit", "pre-commit"):
+        (hooks / hook).write_text(f"#!/bin/sh\necho hook {hook} >> {marker}\n")
+        (hooks / hook).chmod(0o755)
+    other = tmp_path / "hookdir"
+    other.mkdir()
+    (other / "reference-transaction").write_text(f"#!/bin/sh\necho hookdir >> {marker}\n")
+    (other / "reference-transaction").chmod(0o755)
+    git(root, "config", "core.fsmonitor", str(script))
+    git(root, "config", "diff.evil.textconv", str(script))
+    git(root, "config", "diff.external", str(script))
+    (root / ".git/info/attributes").write_text("*.md diff=evil\n")
+    async with connect(root) as s:
+        await s.call("read_doc", path="notes/a.md")
+        await s.call("list_docs")
+        await s.call("search_text", query="one")
+        await s.call("append_section", path="notes/a.md", heading="Log", content="- two")
+    git(root, "config", "core.hooksPath", str(other))
+    async with connect(root) as s:
+        await s.call("append_section", path="notes/a.md", heading="Log", content="- three")
+    note_view(root, "notes/a.md")
+    our_git(root, "log", "-p", "-1")
+    our_git(root, "diff-tree", "-p", "HEAD")
+    for args in (["review", "--mark-reviewed"], ["mv", "b.md", "c.md"], ["health"]):
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 0, (args, r.stderr)
+    assert not marker.exists(), marker.read_text()

@@ -26,6 +26,35 @@ class GitError(VaultwatchError, RuntimeError):
     code = "git_failed"
 
 
+# Programs a vault's `.git` can name, which git would run on our reads and writes: hooks
+# (`reference-transaction` on every ref update, `post-index-change` on every index write, from
+# .git/hooks or a planted core.hooksPath), core.fsmonitor (run by `git status`, check-ignore,
+# update-index...), and textconv and external diff drivers (`log -p`, `blame`). A vault someone
+# else prepared (unzipped, synced) must not run its program because the AI read a note
+# (adversarial pass 3, N5). Every git call we make goes through `_argv`.
+SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+_NO_DRIVERS = {
+    "log": ("--no-textconv", "--no-ext-diff"),
+    "show": ("--no-textconv", "--no-ext-diff"),
+    "diff": ("--no-textconv", "--no-ext-diff"),
+    "diff-tree": ("--no-textconv", "--no-ext-diff"),
+    "diff-index": ("--no-textconv", "--no-ext-diff"),
+    "diff-files": ("--no-textconv", "--no-ext-diff"),
+    "blame": ("--no-textconv",),
+}
+
+
+def _argv(root: Path, args: tuple[str, ...]) -> list[str]:
+    """The git command line for `args` in `root`: hooks and fsmonitor off, and for the diff
+    family no textconv or external diff (inserted right after the subcommand)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] == "-c" else 1
+    if i < len(args) and args[i] in _NO_DRIVERS:
+        args = (*args[: i + 1], *_NO_DRIVERS[args[i]], *args[i + 1 :])
+    return ["git", *SAFE_CONFIG, "-C", str(root), *args]
+
+
 def git(
     root: Path,
     *args: str,
@@ -34,7 +63,7 @@ def git(
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     proc = subprocess.run(
-        ["git", "-C", str(root), *args],
+        _argv(root, args),
         capture_output=True,
         env=_env(env),
         input=input,
@@ -69,7 +98,7 @@ def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[
     """git started with its output to be read as it comes (a long `git log` parsed while git
     still works); the caller reads stdout and waits. stdin is a pipe when asked for."""
     return subprocess.Popen(
-        ["git", "-C", str(root), *args],
+        _argv(root, args),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
