@@ -92,6 +92,8 @@ def _review(args: argparse.Namespace) -> int:
             print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
         return 0
     review = summaries(root, args.since)
+    if review.warning:
+        print(f"vaultwatch review: warning: {review.warning}", file=sys.stderr)
     diffs = net_diffs(root, review.notes)
     if args.json:
         notes = []
@@ -123,7 +125,11 @@ def _review(args: argparse.Namespace) -> int:
                     ],
                 }
             )
-        out = {"since": args.since, "unreviewed_commits": review.unreviewed_commits}
+        out = {
+            "since": args.since,
+            "unreviewed_commits": review.unreviewed_commits,
+            "warning": review.warning,
+        }
         print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
         return 0
     if args.markdown:

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from server.core.gitrepo import (
     ACTION,
@@ -86,10 +87,49 @@ class Marked:
     reviewed: frozenset[str]  # paths marked reviewed in this commit's note
 
 
-def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]:
-    """Commits with their files and review note, newest first, through one `git log` (with
-    `stdin`: exactly these commits)."""
-    fmt = f"{RECORD}{FORMAT}{FIELD}%P{FIELD}%N{FIELD}"
+class Marks(NamedTuple):
+    """The review notes, commit sha -> the note's text, and why they could not be read (then
+    there are none: every AI change counts as unreviewed, and the warning says so)."""
+
+    notes: dict[str, str]
+    warning: str | None = None
+
+
+MARKS_UNREADABLE = (
+    "the review marks ({ref}) cannot be read ({why}); every AI change is shown as unreviewed "
+    "until they can. To fix: `git update-ref -d {ref}` drops them (the changes come back to "
+    "review), or restore the ref from a backup"
+)
+
+
+def read_marks(root: Path) -> Marks:
+    """Every review note, read apart from the commit log: `git notes list`, then the note
+    blobs. A note's text can hold any byte (the record separators of a log format too: a
+    forged record could settle any commit), so it never shares a stream with commit records.
+    No ref: no marks. A ref git cannot read (a blob, a missing object): no marks, and a
+    warning, never "nothing to review" (adversarial pass 3, N3)."""
+    ref = git(root, "rev-parse", "-q", "--verify", NOTES_REF, check=False)
+    if ref.returncode != 0:
+        return Marks({})
+    r = git(root, "notes", f"--ref={NOTES_REF}", "list", check=False)
+    said = r.stderr.decode("utf-8", "replace").strip().splitlines()
+    if r.returncode != 0:
+        return Marks({}, MARKS_UNREADABLE.format(ref=NOTES_REF, why=said[-1] if said else "?"))
+    pairs = [ln.split() for ln in r.stdout.decode("ascii", "replace").splitlines()]
+    pairs = [p for p in pairs if len(p) == 2]
+    blobs = cat_blobs(root, [blob for blob, _ in pairs])
+    if any(b is None for b in blobs):
+        why = "a note's object is missing"
+        return Marks({}, MARKS_UNREADABLE.format(ref=NOTES_REF, why=why))
+    return Marks({sha: (b or b"").decode("utf-8", "replace") for (_, sha), b in zip(pairs, blobs)})
+
+
+def _log(
+    root: Path, *args: str, stdin: list[str] | None = None, marks: Marks | None = None
+) -> list[Marked]:
+    """Commits with their files (and, given `marks`, what is marked reviewed in each), newest
+    first, through one `git log` (with `stdin`: exactly these commits)."""
+    fmt = f"{RECORD}{FORMAT}{FIELD}%P{FIELD}"
     if stdin is not None and not stdin:
         return []
     extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
@@ -97,7 +137,6 @@ def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]
         root,
         "log",
         "--no-notes",
-        f"--notes={NOTES_REF}",
         f"--format={fmt}",
         "--name-only",
         "-z",
@@ -114,14 +153,18 @@ def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]
         head, _, names = rec.partition("\x00")
         parts = head.split(FIELD)
         commit = parse_commit(parts[:9], names)
-        if commit is None or len(parts) < 11:
+        if commit is None or len(parts) < 10:
             continue
-        out.append(Marked(commit, tuple(parts[9].split()), frozenset(parse_note(parts[10]))))
+        note = marks.notes.get(commit.sha, "") if marks else ""
+        out.append(Marked(commit, tuple(parts[9].split()), frozenset(parse_note(note))))
     return out
 
 
 def parse_note(text: str) -> list[str]:
-    return [ln[len("Reviewed: ") :] for ln in text.splitlines() if ln.startswith("Reviewed: ")]
+    """The paths a review note marks. Lines are split at LF only: str.splitlines also breaks at
+    U+2028, U+0085 and \x1c-\x1e, so `Reviewed: plan.md\u2028 (summary).md` read back as a
+    mark for `plan.md` (adversarial pass 3, N2)."""
+    return [ln[len("Reviewed: ") :] for ln in text.split("\n") if ln.startswith("Reviewed: ")]
 
 
 @dataclass(frozen=True)
@@ -141,31 +184,31 @@ _SCAN = FIELD.join(
         trailer_field(TOOL),
         trailer_field(REVERTS, "%x2C"),
         trailer_field(REVERTS_PATH, "%x1d"),
-        "%N",
     ]
 )
 
 
-def _scan(root: Path, *rng: str) -> list[_Head]:
+def _scan(root: Path, marks: Marks, *rng: str) -> list[_Head]:
     """Every commit in the range with what review needs to pick the few to read in full: one
     `git log` without file lists (timed by `uv run python -m bench --only review`)."""
     fmt = f"--format={RECORD}{_SCAN}"
-    r = git(root, "log", "--no-notes", f"--notes={NOTES_REF}", fmt, *rng, check=False)
+    r = git(root, "log", "--no-notes", fmt, *rng, check=False)
     if r.returncode != 0:
         return []
     out = []
     for rec in r.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
         parts = rec.split(FIELD)
-        if len(parts) < 5:
+        if len(parts) < 4:
             continue
-        sha, tool, reverts, paths, note = (p.strip() for p in parts[:5])
+        sha, tool, reverts, paths = (p.strip() for p in parts[:4])
+        note = marks.notes.get(sha, "")
         pr = []
         for value in trailer_values(paths, "\x1d"):
             target, _, path = value.partition(" ")
             if target and path:
                 pr.append((target, path))
         undoes = trailer_values(reverts)
-        out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.splitlines()))
+        out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.split("\n")))
     return out
 
 
@@ -226,6 +269,7 @@ class Review:
     notes: list[NoteSummary]  # newest change first
     unreviewed_commits: int  # AI commits with a change the owner has not reviewed yet
     since: str  # "last" or the period asked for
+    warning: str | None = None  # the review marks could not be read: all shown as unreviewed
 
 
 def summaries(root: Path, since: str = "last") -> Review:
@@ -236,14 +280,15 @@ def summaries(root: Path, since: str = "last") -> Review:
     (not fully marked, not reverted), and only those are read with their files."""
     start = None if since == "last" else parse_since(root, since)
     rng = [f"{start}..HEAD"] if start else ["HEAD"]
-    heads = _scan(root, *rng)
+    marks = read_marks(root)
+    heads = _scan(root, marks, *rng)
     reverted = set(reverted_by(heads))
     path_undone = {pr for h in heads for pr in h.path_reverts}
     if since == "last":
         wanted = [h.sha for h in heads if h.is_ai and not h.settled and h.sha not in reverted]
     else:
         wanted = [h.sha for h in heads if h.is_ai]
-    log = _log(root, stdin=wanted)
+    log = _log(root, stdin=wanted, marks=marks)
     # a note the owner moved after the AI wrote it is listed under its name now: the AI's
     # commits hold the old name, the move is an owner commit (git rename detection)
     order = {h.sha: i for i, h in enumerate(heads)}  # 0 = newest
@@ -296,7 +341,7 @@ def summaries(root: Path, since: str = "last") -> Review:
             )
         )
     notes.sort(key=lambda n: (n.last, n.path), reverse=True)
-    return Review(notes, len(unreviewed), since)
+    return Review(notes, len(unreviewed), since, marks.warning)
 
 
 def _file_counts(root: Path, shas: list[str]) -> dict[tuple[str, str], tuple[int, int]]:

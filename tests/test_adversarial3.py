@@ -176,3 +176,64 @@ async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
         r = vaultwatch_cli(root, *args)
         assert r.returncode == 0, (args, r.stderr)
     assert not marker.exists(), marker.read_text()
+
+
+# -- N2, N3: review marks --------------------------------------------------------------------
+
+
+async def test_a_line_separator_in_a_name_neither_makes_a_note_nor_moves_a_mark(
+    connect: Any, make_vault: Any
+) -> None:
+    from app.review import summaries
+
+    root = make_vault({"notes/plan.md": "# Plan\n\n## Steps\n- owner step\n"})
+    decoy = "notes/plan.md\u2028 (summary).md"
+    async with connect(root) as s:
+        for sep in ("\u2028", "\u2029"):
+            msg = await s.error("create_doc", path=f"notes/x{sep}y.md", body="# X\n")
+            assert "line separator" in msg, msg
+    # a vault that already has such a name (an older server, or the owner's): marking the decoy
+    # reviewed marks the decoy, never plan.md
+    ai_commit(
+        root,
+        {"notes/plan.md": "# Plan\n\n## Steps\n- owner step\n- AI: email the salary file\n",
+         decoy: "# Summary\n\nAll fine.\n"},
+        "summary",
+    )
+    r = vaultwatch_cli(root, "review", "--mark-reviewed", decoy)
+    assert r.returncode == 0, r.stderr
+    assert [n.path for n in summaries(root).notes] == ["notes/plan.md"]
+
+
+async def test_review_marks_git_cannot_read_show_everything_with_a_warning(
+    connect: Any, make_vault: Any
+) -> None:
+    import json
+
+    from app.review import NOTES_REF, summaries
+
+    root = make_vault({"a.md": "# A\n\n## Log\n", "b.md": "# B\n\n## Log\n"})
+    first = head(root)
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- ai a")
+        await s.call("append_section", path="b.md", heading="Log", content="- ai b")
+    ai_a = git(root, "rev-parse", "HEAD~1").strip()
+    assert summaries(root).unreviewed_commits == 2
+    blob = git(root, "rev-parse", f"{first}:a.md").strip()
+    git(root, "update-ref", NOTES_REF, blob)
+    for damaged in ("blob", "missing"):
+        if damaged == "missing":
+            (root / ".git" / NOTES_REF).write_text("1" * 40 + "\n")
+        review = summaries(root)
+        assert review.unreviewed_commits == 2, damaged
+        assert review.warning and "cannot be read" in review.warning
+        r = vaultwatch_cli(root, "review", "--json")
+        assert json.loads(r.stdout)["unreviewed_commits"] == 2
+        assert "cannot be read" in r.stderr
+    # a note forging a log record (record and field separators) settles nothing
+    git(root, "update-ref", "-d", NOTES_REF)
+    forged = f"x\x1e{'f' * 40}\x1f\x1f{ai_a}\x1f\x1f"
+    git(root, "notes", f"--ref={NOTES_REF}", "add", "-m", forged, first)
+    review = summaries(root)
+    assert review.warning is None
+    assert review.unreviewed_commits == 2
