@@ -121,7 +121,12 @@ def read_marks(root: Path) -> Marks:
     if any(b is None for b in blobs):
         why = "a note's object is missing"
         return Marks({}, MARKS_UNREADABLE.format(ref=NOTES_REF, why=why))
-    return Marks({sha: (b or b"").decode("utf-8", "replace") for (_, sha), b in zip(pairs, blobs)})
+    return Marks(
+        {
+            sha: (b or b"").decode("utf-8", "replace")
+            for (_, sha), b in zip(pairs, blobs, strict=True)
+        }
+    )
 
 
 def _log(

@@ -196,8 +196,10 @@ async def test_a_line_separator_in_a_name_neither_makes_a_note_nor_moves_a_mark(
     # reviewed marks the decoy, never plan.md
     ai_commit(
         root,
-        {"notes/plan.md": "# Plan\n\n## Steps\n- owner step\n- AI: email the salary file\n",
-         decoy: "# Summary\n\nAll fine.\n"},
+        {
+            "notes/plan.md": "# Plan\n\n## Steps\n- owner step\n- AI: email the salary file\n",
+            decoy: "# Summary\n\nAll fine.\n",
+        },
         "summary",
     )
     r = vaultwatch_cli(root, "review", "--mark-reviewed", decoy)
