@@ -239,3 +239,66 @@ async def test_review_marks_git_cannot_read_show_everything_with_a_warning(
     review = summaries(root)
     assert review.warning is None
     assert review.unreviewed_commits == 2
+
+
+# -- N13, N15: state files are untrusted ------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+async def test_deeply_nested_state_files_are_damage_not_a_crash(
+    connect: Any, make_vault: Any
+) -> None:
+    from server.core.gitrepo import state_dir
+
+    root = make_vault(
+        {
+            "notes/a.md": "# A\n\n## Log\n",
+            "vault.config.yaml": "private: [diary/]\n",
+            "diary/d.md": "# Secret\n",
+        }
+    )
+    async with connect(root) as s:  # a server that loaded the config keeps its rules
+        await s.call("list_docs")
+    d = state_dir(root)
+    for name in (
+        "last_good_rules.json",
+        "modified.json",
+        "context-reviewed.json",
+        "health-ignore.json",
+    ):
+        (d / name).write_text(DEEP)
+    async with connect(root) as s:
+        listed = await s.call("list_docs")
+        assert "notes/a.md" in str(listed) and "diary" not in str(listed)
+        await s.call("append_section", path="notes/a.md", heading="Log", content="- ai")
+    for args in (["context"], ["health"], ["reads"], ["review"]):
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr[-600:])
+
+
+async def test_state_files_are_never_read_or_written_through_a_symlink(
+    connect: Any, make_vault: Any, tmp_path: Path
+) -> None:
+    from server.core.gitrepo import state_dir
+
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n"})
+    d = state_dir(root)
+    async with connect(root) as s:
+        await s.call("list_docs")
+    outside = tmp_path / "elsewhere.log"
+    outside.write_text("owner's file\n")
+    (d / "events.jsonl").unlink(missing_ok=True)
+    (d / "events.jsonl").symlink_to(outside)
+    async with connect(root) as s:
+        await s.call("append_section", path="notes/a.md", heading="Log", content="- ai")
+    assert outside.read_text() == "owner's file\n"
+    # the state folder itself a link: refused, nothing goes where it points
+    moved = tmp_path / "state-elsewhere"
+    d.rename(moved)
+    d.symlink_to(moved)
+    token_before = sorted(p.name for p in moved.iterdir())
+    with pytest.raises(OSError, match="symbolic link"):
+        async with connect(root) as s:
+            await s.call("append_section", path="notes/a.md", heading="Log", content="- b")
+    assert sorted(p.name for p in moved.iterdir()) == token_before

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from server.core.errors import VaultwatchError
 
@@ -236,6 +239,13 @@ def make_state_dir(d: Path) -> Path:
     file points to), made if missing, but never the vault folder itself: a vault moved or
     deleted while a server runs must stay gone, not come back as an empty stub that a restarted
     server would serve (git resolving it to whatever repository is above)."""
+    if d.is_symlink():
+        # everything we keep (the token, the commit index) would go wherever it points
+        raise NotADirectoryError(
+            20,
+            "the state folder is a symbolic link; remove the link (vaultwatch remakes it)",
+            str(d),
+        )
     if not d.is_dir():
         vault = _VAULT_OF.get(d, d.parent.parent)
         if not vault.is_dir():
@@ -255,6 +265,56 @@ def state_file(path: Path) -> Path:
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
     return path
+
+
+# State files are read as untrusted input: a synced or unzipped `.git` can hold anything, and
+# one deep JSON file (`[` * 100,000) raised RecursionError where ValueError was caught, so no
+# server could start (adversarial pass 3, N13). Read: regular files only (a FIFO would block),
+# never through a symlink (N15: the journal was appended to whatever file a link named), and no
+# more than a bound.
+STATE_READ_MAX = 64 * 1024 * 1024
+
+
+class StateDamaged(ValueError):
+    """A state file that is not what we wrote: a link, not a regular file, too big, or JSON
+    that does not parse (too deep included). A ValueError: every reader's `except ValueError`
+    already treats it as damage."""
+
+
+def read_state(path: Path, limit: int = STATE_READ_MAX) -> bytes:
+    """The bytes of the state file `path`. FileNotFoundError when it is missing; StateDamaged
+    when it is a symlink, not a regular file, or over `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateDamaged(f"{path.name} is a symbolic link; state files never are") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StateDamaged(f"{path.name} is not a regular file")
+        if st.st_size > limit:
+            raise StateDamaged(f"{path.name} is {st.st_size:,} bytes, over the {limit:,} limit")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise StateDamaged(f"{path.name} is over the {limit:,} byte limit")
+        return data
+    finally:
+        os.close(fd)
+
+
+def load_state_json(path: Path, limit: int = STATE_READ_MAX) -> Any:
+    """The JSON value of the state file `path` (read_state's rules), StateDamaged when it does
+    not parse: bad UTF-8, bad JSON, or nested too deeply for the parser."""
+    raw = read_state(path, limit)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError as exc:
+        raise StateDamaged(f"{path.name} is nested too deeply") from exc
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise StateDamaged(f"{path.name} is not valid JSON ({exc})") from exc
 
 
 def secure_state(root: Path) -> None:

@@ -49,6 +49,7 @@ from server.core.gitrepo import (
     human_identity,
     identity_env,
     index_busy_message,
+    load_state_json,
     operation_in_progress,
     owner_index,
     state_dir,
@@ -682,7 +683,7 @@ class Store:
 
     def _recover_intent(self, intent_path: Path) -> list[str]:
         try:
-            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            intent = load_state_json(intent_path)
             files = intent["files"]
         except (OSError, ValueError, KeyError, TypeError):
             with contextlib.suppress(FileNotFoundError):
