@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -284,8 +285,12 @@ def _revert(args: argparse.Namespace) -> int:
 
     vault, (sha,) = _split(args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH]")
     root = _vault(vault)
-    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None) if sha else None
-    if c is None or sha.startswith("-"):
+    # a commit id, checked before git sees it: `revert -- --output=FILE` reached git log as an
+    # option and wrote the file (adversarial pass 3, N14)
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha):
+        raise Refused(f"{sha!r} is not a commit id (4 to 40 hex digits, as review and git print)")
+    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None)
+    if c is None:
         raise Refused(f"{sha} is not a commit here")
     if not offered(c):
         raise Refused(

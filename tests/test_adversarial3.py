@@ -302,3 +302,19 @@ async def test_state_files_are_never_read_or_written_through_a_symlink(
         async with connect(root) as s:
             await s.call("append_section", path="notes/a.md", heading="Log", content="- b")
     assert sorted(p.name for p in moved.iterdir()) == token_before
+
+
+# -- N14: a value from the shell never reaches git as an option ------------------------------
+
+
+def test_a_revert_or_since_that_spells_a_git_option_writes_nothing(
+    make_vault: Any, tmp_path: Path
+) -> None:
+    root = make_vault({"a.md": "# A\n"})
+    target = tmp_path / "written-by-git-log"
+    r = vaultwatch_cli(root, "revert", str(root), "--", f"--output={target}")
+    assert not list(tmp_path.glob("written-by-git-log*"))
+    assert r.returncode == 1 and "not a commit id" in r.stderr, r.stderr
+    r = vaultwatch_cli(root, "review", str(root), f"--since=--output={target}")
+    assert r.returncode == 1, r.stdout
+    assert not list(tmp_path.glob("written-by-git-log*"))
