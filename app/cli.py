@@ -19,6 +19,7 @@ names; a vault folder that has one of these names opens in the dashboard as `./r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -81,18 +82,57 @@ def _who(c: Commit | None) -> str:
 # -- review -----------------------------------------------------------------------------------
 
 
+LISTED = "review-listed"  # in the state folder: the commit the last `vaultwatch review` listed at
+
+
+def _listed(root: Path) -> str | None:
+    """The commit the last listing was made at, if one was kept (a damaged file: none)."""
+    from server.core.gitrepo import read_state, state_dir
+
+    try:
+        text = read_state(state_dir(root) / LISTED, limit=128).decode("ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return text or None
+
+
+def _keep_listed(root: Path, sha: str) -> None:
+    from server.core.gitrepo import state_dir, state_file
+
+    with contextlib.suppress(OSError):  # a hint for --mark-reviewed, never a failure
+        path = state_file(state_dir(root) / LISTED)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(sha + "\n")
+
+
 def _review(args: argparse.Namespace) -> int:
-    from .review import mark_reviewed, net_diffs, summaries
+    from .review import _head, mark_reviewed, net_diffs, summaries
 
     root = _vault(args.vault)
     if args.mark_reviewed is not None:
-        count, paths = mark_reviewed(root, args.mark_reviewed or None)
+        # what the owner saw: the commit named, else the last listing's (a change that landed
+        # after it stays unreviewed), else everything up to now
+        upto: str | None = args.upto or _listed(root)
+        count, paths = mark_reviewed(root, args.mark_reviewed or None, upto)
         if args.json:
             print(json.dumps({"marked_commits": count, "paths": paths}))
         else:
             print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+            # with no notes named, what is still unreviewed is what came after the listing
+            left = summaries(root).unreviewed_commits if upto and not args.mark_reviewed else 0
+            if left and upto:
+                print(
+                    f"{left} AI commit(s) not marked: they landed after the listing at "
+                    f"{upto[:12]}; run `vaultwatch review` to see them"
+                )
         return 0
-    review = summaries(root, args.since)
+    if args.upto:
+        raise Refused("--upto goes with --mark-reviewed")
+    tip = _head(root)  # the listing is of exactly these commits, whatever lands meanwhile
+    review = summaries(root, args.since, upto=tip)
+    if tip:
+        _keep_listed(root, tip)
     if review.warning:
         print(f"vaultwatch review: warning: {review.warning}", file=sys.stderr)
     diffs = net_diffs(root, review.notes)
@@ -130,6 +170,7 @@ def _review(args: argparse.Namespace) -> int:
             "since": args.since,
             "unreviewed_commits": review.unreviewed_commits,
             "warning": review.warning,
+            "upto": tip,
         }
         print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
         return 0
@@ -156,6 +197,9 @@ def _review(args: argparse.Namespace) -> int:
                 text = ln.text.rstrip("\n")
                 who = "" if ln.kind == " " else _who(ln.commit)
                 print(f"  {ln.kind} {text}" + (f"    ⟵ {who}" if who else ""))
+    if review.notes and tip:
+        print()
+        print(f"mark exactly these reviewed: vaultwatch review --mark-reviewed --upto {tip[:12]}")
     return 0
 
 
@@ -466,7 +510,12 @@ def parser() -> argparse.ArgumentParser:
         "--mark-reviewed",
         nargs="*",
         metavar="PATH",
-        help="mark all unreviewed AI changes reviewed, or those to these notes",
+        help="mark the AI changes the last listing showed reviewed (all, or those to these notes)",
+    )
+    r.add_argument(
+        "--upto",
+        metavar="SHA",
+        help="with --mark-reviewed: only the commits up to this one (the listing's, printed by review)",
     )
     v = sub.add_parser("revert", help="revert one AI commit as the owner")
     v.add_argument("args", nargs="+", metavar="[VAULT] SHA")

@@ -277,14 +277,15 @@ class Review:
     warning: str | None = None  # the review marks could not be read: all shown as unreviewed
 
 
-def summaries(root: Path, since: str = "last") -> Review:
+def summaries(root: Path, since: str = "last", upto: str | None = None) -> Review:
     """The notes with AI changes to review, newest change first. `since="last"`: the changes
     not yet reviewed; otherwise every AI change in the period (`parse_since`), reviewed or not.
 
     Fast on a long history: a scan without file lists finds the AI commits not yet settled
     (not fully marked, not reverted), and only those are read with their files."""
     start = None if since == "last" else parse_since(root, since)
-    rng = [f"{start}..HEAD"] if start else ["HEAD"]
+    tip = upto or "HEAD"  # `upto`: only the commits a listing showed (mark_reviewed)
+    rng = [f"{start}..{tip}"] if start else [tip]
     marks = read_marks(root)
     heads = _scan(root, marks, *rng)
     reverted = set(reverted_by(heads))
@@ -301,7 +302,7 @@ def summaries(root: Path, since: str = "last") -> Review:
     # cut there (git diffs every commit it walks, 10,000 of them took ~0.6 s)
     moves: list[Rename] = []
     if log:
-        span = rng if since != "last" else ["HEAD", "--not", f"{log[-1].commit.sha}^@"]
+        span = rng if since != "last" else [tip, "--not", f"{log[-1].commit.sha}^@"]
         moves = renames(root, *span)
     # path now -> (AI commit, the note's path in it), newest first
     open_: dict[str, list[tuple[Marked, str]]] = {}  # unreviewed
@@ -753,11 +754,35 @@ def write_marks(
     return changed
 
 
-def mark_reviewed(root: Path, paths: list[str] | None = None) -> tuple[int, list[str]]:
-    """Mark every unreviewed AI change reviewed, or only those to `paths`. Returns (commits
+def listed_commit(root: Path, sha: str) -> str:
+    """The full id of `sha`, a commit in the branch's history (what a review listing showed
+    is marked by it). ActionError when it is not a commit id, or not in HEAD's history (a
+    rebase rewrote it: list again)."""
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha):
+        raise ActionError(f"{sha!r} is not a commit id (the one `vaultwatch review` printed)")
+    r = git(
+        root, "rev-parse", "-q", "--verify", "--end-of-options", f"{sha}^{{commit}}", check=False
+    )
+    full = r.stdout.decode().strip()
+    if r.returncode != 0 or not full:
+        raise ActionError(f"{sha} is not a commit here; run `vaultwatch review` again")
+    if git(root, "merge-base", "--is-ancestor", full, "HEAD", check=False).returncode != 0:
+        raise ActionError(
+            f"{sha} is no longer in the branch's history (rewritten since it was listed); "
+            "run `vaultwatch review` again"
+        )
+    return full
+
+
+def mark_reviewed(
+    root: Path, paths: list[str] | None = None, upto: str | None = None
+) -> tuple[int, list[str]]:
+    """Mark every unreviewed AI change reviewed, or only those to `paths`; with `upto` (a
+    commit a listing was made at), only the commits that listing showed: one that landed
+    after the owner looked stays unreviewed (adversarial pass 3, N6). Returns (commits
     marked, paths marked). ActionError, with nothing written, for a path with nothing to
     review."""
-    review = summaries(root)
+    review = summaries(root, upto=listed_commit(root, upto) if upto else None)
     notes = {n.path: n for n in review.notes}
     if paths:
         missing = [p for p in paths if p not in notes]

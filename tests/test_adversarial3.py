@@ -318,3 +318,35 @@ def test_a_revert_or_since_that_spells_a_git_option_writes_nothing(
     r = vaultwatch_cli(root, "review", str(root), f"--since=--output={target}")
     assert r.returncode == 1, r.stdout
     assert not list(tmp_path.glob("written-by-git-log*"))
+
+
+# -- N6: --mark-reviewed marks what was shown ----------------------------------------------
+
+
+async def test_mark_reviewed_marks_the_commits_the_listing_showed(
+    connect: Any, make_vault: Any
+) -> None:
+    import json
+
+    from app.review import summaries
+
+    root = make_vault({"todo.md": "# Todo\n\n## Log\n- owner item\n"})
+    async with connect(root) as s:
+        await s.call("append_section", path="todo.md", heading="Log", content="- harmless")
+        shown = vaultwatch_cli(root, "review")
+        assert "+ - harmless" in shown.stdout
+        await s.call("append_section", path="todo.md", heading="Log", content="- never seen")
+    r = vaultwatch_cli(root, "review", "--mark-reviewed")
+    assert r.returncode == 0, r.stderr
+    left = summaries(root)
+    assert left.unreviewed_commits == 1, r.stdout
+    assert "1 AI commit(s) not marked" in r.stdout
+    # --upto names the listing explicitly (the JSON listing gives it)
+    listing = json.loads(vaultwatch_cli(root, "review", "--json").stdout)
+    async with connect(root) as s:
+        await s.call("append_section", path="todo.md", heading="Log", content="- later still")
+    r = vaultwatch_cli(root, "review", "--mark-reviewed", "todo.md", "--upto", listing["upto"])
+    assert r.returncode == 0, r.stderr
+    assert summaries(root).unreviewed_commits == 1
+    bad = vaultwatch_cli(root, "review", "--mark-reviewed", "--upto=--output=x")
+    assert bad.returncode == 1 and "not a commit id" in bad.stderr
