@@ -94,6 +94,23 @@ def _clean_path(raw: str, what: str) -> str:
         raise ActionError(f"{what}: {exc.message}") from None
 
 
+def refuse_links(root: Path, paths: list[str]) -> None:
+    """ActionError when a path is, or goes through, a symbolic link. The owner's move, delete
+    and create act on the vault's own files: through a link they snapshotted and committed the
+    file it points to (a private key outside the vault, as a "symlink" blob) and deleted files
+    outside the vault (adversarial pass 3, N7). The AI's writes refuse links the same way."""
+    for rel in paths:
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            if (root.joinpath(*parts[:i])).is_symlink():
+                link = "/".join(parts[:i])
+                raise ActionError(
+                    f"{link} is a symbolic link: vaultwatch never moves, deletes or writes "
+                    "through one (it would act on the file it points to). Change it with a "
+                    "file manager or git; nothing was done"
+                )
+
+
 # ------------------------------------------------------------------------------------------------
 # plans (the previews)
 
@@ -141,6 +158,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     exts = config.extensions if config is not None else NOTE_EXTENSIONS
     src = _clean_path(source, "the file to move")
     dst = _clean_path(dest, "the new path")
+    refuse_links(root, [src, dst])
     is_folder = (root / src).is_dir()
     if not is_folder and src not in files:
         raise ActionError(f"{src} is not a file in the vault")
@@ -159,6 +177,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     moves = {o: n for o, n in moves.items() if o != n}
     if not moves:
         raise ActionError("the new path is the same as the old one")
+    refuse_links(root, [*moves, *moves.values()])  # a link inside a folder moved
     taken = set(files) - set(moves)
     for new in moves.values():
         if new in taken or ((root / new).exists() and new not in moves):
@@ -218,6 +237,7 @@ class RemovePlan:
 def plan_remove(root: Path, path: str) -> RemovePlan:
     """What deleting `path` would break: every link to it from another note."""
     rel = _clean_path(path, "the file to delete")
+    refuse_links(root, [rel])
     data = _read(root, rel)
     if data is None or not (root / rel).is_file():
         raise ActionError(f"{rel} is not a file in the vault")
@@ -388,6 +408,7 @@ def _action(root: Path, involved: list[str]) -> Iterator[None]:
     files involved committed first."""
     store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
     with write_lock(root):
+        refuse_links(root, involved)  # again under the lock: a link made since the preview
         try:
             store.check_repo()
             store.snapshot(sorted(p for p in involved if (root / p).is_file()))
@@ -459,6 +480,7 @@ def apply_remove(root: Path, plan: RemovePlan) -> str:
 
 def apply_create(root: Path, note: NewNote) -> str:
     with _action(root, []):
+        refuse_links(root, [note.path])  # a folder that is a link would put the note outside
         tree = _Tree(root)
         try:
             tree.write(note.path, note.text.encode(), None)

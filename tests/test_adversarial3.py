@@ -350,3 +350,36 @@ async def test_mark_reviewed_marks_the_commits_the_listing_showed(
     assert summaries(root).unreviewed_commits == 1
     bad = vaultwatch_cli(root, "review", "--mark-reviewed", "--upto=--output=x")
     assert bad.returncode == 1 and "not a commit id" in bad.stderr
+
+
+# -- N7: the owner's file actions never act through a symlink ------------------------------
+
+
+def test_moving_or_deleting_through_a_symlink_never_touches_its_target(
+    make_vault: Any, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    key = outside / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n")
+    (outside / "victim.md").write_text("# Victim outside the vault\n")
+    root = make_vault({"n/a.md": "# A\n", "b.md": "# B\n"})
+    (root / "n/key.md").symlink_to(key)
+    (root / "linked").symlink_to(outside)
+    git(root, "add", "n/key.md", "linked")
+    git(root, "commit", "-qm", "links, as git keeps them")
+    before = head(root)
+    for args in (
+        ["mv", str(root), "n/key.md", "n/key2.md"],
+        ["rm", str(root), "n/key.md", "--yes"],
+        ["rm", str(root), "linked/victim.md", "--yes"],
+        ["mv", str(root), "linked/victim.md", "v.md"],
+        ["mv", str(root), "b.md", "linked/b.md"],
+        ["mv", str(root), "n", "m"],
+    ):
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 1 and "symbolic link" in r.stderr, (args, r.stdout, r.stderr)
+    assert head(root) == before
+    assert key.read_text().startswith("-----BEGIN") and (outside / "victim.md").exists()
+    assert "PRIVATE KEY" not in git(root, "log", "-p", "--all")
+    assert (root / "b.md").exists() and not (outside / "b.md").exists()
