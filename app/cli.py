@@ -175,7 +175,7 @@ def _review(args: argparse.Namespace) -> int:
         print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
         return 0
     if args.markdown:
-        print(_digest(review, diffs))
+        print(_digest(review, diffs, _private_now(root)))
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     print(
@@ -285,13 +285,32 @@ def _context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _digest(review: Review, diffs: list[NetDiff]) -> str:
-    """Markdown the owner can paste into a weekly note."""
+def _private_now(root: Path) -> Callable[[str], bool]:
+    """Whether a path is private under the vault's rules now (a config that does not load:
+    the last good rules, or every path, as the server reads them)."""
+    from server.vault import Vault
+
+    vault = Vault(root)
+    try:
+        return vault.policy.is_private
+    finally:
+        vault.close()
+
+
+def _digest(
+    review: Review, diffs: list[NetDiff], private: Callable[[str], bool] = lambda _: False
+) -> str:
+    """Markdown the owner can paste into a weekly note. A weekly note is one the AI reads: a
+    note private now is left out, name, title and diff (adversarial pass 3, N8), and counted."""
     what = "not yet reviewed" if review.since == "last" else f"since {review.since}"
     out = [f"## AI changes {what}", ""]
+    shown = [(n, d) for n, d in zip(review.notes, diffs, strict=True) if not private(n.path)]
+    hidden = len(review.notes) - len(shown)
     out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    if hidden:
+        out.append(f"{hidden} of them private: left out here (`vaultwatch review` shows them).")
     out.append("")
-    for n, d in zip(review.notes, diffs, strict=True):
+    for n, d in shown:
         stem = Path(n.path).with_suffix("").as_posix()
         out.append(f"### [[{stem}|{n.title}]]")
         out.append("")

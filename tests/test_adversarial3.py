@@ -383,3 +383,32 @@ def test_moving_or_deleting_through_a_symlink_never_touches_its_target(
     assert key.read_text().startswith("-----BEGIN") and (outside / "victim.md").exists()
     assert "PRIVATE KEY" not in git(root, "log", "-p", "--all")
     assert (root / "b.md").exists() and not (outside / "b.md").exists()
+
+
+# -- N8: the markdown digest leaves private notes out ----------------------------------------
+
+
+async def test_the_markdown_digest_leaves_out_notes_private_now(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault(
+        {
+            "diary/2026-01-01 ZEBRA secret.md": "# Dear diary ZEBRA\n\n## Log\n",
+            "a.md": "# A\n\n## Log\n",
+        }
+    )
+    async with connect(root) as s:
+        await s.call(
+            "append_section",
+            path="diary/2026-01-01 ZEBRA secret.md",
+            heading="Log",
+            content="- ai wrote ZEBRA",
+        )
+        await s.call("append_section", path="a.md", heading="Log", content="- public line")
+    (root / "vault.config.yaml").write_text("private: [diary/]\n")
+    git(root, "add", "vault.config.yaml")
+    git(root, "commit", "-qm", "diary is private now")
+    r = vaultwatch_cli(root, "review", "--markdown")
+    assert r.returncode == 0, r.stderr
+    assert "ZEBRA" not in r.stdout and "diary" not in r.stdout
+    assert "public line" in r.stdout and "1 of them private" in r.stdout
