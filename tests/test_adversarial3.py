@@ -412,3 +412,32 @@ async def test_the_markdown_digest_leaves_out_notes_private_now(
     assert r.returncode == 0, r.stderr
     assert "ZEBRA" not in r.stdout and "diary" not in r.stdout
     assert "public line" in r.stdout and "1 of them private" in r.stdout
+
+
+# -- N9: review of a large rewrite is bounded ----------------------------------------------
+
+
+def test_review_of_two_rewrites_of_a_large_note_comes_back(make_vault: Any) -> None:
+    import threading
+
+    from app.review import net_diffs, summaries
+
+    n = 60_000  # 1.9 MB: two replace_docs of it made review run past 500 s
+    lines = [f"line {i} of a long note, some words to make it wide\n" for i in range(n)]
+    root = make_vault({"big.md": "".join(lines)})
+    v1 = [ln.upper() if i % 2 else ln for i, ln in enumerate(lines)]
+    ai_commit(root, {"big.md": "".join(v1)}, "replace_doc: big.md")
+    v2 = [ln.upper() if i % 2 == 0 else ln for i, ln in enumerate(v1)]
+    ai_commit(root, {"big.md": "".join(v2)}, "replace_doc: big.md")
+    out: list[Any] = []
+
+    def run() -> None:
+        review = summaries(root)
+        out.append(net_diffs(root, review.notes))
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "review of two rewrites of a 1.9 MB note did not come back in 120 s"
+    (diff,) = out[0]
+    assert diff.added == n and diff.removed == n

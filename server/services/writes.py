@@ -18,13 +18,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import filtered_paths, ignored_paths
+from server.core.linediff import Opcode, opcodes
 from server.core.redact import mask_secrets, secrets_in
 from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.core.tool_names import ToolName
@@ -577,8 +578,6 @@ def _diff(f: _File) -> str:
 # in that case).
 DIFF_ALIGN_LINES = 1_000
 
-Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]
-
 
 class _Opcodes(difflib.SequenceMatcher[str]):
     """difflib's grouping into hunks, over opcodes made elsewhere."""
@@ -592,35 +591,8 @@ class _Opcodes(difflib.SequenceMatcher[str]):
 
 
 def _opcodes(old: list[str], new: list[str]) -> list[Opcode]:
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    a_end, b_end = len(old) - tail, len(new) - tail
-    mid: list[Opcode] = []
-    if max(a_end, b_end) - head <= DIFF_ALIGN_LINES:
-        sm = difflib.SequenceMatcher(None, old[head:a_end], new[head:b_end])
-        for t, i1, i2, j1, j2 in sm.get_opcodes():
-            mid.append((t, i1 + head, i2 + head, j1 + head, j2 + head))
-    else:
-        for k in range(min(a_end, b_end) - head):
-            tag: Literal["equal", "replace"] = (
-                "equal" if old[head + k] == new[head + k] else "replace"
-            )
-            if mid and mid[-1][0] == tag:
-                mid[-1] = (tag, mid[-1][1], head + k + 1, mid[-1][3], head + k + 1)
-            else:
-                mid.append((tag, head + k, head + k + 1, head + k, head + k + 1))
-        paired = min(a_end, b_end)
-        if a_end > paired:
-            mid.append(("delete", paired, a_end, b_end, b_end))
-        elif b_end > paired:
-            mid.append(("insert", a_end, a_end, paired, b_end))
-    start: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
-    end: list[Opcode] = [("equal", a_end, len(old), b_end, len(new))] if tail else []
-    return start + mid + end
+    # the one bounded engine (server/core/linediff.py), with this module's knob
+    return opcodes(old, new, DIFF_ALIGN_LINES)
 
 
 def _range(start: int, stop: int) -> str:
