@@ -441,3 +441,50 @@ def test_review_of_two_rewrites_of_a_large_note_comes_back(make_vault: Any) -> N
     assert not t.is_alive(), "review of two rewrites of a 1.9 MB note did not come back in 120 s"
     (diff,) = out[0]
     assert diff.added == n and diff.removed == n
+
+
+# -- N12: a stdio server stops on a signal while its client keeps stdin open ----------------
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any, sig: str) -> None:
+    import json
+    import signal
+    import sys
+    import time
+
+    root = make_vault({"a.md": "# A\n"})
+    server = str(Path(sys.executable).parent / "vaultwatch-server")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTWATCH_")}
+    env["VAULTWATCH_SEMANTIC"] = "off"
+    proc = subprocess.Popen(
+        [server, "--vault", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline().replace(b" ", b"")  # it serves
+        proc.send_signal(getattr(signal, sig))
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() == 0, f"still running 60 s after {sig} with stdin open"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()

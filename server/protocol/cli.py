@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     ignore_lease_breaks()  # writes take file leases: an editor's save in flight is not lost
     if args.exit_with_parent:
         _watch_parent()
@@ -108,9 +109,20 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         stop(vault, ServerStopped(transport=transport, reason=reason))
+        if bind is None and _SIGNALLED.is_set():
+            # The SDK reads stdin in a thread blocked in read(); the interpreter waits for it
+            # at exit, so a client that signals but keeps stdin open kept us alive for good
+            # (adversarial pass 3, N12). Everything is stopped and journaled: leave now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+
+
+_SIGNALLED = threading.Event()
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    _SIGNALLED.set()
     raise KeyboardInterrupt
 
 
