@@ -488,3 +488,51 @@ def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any,
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+# -- #25: the HTTP token as its file is now; the Host header parsed strictly ---------------
+
+
+async def test_http_follows_a_rotated_token_and_parses_host_strictly(make_vault: Any) -> None:
+    import httpx2
+
+    from .test_transports import HttpServer
+
+    root = make_vault({"a.md": "# A\n"})
+    server = HttpServer(root)
+    try:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "curl", "version": "0"},
+            },
+        }
+        hdrs = {"accept": "application/json, text/event-stream"}
+        token_file = root / ".git/vaultwatch/token"
+        port = server.url.split(":")[2].split("/")[0]
+
+        async def status(token: str, **extra: str) -> int:
+            async with httpx2.AsyncClient(timeout=30) as raw:
+                r = await raw.post(
+                    server.url,
+                    json=init,
+                    headers={**hdrs, "authorization": f"Bearer {token}", **extra},
+                )
+                return r.status_code
+
+        old = server.token
+        assert await status(old) == 200
+        assert await status(old, host=f"127.0.0.1:{port}@evil.example") == 403
+        assert await status(old, host=f"localhost:{port}/x") == 403
+        assert await status(old, host=f"[::1]:{port}") == 200
+        token_file.write_text("a-new-token-the-owner-chose-0123456789\n")
+        assert await status(old) == 401
+        assert await status("a-new-token-the-owner-chose-0123456789") == 200
+        token_file.unlink()
+        assert await status("a-new-token-the-owner-chose-0123456789") == 401
+    finally:
+        server.stop()

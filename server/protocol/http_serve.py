@@ -13,7 +13,7 @@ from typing import Any
 from server.core.gitrepo import state_dir
 from server.protocol.args import is_loopback
 from server.protocol.connect import claude_mcp_add_http
-from server.protocol.http_guard import guard
+from server.protocol.http_guard import TokenFile, guard
 
 
 def read_or_create_token(path: Path) -> str:
@@ -37,7 +37,8 @@ def read_or_create_token(path: Path) -> str:
 def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
     import uvicorn
 
-    token = read_or_create_token(Path(token_file) if token_file else state_dir(root) / "token")
+    token_path = Path(token_file) if token_file else state_dir(root) / "token"
+    read_or_create_token(token_path)  # made on first use; each request checks the file as it is
     host, port = bind
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -45,10 +46,11 @@ def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | No
     sock.bind((host, port))
     sock.listen(128)  # listening before we say so: a client may connect the moment it reads the URL
     port = sock.getsockname()[1]
-    app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
+    app = guard(
+        mcp.streamable_http_app(host=host), TokenFile(token_path), loopback_only=is_loopback(host)
+    )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/mcp"
-    token_path = Path(token_file) if token_file else state_dir(root) / "token"
     # The token itself is never printed: the snippet reads it from its file when pasted.
     print(
         f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
