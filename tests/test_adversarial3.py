@@ -536,3 +536,28 @@ async def test_http_follows_a_rotated_token_and_parses_host_strictly(make_vault:
         assert await status("a-new-token-the-owner-chose-0123456789") == 401
     finally:
         server.stop()
+
+
+# -- N11: a failed rename leaves no file open (and no lease held) ---------------------------
+
+
+async def test_a_write_whose_rename_fails_leaves_no_descriptor_open(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n- one\n"})
+    note = root / "notes/a.md"
+    if subprocess.run(["chattr", "+i", str(note)], capture_output=True).returncode != 0:
+        pytest.skip("this filesystem has no immutable flag (chattr +i)")
+    try:
+        async with connect(root) as s:
+            msg = await s.error("append_section", path="notes/a.md", heading="Log", content="- x")
+            assert "undone" in msg or "not permitted" in msg, msg
+            open_on_note = [
+                fd
+                for fd in os.listdir("/proc/self/fd")
+                if os.path.realpath(f"/proc/self/fd/{fd}") == str(note.resolve())
+            ]
+            assert open_on_note == [], "the failed write left the note open (and leased)"
+    finally:
+        subprocess.run(["chattr", "-i", str(note)], check=True)
+    assert note.read_text() == "# A\n\n## Log\n- one\n"

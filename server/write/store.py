@@ -416,6 +416,9 @@ class Store:
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         leased: set[int] = set()  # fds we hold a write lease on (see _lease)
+        # every fd opened below, closed on every way out: one left open by a failed rename
+        # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
+        opened: list[int] = []
         # the crash-recovery tests stop a server at an exact point inside a batch
         crash_after = fault_after("after_write")
         try:
@@ -451,14 +454,14 @@ class Store:
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
                 fd = _open_if_exists(target)
+                if fd is not None:
+                    opened.append(fd)
                 if fd is not None and _lease(fd):
                     leased.add(fd)
                 current = _read_fd(fd) if fd is not None else None
                 if current != w.old or (
                     fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
                 ):
-                    if fd is not None:
-                        os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
                 if tmp is None:
                     os.unlink(target)
@@ -509,9 +512,8 @@ class Store:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
-            for _, fd in held:
-                if fd is not None:
-                    os.close(fd)
+            for fd in opened:
+                os.close(fd)
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
