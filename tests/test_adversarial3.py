@@ -561,3 +561,40 @@ async def test_a_write_whose_rename_fails_leaves_no_descriptor_open(
     finally:
         subprocess.run(["chattr", "-i", str(note)], check=True)
     assert note.read_text() == "# A\n\n## Log\n- one\n"
+
+
+# -- N10: another program's file lease never stalls the vault's writers -----------------------
+
+LEASE_HOLDER = r"""
+import fcntl, os, signal, sys, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)  # a holder that ignores the break
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+print("leased", flush=True)
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    time.sleep(0.05)
+"""
+
+
+async def test_a_note_leased_by_another_program_is_busy_not_a_stall(
+    connect: Any, make_vault: Any
+) -> None:
+    import sys
+
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n", "notes/b.md": "# B\n\n## Log\n"})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LEASE_HOLDER, str(root / "notes/a.md")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "leased"
+        async with connect(root) as s:
+            msg = await s.error("append_section", path="notes/a.md", heading="Log", content="- x")
+            assert "file lease" in msg and "Nothing was written" in msg, msg
+            await s.call("append_section", path="notes/b.md", heading="Log", content="- y")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (root / "notes/a.md").read_text() == "# A\n\n## Log\n"  # after: a read waits too

@@ -112,7 +112,13 @@ def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
     """
     deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
     while True:
-        fd = _open_if_exists(path)
+        try:
+            fd = _open_if_exists(path)
+        except BlockingIOError:  # another program's file lease: busy, not ours to wait out
+            if time.monotonic() >= deadline:
+                raise WriteRace(rel, None, None, reason=LEASED) from None
+            time.sleep(_POLL_S)
+            continue
         if fd is None:
             return None, None
         try:
@@ -256,9 +262,15 @@ def _lease_broken(fd: int) -> bool:
     return broken
 
 
+LEASED = "is held by another program right now (a file lease); try again shortly"
+
+
 def _open_if_exists(path: Path) -> int | None:
+    """The file opened for reading, or None when there is none. O_NONBLOCK: a file another
+    program holds a lease on raises BlockingIOError at once, instead of stalling every writer
+    behind the vault lock for lease-break-time (45 s; adversarial pass 3, N10)."""
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
 
@@ -453,7 +465,10 @@ class Store:
                 raise GitError("git stored different bytes than were written")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
-                fd = _open_if_exists(target)
+                try:
+                    fd = _open_if_exists(target)
+                except BlockingIOError:  # leased by another program since the plan
+                    raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
                 if fd is not None:
                     opened.append(fd)
                 if fd is not None and _lease(fd):
