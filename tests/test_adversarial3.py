@@ -598,3 +598,27 @@ async def test_a_note_leased_by_another_program_is_busy_not_a_stall(
         holder.kill()
         holder.wait()
     assert (root / "notes/a.md").read_text() == "# A\n\n## Log\n"  # after: a read waits too
+
+
+# -- N17: after_commit never tells the model nothing was changed --------------------------
+
+
+def test_after_commit_says_the_write_stands_and_nothing_else() -> None:
+    import sqlite3
+
+    from server.index.search import IndexUnavailable
+    from server.services.writes import WriteResult, after_commit
+
+    res = WriteResult("abc123", [], ["a.md"], {}, {}, "")
+
+    def busy() -> None:
+        try:
+            raise sqlite3.OperationalError("database is locked")
+        except sqlite3.OperationalError as exc:
+            raise IndexUnavailable(exc) from exc
+
+    after_commit(res, "the search index", busy)
+    (said,) = res.after_commit
+    assert "committed (abc123)" in said and "Do not repeat the write" in said
+    assert "database is locked" in said
+    assert "nothing was changed" not in said and "Try again" not in said, said

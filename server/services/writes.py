@@ -964,10 +964,20 @@ def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> Non
         step()
     except Exception as exc:
         log.warning("after commit %s: updating %s failed", res.commit, what, exc_info=True)
+        # The cause only, never the inner error's own words: those are written for a failed
+        # call ("nothing was changed. Try again shortly"), and here the write stands
+        # (adversarial pass 3, N17).
+        cause = exc.__cause__ or exc
+        detail = (
+            cause.strerror
+            if isinstance(cause, OSError) and cause.strerror
+            else str(cause)[:120]
+            if cause is not exc
+            else type(exc).__name__
+        )
         res.after_commit.append(
-            f"the write is committed ({res.commit}), but updating {what} failed "
-            f"({type(exc).__name__}: {str(exc)[:200]}); it catches up by itself. Do not repeat "
-            "the write."
+            f"the write is committed ({res.commit}), but updating {what} failed ({detail}); "
+            "it catches up by itself. Do not repeat the write."
         )
 
 
