@@ -622,3 +622,21 @@ def test_after_commit_says_the_write_stands_and_nothing_else() -> None:
     assert "committed (abc123)" in said and "Do not repeat the write" in said
     assert "database is locked" in said
     assert "nothing was changed" not in said and "Try again" not in said, said
+
+
+# -- N18: a heading with a slash writes the heading the commit names ------------------------
+
+
+async def test_a_heading_with_a_slash_and_no_such_parent_is_written_whole(
+    connect: Any, make_vault: Any
+) -> None:
+    root = make_vault({"a.md": "# A\n\n## Week 42\n- w\n"})
+    async with connect(root) as s:
+        await s.call("append_section", path="a.md", heading="Q3/Q4 plans", content="- one")
+        subject = git(root, "log", "-1", "--format=%s").strip()
+        await s.call("append_section", path="a.md", heading="Log [/] x", content="- two")
+        await s.call("append_section", path="a.md", heading="Week 42/Log", content="- three")
+    text = (root / "a.md").read_text()
+    assert "## Q3/Q4 plans\n- one\n" in text and subject == "append_section: a.md § Q3/Q4 plans"
+    assert "## Log [/] x\n- two\n" in text
+    assert "## Week 42\n- w\n\n### Log\n- three\n" in text  # a path under an existing parent

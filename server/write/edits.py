@@ -132,7 +132,10 @@ def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) ->
                 parent = find_section(doc, name.rsplit("/", 1)[0])
             except ReadError:
                 parent = None
-        title = name.rsplit("/", 1)[-1]
+        # `Week 42/Log` under an existing `Week 42` is `Log` there; with no such parent the
+        # name is the heading, whole: `Log [/] x` had written `## ] x`, and `Q3/Q4 plans` only
+        # `## Q4 plans`, while the commit subject named the whole (adversarial pass 3, N18)
+        title = name.rsplit("/", 1)[-1] if parent is not None else name
         lvl = level or (parent.level + 1 if parent else 2)
         block = f"{'#' * lvl} {title}{nl}{body}{nl}"
         if parent is not None:
