@@ -70,9 +70,30 @@ def folders_of(files: list[str]) -> list[str]:
     return sorted(out)
 
 
+def spelled(root: Path, rel: str) -> str:
+    """`rel` (NFC, as every path here is compared) as it is spelled on disk: a name made on
+    macOS may be NFD, and Linux opens only the bytes it has (adversarial pass 3, N16: such a
+    note could be neither moved nor deleted). A path that does not exist stays as given."""
+    if rel.isascii() or os.path.lexists(root / rel):
+        return rel
+    here, out = root, []
+    for part in rel.split("/"):
+        if not os.path.lexists(here / part):
+            try:
+                match = [n for n in os.listdir(here) if unicodedata.normalize("NFC", n) == part]
+            except OSError:
+                return rel
+            if len(match) != 1:
+                return rel
+            part = match[0]
+        out.append(part)
+        here = here / part
+    return "/".join(out)
+
+
 def _read(root: Path, rel: str) -> bytes | None:
     try:
-        return (root / rel).read_bytes()
+        return (root / spelled(root, rel)).read_bytes()
     except FileNotFoundError:
         return None
 
@@ -100,7 +121,7 @@ def refuse_links(root: Path, paths: list[str]) -> None:
     file it points to (a private key outside the vault, as a "symlink" blob) and deleted files
     outside the vault (adversarial pass 3, N7). The AI's writes refuse links the same way."""
     for rel in paths:
-        parts = rel.split("/")
+        parts = spelled(root, rel).split("/")
         for i in range(1, len(parts) + 1):
             if (root.joinpath(*parts[:i])).is_symlink():
                 link = "/".join(parts[:i])
@@ -159,7 +180,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     src = _clean_path(source, "the file to move")
     dst = _clean_path(dest, "the new path")
     refuse_links(root, [src, dst])
-    is_folder = (root / src).is_dir()
+    is_folder = (root / spelled(root, src)).is_dir()
     if not is_folder and src not in files:
         raise ActionError(f"{src} is not a file in the vault")
     if is_folder:
@@ -239,7 +260,7 @@ def plan_remove(root: Path, path: str) -> RemovePlan:
     rel = _clean_path(path, "the file to delete")
     refuse_links(root, [rel])
     data = _read(root, rel)
-    if data is None or not (root / rel).is_file():
+    if data is None or not (root / spelled(root, rel)).is_file():
         raise ActionError(f"{rel} is not a file in the vault")
     files = vault_files(root)
     config = _config(root)
@@ -340,7 +361,7 @@ class _Tree:
 
     def move(self, old: str, new: str) -> None:
         self._step()
-        src, dst = self.root / old, self.root / new
+        src, dst = self.root / spelled(self.root, old), self.root / new
         made = _missing_parents(dst)
         dst.parent.mkdir(parents=True, exist_ok=True)
         self.undo.append(lambda: _rmdirs(made))
@@ -351,7 +372,7 @@ class _Tree:
 
     def write(self, path: str, data: bytes, old: bytes | None) -> None:
         self._step()
-        target = self.root / path
+        target = self.root / (path if old is None else spelled(self.root, path))
         if old is None:
             made = _missing_parents(target)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -364,7 +385,7 @@ class _Tree:
 
     def remove(self, path: str, old: bytes) -> None:
         self._step()
-        target = self.root / path
+        target = self.root / spelled(self.root, path)
         os.unlink(target)
         self.undo.append(lambda: atomic_write(target, old))
 
@@ -403,20 +424,22 @@ def prune_empty_folders(root: Path, folders: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _action(root: Path, involved: list[str]) -> Iterator[None]:
+def _action(root: Path, involved: list[str]) -> Iterator[dict[str, str]]:
     """The write lock, a git state that allows a commit, and the owner's pending edits to the
-    files involved committed first."""
+    files involved committed first. Yields each path's spelling on disk (and so in git) as it
+    was before the action: the commit names what git has, an NFD name included."""
     store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
     with write_lock(root):
         refuse_links(root, involved)  # again under the lock: a link made since the preview
         try:
             store.check_repo()
-            store.snapshot(sorted(p for p in involved if (root / p).is_file()))
+            names = {p: spelled(root, p) for p in involved}
+            store.snapshot(sorted(d for d in names.values() if (root / d).is_file()))
         except StoreError as exc:
             raise ActionError(exc.for_owner) from None
         except GitError as exc:
             raise ActionError(str(exc)) from None
-        yield
+        yield names
 
 
 def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
@@ -439,7 +462,7 @@ def _unchanged(root: Path, originals: dict[str, bytes]) -> None:
 def apply_move(root: Path, plan: MovePlan) -> str:
     """Do the move the plan previewed; returns the commit's sha."""
     involved = sorted({*plan.moves, *plan.moves.values(), *plan.originals})
-    with _action(root, involved):
+    with _action(root, involved) as names:
         _unchanged(root, plan.originals)
         tree = _Tree(root)
         try:
@@ -447,7 +470,7 @@ def apply_move(root: Path, plan: MovePlan) -> str:
                 tree.move(old, new)
             for path, (before, after) in plan.edits.items():
                 tree.write(path, after.encode(), before.encode())
-            sha = _commit(root, involved, plan.subject, "move")
+            sha = _commit(root, [names[p] for p in involved], plan.subject, "move")
         except (OSError, GitError) as exc:
             tree.rollback()
             raise ActionError(
@@ -463,14 +486,14 @@ def _why(exc: BaseException) -> str:
 
 def apply_remove(root: Path, plan: RemovePlan) -> str:
     """`git rm` the file as one commit by the owner (revertable like any commit)."""
-    with _action(root, [plan.path]):
+    with _action(root, [plan.path]) as names:
         if _read(root, plan.path) is None:
             raise ActionError(f"{plan.path} is gone already")
         _unchanged(root, {plan.path: plan.original})
         tree = _Tree(root)
         try:
             tree.remove(plan.path, plan.original)
-            sha = _commit(root, [plan.path], f"remove: {plan.path}", "remove")
+            sha = _commit(root, [names[plan.path]], f"remove: {plan.path}", "remove")
         except (OSError, GitError) as exc:
             tree.rollback()
             raise ActionError(f"the delete failed and was undone: {_why(exc)}") from None

@@ -640,3 +640,24 @@ async def test_a_heading_with_a_slash_and_no_such_parent_is_written_whole(
     assert "## Q3/Q4 plans\n- one\n" in text and subject == "append_section: a.md § Q3/Q4 plans"
     assert "## Log [/] x\n- two\n" in text
     assert "## Week 42\n- w\n\n### Log\n- three\n" in text  # a path under an existing parent
+
+
+# -- N16: names in NFD (made on macOS) can be moved and deleted from the shell -------------
+
+
+def test_notes_named_in_nfd_can_be_moved_and_deleted(make_vault: Any) -> None:
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "café.md")
+    nfd2 = unicodedata.normalize("NFD", "thé.md")
+    root = make_vault({nfd: "# Café\n", nfd2: "# Thé\n", "links.md": "[[café]]\n"})
+    git(root, "config", "core.quotepath", "false")
+    r = vaultwatch_cli(root, "mv", str(root), "café.md", "moved.md")
+    assert r.returncode == 0, r.stderr
+    r = vaultwatch_cli(root, "rm", str(root), "thé.md", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert git(root, "status", "--porcelain") == ""
+    tracked = git(root, "ls-files").split()
+    assert tracked == ["links.md", "moved.md"], tracked
+    assert (root / "moved.md").read_text() == "# Café\n"
+    assert not (root / nfd).exists() and not (root / nfd2).exists()
