@@ -109,13 +109,12 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         stop(vault, ServerStopped(transport=transport, reason=reason))
-        if bind is None and _SIGNALLED.is_set():
-            # The SDK reads stdin in a thread blocked in read(); the interpreter waits for it
-            # at exit, so a client that signals but keeps stdin open kept us alive for good
-            # (adversarial pass 3, N12). Everything is stopped and journaled: leave now.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(0)
+        if _SIGNALLED.is_set():
+            # A signal ends the server even when the interrupt surfaced wrapped (not caught
+            # above): the SDK's stdin reader thread would keep a stdio server alive for as
+            # long as its client keeps stdin open (adversarial pass 3, N12).
+            leave()
+    leave()  # stopped cleanly (an error went on to its traceback through the finally above)
 
 
 _SIGNALLED = threading.Event()
@@ -151,6 +150,14 @@ def stop(vault: Vault, stopped: ServerStopped) -> None:
     # Still inside one embedding call after the wait: leave without the interpreter's shutdown
     # (the journal line is written; the vectors are derived and re-embedded on the next start).
     log.warning("recall's indexer did not stop in %.0f s; exiting without waiting", STOP_WAIT_S)
+    leave()
+
+
+def leave() -> None:
+    """Exit now that the vault is closed and the journal written. The interpreter's own
+    shutdown (freeing the embedding model, numpy, the SDK's modules) took 1.5-2 s more, during
+    which a client that closed stdin sees a server that has not exited, and signals it."""
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
