@@ -661,3 +661,14 @@ def test_notes_named_in_nfd_can_be_moved_and_deleted(make_vault: Any) -> None:
     assert tracked == ["links.md", "moved.md"], tracked
     assert (root / "moved.md").read_text() == "# Café\n"
     assert not (root / nfd).exists() and not (root / nfd2).exists()
+
+
+def test_deeply_nested_obsidian_settings_are_ignored_not_a_crash(make_vault: Any) -> None:
+    # .obsidian/ is synced vault content, less trusted still than our own state files
+    root = make_vault({"a.md": "# A\n", "b.md": "[[a]]\n"})
+    for rel in (".obsidian/app.json", ".obsidian/templates.json"):
+        (root / rel).parent.mkdir(exist_ok=True)
+        (root / rel).write_text(DEEP)
+    for args in (["mv", str(root), "a.md", "c.md"], ["health", str(root)]):
+        r = vaultwatch_cli(root, *args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr[-400:])
