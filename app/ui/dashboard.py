@@ -9,7 +9,7 @@ import gc
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -19,6 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
@@ -33,6 +34,7 @@ from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal, help_entries
+from .shown import ShowControls
 
 if TYPE_CHECKING:
     from .insights import TagsScreen
@@ -56,6 +58,7 @@ class ReviewChanged(Message):
 
 
 class Dashboard(App[None]):
+    SHOW_CONTROLS = ShowControls()
     CSS_PATH = str(
         Path(__file__).with_name("dashboard.tcss")
     )  # absolute: subclasses live elsewhere
@@ -70,6 +73,10 @@ class Dashboard(App[None]):
             "R", "restart_server", "Restart server", show=False, tooltip="restart the vault server"
         ),
     ]
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # every line drawn, whatever widget: a control character is shown, never sent (shown.py)
+        return [*super().get_line_filters(), self.SHOW_CONTROLS]
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import GitError, state_dir
+from server.core.gitrepo import GitError, load_state_json, state_dir
 from server.notes.paths import (
     NOTE_EXTENSIONS,
     PathPolicy,
@@ -979,8 +979,8 @@ def _rules_of(cfg: Config) -> dict[str, Any]:
 
 def _read_last_good(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(_last_good_path(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_state_json(_last_good_path(root))
+    except (OSError, ValueError):  # StateDamaged is a ValueError
         return None
     ok = isinstance(data, dict) and all(
         isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])

@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     ignore_lease_breaks()  # writes take file leases: an editor's save in flight is not lost
     if args.exit_with_parent:
         _watch_parent()
@@ -96,6 +97,11 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         stop(vault, ServerStopped(transport=transport, reason=reason))
+        if _SIGNALLED.is_set():
+            # A signal ends the server even when the interrupt surfaced wrapped (not caught
+            # above): the SDK's stdin reader thread would keep a stdio server alive for as
+            # long as its client keeps stdin open (adversarial pass 3, N12).
+            leave()
     leave()  # stopped cleanly (an error went on to its traceback through the finally above)
 
 
@@ -118,7 +124,11 @@ def open_vault(root: Path) -> Vault:
     return vault
 
 
+_SIGNALLED = threading.Event()
+
+
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    _SIGNALLED.set()
     raise KeyboardInterrupt
 
 

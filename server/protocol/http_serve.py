@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from server.core.gitrepo import state_dir
 from server.protocol.args import is_loopback
 from server.protocol.connect import claude_mcp_add_http
-from server.protocol.http_guard import guard
+from server.protocol.http_guard import TokenFile, guard
 
 
 def read_or_create_token(path: Path) -> str:
@@ -40,7 +40,7 @@ def http_app(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None
     connect, printed on stderr. The token itself is never printed: the snippet reads it from
     its file when pasted."""
     token_path = Path(token_file) if token_file else state_dir(root) / "token"
-    token = read_or_create_token(token_path)
+    read_or_create_token(token_path)  # made on first use; each request checks the file as it is
     host, port = bind
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -48,7 +48,9 @@ def http_app(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None
     sock.bind((host, port))
     sock.listen(128)
     port = sock.getsockname()[1]
-    app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
+    app = guard(
+        mcp.streamable_http_app(host=host), TokenFile(token_path), loopback_only=is_loopback(host)
+    )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/mcp"
     said = (
