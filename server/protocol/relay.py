@@ -596,6 +596,20 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _exit_on_signals() -> None:
+    """A client that stops its server (SIGTERM, Ctrl-C, a closed terminal) gets a clean exit at
+    once, whatever the pump threads are blocked on: the relay holds nothing that needs saving
+    (a call in flight finishes, or is rolled back, in the resident), and the resident sees the
+    connection close."""
+    import signal
+
+    def leave(_signum: int, _frame: object) -> None:
+        os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, leave)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     import resource
@@ -617,6 +631,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         else:
             assert link is not None
+            _exit_on_signals()
             raise SystemExit(Relay(root, link).run())
     from server.protocol.cli import main as serve_here
 
