@@ -126,6 +126,7 @@ def recall(
     limit: int = 8,
     type: str | None = None,
     folder: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
     sem = vault.semantic()
     if sem is None:
@@ -137,7 +138,7 @@ def recall(
         )
     cfg = vault.config
     pq = parsed_query(query) if query else None
-    wanted = query_filter(cfg, pq, type, folder)
+    wanted = query_filter(cfg, pq, type, folder, include_superseded=include_superseded)
     negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()

@@ -32,6 +32,8 @@ from server.notes.dates import as_date
 from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_note, is_protected, new_name_problem
+from server.notes.superseded import BY_FIELD, DATE_FIELD, STATUS, STATUS_FIELD, by_link
+from server.services.supersede import chain, successor
 from server.vault import Vault, VaultError
 from server.write.edits import (
     EditError,
@@ -59,6 +61,7 @@ from server.write.write_ops import (
     CreateDoc,
     EditText,
     ReplaceDoc,
+    SupersedeDoc,
     UpdateFrontmatter,
     WriteOp,
 )
@@ -164,6 +167,7 @@ class Plan:
         # (folder, casefolded title) -> path of each note this call creates: a batch's second
         # note of one title in one folder is the first, as it is once the first is on disk
         self.created: dict[tuple[str, str], str] = {}
+        self.superseded: dict[str, str] = {}  # path -> the note replacing it, in this call
 
     def file(self, raw: str, *, must_exist: bool = True) -> _File:
         try:
@@ -516,6 +520,69 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
     return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
 
 
+def op_supersede(p: Plan, a: SupersedeDoc) -> Outcome:
+    """Mark `path` replaced by `by`: three frontmatter keys, every other byte as it was. `by`
+    must be a note the AI can read (or one this batch creates), not `path`, and must not lead
+    back to `path` through the notes that replace it (a -> b -> a would hide both)."""
+    f = p.file(a.path)
+    p.check_hash(f, a.hash)
+    assert f.text is not None
+    planned = p.files.get(_rel_or_none(p, a.by) or "")
+    if planned is not None and planned.text is not None:
+        by = planned.rel
+    else:
+        try:
+            by = p.vault.resolve(a.by).rel
+        except VaultError as exc:
+            hint = (
+                "create the replacing note first (create_doc), then supersede this one with its path"
+                if exc.code == "not_found"
+                else PATH_HINTS.get(exc.code, "name a note list_docs shows")
+            )
+            raise Rejected(exc.code, f"by: {exc.message}", hint, [f.rel]) from exc
+    if by == f.rel:
+        raise Rejected(
+            "supersede_self",
+            f"{f.rel} cannot be superseded by itself",
+            "name the note that replaces it in by",
+            [f.rel],
+        )
+    entries = p.vault.entries()
+    loop = chain(by, entries, {**p.superseded, f.rel: by})
+    if f.rel in loop:
+        path = " -> ".join([f.rel, *loop[: loop.index(f.rel) + 1]])
+        raise Rejected(
+            "supersede_loop",
+            f"superseding {f.rel} by {by} makes a loop ({path}): every note in it would be "
+            "hidden as replaced by another",
+            f"{by} is itself marked superseded; read it (read_doc says by what), and supersede "
+            f"{f.rel} by the note that holds now",
+            [f.rel],
+        )
+    fm = p.doc(f).frontmatter
+    if successor(fm, {**entries, by: None}) == by:  # already so: nothing to change, not the date
+        return Outcome(f.rel, subject="")
+    keys = {
+        STATUS_FIELD: STATUS,
+        BY_FIELD: by_link(by),
+        DATE_FIELD: date.today().isoformat(),
+    }
+    try:
+        f.text = update_frontmatter(f.text, keys)
+    except EditError as exc:
+        hint = exc.hint or "fix the YAML with replace_doc"
+        raise Rejected(exc.code, exc.message, hint, [f.rel]) from exc
+    p.superseded[f.rel] = by
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel} by {by}: {a.reason.strip()}")
+
+
+def _rel_or_none(p: Plan, raw: str) -> str | None:
+    try:
+        return p.vault.resolve(raw, must_exist=False).rel
+    except VaultError:
+        return None
+
+
 def plan_op(p: Plan, a: WriteOp) -> Outcome:
     """Plan one operation: the one dispatch from an operation's arguments to its planning."""
     match a:
@@ -529,6 +596,8 @@ def plan_op(p: Plan, a: WriteOp) -> Outcome:
             return op_frontmatter(p, a)
         case ReplaceDoc():
             return op_replace(p, a)
+        case SupersedeDoc():
+            return op_supersede(p, a)
         case _:
             assert_never(a)
 
