@@ -28,6 +28,7 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    dedupe_bench,
     health_bench,
     reads_bench,
     review_bench,
@@ -177,7 +178,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, dedupe",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -225,6 +226,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "dedupe" in only:
+        print("\nsearch before store (create_doc)")
+        results.append({"bench": "dedupe", **dedupe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

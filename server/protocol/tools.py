@@ -46,7 +46,6 @@ from server.services.context import build_context
 from server.services.listing import list_docs as run_list_docs
 from server.services.listing import list_tags as run_list_tags
 from server.services.recall import recall as run_recall
-from server.services.recall import similar_notes
 from server.services.supersede import notice as superseded_notice
 from server.services.text_search import search_text as run_search
 from server.services.writes import (
@@ -230,13 +229,6 @@ class ToolKit:
             return self.result(ctx, tool, data, res.paths, noop=True)
         # The commit exists: whatever fails from here is reported beside it, never instead.
         after_commit(res, "the meaning index", lambda: self.vault.semantic_after_write(res.paths))
-        created = [o.path for o in res.outcomes if o.created]
-        if created and tool in (ToolName.CREATE_DOC, ToolName.BATCH):
-
-            def similar() -> None:
-                data["similar"] = similar_notes(self.vault, created) or None
-
-            after_commit(res, "similar notes", similar)
         data["after_commit"] = res.after_commit or None
         return self.result(ctx, tool, data, res.paths, commit=res.commit)
 

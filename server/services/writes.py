@@ -33,6 +33,7 @@ from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_note, is_protected, new_name_problem
 from server.notes.superseded import BY_FIELD, DATE_FIELD, STATUS, STATUS_FIELD, by_link
+from server.services.dedupe import SHOWN, near_notes
 from server.services.supersede import chain, successor
 from server.vault import Vault, VaultError
 from server.write.edits import (
@@ -136,6 +137,7 @@ class Outcome:
     existing: bool = False  # create_doc found the note already there
     warnings: list[str] = field(default_factory=list)
     subject: str = ""
+    similar: list[dict[str, Any]] = field(default_factory=list)  # create_doc: see dedupe
 
 
 def slugify(text: str, limit: int = 80) -> str:
@@ -515,9 +517,34 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
             "embed only files that are in the vault",
             [f.rel],
         )
+    similar = _search_before_store(p, f.rel, text, a.distinct_from or [])
     f.text = text
     p.created[(folder, title.casefold())] = f.rel
-    return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
+    return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}", similar=similar)
+
+
+def _search_before_store(
+    p: Plan, rel: str, text: str, distinct_from: list[str]
+) -> list[dict[str, Any]]:
+    """Refuse a new note the vault already holds (dedupe.near_notes), unless the call named
+    the notes it was found close to in `distinct_from`; else the closest, to list as similar."""
+    near = near_notes(p.vault, rel, text)
+    named = {r for raw in distinct_from if (r := _rel_or_none(p, raw)) is not None}
+    same = [n for n in near if n.refuse and n.path not in named]
+    if same:
+        shown = same[:SHOWN]
+        paths = ", ".join(repr(n.path) for n in shown)
+        raise Rejected(
+            "near_duplicate",
+            f"the vault already has {'a note' if len(same) == 1 else f'{len(same)} notes'} "
+            f"saying nearly what {rel} would: " + "; ".join(n.said() for n in shown),
+            "read it and add what is new there (append_section, edit_text); if the new note "
+            "replaces it, write the new note with distinct_from and then call supersede_doc("
+            f"path=<old note>, by=<new note>); if you read it and yours says something else, "
+            f"call create_doc again with distinct_from: [{paths}]",
+            [rel],
+        )
+    return [n.to_json() for n in near[:SHOWN]]
 
 
 def op_supersede(p: Plan, a: SupersedeDoc) -> Outcome:
@@ -1125,6 +1152,8 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
         out["note"] = "the note already had exactly this content; nothing was committed"
     if res.warnings.get(o.path):
         out["warnings"] = res.warnings[o.path]
+    if o.similar and res.commit is not None:
+        out["similar"] = o.similar
     if res.after_commit:
         out["after_commit"] = res.after_commit
     if res.diff:
@@ -1138,9 +1167,13 @@ def batch_result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str,
     for o in res.outcomes:
         item = {"path": o.path, "hash": o.hash or res.hashes.get(o.path), "created": o.created}
         results.append({k: v for k, v in item.items() if v is not None})
+    similar = sorted(
+        {s["path"]: s for o in res.outcomes for s in o.similar}.values(), key=lambda s: -s["score"]
+    )
     return {
         "commit": res.commit,
         "results": results,
+        "similar": similar[:SHOWN] if similar and res.commit is not None else None,
         "noop": True if res.commit is None else None,
         "warnings": res.warnings or None,
         "diff": _diff_in_result(res.diff, limit) if res.diff else None,
