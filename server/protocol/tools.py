@@ -31,6 +31,7 @@ from server.index.search import IndexUnavailable
 from server.notes.filters import QueryError
 from server.notes.reading import ReadError, about_note, content_budget, read_slice
 from server.notes.superseded import is_superseded
+from server.protocol.prompts import register_prompts
 from server.protocol.results import (
     BatchOut,
     ContextResult,
@@ -816,4 +817,5 @@ def build_server(vault: Vault, *, read_only: bool = False) -> MCPServer:
     register_read_tools(mcp, kit)
     if not read_only:
         register_write_tools(mcp, kit)
+    register_prompts(mcp, vault, read_only=read_only)
     return mcp
