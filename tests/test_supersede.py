@@ -199,3 +199,61 @@ async def test_health_lists_superseded_notes_and_the_screen_offers_delete(
         await until(pilot, lambda: f"superseded:{OLD}" not in screen.by_id)
     assert not (example_vault / OLD).exists()
     assert "Vaultwatch-Action: remove" in git(example_vault, "log", "-1", "--format=%B")
+
+
+@pytest.mark.semantic
+def test_health_lists_same_subject_pairs_older_first_with_their_score(
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two notes on one subject, the second written 30 days after the first: listed for the
+    owner to judge, older first; a pair close enough to be a near-duplicate is listed as that
+    instead (once), and a superseded note is in no pair."""
+    from server.services import health
+    from server.vault import Vault
+
+    old = "# Payment retry policy\n\nRetry a failed card payment three times, one minute apart, then email the customer.\n"
+    new = "# Payment retry policy, revised\n\nRetry a failed card payment five times, two minutes apart, then email the customer.\n"
+    month_ago = "2026-10-01T12:00:00+00:00"
+    monkeypatch.setenv("GIT_AUTHOR_DATE", month_ago)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", month_ago)
+    root = make_vault(
+        {
+            "vault.config.yaml": "health: {duplicate_score: 0.95}\n",
+            "notes/retry.md": old,
+            "notes/garden.md": GARDEN,
+        }
+    )
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    (root / "notes/retry-2026.md").write_text(new, encoding="utf-8")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "newer")
+
+    def findings(vault: Vault) -> list[health.Finding]:
+        sem = vault.semantic()
+        assert sem is not None
+        sem.reconcile({p: e.doc for p, e in vault.entries().items()}, vault.note_meta)
+        return health.check(vault).findings
+
+    vault = Vault(root)
+    try:
+        found = findings(vault)
+        pairs = [f for f in found if f.kind == "same_subject"]
+        assert [(f.path, f.other) for f in pairs] == [("notes/retry.md", "notes/retry-2026.md")]
+        assert pairs[0].score is not None and 0.75 <= pairs[0].score < 0.95
+        assert pairs[0].days is not None and pairs[0].days >= 30
+        assert f"(score {pairs[0].score:.2f})" in pairs[0].reason
+        assert "delete" in pairs[0].actions
+        assert not [f for f in found if f.kind == "duplicate"]
+        # at the default near-duplicate score (0.85) the pair is a near-duplicate, listed once
+        (root / "vault.config.yaml").write_text("health: {}\n", encoding="utf-8")
+        vault.close()
+        vault = Vault(root)
+        found = findings(vault)
+        pairs_now = [f.kind for f in found if f.kind in ("duplicate", "same_subject")]
+        assert pairs_now == ["duplicate"]
+    finally:
+        vault.close()
+
+
+GARDEN = "# Tomatoes\n\nWater the tomatoes at dawn and stake them before the first storm.\n"

@@ -550,7 +550,7 @@ async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) ->
     assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"}
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert len(tools) == 12
+    assert len(tools) == 13
     assert all(
         t.annotations.read_only_hint is False
         for n, t in tools.items()

@@ -64,8 +64,8 @@ TITLES = {
     "duplicate": "Near-duplicates",
     "stale": "Stale open items",
     "too_big": "Too big to read in one call",
-    "superseded": "Superseded (the AI no longer sees them)",
-    "same_subject": "Same subject, newer (overturned?)",
+    "superseded": "Superseded",
+    "same_subject": "Same subject, newer",
 }
 # What the owner can do with each kind (the screen offers these keys; the CLI prints them).
 ACTIONS = {
