@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from server.core.budget import fit_text
 from server.index.search import IndexBroken, IndexUnavailable
 from server.index.units import units_of
 from server.notes.note import decode, parse_doc
@@ -67,10 +68,10 @@ class Near:
             "title": "the same title",
             "words": f"nearly the same words, score {self.score:.2f}",
         }[self.why]
-        return f"{self.path} ({self.title!r}: {how})"
+        return f"{fit_text(self.path, 300)} ({fit_text(self.title, 120)!r}: {how})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "title": self.title, "score": self.score}
+        return {"path": self.path, "title": fit_text(self.title, 120), "score": self.score}
 
 
 def script_of(text: str) -> str:
