@@ -21,6 +21,7 @@ the vault's entries). No MCP here.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from server.notes.note import decode, parse_doc
 from server.notes.superseded import is_superseded
 from server.notes.textfold import CJK, fold, query_tokens
 from server.vault import Vault
+
+log = logging.getLogger("vaultwatch.dedupe")
 
 # Thresholds on semantic.overlap, chosen on tests/apisix_docs (71 pages in English and the same
 # 71 in Chinese) and example_vault: see bench/dedupe_bench.py for the figures.
@@ -107,16 +110,23 @@ def near_notes(
     doc = parse_doc(path, text.encode("utf-8"))
     found: dict[str, Near] = {}
     key = title_key(doc.title)
-    if len(key) >= TITLE_MIN and not key.isdigit():
+    # a title the note gives itself: a file name (notes.md, README.md) says little of content
+    named = doc.title != doc.stem
+    if named and len(key) >= TITLE_MIN and not key.isdigit():
         for p, e in entries.items():
             if keep(p) and title_key(e.doc.title) == key:
                 found[p] = Near(p, e.doc.title, 1.0, "title", True)
     sem = vault.semantic()
+    pool: list[tuple[str, float, bool]] | None = None
     if sem is not None and sem.ready and sem.error is None:
-        units = units_of(doc, text)
-        vecs = sem.embedder.encode([u.text for u in units])
-        mine = script_of(" ".join(u.excerpt for u in units) or doc.title)
-        pool = [(p, score, script_of(ex) == mine) for p, score, ex in sem.overlaps(vecs, keep)]
+        try:
+            units = units_of(doc, text)
+            vecs = sem.embedder.encode([u.text for u in units])
+            mine = script_of(" ".join(u.excerpt for u in units) or doc.title)
+            pool = [(p, score, script_of(ex) == mine) for p, score, ex in sem.overlaps(vecs, keep)]
+        except Exception:  # recall's problems stay recall's: the words decide instead
+            log.exception("search before store: comparing by meaning failed")
+    if pool is not None:
         across = sorted((score for _, score, same in pool if not same), reverse=True)
         for p, score, same in pool:
             if p in found or score < SIMILAR:
