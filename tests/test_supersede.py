@@ -53,7 +53,7 @@ async def test_supersede_hides_a_note_and_read_doc_says_what_replaced_it(
     assert OLD not in paths_of(found, "hits") and OLD in paths_of(asked, "docs")
     assert OLD in paths_of(asked_search, "hits")
     # said first, with the replacing note's title and path
-    text = raw.content[0].text  # type: ignore[union-attr]
+    text = raw.content[0].text
     assert next(iter(json.loads(text))) == "superseded"
     assert "'Idempotency keys' (study/idempotency-keys.md)" in read["superseded"]
     # every other byte as it was: the three keys are added at the end of the frontmatter

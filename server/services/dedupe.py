@@ -54,6 +54,9 @@ TITLE_MIN = 4  # characters of a folded title for "same title" to mean anything
 LEXICAL_POOL = 10  # notes sharing the rarest words that the lexical check reads
 RARE_WORDS = 24  # of the new note's words, the rarest in the vault, to find those notes by
 TEXT_CHARS = 20_000  # of a note read for its words
+# a new note of fewer distinct words is not judged by its words: a line or two shared with
+# another note is most of such a note, and says nothing of whether it is the same note
+LEXICAL_MIN_WORDS = 20
 SHOWN = 3  # notes named in a refusal or listed as similar
 
 
@@ -86,8 +89,9 @@ def script_of(text: str) -> str:
 
 
 def title_key(title: str) -> str:
-    """A title as "the same title" compares it: folded, letters and digits only."""
-    return re.sub(r"[\W_]+", "", fold(title))
+    """A title as "the same title" compares it: folded, punctuation and spacing as one space
+    (words stay apart: "W1 10" is not "W11 0")."""
+    return re.sub(r"[\W_]+", " ", fold(title)).strip()
 
 
 def near_notes(
@@ -112,7 +116,7 @@ def near_notes(
     key = title_key(doc.title)
     # a title the note gives itself: a file name (notes.md, README.md) says little of content
     named = doc.title != doc.stem
-    if named and len(key) >= TITLE_MIN and not key.isdigit():
+    if named and len(key.replace(" ", "")) >= TITLE_MIN and not key.replace(" ", "").isdigit():
         for p, e in entries.items():
             if keep(p) and title_key(e.doc.title) == key:
                 found[p] = Near(p, e.doc.title, 1.0, "title", True)
@@ -160,7 +164,7 @@ def lexical_overlaps(
     try:
         entries = vault.searchable_entries()
         mine = _words(text)
-        if not mine:
+        if len(mine) < LEXICAL_MIN_WORDS:
             return []
         df = vault.search.doc_counts(sorted(mine))
         rare = sorted((t for t in mine if df[t] > 0), key=lambda t: (df[t], t))[:RARE_WORDS]
