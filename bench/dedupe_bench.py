@@ -47,6 +47,7 @@ def _text(vault: Vault, path: str) -> str:
 def _apisix(vault: Vault, label: str) -> dict[str, Any]:
     pages = sorted(p for p in vault.entries() if p.startswith(("en/", "zh/")))
     caught = false = 0
+    how: dict[str, int] = {}
     misses: list[str] = []
     wrong: list[str] = []
     spent = []
@@ -56,8 +57,10 @@ def _apisix(vault: Vault, label: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         near = dedupe.near_notes(vault, p, text)
         spent.append(time.perf_counter() - t0)
-        if any(n.refuse and n.path == twin for n in near):
+        hit = next((n for n in near if n.refuse and n.path == twin), None)
+        if hit is not None:
             caught += 1
+            how[hit.why] = how.get(hit.why, 0) + 1
         else:
             misses.append(p)
         alone = dedupe.near_notes(vault, p, text, leave_out=frozenset({twin}))
@@ -67,7 +70,8 @@ def _apisix(vault: Vault, label: str) -> dict[str, Any]:
             wrong.append(f"{p} -> {refused[0].path} ({refused[0].why} {refused[0].score})")
     n = len(pages)
     print(
-        f"  {label}: caught {caught}/{n} ({caught / n:.1%}) translations; "
+        f"  {label}: caught {caught}/{n} ({caught / n:.1%}) translations "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(how.items()))}); "
         f"false refusals {false}/{n} ({false / n:.1%}); "
         f"check {1000 * sorted(spent)[len(spent) // 2]:.0f} ms median"
     )

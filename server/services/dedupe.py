@@ -115,7 +115,7 @@ def near_notes(
     found: dict[str, Near] = {}
     key = title_key(doc.title)
     # a title the note gives itself: a file name (notes.md, README.md) says little of content
-    named = doc.title != doc.stem
+    named = bool(doc.h1) or isinstance(doc.frontmatter.get("title"), str)
     if named and len(key.replace(" ", "")) >= TITLE_MIN and not key.replace(" ", "").isdigit():
         for p, e in entries.items():
             if keep(p) and title_key(e.doc.title) == key:
