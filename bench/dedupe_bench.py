@@ -112,6 +112,12 @@ def run() -> dict[str, Any]:
                 try:
                     out[f"apisix_{mode}"] = _apisix(a, f"apisix, by {mode}")
                     out[f"example_{mode}"] = _example(e, f"example_vault, by {mode}")
+                    if mode == "meaning":  # what meaning alone catches: titles off
+                        kept, dedupe.TITLE_MIN = dedupe.TITLE_MIN, 10**9
+                        try:
+                            out["apisix_meaning_alone"] = _apisix(a, "apisix, by meaning alone")
+                        finally:
+                            dedupe.TITLE_MIN = kept
                 finally:
                     a.close()
                     e.close()
