@@ -46,6 +46,7 @@ EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
         "include_superseded?",
     ],
     "recall": ["query?", "path?", "limit?", "type?", "folder?", "include_superseded?"],
+    "transcribe_recording": ["path", "offset?"],
     "create_doc": ["type?", "path?", "fields?", "body?", "tags?", "distinct_from?"],
     "append_section": ["path", "heading", "content", "hash?"],
     "edit_text": ["path", "old", "new", "count?", "hash?"],
@@ -63,6 +64,7 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "read_doc": (True, True),
     "search_text": (True, True),
     "recall": (True, True),
+    "transcribe_recording": (True, True),
     "create_doc": (False, True),
     "append_section": (False, False),
     "edit_text": (False, False),
@@ -72,7 +74,15 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "batch": (False, False),
 }
 
-READ_TOOLS = ["get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"]
+READ_TOOLS = [
+    "get_context",
+    "list_docs",
+    "list_tags",
+    "read_doc",
+    "search_text",
+    "recall",
+    "transcribe_recording",
+]
 
 
 def parameters(schema: dict[str, Any]) -> list[str]:

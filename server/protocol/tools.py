@@ -39,6 +39,7 @@ from server.protocol.results import (
     ListTagsResult,
     ReadDocResult,
     RecallResult,
+    RecordingResult,
     SearchResult,
     WriteOut,
 )
@@ -47,6 +48,7 @@ from server.services.context import build_context
 from server.services.listing import list_docs as run_list_docs
 from server.services.listing import list_tags as run_list_tags
 from server.services.recall import recall as run_recall
+from server.services.recordings import recording_result
 from server.services.supersede import notice as superseded_notice
 from server.services.text_search import search_text as run_search
 from server.services.writes import (
@@ -537,6 +539,24 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
             include_superseded=include_superseded,
         )
         return res, [h["path"] for h in res["hits"]]
+
+    @kit.read_tool(mcp, title="Transcribe and measure a recording", output=RecordingResult)
+    def transcribe_recording(
+        path: Annotated[
+            str, Field(description="audio file in the vault (wav, mp3, m4a, ogg, webm)")
+        ],
+        offset: Annotated[
+            int, Field(ge=0, description="transcript char offset to continue from (see next)")
+        ] = 0,
+    ) -> Reply:
+        """Transcribe a practice recording on the owner's machine and measure it: speaking
+        rate (words/min; characters/min for Chinese), every pause with its times, long pauses
+        (2 s or more by default), when the first sentence ends, filler words, and the
+        transcript with timed segments. Use these numbers when you score a session instead of
+        estimating them; write them into the session note with the write tools. The first call
+        on a recording can take a while (about a tenth of its length); later ones are instant.
+        Long transcripts are paged: `next` says how to get the rest."""
+        return recording_result(vault, path, offset), [path]
 
 
 def _write_annotations(idempotent: bool) -> ToolAnnotations:

@@ -967,8 +967,7 @@ def apply(
     pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
     try:
         with store.locked():
-            store.check_repo()
-            store.recover_locked()  # a writer that died mid-write (another server) is undone first
+            store.begin()  # git allows a commit; a writer that died mid-write is undone first
             for attempt in range(1, REPLANS + 1):
                 try:
                     return _apply_once(vault, store, tool, client, ops, message)
