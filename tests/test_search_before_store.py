@@ -17,18 +17,24 @@ from .conftest import git, head
 pytestmark = pytest.mark.anyio
 
 KEYS = "study/idempotency-keys.md"
+# the same note again in other words here and there (scores 0.84 against it; the bar is 0.80)
 COPY_EN = """\
 # Safe payment retries
 
-Making a payment retry safe: the client sends a unique key with every logical request. The
-server stores that key together with the response, in the same transaction as the side effect.
-A retry carrying the same key gets the stored response back instead of being charged twice.
+How to make retrying a payment safe: the client sends a unique key with each logical request.
+The server stores the key together with the response, in the same transaction as the side
+effect. A retry with the same key gets the stored response back instead of charging twice.
 
 ## Details
-- Keys expire after 24 hours; a client must never reuse a key for another request body.
-- Keep a fingerprint of the request body and reject a key reused with a different body (422).
-- Concurrent retries: lock the key's row, or insert the key first under a unique constraint.
+- Keys expire after 24 hours; clients must not reuse a key for another request body.
+- Store a fingerprint of the request body and reject a key reused with a different body (HTTP 422).
+- Concurrent retries: lock the key's row, or insert it first under a unique constraint.
+
+## Related
+The outbox pattern publishes events in the same transaction, so downstream consumers see
+each payment exactly once.
 """
+# a Chinese translation, with the original's tags (0.66 against it, 0.36 against the next note)
 COPY_ZH = """\
 # 幂等键
 
@@ -38,7 +44,11 @@ COPY_ZH = """\
 - 键在 24 小时后过期；客户端不能把同一个键用于不同的请求体。
 - 保存请求体的指纹，拒绝用另一个请求体重用的键（HTTP 422）。
 - 并发重试：对键所在的行加锁，或者先在唯一约束下插入这个键。
+
+## 相关
+发件箱模式在同一个事务中发布事件，因此下游消费者对每笔支付恰好只看到一次。
 """
+ZH_ARGS = {"fields": {"topic": "幂等键"}, "tags": ["idempotency", "databases", "system-design"]}
 GARDEN = "# Tomatoes\n\nWater the tomatoes at dawn and stake them before the first storm.\n"
 
 
@@ -60,14 +70,17 @@ async def test_a_duplicate_is_refused_in_the_same_and_the_other_language(
         await recall_ready(s)
         sha = head(example_vault)
         same = await s.error("create_doc", path="inbox/retries.md", body=COPY_EN)
-        other = await s.error("create_doc", path="inbox/幂等键.md", body=COPY_ZH)
+        other = await s.error("create_doc", path="inbox/幂等键.md", body=COPY_ZH, **ZH_ARGS)
         in_batch = await s.error(
-            "batch", ops=[{"tool": "create_doc", "args": {"path": "inbox/zh.md", "body": COPY_ZH}}]
+            "batch",
+            ops=[
+                {"tool": "create_doc", "args": {"path": "inbox/zh.md", "body": COPY_ZH, **ZH_ARGS}}
+            ],
         )
         assert head(example_vault) == sha and not (example_vault / "inbox/retries.md").exists()
         garden = await s.call("create_doc", path="inbox/garden.md", body=GARDEN)
         made = await s.call(
-            "create_doc", path="inbox/幂等键.md", body=COPY_ZH, distinct_from=[KEYS]
+            "create_doc", path="inbox/幂等键.md", body=COPY_ZH, distinct_from=[KEYS], **ZH_ARGS
         )
         # the new note replaces the old one: the old one leaves recall (and comes back if asked)
         await s.call("supersede_doc", path=KEYS, by="inbox/幂等键.md", reason="rewritten")
