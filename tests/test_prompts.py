@@ -91,3 +91,22 @@ async def test_a_read_only_server_has_start_only(connect: Any, example_vault: Pa
     async with connect(example_vault, read_only=True) as s:
         listed = (await s.client.list_prompts()).prompts
     assert [p.name for p in listed] == ["start"]
+
+
+async def test_start_fits_the_result_budget_as_serialized(
+    connect: Any, example_vault: Path
+) -> None:
+    """The prompt is the instructions plus get_context's text: together, JSON-escaped as the
+    client receives them, they stay under limits.result_chars (the context gives way)."""
+    cfg = example_vault / "vault.config.yaml"
+    text = cfg.read_text(encoding="utf-8").replace(
+        "limits: {result_chars: 40000, batch_ops: 200}", "limits: {result_chars: 4000}"
+    )
+    cfg.write_text(text, encoding="utf-8")
+    async with connect(example_vault) as s:
+        r = await s.client.get_prompt("start")
+    sent = r.model_dump_json(by_alias=True, exclude_none=True)
+    assert len(sent) <= 4000, len(sent)
+    block = r.messages[0].content
+    assert isinstance(block, TextContent)
+    assert block.text.startswith(DEFAULTS["start"]) and "get_context:\n{" in block.text

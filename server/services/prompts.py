@@ -7,9 +7,10 @@ No MCP here: `protocol.prompts` registers them.
 
 from __future__ import annotations
 
+import copy
 import logging
 
-from server.core.budget import fit_result, fit_text, paths_named
+from server.core.budget import escaped_len, fit_result, fit_text, json_len, paths_named
 from server.services.context import build_context
 from server.vault import Vault, VaultError
 
@@ -49,6 +50,7 @@ DESCRIPTIONS = {
     "again, cannot be found elsewhere and will still hold; search first, then write",
 }
 PROMPT_CHARS = 20_000  # of a vault's prompt note: a prompt is instructions, not a library
+PROMPT_ENVELOPE = 300  # the prompt result's JSON around its text (messages, role, type)
 
 
 def prompt_text(vault: Vault, name: str) -> str:
@@ -81,12 +83,25 @@ def render_start(vault: Vault) -> tuple[str, list[str]]:
     """`start`: its instructions, the owner's open feedback, then get_context's text exactly
     as the tool would return it now (build_context through the tools' last step, as
     context.context_text does); and the notes that text names, for the journal."""
-    parts = [prompt_text(vault, "start")]
+    limit = vault.config.limits.result_chars
+    parts = [fit_text(prompt_text(vault, "start"), limit // 5)]
     feedback = open_feedback(vault)
     if feedback:
-        parts.append(f"Open feedback from the owner:\n{feedback}")
-    data, _ = build_context(vault)
-    data, text = fit_result(data, vault.config.limits.result_chars)
+        parts.append(fit_text(f"Open feedback from the owner:\n{feedback}", limit // 5))
+    # the whole prompt, as the client receives it (JSON-escaped), stays under the budget: the
+    # context gets what the instructions leave, measured escaped (its quotes count twice)
+    target = limit - json_len("\n\n".join(parts)) - PROMPT_ENVELOPE
+    full, _ = build_context(vault)
+    room = target
+    data, text = fit_result(copy.deepcopy(full), room)
+    for _ in range(8):  # bounded: each pass takes off what the last one was over
+        over = escaped_len(text) - target
+        if over <= 0:
+            break
+        room -= over + 50
+        data, text = fit_result(copy.deepcopy(full), max(room, 200))
+    if escaped_len(text) > target:  # a budget too small for any context: say where it is
+        data, text = {}, "(too long for this prompt: call get_context)"
     parts.append(f"get_context:\n{text}")
     return "\n\n".join(parts), paths_named(data)
 
