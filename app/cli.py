@@ -267,9 +267,9 @@ def _print_changes(changes: list[FileChange]) -> None:
         old, new = ch.old.splitlines(keepends=True), ch.new.splitlines(keepends=True)
         name = f"{ch.old_path} → {ch.path}" if ch.old_path else ch.path
         print(f"== {name} ({ch.status})")
-        for line in difflib.unified_diff(old, new, n=2):
-            if line.startswith(("---", "+++")):
-                continue
+        # the first two lines are the file header; a removed line of the note's own that
+        # starts with "--" (a YAML fence, a signature) reads "---" too and must stay
+        for line in list(difflib.unified_diff(old, new, n=2))[2:]:
             print(line.rstrip("\n"))
 
 

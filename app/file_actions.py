@@ -34,7 +34,7 @@ from server.core.gitrepo import (
 )
 from server.notes.config import Config, DocType, load_config
 from server.notes.entry import classify
-from server.notes.links import LinkIndex, rewrite_links
+from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.write.journal import Journal
@@ -180,10 +180,11 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     texts = _texts(root, files, exts)
     before = LinkIndex(files)
     after = LinkIndex([moves.get(f, f) for f in files])
+    settings = link_settings(root)
     edits: dict[str, tuple[str, str]] = {}
     for path, text in texts.items():
         new_path = moves.get(path, path)
-        new_text = rewrite_links(text, path, new_path, moves, before, after)
+        new_text = rewrite_links(text, path, new_path, moves, before, after, settings)
         if new_text != text:
             edits[new_path] = (text, new_text)
     found: list[str] = []

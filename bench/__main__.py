@@ -36,6 +36,8 @@ from . import (
     semantic_bench,
     startup_bench,
     stats_bench,
+    transcribe_bench,
+    vaults,
     write_bench,
 )
 from .generate import generate
@@ -178,11 +180,14 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads, dedupe",
+        "health, reads, dedupe, transcribe, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
-    results = []
+    results: list[dict[str, Any]] = []
+    if "vaults" in only:
+        print("\nlinks on real vaults (bench/vaults.py)")
+        results.append({"vaults": vaults.run()})
     for n in (int(s) for s in args.sizes.split(",")):
         r: dict[str, Any] = {"docs": n}
         if "read" in only:
@@ -226,6 +231,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "transcribe" in only:
+        print("\npractice recordings (transcribe)")
+        results.append({"bench": "transcribe", **transcribe_bench.run()})
     if "dedupe" in only:
         print("\nsearch before store (create_doc)")
         results.append({"bench": "dedupe", **dedupe_bench.run()})

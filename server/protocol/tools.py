@@ -479,7 +479,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
                 description='words to find, all must match (AND); "exact phrase"; -word drops '
                 "notes with that word anywhere (title, body or frontmatter); inline filters "
                 "tag:x type:x path:folder/. Case and full/half width ignored; Chinese words of "
-                "any length work, e.g. 'CRDT 离线同步' or '架构'."
+                "any length work, with or without spaces: 停用插件 also finds notes saying 停用 "
+                "and 插件 apart (those saying it in one piece first; quote it for one piece "
+                "only), e.g. 'CRDT 离线同步' or '架构'."
             ),
         ],
         type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
@@ -489,8 +491,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
         include_superseded: IncludeSuperseded = False,
     ) -> Reply:
-        """Find notes by the words in their text and title, best first (relevance, a title
-        holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3
+        """Find notes by the words in their text and title, best first (a note whose title or
+        file name is the query first, then relevance, a title holding every word counting
+        strongly, newer notes slightly ahead). Each hit has 1-3
         snippets with the matches marked «like this», plus path and hash, so you can often
         answer without read_doc."""
         res = run_search(
