@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import GitError, state_dir
+from server.core.gitrepo import GitError, load_state_json, state_dir
 from server.notes.paths import (
     NOTE_EXTENSIONS,
     PathPolicy,
@@ -182,6 +182,8 @@ class Config:
     recordings: RecordingsConfig = field(default_factory=RecordingsConfig)
     extensions: tuple[str, ...] = NOTE_EXTENSIONS
     http_port: int | None = None
+    # how long the vault's resident server (server/protocol/resident.py) stays with no client
+    resident_idle_minutes: float = 10.0
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
     # Problems in the `semantic:` block. They switch recall off (and say so, with file:line)
     # instead of failing the whole config: recall is one tool, and a model name typed wrong
@@ -301,6 +303,7 @@ KNOWN_KEYS = frozenset(
         "recordings",
         "extensions",
         "http",
+        "resident",
     }
 )
 
@@ -328,6 +331,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out.update(_parse_health_block(data, p, types))
     out.update(_parse_recordings_block(data, p))
     out.update(_parse_http(data, p))
+    out.update(_parse_resident(data, p))
     return out
 
 
@@ -657,6 +661,17 @@ def _parse_http(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         p.fail("http.port must be a TCP port number (1-65535)", "http", "port")
         return {}
     return {"http_port": port}
+
+
+def _parse_resident(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    resident = p.mapping(data.get("resident"), "resident")
+    if not resident:
+        return {}
+    minutes = resident.get("idle_minutes")
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0:
+        p.fail("resident.idle_minutes must be a number of minutes above 0", "resident")
+        return {}
+    return {"resident_idle_minutes": float(minutes)}
 
 
 def _stale_rule(spec: dict[str, Any], base: StaleRule, p: _Parser, *path: str) -> StaleRule:
@@ -1014,8 +1029,8 @@ def _rules_of(cfg: Config) -> dict[str, Any]:
 
 def _read_last_good(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(_last_good_path(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_state_json(_last_good_path(root))
+    except (OSError, ValueError):  # StateDamaged is a ValueError
         return None
     ok = isinstance(data, dict) and all(
         isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.budget import escaped_len
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import make_state_dir, read_state, state_dir
 from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.frontmatter import split_frontmatter
@@ -215,14 +215,14 @@ def load_ignored(root: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
     (it is left as it is until the next ignore or unignore sets it aside)."""
     path = ignore_path(root)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_state(path).decode("utf-8")
     except FileNotFoundError:
         return {}, None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, StateDamaged
         return {}, f"the health ignore list {path} cannot be read ({exc}); nothing is ignored"
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return {}, (
             f"the health ignore list {path} is damaged ({exc.__class__.__name__}: {exc}); "
             "nothing is ignored until it is fixed or the next ignore starts a new one"

@@ -18,14 +18,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import filtered_paths, ignored_paths
+from server.core.linediff import Opcode, opcodes
 from server.core.redact import mask_secrets, secrets_in
+from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from server.notes.dates import as_date
@@ -672,8 +674,6 @@ def _diff(f: _File) -> str:
 # in that case).
 DIFF_ALIGN_LINES = 1_000
 
-Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]
-
 
 class _Opcodes(difflib.SequenceMatcher[str]):
     """difflib's grouping into hunks, over opcodes made elsewhere."""
@@ -687,35 +687,8 @@ class _Opcodes(difflib.SequenceMatcher[str]):
 
 
 def _opcodes(old: list[str], new: list[str]) -> list[Opcode]:
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    a_end, b_end = len(old) - tail, len(new) - tail
-    mid: list[Opcode] = []
-    if max(a_end, b_end) - head <= DIFF_ALIGN_LINES:
-        sm = difflib.SequenceMatcher(None, old[head:a_end], new[head:b_end])
-        for t, i1, i2, j1, j2 in sm.get_opcodes():
-            mid.append((t, i1 + head, i2 + head, j1 + head, j2 + head))
-    else:
-        for k in range(min(a_end, b_end) - head):
-            tag: Literal["equal", "replace"] = (
-                "equal" if old[head + k] == new[head + k] else "replace"
-            )
-            if mid and mid[-1][0] == tag:
-                mid[-1] = (tag, mid[-1][1], head + k + 1, mid[-1][3], head + k + 1)
-            else:
-                mid.append((tag, head + k, head + k + 1, head + k, head + k + 1))
-        paired = min(a_end, b_end)
-        if a_end > paired:
-            mid.append(("delete", paired, a_end, b_end, b_end))
-        elif b_end > paired:
-            mid.append(("insert", a_end, a_end, paired, b_end))
-    start: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
-    end: list[Opcode] = [("equal", a_end, len(old), b_end, len(new))] if tail else []
-    return start + mid + end
+    # the one bounded engine (server/core/linediff.py), with this module's knob
+    return opcodes(old, new, DIFF_ALIGN_LINES)
 
 
 def _range(start: int, stop: int) -> str:
@@ -764,6 +737,22 @@ def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) ->
         "leave the secret out (say where it is kept instead)",
         [f.rel],
         _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]),
+    )
+
+
+def _control_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) -> Rejected | None:
+    """A write may not add control characters (ESC and the rest; tab, LF and CR are text) to a
+    note: the text, a heading, or the frontmatter as YAML decodes it ("\\e" in a title is an
+    ESC for whoever prints the title). The owner's own stay theirs."""
+    assert f.text is not None
+    old_values = decoded_values(old_doc) if old_doc is not None else ""
+    codes = sorted(
+        {*added_controls(old_text, f.text), *added_controls(old_values, decoded_values(new_doc))}
+    )
+    if not codes:
+        return None
+    return Rejected(
+        "control_chars", controls_message(f"the change to {f.rel}", codes), CONTROLS_HINT, [f.rel]
     )
 
 
@@ -836,7 +825,9 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
             continue
         old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
         new_doc = parse_doc(f.rel, new)
-        rejected = _secret_check(f, old_text, old_doc, new_doc)
+        rejected = _secret_check(f, old_text, old_doc, new_doc) or _control_check(
+            f, old_text, old_doc, new_doc
+        )
         if rejected is not None:
             errors.append(rejected)
             continue
@@ -1041,6 +1032,13 @@ def _apply_once(
     leaked = _message_secret(plan, subject)
     if leaked is not None:
         raise leaked
+    if codes := added_controls("", message or ""):
+        raise Rejected(
+            "control_chars",
+            controls_message("message", codes),
+            CONTROLS_HINT,
+            sorted(plan.touched),
+        )
     sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
@@ -1061,10 +1059,20 @@ def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> Non
         step()
     except Exception as exc:
         log.warning("after commit %s: updating %s failed", res.commit, what, exc_info=True)
+        # The cause only, never the inner error's own words: those are written for a failed
+        # call ("nothing was changed. Try again shortly"), and here the write stands
+        # (adversarial pass 3, N17).
+        cause = exc.__cause__ or exc
+        detail = (
+            cause.strerror
+            if isinstance(cause, OSError) and cause.strerror
+            else str(cause)[:120]
+            if cause is not exc
+            else type(exc).__name__
+        )
         res.after_commit.append(
-            f"the write is committed ({res.commit}), but updating {what} failed "
-            f"({type(exc).__name__}: {str(exc)[:200]}); it catches up by itself. Do not repeat "
-            "the write."
+            f"the write is committed ({res.commit}), but updating {what} failed ({detail}); "
+            "it catches up by itself. Do not repeat the write."
         )
 
 
