@@ -28,6 +28,7 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    dedupe_bench,
     health_bench,
     reads_bench,
     resident_bench,
@@ -180,7 +181,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads, transcribe, resident, vaults (the real-vault link corpus, bench/vaults.py)",
+        "health, reads, dedupe, transcribe, resident, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -237,6 +238,9 @@ def main() -> None:
     if "transcribe" in only:
         print("\npractice recordings (transcribe)")
         results.append({"bench": "transcribe", **transcribe_bench.run()})
+    if "dedupe" in only:
+        print("\nsearch before store (create_doc)")
+        results.append({"bench": "dedupe", **dedupe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

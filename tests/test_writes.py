@@ -559,7 +559,7 @@ async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) ->
     assert names == reads
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert len(tools) == 13
+    assert len(tools) == 14
     assert all(t.annotations.read_only_hint is False for n, t in tools.items() if n not in reads)
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 

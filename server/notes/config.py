@@ -40,6 +40,9 @@ log = logging.getLogger("vaultwatch.config")
 
 CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
 CONTEXT_KINDS = ("rules", "latest", "where", "recent", "tags")
+# The MCP prompts (slash commands in Claude Code) whose text a vault may give as a note of its
+# own (`prompts: {start: prompts/start.md}`); the server's own text stands in for the others.
+PROMPT_NAMES = ("start", "remember")
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ DEFAULT_CONTEXT = (
 class Config:
     ai_author: Author = Author()
     rules: str = "CLAUDE.md"
+    prompts: dict[str, str] = field(default_factory=dict)  # prompt name -> the note with its text
     tags: TagsConfig = TagsConfig()
     private: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
@@ -208,7 +212,7 @@ class Config:
 
     def protected_paths(self) -> tuple[str, ...]:
         """Files only the owner may write: rules, config, vocabulary, plus any configured."""
-        own = [self.rules, self.source or CONFIG_NAMES[0]]
+        own = [self.rules, *self.prompts.values(), self.source or CONFIG_NAMES[0]]
         if self.tags.vocabulary:
             own.append(self.tags.vocabulary)
         return tuple(dict.fromkeys([*own, *self.protected]))
@@ -287,6 +291,7 @@ KNOWN_KEYS = frozenset(
     {
         "ai_author",
         "rules",
+        "prompts",
         "tags",
         "private",
         "protected",
@@ -317,6 +322,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out["protected"] = _parse_globs(data, p, "protected")
     out.update(_parse_extensions(data, p))
     _check_rules_path(out, p)
+    out.update(_parse_prompts(data, p, out))
     types = _parse_types(data, p)
     out["types"] = types
     out.update(_parse_context(data, p, types))
@@ -375,6 +381,50 @@ def _check_rules_path(out: dict[str, Any], p: _Parser) -> None:
             f"{', '.join(extensions)}); name a note such as CLAUDE.md",
             "rules",
         )
+
+
+def _parse_prompts(data: dict[str, Any], p: _Parser, out: dict[str, Any]) -> dict[str, Any]:
+    """`prompts: {start: prompts/start.md, remember: ...}`: the notes whose text the MCP
+    prompts send the assistant, checked as the rules file is (a note inside the vault, no
+    dot-folder, never private); they are the owner's, like the rules file."""
+    block = p.mapping(data.get("prompts"), "prompts")
+    if not block:
+        return {}
+    prompts: dict[str, str] = {}
+    for name, raw in block.items():
+        if name not in PROMPT_NAMES:
+            p.fail(f"prompts: unknown prompt {name!r}; known: {', '.join(PROMPT_NAMES)}", "prompts")
+            continue
+        if not isinstance(raw, str) or not raw.strip():
+            p.fail(
+                f"prompts.{name} must be the path of a note, e.g. prompts/{name}.md",
+                "prompts",
+                name,
+            )
+            continue
+        try:
+            rel = normalize_rel(raw)
+        except PathRefused as exc:
+            p.fail(f"prompts.{name}: {exc.message}; it must be a note", "prompts", name)
+            continue
+        extensions = out.get("extensions", NOTE_EXTENSIONS)
+        if matches_any(rel, out["private"]):
+            p.fail(
+                f"prompts.{name} names {rel!r}, which is private; the prompt would show it to "
+                "the assistant. Name a note outside the private folders",
+                "prompts",
+                name,
+            )
+        elif not is_note(rel, extensions):
+            p.fail(
+                f"prompts.{name} names {rel!r}, which is not a note (notes end in "
+                f"{', '.join(extensions)})",
+                "prompts",
+                name,
+            )
+        else:
+            prompts[name] = rel
+    return {"prompts": prompts}
 
 
 def _parse_globs(data: dict[str, Any], p: _Parser, key: str) -> tuple[str, ...]:
