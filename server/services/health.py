@@ -37,6 +37,7 @@ from server.notes.links import Link, LinkIndex, code_spans, mask_code, parse_lin
 from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
 from server.notes.reading import _norm as heading_key
+from server.services.cross_language import cross_language_pairs, written_in_cjk
 from server.write.validate import problems as note_problems
 
 if TYPE_CHECKING:
@@ -489,6 +490,13 @@ def _duplicates(
     )
     found, total = near_pairs(mat, threshold)
     unlisted = total - len(found)
+    # a note and its counterpart in the other language score lower than two notes in one
+    # language: scored by their own rule (cross_language), listed beside them
+    seen = {(i, j) for _, i, j in found}
+    cjk = [written_in_cjk(vault.root / entries[p].doc.disk) for p in paths]
+    across = [x for x in cross_language_pairs(mat, cjk, threshold) if (x[1], x[2]) not in seen]
+    found += across
+    crossed = {(i, j) for _, i, j in across}
     if unlisted:
         note = (
             f"near-duplicates: {unlisted:,} more pairs at or above {threshold} not listed "
@@ -504,7 +512,9 @@ def _duplicates(
             Finding(
                 "duplicate",
                 a_path,
-                f"means nearly the same as {b_path} (score {score:.2f})",
+                f"means nearly the same as {b_path}"
+                + (", in the other language" if (i, j) in crossed else "")
+                + f" (score {score:.2f})",
                 other=b_path,
                 score=round(score, 3),
             )
