@@ -181,7 +181,7 @@ def table(r: dict[str, Any]) -> str:
         (k, n, {m: r[m + "_by_kind"][k] for m in METHODS}) for k, n in r["kinds"].items()
     ]
     n_cross = r.get("cross_questions", 0)
-    if n_cross:
+    if n_cross and "cross" not in r["kinds"]:  # a set without kinds has this row already
         rows.append(("cross (all)", n_cross, {m: r[m + "_cross"] for m in METHODS}))
     rows.append(("all", r["questions"], {m: r[m] for m in METHODS}))
     head = f"{'kind':12} {'n':>4}" + "".join(f" {m + ' r@5':>12} {'MRR':>5}" for m in METHODS)
