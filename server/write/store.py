@@ -51,6 +51,7 @@ from server.core.gitrepo import (
     human_identity,
     identity_env,
     index_busy_message,
+    load_state_json,
     operation_in_progress,
     owner_index,
     state_dir,
@@ -113,7 +114,13 @@ def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
     """
     deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
     while True:
-        fd = _open_if_exists(path)
+        try:
+            fd = _open_if_exists(path)
+        except BlockingIOError:  # another program's file lease: busy, not ours to wait out
+            if time.monotonic() >= deadline:
+                raise WriteRace(rel, None, None, reason=LEASED) from None
+            time.sleep(_POLL_S)
+            continue
         if fd is None:
             return None, None
         try:
@@ -257,9 +264,15 @@ def _lease_broken(fd: int) -> bool:
     return broken
 
 
+LEASED = "is held by another program right now (a file lease); try again shortly"
+
+
 def _open_if_exists(path: Path) -> int | None:
+    """The file opened for reading, or None when there is none. O_NONBLOCK: a file another
+    program holds a lease on raises BlockingIOError at once, instead of stalling every writer
+    behind the vault lock for lease-break-time (45 s; adversarial pass 3, N10)."""
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
 
@@ -484,6 +497,9 @@ class Store:
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         leased: set[int] = set()  # fds we hold a write lease on (see _lease)
+        # every fd opened below, closed on every way out: one left open by a failed rename
+        # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
+        opened: list[int] = []
         try:
             head_blobs = self.snapshot(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
@@ -518,15 +534,18 @@ class Store:
             crash_point("temps")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
-                fd = _open_if_exists(target)
+                try:
+                    fd = _open_if_exists(target)
+                except BlockingIOError:  # leased by another program since the plan
+                    raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
+                if fd is not None:
+                    opened.append(fd)
                 if fd is not None and _lease(fd):
                     leased.add(fd)
                 current = _read_fd(fd) if fd is not None else None
                 if current != w.old or (
                     fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
                 ):
-                    if fd is not None:
-                        os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
                 if tmp is None:
                     os.unlink(target)
@@ -576,9 +595,8 @@ class Store:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
-            for _, fd in held:
-                if fd is not None:
-                    os.close(fd)
+            for fd in opened:
+                os.close(fd)
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
@@ -762,7 +780,7 @@ class Store:
 
     def _recover_intent(self, intent_path: Path) -> list[str]:
         try:
-            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            intent = load_state_json(intent_path)
             files = intent["files"]
         except (OSError, ValueError, KeyError, TypeError):
             with contextlib.suppress(FileNotFoundError):
