@@ -568,8 +568,9 @@ def _duplicates(
             f"shares {overlap:.0%} of its words with {b_path}"
             if overlap >= CONTENT_OVERLAP
             else f"means nearly the same as {b_path}"
-            + (", in the other language" if (i, j) in crossed else "")
         )
+        if (i, j) in crossed:
+            what += ", in the other language"
         out.append(
             Finding(
                 "duplicate",
