@@ -272,6 +272,69 @@ def test_an_english_and_chinese_near_duplicate_pair_is_found(make_vault: Any) ->
     assert "private" not in json.dumps(r)
 
 
+@pytest.mark.semantic
+def test_a_translation_is_a_near_duplicate_below_the_one_language_threshold(
+    make_vault: Any,
+) -> None:
+    """A page and its translation score under health.duplicate_score (0.85, for notes in one
+    language): global-rule 0.77, script 0.81 with the bundled model. They are listed, with their
+    score and "in the other language"; a page whose translation is not in the vault pairs with
+    nothing (issue 29: before, health listed no pair across languages below 0.85)."""
+
+    def page(lang: str, rel: str) -> str:
+        return (APISIX / lang / rel).read_text(encoding="utf-8")
+
+    root = make_vault(
+        {
+            "en/global-rule.md": page("en", "terminology/global-rule.md"),
+            "zh/global-rule.md": page("zh", "terminology/global-rule.md"),
+            "en/script.md": page("en", "terminology/script.md"),
+            "zh/script.md": page("zh", "terminology/script.md"),
+            "en/route.md": page("en", "terminology/route.md"),  # no translation here
+            "zh/cors.md": page("zh", "plugins/cors.md"),  # nor here
+        }
+    )
+    vault = Vault(root)
+    try:
+        embed(vault)
+        r = health.check(vault, today=LATER)
+    finally:
+        vault.close()
+    dups = r.by_kind("duplicate")
+    assert sorted((d.path, d.other) for d in dups) == [
+        ("en/global-rule.md", "zh/global-rule.md"),
+        ("en/script.md", "zh/script.md"),
+    ], [(d.path, d.other, d.score) for d in dups]
+    for d in dups:
+        assert d.score is not None and 0.7 <= d.score < 0.85, d
+        assert "in the other language" in d.reason and f"{d.score:.2f}" in d.reason
+
+
+def test_cross_language_pairs_are_mutual_bests_across_scripts_only() -> None:
+    """The rule itself on vectors made by hand: a CJK row and a non-CJK row that are each other's
+    closest in the other script pair when they reach the lowered threshold; two rows in one
+    script never do (near_pairs handles those), nor a row whose closest is another's."""
+    import numpy as np
+
+    from server.services.cross_language import cross_language_pairs
+
+    mat = np.array(
+        [
+            [1.0, 0.0, 0.0],  # 0 en: row 1 is its closest CJK row, but row 1 prefers row 2
+            [0.8, 0.6, 0.0],  # 1 zh: 0.80 with row 0, 0.83 with row 2
+            [1.0, 0.05, 0.0],  # 2 en
+            [0.0, 0.0, 1.0],  # 3 zh
+            [0.0, 0.5, 0.87],  # 4 en: 0.87 with row 3
+        ]
+    )
+    cjk = [False, True, False, True, False]
+    pairs = cross_language_pairs(mat, cjk, threshold=0.85)  # listed from 0.85 - 0.15
+    assert [(i, j) for _, i, j in pairs] == [(3, 4), (1, 2)]
+    assert [round(s, 2) for s, _, _ in pairs] == [0.87, 0.83]
+    assert [(i, j) for _, i, j in cross_language_pairs(mat, cjk, threshold=1.0)] == [(3, 4)]
+    assert cross_language_pairs(mat, [False] * 5, threshold=0.5) == []
+
+
 def test_near_duplicates_wait_for_recall_and_say_so(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,20 @@ CJK = re.compile(
 WORD = re.compile(r"[^\W_]+")
 
 
+_LETTERS = re.compile(r"[^\W\d_]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Is this text written in a CJK script (Chinese, Japanese, Korean) rather than a Latin one?
+    A Chinese note full of English terms is still Chinese: a CJK character carries about as much
+    as four letters, so the CJK characters must be at least 30% of the text counted that way."""
+    cjk = sum(len(m) for m in CJK.findall(text))
+    if not cjk:
+        return False
+    letters = len(_LETTERS.findall(text)) - cjk
+    return cjk >= 0.3 * (cjk + max(0, letters) / 4)
+
+
 def fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 

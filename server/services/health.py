@@ -40,6 +40,7 @@ from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
 from server.notes.superseded import DATE_FIELD, is_superseded
 from server.notes.templates import in_folders, template_folders, template_texts
+from server.services.cross_language import cross_language_pairs, written_in_cjk
 from server.services.supersede import successor
 from server.write.validate import problems as note_problems
 
@@ -533,6 +534,14 @@ def _duplicates(
         else None
     )
     found, total = near_pairs(mat, threshold)
+    # a note and its counterpart in the other language score lower than two notes in one
+    # language: scored by their own rule (cross_language), weighed with the others
+    seen = {(i, j) for _, i, j in found}
+    cjk = [written_in_cjk(vault.root / entries[p].doc.disk) for p in paths]
+    across = [x for x in cross_language_pairs(mat, cjk, threshold) if (x[1], x[2]) not in seen]
+    found += across
+    total += len(across)
+    crossed = {(i, j) for _, i, j in across}
     kept, skeletal = _meaningful(vault, entries, paths, found)
     kept.sort(key=lambda x: (-x[0], paths[x[3]], paths[x[4]]))
     listed = kept[:LISTED_DUPLICATES]
@@ -560,6 +569,8 @@ def _duplicates(
             if overlap >= CONTENT_OVERLAP
             else f"means nearly the same as {b_path}"
         )
+        if (i, j) in crossed:
+            what += ", in the other language"
         out.append(
             Finding(
                 "duplicate",
