@@ -27,6 +27,7 @@ API for a screen: `summaries(root)` (fast: one `git log`, one `git diff-tree`), 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import fcntl
 import os
@@ -68,8 +69,8 @@ from .history import (
     reverted_by,
 )
 from .revert import owner_commit, revert
+from .rewritten import NOTES_REF, follow_rebases, twins
 
-NOTES_REF = "refs/notes/vaultwatch-review"
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
 CONTEXT = 3
 ALL_REVIEWED = "Reviewed-all: yes"  # in a note: every file of the commit is reviewed
@@ -237,6 +238,14 @@ def summaries(root: Path, since: str = "last") -> Review:
     start = None if since == "last" else parse_since(root, since)
     rng = [f"{start}..HEAD"] if start else ["HEAD"]
     heads = _scan(root, *rng)
+    inherited = _inherited_notes(root, heads, since)
+    if inherited:  # a rebased AI commit is as settled as the one it was rewritten from
+        heads = [
+            dataclasses.replace(h, settled=True)
+            if ALL_REVIEWED in inherited.get(h.sha, "").splitlines()
+            else h
+            for h in heads
+        ]
     reverted = set(reverted_by(heads))
     path_undone = {pr for h in heads for pr in h.path_reverts}
     if since == "last":
@@ -244,6 +253,13 @@ def summaries(root: Path, since: str = "last") -> Review:
     else:
         wanted = [h.sha for h in heads if h.is_ai]
     log = _log(root, stdin=wanted)
+    if inherited:
+        log = [
+            dataclasses.replace(
+                m, reviewed=m.reviewed | frozenset(parse_note(inherited.get(m.commit.sha, "")))
+            )
+            for m in log
+        ]
     # a note the owner moved after the AI wrote it is listed under its name now: the AI's
     # commits hold the old name, the move is an owner commit (git rename detection)
     order = {h.sha: i for i, h in enumerate(heads)}  # 0 = newest
@@ -297,6 +313,22 @@ def summaries(root: Path, since: str = "last") -> Review:
         )
     notes.sort(key=lambda n: (n.last, n.path), reverse=True)
     return Review(notes, len(unreviewed), since)
+
+
+def _inherited_notes(root: Path, heads: list[_Head], since: str) -> dict[str, str]:
+    """AI commit -> the review note of the commit it was rewritten from, for AI commits not
+    settled whose original (marked, no longer in history) a rebase left behind without git
+    copying its note (see app.rewritten). Empty, at the cost of one `git notes list`, when no
+    marked commit has left the history."""
+    candidates = [h.sha for h in heads if h.is_ai and not h.settled]
+    if not candidates:
+        return {}
+    history = {h.sha for h in heads}
+    if since != "last":  # the scan saw a period only: the rest of history is still history
+        history |= set(git(root, "rev-list", "HEAD", check=False).stdout.decode().split())
+    found = twins(root, candidates, history)
+    notes = _existing_notes(root, sorted(set(found.values())))
+    return {c: notes[o] for c, o in found.items() if o in notes}
 
 
 def _file_counts(root: Path, shas: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -664,6 +696,7 @@ def write_marks(
     marks = {s: sorted(set(p)) for s, p in marks.items() if p}
     if not marks:
         return 0
+    follow_rebases(root)  # a rebase (the Obsidian Git plugin's sync) carries the marks along
     name, email = human_identity(root)
     now = datetime.now(UTC)
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
