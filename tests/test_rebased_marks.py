@@ -70,7 +70,7 @@ async def test_stats_count_a_rebased_commit_and_its_original_once(
 ) -> None:
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     first = git(root, "rev-parse", "HEAD").strip()
-    [x, y] = await _ai_commits(connect, root, 2)
+    [x, _y] = await _ai_commits(connect, root, 2)
     # the original and its rewrite both in history: a side branch with the AI commit
     # re-applied (same author, date, message, patch) merged back
     git(root, "checkout", "-q", "-b", "side", first)
