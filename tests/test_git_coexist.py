@@ -111,3 +111,36 @@ async def test_an_ai_write_waits_out_a_rebase_and_lands_after_the_abort(
     assert git(root, "rev-parse", "HEAD").strip() == r["commit"]  # on the branch, kept
     assert "- ai line" in git(root, "show", f"{branch}:a.md")
     assert (root / "c.md").read_text() == "mine\n"
+
+
+async def test_a_branch_moved_by_another_git_mid_write_is_written_again_not_failed(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git that moves the branch without the index lock (a merge or rebase finishing its
+    ref update) at the moment we commit: our compare-and-swap fails, nothing of ours is
+    committed, and the write is made again on the new branch instead of failing the call."""
+    root = make_vault({"a.md": NOTE})
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    moved: list[str] = []
+    real_run = subprocess.run
+
+    def run_after_a_move(cmd: Any, *a: Any, **kw: Any) -> Any:
+        # just before our compare-and-swap on the branch (our first `git update-ref`)
+        if "update-ref" in cmd and branch in cmd and not moved and "-m" in cmd:
+            tree = _run(root, "rev-parse", "HEAD^{tree}").stdout.strip()
+            made = real_run(
+                ["git", "-C", str(root), "commit-tree", tree, "-p", "HEAD", "-m", "merge done"],
+                capture_output=True,
+                text=True,
+            )
+            moved.append(made.stdout.strip())
+            real_run(["git", "-C", str(root), "update-ref", branch, moved[0]], check=True)
+        return real_run(cmd, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "run", run_after_a_move)
+    async with connect(root) as s:
+        r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    monkeypatch.setattr(subprocess, "run", real_run)
+    assert moved and git(root, "rev-parse", f"{r['commit']}^").strip() == moved[0]
+    assert "+- ai line" in git(root, "show", "--format=", r["commit"])
+    assert git(root, "status", "--porcelain") == ""

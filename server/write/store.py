@@ -689,6 +689,13 @@ class Store:
                 os.unlink(self.intent_path)
             if isinstance(exc, WriteRace):
                 raise
+            if isinstance(exc, BranchMoved):  # waited for and made again by the caller
+                raise GitBusy(
+                    "git_busy",
+                    "another git command committed on the branch at the same moment (the "
+                    f"owner's git tool, e.g. Obsidian Git's sync); nothing was written: {exc}. "
+                    "Call again in a moment.",
+                ) from exc
             if isinstance(exc, IndexBusy):
                 raise StoreError("git_busy", str(exc)) from exc
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -964,6 +971,10 @@ class Store:
         return r.stdout.decode().strip() if r.returncode == 0 else None
 
 
+class BranchMoved(GitError):
+    """The branch moved between reading HEAD and moving it (compare-and-swap failed)."""
+
+
 def commit_blobs(
     root: Path,
     entries: list[tuple[str, str | None]],
@@ -1031,9 +1042,16 @@ def commit_blobs(
         idx.git("update-index", "--index-info", input=info)
         try:
             git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
-        except GitError:
+        except GitError as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(marker)  # the private index is ahead of a HEAD that did not move
+            now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
+            if now.stdout.decode().strip() != head:
+                # another git moved the branch without the index lock (a merge or rebase
+                # finishing): nothing of ours is committed; the write is made again on it
+                raise BranchMoved(
+                    f"{branch} moved while the commit was being made; nothing was committed"
+                ) from exc
             raise
         try:
             idx.install()  # a rename inside .git, under the lock
