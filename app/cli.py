@@ -11,6 +11,8 @@ a refusal writes nothing.
     vaultwatch context [VAULT] [--diff] [--mark-reviewed] [--json]
     vaultwatch stats [VAULT] [--since today|7d|4w|YYYY-MM-DD|REV] [--json]
     vaultwatch health [VAULT] [--json] [--include-ignored]
+    vaultwatch transcribe [VAULT] FILE [--model NAME|PATH] [--language en|zh|auto] [--json]
+                          [--into NOTE]
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -34,7 +36,7 @@ from .history import Commit, FileChange
 if TYPE_CHECKING:
     from .review import NetDiff, Review
 
-COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context")
+COMMANDS = ("review", "revert", "mv", "rm", "stats", "health", "reads", "context", "transcribe")
 
 
 class Refused(VaultwatchError):
@@ -265,9 +267,9 @@ def _print_changes(changes: list[FileChange]) -> None:
         old, new = ch.old.splitlines(keepends=True), ch.new.splitlines(keepends=True)
         name = f"{ch.old_path} → {ch.path}" if ch.old_path else ch.path
         print(f"== {name} ({ch.status})")
-        for line in difflib.unified_diff(old, new, n=2):
-            if line.startswith(("---", "+++")):
-                continue
+        # the first two lines are the file header; a removed line of the note's own that
+        # starts with "--" (a YAML fence, a signature) reads "---" too and must stay
+        for line in list(difflib.unified_diff(old, new, n=2))[2:]:
             print(line.rstrip("\n"))
 
 
@@ -351,11 +353,15 @@ def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from .recording_trend import trend_table, weekly
     from .stats import client_table, compute, describe, measure_table, week_table
 
-    stats = compute(_vault(args.vault), args.since)
+    root = _vault(args.vault)
+    stats = compute(root, args.since)
+    recorded = weekly(root, stats.start.date() if stats.start else None)
     if args.json:
-        print(json.dumps(stats.as_json(), ensure_ascii=False))
+        out = {**stats.as_json(), "recordings": [r.as_json() for r in recorded]}
+        print(json.dumps(out, ensure_ascii=False))
         return 0
     print(f"Write statistics · {describe(stats)}")
     quiet = sum(1 for w in stats.weeks if w.quiet)
@@ -363,6 +369,7 @@ def _stats(args: argparse.Namespace) -> int:
         ("per week" + (f" ({quiet} quiet week(s) left out)" if quiet else ""), week_table(stats)),
         ("trend", measure_table(stats)),
         ("per client", client_table(stats)),
+        *([("practice recordings per week", trend_table(recorded))] if recorded else []),
     ):
         print(f"\n{title}")
         for line in _columns(headings, rows):
@@ -424,6 +431,73 @@ def _health(args: argparse.Namespace) -> int:
             mark = " [ignored]" if f.id in ignored else ""
             print(f"  {where}  {what}{f.reason}{mark}")
     return 0
+
+
+# -- transcribe -------------------------------------------------------------------------------
+
+
+def _transcribe(args: argparse.Namespace) -> int:
+    from server.services.transcribe import TranscribeError
+
+    from .recordings import measure_file, write_into
+
+    raw_vault, (raw_file,) = _split(args.args, 1, "vaultwatch transcribe [VAULT] FILE")
+    given = Path(raw_vault).expanduser().absolute()
+    root = _vault(raw_vault) if raw_vault != "." or (given / ".git").exists() else None
+    if args.into and root is None:
+        raise Refused("--into needs a vault: run it in the vault's folder or name the vault")
+    audio = Path(raw_file).expanduser()
+    if not audio.is_absolute() and not audio.exists() and root is not None:
+        audio = root / raw_file
+    if not audio.is_file():
+        raise Refused(f"{raw_file}: no such file; nothing was changed")
+    try:
+        m = measure_file(root, audio, model=args.model, language=args.language)
+    except TranscribeError as exc:
+        raise Refused(exc.message) from None
+    sha = write_into(root, args.into, audio, m) if args.into and root is not None else None
+    if args.json:
+        print(json.dumps({**m, "commit": sha, "into": args.into}, ensure_ascii=False))
+        return 0
+    for line in _recording_lines(m):
+        print(line)
+    if sha:
+        print(
+            f"\nwritten into {args.into} (commit {sha[:8]}; `vaultwatch revert {sha[:8]}` takes it back)"
+        )
+    return 0
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m}:{s:02d}"
+
+
+def _recording_lines(m: dict[str, Any]) -> list[str]:
+    noun = "characters" if "char" in m["unit"] else "words"
+    rate = f"{m['wpm']:g} {m['unit']}" if m["wpm"] is not None else "-"
+    longest = f", longest {m['longest_pause_s']:g} s" if m["pauses"] else ""
+    first = m["first_sentence_s"]
+    rows = [
+        ("speaking rate", f"{rate} ({m['words']:,} {noun} in {_clock(m['spoken_s'])})"),
+        (
+            f"long pauses ≥ {m['long_pause_s']:g} s",
+            f"{m['long_pauses']}"
+            + (f" ({m['long_pauses_per_min']:g}/min)" if m["long_pauses"] else "")
+            + longest,
+        ),
+        ("first sentence", f"{first:g} s" if first is not None else "no full stop heard"),
+        ("fillers", ", ".join(f"{k} ×{v}" for k, v in m["fillers"].items()) or "none heard"),
+        (
+            "pauses",
+            " · ".join(f"{_clock(p['start'])} {p['seconds']:g} s" for p in m["pauses"]) or "none",
+        ),
+    ]
+    width = max(_width(k) for k, _ in rows)
+    head = f"{Path(m['file']).name} · {_clock(m['duration_s'])} · {m['language']} · {m['model']}"
+    out = [head, *[f"{k}{' ' * (width - _width(k))}  {v}" for k, v in rows], "", "transcript"]
+    out += [f"  [{_clock(s['start'])}] {s['text']}" for s in m["segments"] if s["text"]]
+    return out
 
 
 # -- the parser ---------------------------------------------------------------------------------
@@ -489,6 +563,14 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument(
         "--include-ignored", action="store_true", help="also list the findings you ignored"
     )
+    tr = sub.add_parser(
+        "transcribe", help="transcribe a recording locally; speaking rate, pauses, fillers"
+    )
+    tr.add_argument("args", nargs="+", metavar="[VAULT] FILE")
+    tr.add_argument("--model", help="a Whisper model name or folder (default: the config's)")
+    tr.add_argument("--language", choices=["en", "zh", "auto"], help="default: the config's")
+    tr.add_argument("--json", action="store_true")
+    tr.add_argument("--into", metavar="NOTE", help="write the figures into this note (a commit)")
     return ap
 
 
@@ -507,6 +589,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "context": _context,
     "stats": _stats,
     "health": _health,
+    "transcribe": _transcribe,
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from server.core.gitrepo import make_state_dir, state_dir
 from server.services.context import context_text
 from server.vault import Vault
-from server.write.journal import estimate_tokens, now_iso
+from server.write.journal import estimate_tokens, now_iso, parse_time
 from server.write.store import atomic_write
 
 REVIEWED = "context-reviewed.json"
@@ -83,7 +83,10 @@ def load_reviewed(root: Path) -> tuple[str | None, datetime | None]:
         text, at = data["text"], data["at"]
         if not isinstance(text, str):
             return None, None
-        return text, datetime.fromisoformat(str(at).replace("Z", "+00:00")).astimezone()
+        when = parse_time(at)
+        if when is None:
+            raise ValueError(f"not a time: {at!r}")
+        return text, when.astimezone()
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
 

@@ -5,7 +5,10 @@ Each action is planned first (nothing written; the plan is the preview the owner
 and then applied under the vault's write lock: pending owner edits to the files involved are
 snapshotted, the working tree is changed with an undo log, and one commit is made as the owner
 with the trailer `Vaultwatch-Action: move|create|remove`. Any failure on the way undoes what
-was done, so the vault is exactly as it was. No Textual here.
+was done, so the vault is exactly as it was. Before the first file is touched the action's
+intent is recorded (the write path's own record: each path's bytes before and after), so a
+crash half-way through a move of a thousand notes is rolled back by the next start or the next
+writer, AI or owner; every action first puts right what a dead writer left. No Textual here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.core.faults import fault_after
+from server.core.faults import crash_point, fault_after
 from server.core.gitrepo import (
     ACTION,
     GitError,
@@ -28,15 +31,21 @@ from server.core.gitrepo import (
     human_identity,
     ignored_paths,
     state_dir,
-    write_lock,
 )
 from server.notes.config import Config, DocType, load_config
 from server.notes.entry import classify
-from server.notes.links import LinkIndex, rewrite_links
+from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.write.journal import Journal
-from server.write.store import Store, StoreError, atomic_write, commit_blobs, disk_blobs
+from server.write.store import (
+    Store,
+    StoreError,
+    WriteRace,
+    atomic_write,
+    commit_blobs,
+    disk_blobs,
+)
 from server.write.validate import new_problems, problems
 
 from .actions import ActionError
@@ -171,10 +180,11 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     texts = _texts(root, files, exts)
     before = LinkIndex(files)
     after = LinkIndex([moves.get(f, f) for f in files])
+    settings = link_settings(root)
     edits: dict[str, tuple[str, str]] = {}
     for path, text in texts.items():
         new_path = moves.get(path, path)
-        new_text = rewrite_links(text, path, new_path, moves, before, after)
+        new_text = rewrite_links(text, path, new_path, moves, before, after, settings)
         if new_text != text:
             edits[new_path] = (text, new_text)
     found: list[str] = []
@@ -304,14 +314,30 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
 
 
 class _Tree:
-    """Working-tree changes, each with its undo; `rollback` runs the undos newest first."""
+    """Working-tree changes, each with its undo; `rollback` runs the undos newest first. The
+    changes are announced first (`intend`: the store's intent record), so that a crash, which
+    runs no undo, is rolled back by recovery instead."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, store: Store) -> None:
         self.root = root
+        self.store = store
         self.undo: list[Callable[[], None]] = []
         # the failure tests fail a step like a full disk would (as root, read-only files do not)
         self.fail_after = fault_after("action_after")
         self.steps = 0
+
+    def intend(
+        self,
+        what: str,
+        files: list[tuple[str, bytes | None, bytes | None]],
+        between: dict[str, bytes] | None = None,
+    ) -> None:
+        """Record (path, bytes now, bytes after) for every file the action changes, and the
+        bytes a file holds half-way (`between`), before any is touched."""
+        self.store.record_intent(what, files, between)
+
+    def done(self) -> None:
+        self.store.drop_intent()
 
     def _step(self) -> None:
         if self.fail_after is not None and self.steps >= self.fail_after:
@@ -326,8 +352,10 @@ class _Tree:
         self.undo.append(lambda: _rmdirs(made))
         os.link(src, dst)  # unlike rename, fails if `new` appeared since the preview
         self.undo.append(lambda: os.unlink(dst))
+        crash_point("tree_link")  # both names hold the file
         os.unlink(src)
         self.undo.append(lambda: os.link(dst, src))
+        crash_point("tree_step")
 
     def write(self, path: str, data: bytes, old: bytes | None) -> None:
         self._step()
@@ -338,21 +366,25 @@ class _Tree:
             self.undo.append(lambda: _rmdirs(made))
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
             self.undo.append(lambda: os.unlink(target))
+            crash_point("tree_link")  # the new file, still empty
         else:
             self.undo.append(lambda: atomic_write(target, old))
         atomic_write(target, data)
+        crash_point("tree_step")
 
     def remove(self, path: str, old: bytes) -> None:
         self._step()
         target = self.root / path
         os.unlink(target)
         self.undo.append(lambda: atomic_write(target, old))
+        crash_point("tree_step")
 
     def rollback(self) -> None:
         for undo in reversed(self.undo):
             with contextlib.suppress(OSError):
                 undo()
         self.undo.clear()
+        self.store.drop_intent()
 
 
 def _missing_parents(path: Path) -> list[Path]:
@@ -383,30 +415,59 @@ def prune_empty_folders(root: Path, folders: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _action(root: Path, involved: list[str]) -> Iterator[None]:
-    """The write lock, a git state that allows a commit, and the owner's pending edits to the
-    files involved committed first."""
+def _action(root: Path, involved: list[str]) -> Iterator[_Tree]:
+    """The write lock, a git state that allows a commit, whatever a dead writer left half-done
+    put right (Store.begin: before anything is read as the owner's), and the owner's pending
+    edits to the files involved committed first. Yields the tree to change."""
     store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
-    with write_lock(root):
+    with store.locked():
         try:
-            store.check_repo()
+            store.begin()
             store.snapshot(sorted(p for p in involved if (root / p).is_file()))
         except StoreError as exc:
             raise ActionError(exc.for_owner) from None
         except GitError as exc:
             raise ActionError(str(exc)) from None
-        yield
+        yield _Tree(root, store)
 
 
-def _commit(root: Path, paths: list[str], subject: str, action: str) -> str:
+def _commit(tree: _Tree, paths: list[str], subject: str, action: str) -> str:
     """One commit as the owner of exactly these paths as they are on disk now (the write
     path's private index: anything else the owner has staged stays out of it). A path git
     ignores and does not track is refused, as `git add` would."""
+    root = tree.root
     ignored = ignored_paths(root, [p for p in paths if os.path.lexists(root / p)])
     if ignored:
         raise GitError(f"git ignores {', '.join(ignored)}; nothing was committed")
     message = commit_message(subject, {ACTION: action})
-    return commit_blobs(root, disk_blobs(root, paths), message, human_identity(root))
+    entries = disk_blobs(root, paths)
+    tree.store.intent_commits(entries)
+    sha = commit_blobs(root, entries, message, human_identity(root))
+    tree.done()
+    return sha
+
+
+def _move_files(
+    root: Path, plan: MovePlan
+) -> tuple[list[tuple[str, bytes | None, bytes | None]], dict[str, bytes]]:
+    """A move as the intent records it: each old path going, each new path coming (with its
+    rewritten links, if any), each other note whose links change; and the bytes a moved note
+    holds at its new path before its links are rewritten (half-way)."""
+    files: list[tuple[str, bytes | None, bytes | None]] = []
+    between: dict[str, bytes] = {}
+    for old, new in plan.moves.items():
+        data = plan.originals.get(old, _read(root, old))
+        if data is None:
+            raise ActionError(f"{old} is gone since the preview; nothing was done. Look again.")
+        after = plan.edits[new][1].encode() if new in plan.edits else data
+        files += [(old, data, None), (new, None, after)]
+        if new in plan.edits:
+            between[new] = data
+    moved_to = set(plan.moves.values())
+    for path, (_, after_text) in plan.edits.items():
+        if path not in moved_to:
+            files.append((path, plan.originals[path], after_text.encode()))
+    return files, between
 
 
 def _unchanged(root: Path, originals: dict[str, bytes]) -> None:
@@ -418,16 +479,16 @@ def _unchanged(root: Path, originals: dict[str, bytes]) -> None:
 def apply_move(root: Path, plan: MovePlan) -> str:
     """Do the move the plan previewed; returns the commit's sha."""
     involved = sorted({*plan.moves, *plan.moves.values(), *plan.originals})
-    with _action(root, involved):
+    with _action(root, involved) as tree:
         _unchanged(root, plan.originals)
-        tree = _Tree(root)
         try:
+            tree.intend("move", *_move_files(root, plan))
             for old, new in plan.moves.items():
                 tree.move(old, new)
             for path, (before, after) in plan.edits.items():
                 tree.write(path, after.encode(), before.encode())
-            sha = _commit(root, involved, plan.subject, "move")
-        except (OSError, GitError) as exc:
+            sha = _commit(tree, involved, plan.subject, "move")
+        except (OSError, GitError, WriteRace) as exc:
             tree.rollback()
             raise ActionError(
                 f"the move failed and was undone, nothing changed: {_why(exc)}"
@@ -437,20 +498,22 @@ def apply_move(root: Path, plan: MovePlan) -> str:
 
 
 def _why(exc: BaseException) -> str:
+    if isinstance(exc, WriteRace):
+        return f"{exc.rel} {exc.reason or 'changed meanwhile'}"
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 def apply_remove(root: Path, plan: RemovePlan) -> str:
     """`git rm` the file as one commit by the owner (revertable like any commit)."""
-    with _action(root, [plan.path]):
+    with _action(root, [plan.path]) as tree:
         if _read(root, plan.path) is None:
             raise ActionError(f"{plan.path} is gone already")
         _unchanged(root, {plan.path: plan.original})
-        tree = _Tree(root)
         try:
+            tree.intend("remove", [(plan.path, plan.original, None)])
             tree.remove(plan.path, plan.original)
-            sha = _commit(root, [plan.path], f"remove: {plan.path}", "remove")
-        except (OSError, GitError) as exc:
+            sha = _commit(tree, [plan.path], f"remove: {plan.path}", "remove")
+        except (OSError, GitError, WriteRace) as exc:
             tree.rollback()
             raise ActionError(f"the delete failed and was undone: {_why(exc)}") from None
         prune_empty_folders(root, {posixpath.dirname(plan.path)})
@@ -458,15 +521,16 @@ def apply_remove(root: Path, plan: RemovePlan) -> str:
 
 
 def apply_create(root: Path, note: NewNote) -> str:
-    with _action(root, []):
-        tree = _Tree(root)
+    with _action(root, []) as tree:
+        data = note.text.encode()
         try:
-            tree.write(note.path, note.text.encode(), None)
-            sha = _commit(root, [note.path], f"create: {note.path}", "create")
+            tree.intend("create", [(note.path, None, data)], {note.path: b""})
+            tree.write(note.path, data, None)
+            sha = _commit(tree, [note.path], f"create: {note.path}", "create")
         except FileExistsError:
             tree.rollback()
             raise ActionError(f"{note.path} exists already; nothing was written") from None
-        except (OSError, GitError) as exc:
+        except (OSError, GitError, WriteRace) as exc:
             tree.rollback()
             raise ActionError(f"creating {note.path} failed and was undone: {_why(exc)}") from None
     return sha

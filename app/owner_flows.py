@@ -17,7 +17,7 @@ from server.notes.config import CONFIG_NAMES, Config, ConfigError, load_config
 from .actions import ActionError
 from .file_actions import MovePlan, RemovePlan, plan_move, plan_remove
 from .history import Commit, FileChange, commit_changes
-from .revert import RevertConflict, abort_operation, offered, plan_revert, revert
+from .revert import RevertConflict, abort_operation, offered, plan_revert, recover, revert
 
 Tone = Literal["", "bold", "warning"]
 MOVE_LIST_MOST = 20  # files a move's preview names one by one before "… and N more"
@@ -103,6 +103,7 @@ def revert_preview(root: Path, c: Commit) -> Preview | Blocked:
     """What reverting `c` will change, or what is in the way. Raises ActionError (with the
     reason: already reverted, nothing to undo, git busy) when there is nothing to confirm."""
     try:
+        recover(root)  # a dead writer's half-write is no part of what the owner sees
         plan = plan_revert(root, [c.sha])
     except RevertConflict as exc:
         return _blocked(root, exc)
@@ -205,6 +206,7 @@ def named_by_config(root: Path) -> dict[str, str]:
 
 def move_preview(root: Path, source: str, dest: str) -> tuple[MovePlan, Preview]:
     """Raises ActionError (with the reason) when the move is not possible."""
+    recover(root)  # a dead writer's half-write is no part of what the owner moves
     plan = plan_move(root, source, dest)
     moves = list(plan.moves.items())
     named = named_by_config(root)
@@ -225,6 +227,7 @@ def move_preview(root: Path, source: str, dest: str) -> tuple[MovePlan, Preview]
 
 def delete_preview(root: Path, path: str) -> tuple[RemovePlan, Preview]:
     """Raises ActionError (with the reason) when the file cannot be deleted."""
+    recover(root)  # nor of what the owner deletes
     plan = plan_remove(root, path)
     if plan.backlinks:
         lines = [Line(f"{len(plan.backlinks)} link(s) to it will break:", "warning"), Line("")]

@@ -407,7 +407,8 @@ def revert(root: Path, shas: list[str], path: str | None = None) -> str:
     written; the owner's pending edits to the files involved are committed first (as the
     owner), as before any write."""
     store = _store(root)
-    with write_lock(root):
+    with store.locked():
+        recover_first(store)  # a dead writer's half-write is put back, not reverted as ours
         plan = plan_revert(root, shas, path)  # again, under the lock: git's state and the files now
         writes = [FileWrite(f.path, f.path, f.before, f.after) for f in plan.files]
         sha = owner_commit(root, store, writes, plan.message, "revert")
@@ -415,6 +416,35 @@ def revert(root: Path, shas: list[str], path: str | None = None) -> str:
             root, {posixpath.dirname(f.path) for f in plan.files if f.after is None}
         )
     return sha
+
+
+def recover_first(store: Store) -> None:
+    """What every owner action does first under the lock (Store.begin, the AI's writes' own
+    first step): git in a state that allows a commit, and whatever a writer killed half-way
+    left (the AI's or an owner action's) rolled back, so it is never taken for the owner's
+    pending edit and committed as theirs. Its refusals in the owner's words."""
+    try:
+        store.begin()
+    except StoreError as exc:
+        raise ActionError(exc.for_owner) from None
+    except GitError as exc:
+        raise ActionError(exc.message) from None
+
+
+def recover(root: Path) -> None:
+    """Put right what a dead writer left (Store.recover_locked, under the lock) before an owner
+    action is previewed: a killed AI write's half-written lines would otherwise show in the
+    preview as the owner's text, and the action that follows be refused as "changed since"."""
+    store = _store(root)
+    try:
+        with store.locked():
+            store.recover_locked()
+    except (GitError, OSError) as exc:
+        why = exc.message if isinstance(exc, GitError) else (exc.strerror or str(exc))
+        raise ActionError(
+            f"an interrupted write could not be put back ({why}); nothing was changed. "
+            "Restart the dashboard or the server to try again."
+        ) from None
 
 
 def owner_commit(root: Path, store: Store, writes: list[FileWrite], message: str, what: str) -> str:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from server.core.faults import crash_point
 from server.core.gitrepo import (
     ACTION,
     REVERTS,
@@ -52,10 +53,9 @@ from server.core.gitrepo import (
     state_dir,
     trailer_field,
     trailer_values,
-    write_lock,
 )
 from server.write.journal import Journal
-from server.write.store import FileWrite, Store, StoreError
+from server.write.store import FileWrite, Store
 
 from .actions import ActionError
 from .history import (
@@ -68,7 +68,7 @@ from .history import (
     parse_since,
     reverted_by,
 )
-from .revert import owner_commit, revert
+from .revert import owner_commit, recover, recover_first, revert
 from .rewritten import NOTES_REF, follow_rebases, twins
 
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
@@ -733,6 +733,7 @@ def write_marks(
         if r.returncode != 0:
             said = r.stderr.decode(errors="replace").strip().splitlines()
             raise ActionError(f"the review marks were not saved: {said[-1] if said else '?'}")
+        crash_point("marks_written")
     return changed
 
 
@@ -740,6 +741,7 @@ def mark_reviewed(root: Path, paths: list[str] | None = None) -> tuple[int, list
     """Mark every unreviewed AI change reviewed, or only those to `paths`. Returns (commits
     marked, paths marked). ActionError, with nothing written, for a path with nothing to
     review."""
+    recover(root)  # a dead writer's half-write is put back before anything is marked
     review = summaries(root)
     notes = {n.path: n for n in review.notes}
     if paths:
@@ -818,11 +820,8 @@ def undo_hunk(
     `expected` (`hunk_text` of the hunk the owner was shown): refused when the hunk at `index`
     is no longer that one (a write landed since the screen drew it)."""
     store = _store(root)
-    with write_lock(root):
-        try:
-            store.check_repo()
-        except StoreError as exc:
-            raise ActionError(exc.for_owner) from None
+    with store.locked():
+        recover_first(store)  # before the diff: a dead writer's half-write is no owner edit
         diff = net_diff(root, path, since)  # under the lock: the file as it is now
         if expected is not None and (
             index >= len(diff.hunks) or hunk_text(diff.hunks[index]) != expected

@@ -43,7 +43,7 @@ from server.core.gitrepo import (
     trailer_field,
     trailer_values,
 )
-from server.write.journal import read_all
+from server.write.journal import parse_time, read_all
 
 from .actions import ActionError
 from .history import FIELD, RECORD, Commit, parse_since, since_time
@@ -408,10 +408,8 @@ def _what(c: Commit | None) -> str:
 
 
 def _local(ts: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).astimezone()
-    except ValueError:
-        return None
+    at = parse_time(ts)
+    return at.astimezone() if at is not None else None
 
 
 # ------------------------------------------------------------------------------------------------

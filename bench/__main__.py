@@ -35,6 +35,8 @@ from . import (
     semantic_bench,
     startup_bench,
     stats_bench,
+    transcribe_bench,
+    vaults,
     write_bench,
 )
 from .generate import generate
@@ -177,11 +179,14 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, transcribe, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
-    results = []
+    results: list[dict[str, Any]] = []
+    if "vaults" in only:
+        print("\nlinks on real vaults (bench/vaults.py)")
+        results.append({"vaults": vaults.run()})
     for n in (int(s) for s in args.sizes.split(",")):
         r: dict[str, Any] = {"docs": n}
         if "read" in only:
@@ -225,6 +230,9 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "transcribe" in only:
+        print("\npractice recordings (transcribe)")
+        results.append({"bench": "transcribe", **transcribe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -40,6 +40,22 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The dashboard keeps its settings under XDG_CONFIG_HOME: each test has its own, so no test
+    # writes the developer's ~/.config or sees another test's (they run in parallel).
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The embedding model uses every core: two tests that run it at once on the 2-core CI
+    # machine only slow each other past their bounds. They share one xdist worker, in turn,
+    # while the other worker runs everything else (`--dist loadgroup` in pyproject).
+    for item in items:
+        if item.get_closest_marker("semantic") is not None:
+            item.add_marker(pytest.mark.xdist_group("semantic"))
+
+
+@pytest.fixture(autouse=True)
 def _semantic_only_where_asked(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -57,6 +73,20 @@ def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
             p.write_bytes(content)
         else:
             p.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def pinned_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where a snapshot test builds its vault: a folder of its own under the test's temp dir,
+    with HOME set above it, so the header shows `~/vault` whatever the temp dir is. (A fixed
+    /tmp path kept every run's pictures alike but made tests, and two checkouts, delete each
+    other's vaults when run in parallel.)"""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = home / "vault"
+    root.mkdir(parents=True)
+    return root
 
 
 @pytest.fixture

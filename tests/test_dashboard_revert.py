@@ -127,6 +127,7 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
         (vault / "w.md").write_text((vault / "w.md").read_text().replace("v2", "v2 and mine"))
         git(vault, "commit", "-qam", "my words on that line")
     mine = git(vault, "rev-parse", "HEAD").strip()
+    mine_subject = "my words on that line"
     before = (vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(140, 44)) as pilot:
@@ -149,7 +150,9 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, BlockersModal))
         await pilot.press("space", "y")  # the owner's box has the focus
-        await until(pilot, lambda: (vault / "w.md").read_text() == "# W\n\n## Log\n- one\n")
+        # the file is in place a moment before its commit lands: wait for the commit
+        await until(pilot, lambda: git(vault, "log", "-1", "--format=%s").strip() != mine_subject)
+        assert (vault / "w.md").read_text() == "# W\n\n## Log\n- one\n"
     assert git(vault, "log", "-1", "--format=%s").strip() == "Revert 3 commits" and clean(vault)
 
 
@@ -204,5 +207,6 @@ async def test_r_right_after_an_owner_action_undoes_it_and_r_again_redoes_it(
         await pilot.press("r")  # and the undo is undone the same way
         await screen_is(pilot, ConfirmModal)
         await pilot.press("y")
-        await until(pilot, lambda: not (root / "inbox/mock.md").exists())
+        # gone from disk a moment before the commit lands: wait for the commit too
+        await until(pilot, lambda: not (root / "inbox/mock.md").exists() and clean(root))
     assert clean(root) and not (root / "inbox").exists()

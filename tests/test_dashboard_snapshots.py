@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -22,47 +21,42 @@ from app.ui.dashboard import Dashboard
 from app.ui.timeline import Timeline
 from server.core.gitrepo import ensure_repo
 
-ROOT = Path("/tmp/vaultwatch-snapshot/vault")
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 
 
 @pytest.fixture
-def pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """The vault every snapshot draws, at one fixed path (the header shows it). The screens
-    read git in worker threads (lists, diffs read ahead, counts, the parse cache); one still
-    running when the next test rebuilds the vault at the same path saw it half deleted and
-    wrote into it. So each test waits (bounded) for the threads it started."""
+def pinned_vault(monkeypatch: pytest.MonkeyPatch, pinned_root: Path) -> Iterator[Path]:
+    """The vault every snapshot draws, at `~/vault` (the header shows it; HOME is the test's).
+    The screens read git in worker threads (lists, diffs read ahead, counts, the parse cache);
+    each test waits (bounded) for the threads it started, so none outlives its vault."""
     before = set(threading.enumerate())
-    yield _build_pinned_vault(monkeypatch, tmp_path)
+    yield _build_pinned_vault(monkeypatch, pinned_root)
     deadline = time.monotonic() + 20
     for t in set(threading.enumerate()) - before:
         t.join(max(0.0, deadline - time.monotonic()))
 
 
-def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, root: Path) -> Path:
     import anyio
     from mcp import Client
 
     from server.protocol.tools import build_server
     from server.vault import Vault
 
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    shutil.rmtree(ROOT.parent, ignore_errors=True)
-    ROOT.mkdir(parents=True)
-    (ROOT / "vault.config.yaml").write_text("tags: {vocabulary: tags.yaml, unknown: reject}\n")
-    (ROOT / "tags.yaml").write_text("- crdt\n- caching\n- 同步\n")
-    (ROOT / "weeks").mkdir()
-    (ROOT / "weeks/w49.md").write_text(
+    (root / "vault.config.yaml").write_text("tags: {vocabulary: tags.yaml, unknown: reject}\n")
+    (root / "tags.yaml").write_text("- crdt\n- caching\n- 同步\n")
+    (root / "weeks").mkdir()
+    (root / "weeks/w49.md").write_text(
         "---\nstart: 2026-01-12\ntags: [crdt]\n---\n# Week 49\n\n## Log\n- Mon: read about CRDT tombstones\n"
     )
-    (ROOT / "study").mkdir()
-    (ROOT / "study/cache.md").write_text(
+    (root / "study").mkdir()
+    (root / "study/cache.md").write_text(
         "---\ndate: 2026-01-05\ntags: [caching]\n---\n# Cache invalidation\n\nTTL expiry and the thundering herd.\n"
     )
-    (ROOT / LONG).parent.mkdir(parents=True)
-    (ROOT / LONG).write_text(
+    (root / LONG).parent.mkdir(parents=True)
+    (root / LONG).write_text(
         "---\ntags: [同步]\n---\n# 离线同步与冲突解决\n\n## 日志\n- 读了 CRDT 的论文\n"
     )
     step = iter(range(60))
@@ -73,10 +67,10 @@ def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
         monkeypatch.setenv("GIT_COMMITTER_DATE", t)
 
     tick()
-    ensure_repo(ROOT)
+    ensure_repo(root)
 
     async def writes() -> None:
-        vault = Vault(ROOT)
+        vault = Vault(root)
         async with Client(build_server(vault)) as c:
             tick()
             await c.call_tool(
@@ -110,8 +104,8 @@ def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
                 "create_doc", {"path": "inbox/idea.md", "body": "# Idea\n", "tags": ["made-up"]}
             )
             read = (await c.call_tool("read_doc", {"path": "weeks/w49.md"})).structured_content
-            (ROOT / "weeks/w49.md").write_text(
-                (ROOT / "weeks/w49.md").read_text() + "- owner typed this\n"
+            (root / "weeks/w49.md").write_text(
+                (root / "weeks/w49.md").read_text() + "- owner typed this\n"
             )
             await c.call_tool(
                 "replace_doc",
@@ -121,7 +115,7 @@ def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
 
     anyio.run(writes)
     # the journal's clock and pids are not pinned by git's dates: pin them here
-    journal = ROOT / ".git/vaultwatch/events.jsonl"
+    journal = root / ".git/vaultwatch/events.jsonl"
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     for i, e in enumerate(events):
         e["ts"] = f"2026-01-15T11:{i:02d}:00.000Z"
@@ -131,8 +125,8 @@ def _build_pinned_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
     # the owner's unsaved line dates w49.md by its mtime (git has not seen it): pin it too, or
     # the tags screen would date the note to the day the test runs, after the pinned "today"
     for rel in ("vault.config.yaml", "weeks/w49.md"):
-        os.utime(ROOT / rel, (pinned, pinned))
-    return ROOT
+        os.utime(root / rel, (pinned, pinned))
+    return root
 
 
 def make_app(root: Path) -> Dashboard:

@@ -3,7 +3,6 @@ input, word marks land on the changed words, big changes fall back to plain colo
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import subprocess
 from collections.abc import Sequence
@@ -50,8 +49,8 @@ def test_a_long_note_with_every_other_line_changed_keeps_every_unchanged_line() 
     new = [f"line {k}{' (edited)' if k % 2 else ''}" for k in range(5_000)]
     ops = LineMatcher(old, new).get_opcodes()
     kept = sum(a2 - a1 for op, a1, a2, _, _ in ops if op == "equal")
-    assert kept == 2_500  # as many as difflib's own (slow) answer
-    assert kept == sum(n for *_, n in difflib.SequenceMatcher(None, old, new).get_matching_blocks())
+    # as many as difflib's own answer (2,500: every unchanged line), which takes difflib 35 s
+    assert kept == 2_500
 
 
 def test_moved_block_is_matched_on_its_unique_lines() -> None:

@@ -133,8 +133,6 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any, run: int) -> None
     own = [(r, p) for rs in results for r, p in rs if p.startswith("own/")]
     assert own and all(r == "ok" for r, _ in own), [p for r, p in own if r != "ok"][:5]
     odd = [e for e in events if e["kind"] in OUTCOMES - {"commit", "conflict"}]
-    if odd:
-        Path("/tmp/odd.txt").write_text("\n".join(str(e) for e in odd))
     assert not odd, [(e["kind"], e.get("code"), e.get("message")) for e in odd[:3]]
 
     # 2. every AI write is a well-formed commit of one file

@@ -370,3 +370,61 @@ def test_the_pairs_not_listed_are_in_the_json() -> None:
     assert r.to_json()["duplicates_not_listed"] == 0
     r.duplicates_unlisted = 331_337
     assert r.to_json()["duplicates_not_listed"] == 331_337
+
+
+# -- near-duplicates that mean something (issue 28) ----------------------------------------------
+
+DAILY_TEMPLATE = (
+    "---\ndate: {{date}}\nmood:\n---\n# {{title}}\n\n## Tasks\n- [ ] review inbox\n\n"
+    "## Log\n\n## Gratitude\n\n## Notes\n"
+)
+RAFT = (
+    "Raft elects a leader with randomized timeouts; the leader appends entries to its log and "
+    "replicates them to followers, committing an entry once a majority stored it. "
+)
+
+
+def test_templates_and_their_instances_are_not_near_duplicates(
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template folder (Obsidian's and Templater's settings) holds skeletons: neither the
+    template nor the notes made from it pair for sharing it, while two notes that say the same
+    thing still do, first."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    files: dict[str, str] = {
+        "vault.config.yaml": "semantic: {model: hash-ngrams}\nhealth: {duplicate_score: 0.5}\n",
+        ".obsidian/templates.json": '{"folder": "Templates"}',
+        ".obsidian/plugins/templater-obsidian/data.json": '{"templates_folder": "Meta/Tpl"}',
+        "Templates/Daily.md": DAILY_TEMPLATE,
+        "Meta/Tpl/Daily copy.md": DAILY_TEMPLATE,
+        "a/Raft.md": "# Raft\n\n" + RAFT * 3,
+        "b/Raft notes.md": "# Raft notes\n\n" + RAFT * 3 + "\nSee also Paxos.\n",
+    }
+    days = ["bought milk", "call the plumber", "ran 5 km", "read two chapters", "fixed the bike"]
+    for n, line in enumerate(days, 1):
+        files[f"daily/2026-01-0{n}.md"] = (
+            DAILY_TEMPLATE.replace("{{date}}", f"2026-01-0{n}")
+            .replace("{{title}}", f"2026-01-0{n}")
+            .replace("## Log\n", f"## Log\n- {line}\n")
+        )
+    root = make_vault(files)
+    vault = Vault(root)
+    try:
+        embed(vault)
+        # the daily notes are alike by their vectors: without the skeleton rule they would pair
+        sem = vault.semantic()
+        assert sem is not None
+        paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in vault.entries().items()})
+        pairs, _ = health.near_pairs(mat, 0.5)
+        assert any(
+            paths[i].startswith("daily/") and paths[j].startswith("daily/") for _, i, j in pairs
+        )
+        assert any("Templates/" in paths[i] + paths[j] for _, i, j in pairs)
+        r = health.check(vault, today=LATER)
+    finally:
+        vault.close()
+    dups = [(f.path, f.other) for f in r.by_kind("duplicate")]
+    assert dups == [("a/Raft.md", "b/Raft notes.md")]
+    assert "shares" in r.by_kind("duplicate")[0].reason
+    assert r.duplicates_unlisted > 0
+    assert any("skeleton" in w for w in r.warnings), r.warnings

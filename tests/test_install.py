@@ -95,6 +95,10 @@ def test_wheel_ships_the_demo_vault_and_the_themes(wheel: Path) -> None:
     themes = {p.name for p in (REPO / "themes").glob("*.json")}
     assert {"vaultwatch-dark.json", "vaultwatch-light.json"} <= themes
     assert {f"app/themes/{t}" for t in themes} <= names
+    # the tool installs its two packages and nothing else at the top level (bench/ and tests/
+    # are for developers, run from a checkout)
+    top = {n.split("/", 1)[0] for n in names if "/" in n and ".dist-info" not in n}
+    assert top == {"server", "app"}, top
 
 
 @pytest.fixture

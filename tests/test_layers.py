@@ -1,4 +1,4 @@
-"""The layering DESIGN.md describes is a test, not a hope: import-linter's contracts (in
+"""The layering docs/design.md describes is a test, not a hope: import-linter's contracts (in
 pyproject.toml) over the static import graph, and a run-time check that the server starts
 without loading the dashboard or Textual (a deferred import the static graph cannot see)."""
 

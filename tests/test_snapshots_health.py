@@ -4,7 +4,6 @@ in these tests, and the screen says so)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from datetime import date
 from pathlib import Path
@@ -18,7 +17,6 @@ from app.ui.health_screen import HealthScreen
 from .conftest import write_files
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 
-ROOT = Path("/tmp/vaultwatch-snapshot-health/vault")
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 
 FILES: dict[str, str | bytes] = {
@@ -42,18 +40,16 @@ FILES: dict[str, str | bytes] = {
 
 
 @pytest.fixture
-def health_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    shutil.rmtree(ROOT.parent, ignore_errors=True)
-    ROOT.mkdir(parents=True)
-    write_files(ROOT, FILES)
+def health_vault(monkeypatch: pytest.MonkeyPatch, pinned_root: Path) -> Path:
+    root = pinned_root
+    write_files(root, FILES)
     when = "2026-01-15T10:00:00+00:00"
     monkeypatch.setenv("GIT_AUTHOR_DATE", when)
     monkeypatch.setenv("GIT_COMMITTER_DATE", when)
-    subprocess.run(["git", "init", "-q", str(ROOT)], check=True)
-    subprocess.run(["git", "-C", str(ROOT), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(ROOT), "commit", "-qm", "import"], check=True)
-    return ROOT
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "import"], check=True)
+    return root
 
 
 def make_app(root: Path) -> Dashboard:

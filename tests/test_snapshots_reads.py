@@ -30,14 +30,7 @@ __all__ = ["pinned_vault"]  # the fixture, imported for use here
 
 @pytest.fixture(autouse=True)
 def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Times on screen are local: pin the zone too. The pinned vault gets a folder of its own
-    (no path is on this screen), so a run of the dashboard snapshots beside this one cannot
-    delete it under us."""
-    from . import test_dashboard_snapshots
-
-    monkeypatch.setattr(
-        test_dashboard_snapshots, "ROOT", Path("/tmp/vaultwatch-snapshot-reads/vault")
-    )
+    """Times on screen are local: pin the zone too."""
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     yield

@@ -7,7 +7,6 @@ looked at as an image before it was committed."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from datetime import date, timedelta
 from pathlib import Path
@@ -24,17 +23,14 @@ from server.write.journal import Conflict, Journal, Noop, Rejected
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history
 
-ROOT = Path("/tmp/vaultwatch-snapshot-stats/vault")
 HELPER = "笔记助手"  # a client whose name is wider on screen than its length
 
 
 @pytest.fixture
-def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    shutil.rmtree(ROOT.parent, ignore_errors=True)
-    ROOT.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "master", str(ROOT)], check=True)
-    owners_history(ROOT)
+def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, pinned_root: Path) -> Path:
+    root = pinned_root
+    subprocess.run(["git", "init", "-q", "-b", "master", str(root)], check=True)
+    owners_history(root)
     # the second client: four writes on Wednesday of W49
     later = []
     for i, tool in enumerate(["append_section", "append_section", "create_doc", "edit_text"]):
@@ -46,10 +42,10 @@ def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         later.append(
             (int(at.timestamp()), AI_WHO, msg, f"项目/笔记{i}.md", f"# 笔记 {i}\n\n- 一\n")
         )
-    _fast_import_on_top(ROOT, later)
+    _fast_import_on_top(root, later)
     # the owner reverts one of the helper's appends (Wednesday evening)
     target = subprocess.run(
-        ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--grep=笔记1"],
+        ["git", "-C", str(root), "log", "-1", "--format=%H", "--grep=笔记1"],
         capture_output=True,
         text=True,
         check=True,
@@ -57,15 +53,15 @@ def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     when = (START + timedelta(days=16, hours=9)).isoformat()
     monkeypatch.setenv("GIT_AUTHOR_DATE", when)
     monkeypatch.setenv("GIT_COMMITTER_DATE", when)
-    revert(ROOT, [target])
+    revert(root, [target])
     # the journal: written by the real Journal, then its clock and pids pinned
     for client in (f"{HELPER}/1.0", "claude-ai/0.9.1"):
-        j = Journal(state_dir(ROOT) / "events.jsonl", client=client)
+        j = Journal(state_dir(root) / "events.jsonl", client=client)
         j.append(Conflict("replace_doc", "notes/n1.md", "a" * 16, "b" * 16))
         j.append(Rejected("create_doc", ["x.md"], "unknown_tag", "m", "h", ""))
         j.append(Noop("update_frontmatter", ["notes/n2.md"], 10, 3))
     j.append(Rejected("edit_text", ["y.md"], "no_match", "m", "h", ""))
-    journal = state_dir(ROOT) / "events.jsonl"
+    journal = state_dir(root) / "events.jsonl"
     events = [json.loads(line) for line in journal.read_text().splitlines()]
     for i, e in enumerate(events):
         day = 9 if i < 4 else 2  # two in W48 (Nov 25), the rest in W49 (Dec 2)
@@ -74,7 +70,7 @@ def pinned_stats_vault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         )
         e["pid"] = 4242
     journal.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events))
-    return ROOT
+    return root
 
 
 def _fast_import_on_top(root: Path, commits: list[tuple[int, str, str, str, str]]) -> None:

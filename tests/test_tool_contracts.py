@@ -37,6 +37,7 @@ EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
     "read_doc": ["path", "section?", "tail?", "offset?"],
     "search_text": ["query", "type?", "folder?", "tags?", "limit?", "cursor?"],
     "recall": ["query?", "path?", "limit?", "type?", "folder?"],
+    "transcribe_recording": ["path", "offset?"],
     "create_doc": ["type?", "path?", "fields?", "body?", "tags?"],
     "append_section": ["path", "heading", "content", "hash?"],
     "edit_text": ["path", "old", "new", "count?", "hash?"],
@@ -53,6 +54,7 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "read_doc": (True, True),
     "search_text": (True, True),
     "recall": (True, True),
+    "transcribe_recording": (True, True),
     "create_doc": (False, True),
     "append_section": (False, False),
     "edit_text": (False, False),
@@ -61,7 +63,15 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "batch": (False, False),
 }
 
-READ_TOOLS = ["get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"]
+READ_TOOLS = [
+    "get_context",
+    "list_docs",
+    "list_tags",
+    "read_doc",
+    "search_text",
+    "recall",
+    "transcribe_recording",
+]
 
 
 def parameters(schema: dict[str, Any]) -> list[str]:

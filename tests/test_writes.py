@@ -547,15 +547,20 @@ async def test_written_means_searchable_and_listed(connect: Any, vault: Path) ->
 async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) -> None:
     async with connect(vault, read_only=True) as s:
         names = {t.name for t in (await s.client.list_tools()).tools}
-    assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"}
+    reads = {
+        "get_context",
+        "list_docs",
+        "list_tags",
+        "read_doc",
+        "search_text",
+        "recall",
+        "transcribe_recording",
+    }
+    assert names == reads
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert len(tools) == 12
-    assert all(
-        t.annotations.read_only_hint is False
-        for n, t in tools.items()
-        if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall")
-    )
+    assert len(tools) == 13
+    assert all(t.annotations.read_only_hint is False for n, t in tools.items() if n not in reads)
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 
 

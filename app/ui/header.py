@@ -16,6 +16,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from server.core.clients import client_name
+from server.write.journal import event_time
 
 from .cells import plural
 from .header_fit import Segment, fit
@@ -207,11 +208,10 @@ def config_time(root: Path, name: str, events: Sequence[dict[str, Any]]) -> str:
         if e.get("kind") == "server_started" or (
             e.get("kind") == "config_reloaded" and e.get("ok")
         ):
-            try:
-                ts = datetime.fromisoformat(str(e["ts"]).replace("Z", "+00:00"))
-                return ts.astimezone().strftime("%H:%M:%S")
-            except (KeyError, ValueError):
+            ts = event_time(e)
+            if ts is None:
                 break
+            return ts.astimezone().strftime("%H:%M:%S")
     mtime = (root / name).stat().st_mtime
     return datetime.fromtimestamp(mtime).astimezone().strftime("%m-%d %H:%M")
 

@@ -38,7 +38,7 @@ from ..file_actions import (
 )
 from ..history import commit_changes_upto
 from ..supervisor import connect_notes, snippets
-from ..view_rows import GROUPS, Filters, commits_mentioning, visible
+from ..view_rows import GROUPS, Filters, commits_mentioning, finder, visible
 from .details import commit_header, event_detail
 from .header import StatusHeader
 from .lines import LinesView
@@ -134,11 +134,11 @@ class DiffPane(LinesView):
             self._go(line)
 
     def action_find(self, direction: int) -> None:
-        text = self.search.casefold()
-        if not text:
+        if not self.search:
             self.notify("nothing to find: / sets the text", severity="warning", timeout=3)
             return
-        hits = [i for i, line in enumerate(self.lines) if text in line.plain.casefold()]
+        holds = finder(self.search)
+        hits = [i for i, line in enumerate(self.lines) if holds(line.plain)]
         line = self._next(hits, direction, self.found)
         if line is None and hits:  # past the last one: from the other end, as lazygit does
             line = hits[0] if direction > 0 else hits[-1]

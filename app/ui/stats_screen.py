@@ -29,6 +29,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ..recording_trend import RecordingWeek, trend_table, weekly
 from ..stats import Cell, Stats, client_table, compute, describe, measure_table, week_table
 from .cells import Cell as TableCell
 from .cells import cut_middle, others_width, short_names
@@ -197,6 +198,7 @@ class StatsScreen(Screen[None]):
         self.now = now  # pinned by tests; else the clock at each count
         self.since = since
         self.stats: Stats | None = None
+        self.recorded: list[RecordingWeek] = []
         self._seen: object = None  # what the feed looked like at the last count
         self._asked = 0  # counts asked for; only the last one asked is shown
 
@@ -222,6 +224,11 @@ class StatsScreen(Screen[None]):
                     )
                     yield StatsTable(id="stats-clients", cursor_type="row", fixed_columns=1)
                     yield StatsTable(id="stats-client-tools", cursor_type="row", fixed_columns=1)
+            # only when a note has a practice recording's figures (vaultwatch transcribe)
+            yield Static(
+                Content("practice recordings per week"), classes="heading", id="rec-heading"
+            )
+            yield StatsTable(id="stats-recordings", cursor_type="row", fixed_columns=1)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -274,15 +281,17 @@ class StatsScreen(Screen[None]):
     def _count(self, asked: int, since: str | None) -> None:
         events = self.events() if self.events is not None else None
         stats = compute(self.root, since, now=self.now, events=events)
+        recorded = weekly(self.root, stats.start.date() if stats.start else None)
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self._show, stats, asked)
+            self.app.call_from_thread(self._show, stats, asked, recorded)
 
     # -- showing ----------------------------------------------------------------------------------
 
-    def _show(self, stats: Stats, asked: int) -> None:
+    def _show(self, stats: Stats, asked: int, recorded: list[RecordingWeek]) -> None:
         if not self.is_attached or asked != self._asked:
             return  # closed meanwhile, or a later count was asked for (`p` pressed again)
         self.stats = stats
+        self.recorded = recorded
         with contextlib.suppress(NoMatches):
             self.query_one("#title", Static).update(
                 Content.styled(f" Write statistics · {describe(stats)}", "bold")
@@ -320,6 +329,9 @@ class StatsScreen(Screen[None]):
         legend = self.query_one("#stats-legend", Static)
         legend.display = bool(shown)
         legend.update(Content(legend_text(shown, body - MARGIN)))
+        self._table("#stats-recordings", *trend_table(self.recorded))
+        for selector in ("#rec-heading", "#stats-recordings"):
+            self.query_one(selector).display = bool(self.recorded)
 
     def _trend(self, stats: Stats, room: int) -> tuple[list[str], list[list[Cell]]]:
         """`measure_table` in `room` cells: the measure (cut past MEASURE_WIDTH) and the total

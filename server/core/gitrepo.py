@@ -443,7 +443,14 @@ def wait_for_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> bool:
 def _release_dead_index_lock(root: Path) -> None:
     """Under the write lock, an index lock of ours is a dead writer's (a live one releases it
     before the write lock, and a killed one's git children keep the write lock until they end):
-    remove it, or every later write (and the owner's git) would find the index locked."""
+    remove it, or every later write (and the owner's git) would find the index locked.
+
+    The same holds for the locks git takes on our own private indexes (the commit index, the
+    copy of git's index): only our git children take them, always under the write lock, so
+    one left behind is a killed child's, and would stop every later commit."""
+    for name in ("commit.index.lock", "index.next.lock"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(state_dir(root) / name)
     marker = _index_marker(root)
     if not os.path.lexists(marker):
         return

@@ -11,6 +11,7 @@ class ToolName(StrEnum):
     READ_DOC = "read_doc"
     SEARCH_TEXT = "search_text"
     RECALL = "recall"
+    TRANSCRIBE_RECORDING = "transcribe_recording"
     CREATE_DOC = "create_doc"
     APPEND_SECTION = "append_section"
     EDIT_TEXT = "edit_text"

@@ -49,6 +49,14 @@ LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
 KEYWORD_WEIGHT = 0.2
 KEYWORD_HALF = 5.0
 BATCH = 64
+# Texts encoded at a time while indexing the vault: a stop (the client closed stdin) is seen
+# between steps, not only between batches: a batch of 64 notes took over 2 s on two busy cores,
+# so the server waited out cli.STOP_WAIT_S and left with os._exit on every disconnect mid-index.
+STEP = 32
+
+
+class _Stopped(Exception):
+    """The server is exiting: the batch being encoded is dropped (the next start redoes it)."""
 
 
 @functools.cache
@@ -203,10 +211,12 @@ class SemanticIndex:
                 break  # the server is exiting; the rest is embedded on the next start
             chunk = [docs[p] for p in todo[k : k + BATCH]]
             try:
-                notes = self._embed(chunk, meta)
+                notes = self._embed(chunk, meta, interruptible=not partial)
                 # each batch is stored (and committed) as it is done: a stop or a crash loses
                 # at most this batch, and the next start embeds only what is left
                 self.store.put(notes)
+            except _Stopped:
+                break
             except Exception:
                 if not self.stopping or partial:
                     raise
@@ -233,7 +243,10 @@ class SemanticIndex:
         return self._generation == generation
 
     def _embed(
-        self, docs: list[Doc], meta: Callable[[Doc], dict[str, Any]] | None
+        self,
+        docs: list[Doc],
+        meta: Callable[[Doc], dict[str, Any]] | None,
+        interruptible: bool = False,
     ) -> list[NoteVectors]:
         per: list[tuple[Doc, list[Unit]]] = []
         for d in docs:
@@ -261,11 +274,7 @@ class SemanticIndex:
         }
         # only units whose text is new are embedded: a write to one section of a long note
         # costs one section, not the whole note again
-        fresh = (
-            self.embedder.encode(list(todo.values()))
-            if todo
-            else np.zeros((0, self.embedder.dim), np.float32)
-        )
+        fresh = self._encode(list(todo.values()), interruptible)
         got = dict(zip(todo, fresh, strict=True))
         out = []  # the store's put() refuses vectors of another dimension
         for ks, (d, us) in zip(keys, per, strict=True):
@@ -284,6 +293,20 @@ class SemanticIndex:
                 )
             )
         return out
+
+    def _encode(self, texts: list[str], interruptible: bool) -> np.ndarray:
+        """The texts' vectors; `interruptible` (indexing the vault, not a write) encodes STEP
+        texts at a time and raises _Stopped as soon as a stop is asked for."""
+        if not texts:
+            return np.zeros((0, self.embedder.dim), np.float32)
+        if not interruptible or len(texts) <= STEP:
+            return self.embedder.encode(texts)
+        parts = []
+        for k in range(0, len(texts), STEP):
+            if self.stopping:
+                raise _Stopped
+            parts.append(self.embedder.encode(texts[k : k + STEP]))
+        return np.concatenate(parts)
 
     # -- ranking --------------------------------------------------------------------------------
 

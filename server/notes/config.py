@@ -34,6 +34,7 @@ from server.notes.paths import (
     normalize_glob,
     normalize_rel,
 )
+from server.notes.recordings_config import RecordingsConfig, parse_recordings
 
 log = logging.getLogger("vaultwatch.config")
 
@@ -174,6 +175,7 @@ class Config:
     limits: Limits = Limits()
     semantic: SemanticConfig = SemanticConfig()
     health: HealthConfig = HealthConfig()
+    recordings: RecordingsConfig = field(default_factory=RecordingsConfig)
     extensions: tuple[str, ...] = NOTE_EXTENSIONS
     http_port: int | None = None
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
@@ -184,6 +186,8 @@ class Config:
     # Problems in the `health:` block: the health check uses its defaults for those values and
     # says so; like recall's, they never fail the whole config (no note is closed over them).
     health_problems: tuple[ConfigProblem, ...] = ()
+    # Problems in the `recordings:` block: the transcriber uses its defaults and says so.
+    recordings_problems: tuple[ConfigProblem, ...] = ()
     source: str | None = None
     loaded_at: str = ""
     # Not "": this is not the vault's config but what stands in while it does not load:
@@ -289,6 +293,7 @@ KNOWN_KEYS = frozenset(
         "limits",
         "semantic",
         "health",
+        "recordings",
         "extensions",
         "http",
     }
@@ -315,6 +320,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out.update(_parse_limits(data, p))
     out.update(_parse_semantic(data, p))
     out.update(_parse_health_block(data, p, types))
+    out.update(_parse_recordings_block(data, p))
     out.update(_parse_http(data, p))
     return out
 
@@ -579,6 +585,16 @@ def _parse_health_block(
         out["health"] = health
     if hp.problems:
         out["health_problems"] = tuple(hp.problems)
+    return out
+
+
+def _parse_recordings_block(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    """`recordings:` problems are the transcriber's own (Config.recordings_problems)."""
+    rp = _Parser(p.file, p.loc)
+    rec = parse_recordings(data.get("recordings"), rp)
+    out: dict[str, Any] = {} if rec is None else {"recordings": rec}
+    if rp.problems:
+        out["recordings_problems"] = tuple(rp.problems)
     return out
 
 

@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         stop(vault, ServerStopped(transport=transport, reason=reason))
+    leave()  # stopped cleanly (an error went on to its traceback through the finally above)
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
@@ -139,6 +140,14 @@ def stop(vault: Vault, stopped: ServerStopped) -> None:
     # Still inside one embedding call after the wait: leave without the interpreter's shutdown
     # (the journal line is written; the vectors are derived and re-embedded on the next start).
     log.warning("recall's indexer did not stop in %.0f s; exiting without waiting", STOP_WAIT_S)
+    leave()
+
+
+def leave() -> None:
+    """Exit now that the vault is closed and the journal written. The interpreter's own
+    shutdown (freeing the embedding model, numpy, the SDK's modules) took 1.5-2 s more, during
+    which a client that closed stdin sees a server that has not exited, and signals it."""
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -73,6 +73,37 @@ class ReadDocResult(BaseModel):
     problems: list[str] | None = None
 
 
+class Pause(BaseModel):
+    start: float
+    end: float
+    seconds: float
+
+
+class RecordingResult(BaseModel):
+    path: str
+    model: str
+    duration_s: float
+    language: str
+    unit: str = Field(description="words/min, or characters/min for Chinese")
+    words: int = Field(description="words (Chinese: characters) in the whole transcript")
+    wpm: float | None = Field(description="speaking rate in `unit`, first speech to last")
+    spoken_s: float
+    pauses: list[Pause] = Field(description="silences of 0.5 s or more between speech")
+    pauses_total: int | None = Field(None, description="when pauses lists only some")
+    long_pause_s: float
+    long_pauses: int
+    long_pauses_per_min: float | None = None
+    longest_pause_s: float
+    first_sentence_s: float | None = Field(description="when the first sentence ends")
+    fillers: dict[str, int]
+    transcript: str = Field(description="this page of the transcript")
+    segments: list[dict[str, Any]]
+    range: list[int] = Field(description="[start, end) char offsets of this page")
+    chars: int = Field(description="length of the whole transcript")
+    complete: bool
+    next: str | None = Field(None, description="how to get the rest of the transcript")
+
+
 class ContextResult(BaseModel):
     blocks: list[dict[str, Any]]
     trimmed: list[str] = Field(default_factory=list, description="notes whose text was shortened")

@@ -37,6 +37,7 @@ from server.protocol.results import (
     ListTagsResult,
     ReadDocResult,
     RecallResult,
+    RecordingResult,
     SearchResult,
     WriteOut,
 )
@@ -46,6 +47,7 @@ from server.services.listing import list_docs as run_list_docs
 from server.services.listing import list_tags as run_list_tags
 from server.services.recall import recall as run_recall
 from server.services.recall import similar_notes
+from server.services.recordings import recording_result
 from server.services.text_search import search_text as run_search
 from server.services.writes import (
     Conflict,
@@ -468,7 +470,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
                 description='words to find, all must match (AND); "exact phrase"; -word drops '
                 "notes with that word anywhere (title, body or frontmatter); inline filters "
                 "tag:x type:x path:folder/. Case and full/half width ignored; Chinese words of "
-                "any length work, e.g. 'CRDT 离线同步' or '架构'."
+                "any length work, with or without spaces: 停用插件 also finds notes saying 停用 "
+                "and 插件 apart (those saying it in one piece first; quote it for one piece "
+                "only), e.g. 'CRDT 离线同步' or '架构'."
             ),
         ],
         type: Annotated[str | None, Field(description="only notes of this doc type")] = None,
@@ -477,8 +481,9 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         limit: Annotated[int, Field(ge=1, le=50)] = 10,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
     ) -> Reply:
-        """Find notes by the words in their text and title, best first (relevance, a title
-        holding every word counting strongly, newer notes slightly ahead). Each hit has 1-3
+        """Find notes by the words in their text and title, best first (a note whose title or
+        file name is the query first, then relevance, a title holding every word counting
+        strongly, newer notes slightly ahead). Each hit has 1-3
         snippets with the matches marked «like this», plus path and hash, so you can often
         answer without read_doc."""
         res = run_search(
@@ -511,6 +516,24 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         left: use search_text meanwhile and call recall again after that."""
         res = run_recall(vault, query, path=path, limit=limit, type=type, folder=folder)
         return res, [h["path"] for h in res["hits"]]
+
+    @kit.read_tool(mcp, title="Transcribe and measure a recording", output=RecordingResult)
+    def transcribe_recording(
+        path: Annotated[
+            str, Field(description="audio file in the vault (wav, mp3, m4a, ogg, webm)")
+        ],
+        offset: Annotated[
+            int, Field(ge=0, description="transcript char offset to continue from (see next)")
+        ] = 0,
+    ) -> Reply:
+        """Transcribe a practice recording on the owner's machine and measure it: speaking
+        rate (words/min; characters/min for Chinese), every pause with its times, long pauses
+        (2 s or more by default), when the first sentence ends, filler words, and the
+        transcript with timed segments. Use these numbers when you score a session instead of
+        estimating them; write them into the session note with the write tools. The first call
+        on a recording can take a while (about a tenth of its length); later ones are instant.
+        Long transcripts are paged: `next` says how to get the rest."""
+        return recording_result(vault, path, offset), [path]
 
 
 def _write_annotations(idempotent: bool) -> ToolAnnotations:

@@ -885,8 +885,8 @@ def apply(
     deadline = time.monotonic() + store_mod.GIT_WAIT_S
     try:
         with store.locked():
-            store.check_repo(deadline)
-            store.recover_locked()  # a writer that died mid-write (another server) is undone first
+            # git allows a commit (waited for); a writer that died mid-write is undone first
+            store.begin(deadline)
             attempt = 0
             while True:
                 try:

@@ -190,6 +190,24 @@ TOKEN_RULE = (
 )
 
 
+def parse_time(ts: object) -> datetime | None:
+    """A time as the journal writes it (ISO 8601, `Z` or an offset) as an aware datetime; None
+    for anything else (a hand-edited or foreign line). The one reader of journal and state
+    times: the dashboard, the stats, the reads and the context preview all use it."""
+    if not isinstance(ts, str):
+        return None
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
+def event_time(event: dict[str, Any]) -> datetime | None:
+    """When a journal event happened (its `ts`), or None."""
+    return parse_time(event.get("ts"))
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens a model reads for `text`, roughly (see TOKEN_RULE): no tokenizer is loaded."""
     latin = len(_WIDE.sub("", text))

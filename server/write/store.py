@@ -18,8 +18,10 @@ lands on a branch a rebase is about to reset. (The alternative, commit first and
 would leave HEAD ahead of the file on a crash, and commit a change a late owner save then
 forces us to take back.)
 A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
-file; the next writer (any process, under the lock) or the next start puts the files back
-unless the human changed them since.
+file; the next writer (any process, under the lock: the AI's writes and the owner's actions
+all start with `Store.begin`) or the next start puts the files back unless the human changed
+them since. The owner's moves, creates and deletes and the snapshot record an intent too.
+The steps are fault hooks (`server/core/faults.py`): the crash matrix kills a writer at each.
 
 A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
 the plan read: an editor that saves by truncate-then-write passes through an empty file, and
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server.core.errors import VaultwatchError
-from server.core.faults import fault_after
+from server.core.faults import crash_point
 from server.core.gitrepo import (
     ACTION,
     CLIENT,
@@ -465,6 +467,74 @@ class Store:
         with write_lock(self.root):
             yield
 
+    def begin(self, deadline: float | None = None) -> list[str]:
+        """What every writer does first, under the lock: the AI's writes and every owner action
+        (revert, undo, move, create, delete) alike. git must allow a commit (check_repo, which
+        waits until `deadline` for another git's operation to end), then whatever a dead writer
+        left half-done is put right (recover_locked): without it the owner's move or revert
+        snapshotted a killed AI write's files as the owner's own edit.
+        Returns the paths put back."""
+        self.check_repo(deadline)
+        return self.recover_locked()
+
+    def record_intent(
+        self,
+        tool: str,
+        files: list[tuple[str, bytes | None, bytes | None]],
+        between: dict[str, bytes] | None = None,
+    ) -> None:
+        """An owner action's intent, written before it changes the working tree: each path with
+        the bytes it has now (None: no file) and will have (None: removed). The same record a
+        write keeps, so a crash half-way through a move of a thousand notes is rolled back by
+        the next start or the next writer of either kind. Every previous content is stored in
+        git first (one git run), so recovery can always put it back; a file whose bytes are
+        not what the caller read raises WriteRace. `between`: the bytes a path holds half-way
+        (a moved note before its links are rewritten, a new file still empty), which recovery
+        takes for this action's too. Caller holds the lock."""
+        olds = [(p, data) for p, data, _ in files if data is not None]
+        stored = _hash_files(self.root, [p for p, _ in olds]) if olds else []
+        for (p, data), blob in zip(olds, stored, strict=True):
+            if blob != blob_id(data):
+                raise WriteRace(p, data, None, reason="changed since it was read")
+        self._write_intent(
+            tool,
+            [
+                {
+                    "path": p,
+                    "old": blob_id(old) if old is not None else None,
+                    "new": blob_id(new) if new is not None else None,
+                    "tmp": None,
+                    **({"between": blob_id(between[p])} if between and p in between else {}),
+                }
+                for p, old, new in files
+            ],
+        )
+        crash_point("intent")
+
+    def _write_intent(
+        self,
+        tool: str,
+        files: list[dict[str, object]],
+        commit: list[list[str | None]] | None = None,
+    ) -> None:
+        intent: dict[str, object] = {"pid": os.getpid(), "tool": tool, "files": files}
+        if commit is not None:
+            intent["commit"] = commit
+        atomic_write(self.intent_path, json.dumps(intent).encode())
+
+    def intent_commits(self, entries: list[tuple[str, str | None]]) -> None:
+        """Add to the recorded intent the exact blobs its commit will hold (a file under a git
+        filter, a symlink: not the blob of the bytes), so that recovery after a crash between
+        the commit and `drop_intent` knows the commit landed and keeps it."""
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        intent["commit"] = [[p, b] for p, b in entries]
+        atomic_write(self.intent_path, json.dumps(intent).encode())
+
+    def drop_intent(self) -> None:
+        """The recorded intent is done with (committed, or undone by its own writer)."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.intent_path)
+
     # -- checks ---------------------------------------------------------------------------------
 
     def check_repo(self, deadline: float | None = None) -> None:
@@ -575,8 +645,6 @@ class Store:
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         leased: set[int] = set()  # fds we hold a read lease on (see _lease)
-        # the crash-recovery tests stop a server at an exact point inside a batch
-        crash_after = fault_after("after_write")
         try:
             head_blobs = self.snapshot(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}, idx=idx
@@ -603,6 +671,7 @@ class Store:
                 ],
             }
             atomic_write(self.intent_path, json.dumps(intent).encode())
+            crash_point("intent")
             for w, tmp in zip(writes, temps, strict=True):
                 if tmp is not None and w.new is not None:
                     _write_temp(tmp, self.root / w.disk, w.new)
@@ -610,6 +679,7 @@ class Store:
             stored = _hash_files(self.root, made) if made else []
             if stored != [b for b in blobs if b is not None]:
                 raise GitError("git stored different bytes than were written")
+            crash_point("temps")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
                 fd = _open_if_exists(target)
@@ -642,8 +712,7 @@ class Store:
                     os.replace(tmp, target)
                 renamed.append(w)
                 held.append((w, fd))
-                if crash_after is not None and len(renamed) >= crash_after:
-                    os.kill(os.getpid(), signal.SIGKILL)  # fault injection for crash tests
+                crash_point("renamed")
             for folder in sorted({(self.root / w.disk).parent for w in renamed}):
                 _fsync_dir(folder)
             # Someone who opened a file just before we replaced it writes into the old copy
@@ -865,13 +934,25 @@ class Store:
             _still(self.root / p, *expect[p])
         changed = [p for p, _ in entries]
         subject = "snapshot: " + (changed[0] if len(changed) == 1 else f"{len(changed)} files")
-        sha = commit_blobs(
-            self.root,
-            entries,
-            commit_message(subject, {ACTION: "snapshot"}),
-            human_identity(self.root),
-            idx=idx,
+        # A snapshot changes no file, but a crash between moving the branch and putting git's
+        # index in place would leave the owner's edit staged for removal: its intent lets
+        # recovery tidy the index (files: as they are, before and after).
+        snapped = [(p, blob_id(d) if (d := expect[p][1]) is not None else None) for p in changed]
+        self._write_intent(
+            "snapshot",
+            [{"path": p, "old": now, "new": now, "tmp": None} for p, now in snapped],
+            commit=[[p, b] for p, b in entries],
         )
+        try:
+            sha = commit_blobs(
+                self.root,
+                entries,
+                commit_message(subject, {ACTION: "snapshot"}),
+                human_identity(self.root),
+                idx=idx,
+            )
+        finally:
+            self.drop_intent()  # committed, or failed with the branch where it was
         self.journal.append(Commit("snapshot", changed, sha, chars=0), client="human")
         after = {**head_blobs, **{p: b for p, b in entries if b is not None}}
         return {p: b for p, b in after.items() if p not in gone}
@@ -918,7 +999,24 @@ class Store:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.root / f["tmp"])
         restored, kept = [], []
-        committed = all(self._head_blob(f["path"]) == f["new"] for f in files)
+        # an owner action records the exact blobs its commit holds (see intent_commits)
+        sealed = intent.get("commit")
+        names = {f["path"] for f in files} | (
+            {p for p, _ in sealed} if isinstance(sealed, list) else set()
+        )
+        # one git run for every path (a move of a thousand notes names two thousand)
+        head = self._head_blobs(sorted(names)) if names else {}
+        committed = (
+            all(head.get(p) == b for p, b in sealed)
+            if isinstance(sealed, list)
+            else all(head.get(f["path"]) == f["new"] for f in files)
+        )
+        # A recovery killed half-way leaves files it put back in no event: the next one says
+        # so rather than name only what it did itself.
+        again = bool(intent.get("recovering"))
+        if not committed and not again:
+            intent["recovering"] = os.getpid()
+            atomic_write(intent_path, json.dumps(intent).encode())
         if not committed:
             for f in files:
                 target = self.root / f["path"]
@@ -926,15 +1024,17 @@ class Store:
                 cur_id = blob_id(current) if current is not None else None
                 if cur_id == f["old"]:
                     continue  # never touched
-                if cur_id != f["new"]:
+                if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
                     kept.append(f["path"])  # changed by someone since: leave it alone
                     continue
                 if f["old"] is None:
                     target.unlink()
+                    _prune_parents(self.root, f["path"])  # folders a killed move made
                 else:
                     data = git(self.root, "cat-file", "blob", f["old"]).stdout
                     atomic_write(target, data, temp_dir(self.root, target))
                 restored.append(f["path"])
+                crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
         # fall between moving the branch and updating the index).
         tidied = True
@@ -955,6 +1055,8 @@ class Store:
             else f"an interrupted {tool} had been committed"
             + ("; the index was tidied" if tidied else "")
         )
+        if again:
+            msg += "; an earlier recovery of it was cut short and may have put back more files"
         if not tidied:
             paths = " ".join(f["path"] for f in files)
             msg += (
@@ -966,9 +1068,17 @@ class Store:
         )
         return restored
 
-    def _head_blob(self, path: str) -> str | None:
-        r = git(self.root, "rev-parse", "-q", "--verify", f"HEAD:{path}", check=False)
-        return r.stdout.decode().strip() if r.returncode == 0 else None
+
+def _prune_parents(root: Path, rel: str) -> None:
+    """Remove the folders above `rel` that are now empty (git keeps no empty folder; Obsidian
+    would show one), never the vault folder itself."""
+    parent = os.path.dirname(rel)
+    while parent:
+        try:
+            (root / parent).rmdir()
+        except OSError:
+            return
+        parent = os.path.dirname(parent)
 
 
 class BranchMoved(GitError):
@@ -997,19 +1107,38 @@ def commit_blobs(
     marker = state_dir(root) / "commit.index.head"
     env = {"GIT_INDEX_FILE": str(index)}
     branch, head = head_branch(root)
+    lines = []
+    for path, blob in entries:
+        if blob is None:  # mode 0 takes the path out of the index
+            lines.append(f"0 {'0' * 40}\t{path}")
+            continue
+        lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
+    info = ("\n".join(lines) + "\n").encode()
+    cached = index.exists() and _read_text(marker) == head  # holds HEAD's tree already
+    # The marker says "the private index holds exactly this commit's tree". It goes before the
+    # index is changed and comes back only once the branch holds what the index holds: a crash
+    # anywhere between (a batch killed holding .git/index.lock) leaves no marker, and the next
+    # commit starts from HEAD's tree. Kept, the dead batch's entries rode along in the next
+    # write's commit, its lines in no file on disk (issue 27).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(marker)
     try:
-        if not (index.exists() and _read_text(marker) == head):
-            git(root, "read-tree", head, env=env)
-        lines = []
-        for path, blob in entries:
-            if blob is None:  # mode 0 takes the path out of the index
-                lines.append(f"0 {'0' * 40}\t{path}")
-                continue
-            lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
-        info = ("\n".join(lines) + "\n").encode()
-        git(root, "update-index", "--index-info", env=env, input=info)
-        tree = git(root, "write-tree", env=env).stdout.decode().strip()
+        tree = _private_tree(root, env, head, info, cached)
+        # Read afresh from HEAD, the index holds HEAD and these entries by construction; a
+        # cached one is checked (one git run, through the subtrees that differ only).
+        if cached and not _changed_paths(root, head, tree) <= {p for p, _ in entries}:
+            # Something else is in the private index (whatever put it there): never commit it.
+            # Built again from HEAD alone, and refused if even that names other paths.
+            log.warning("private index held paths this commit does not name; rebuilt from HEAD")
+            tree = _private_tree(root, env, head, info, False)
+            extra = _changed_paths(root, head, tree) - {p for p, _ in entries}
+            if extra:
+                raise GitError(
+                    "the commit would change paths it does not name "
+                    f"({', '.join(sorted(extra)[:5])}); nothing was committed"
+                )
         state_file(index)  # git wrote it with the umask's mode
+        crash_point("private_index")
     except GitError:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(index)
@@ -1040,11 +1169,10 @@ def commit_blobs(
         if idx is None:
             idx = stack.enter_context(owner_index(root))
         idx.git("update-index", "--index-info", input=info)
+        crash_point("index_locked")  # .git/index.lock is ours
         try:
             git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
         except GitError as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(marker)  # the private index is ahead of a HEAD that did not move
             now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
             if now.stdout.decode().strip() != head:
                 # another git moved the branch without the index lock (a merge or rebase
@@ -1053,6 +1181,7 @@ def commit_blobs(
                     f"{branch} moved while the commit was being made; nothing was committed"
                 ) from exc
             raise
+        crash_point("branch_moved")
         try:
             idx.install()  # a rename inside .git, under the lock
         except OSError as exc:
@@ -1062,8 +1191,6 @@ def commit_blobs(
             if back.returncode != 0:
                 log.warning("git's index not updated after commit %s: %s", sha, exc)
                 return sha
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(marker)
             raise GitError(
                 f"git's index could not be updated ({exc}); nothing was committed"
             ) from exc
@@ -1073,7 +1200,23 @@ def commit_blobs(
         log.warning("private index marker not written: %s", exc)
         with contextlib.suppress(OSError):
             os.unlink(marker)
+    crash_point("commit_done")
     return sha
+
+
+def _private_tree(root: Path, env: dict[str, str], head: str, info: bytes, cached: bool) -> str:
+    """The tree of HEAD with `info`'s entries applied, built in the private index (`env`):
+    from HEAD's tree read afresh unless `cached` (the index is known to hold it)."""
+    if not cached:
+        git(root, "read-tree", head, env=env)
+    git(root, "update-index", "--index-info", env=env, input=info)
+    return git(root, "write-tree", env=env).stdout.decode().strip()
+
+
+def _changed_paths(root: Path, head: str, tree: str) -> set[str]:
+    """The paths whose blob or mode differs between HEAD's tree and `tree`."""
+    out = git(root, "diff-tree", "-r", "-z", "--no-renames", "--name-only", head, tree).stdout
+    return {os.fsdecode(p) for p in out.split(b"\x00") if p}
 
 
 def _git_mode(path: Path) -> str:

@@ -16,10 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.core.budget import fit_text
 from server.core.tool_names import ToolName
+from server.notes.reading import HEADING_MAX
 
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
 NOTE_PATH = "note path"
-MAX_HEADING = 200  # characters: a heading is a line of the note and the commit's subject
+# characters: a heading is a line of the note and the commit's subject; the outline cuts a
+# path to as much, so that what read_doc shows can be passed back
+MAX_HEADING = HEADING_MAX
 
 
 def field_keys(keys: Iterable[str] | None) -> None:
@@ -77,8 +80,9 @@ class AppendSection(WriteArgs):
     heading: Annotated[
         str,
         Field(
-            description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end "
-            "if missing"
+            description="section heading: 'Log', '## Log', 'Week 42/Log' or a path as "
+            "read_doc's outline shows it; a heading as written wins over reading / as a path "
+            "('TCP/UDP'); created at the end if missing"
         ),
     ]
     content: Annotated[str, Field(description="markdown to add at the end of the section")]

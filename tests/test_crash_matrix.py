@@ -1,0 +1,348 @@
+"""The crash matrix (issue 27): every path that writes, killed at every step it takes.
+
+SQLite's crash tests are the model: run the operation once and list every step it reaches (the
+fault hooks' `trace`), then for each step run it again in a fresh copy of the vault and kill the
+process (SIGKILL, no clean-up of any kind) exactly there. After each kill: restart (the next
+server start, or the next owner action, taking turns), check the invariants, make one more
+write, check them again. The invariants, each checked by code:
+
+- `git fsck --strict` is clean;
+- nothing is staged (`git diff --cached` is empty), no lock, intent or temp file is left;
+- every path the run touched has HEAD's blob on disk (the owner's uncommitted edit excepted,
+  which stays on disk by design), and the owner's unsaved line is never lost;
+- the killed operation happened whole or not at all: its files are all as before or all as
+  after the uninterrupted run;
+- each new commit changes exactly the paths the same commit (by its message) changed in the
+  uninterrupted run, or the one path of the write after the restart; no commit by the owner
+  carries a line the AI wrote in the killed operation;
+- the journal has one `recovered` event for each write a kill left half-done, naming only its
+  paths, and none when nothing was left.
+
+The killed writer is a fork of the test process (the real write path, no import cost), so the
+whole matrix stays within CI's budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.file_actions import NewNote, apply_create, apply_move, apply_remove, plan_move, plan_remove
+from app.revert import revert
+from app.review import mark_reviewed, revert_note, undo_hunk
+from server.core.faults import FAULT_ENV
+from server.core.gitrepo import ensure_repo
+from server.notes.note import content_hash
+from server.services.writes import apply
+from server.vault import Vault
+from server.write.journal import read_all
+
+from .conftest import write_files
+
+OWNER_LINE = "- the owner's unsaved line"
+AI_MARK = "AI-MARK"  # in every line the AI writes here: an owner commit must never carry one
+FILES = {
+    "notes/n0.md": "# N0\n\n## Log\n- before\n",
+    "notes/n1.md": "# N1\n\n## Log\n- before\n",
+    "notes/n2.md": "# N2\n\n## Log\n- before\n",
+    "notes/n3.md": "---\nstatus: open\n---\n# N3\n\n## Log\n- before\n",
+    "folder/f0.md": "# F0\n\nSee [F1](f1.md).\n",
+    "folder/f1.md": "# F1\n",
+    "index.md": "# Index\n\n- [F0](folder/f0.md)\n",
+    "other.md": "# Other\n\n## Log\n",
+}
+
+
+def _ai(
+    root: Path, tool: str, ops: list[tuple[str, dict[str, Any]]], msg: str | None = None
+) -> None:
+    vault = Vault(root)
+    try:
+        apply(vault, vault.store, tool, "crash-matrix", ops, msg)
+    finally:
+        vault.close()
+
+
+def _replace(root: Path) -> None:
+    data = (root / "notes/n2.md").read_bytes()
+    content = f"# N2\n\n## Log\n- {AI_MARK} replaced\n"
+    args = {"path": "notes/n2.md", "content": content, "hash": content_hash(data)}
+    _ai(root, "replace_doc", [("replace_doc", args)])
+
+
+def _append(path: str, line: str) -> tuple[str, dict[str, Any]]:
+    return ("append_section", {"path": path, "heading": "Log", "content": f"- {AI_MARK} {line}"})
+
+
+AI_SHA: dict[str, str] = {}  # the template's AI commit (the same sha in every copy)
+
+ACTIONS: dict[str, Callable[[Path], object]] = {
+    # the AI's writes
+    "create_doc": lambda r: _ai(
+        r,
+        "create_doc",
+        [("create_doc", {"path": "notes/ai-new.md", "body": f"# AI new\n\n- {AI_MARK} created\n"})],
+    ),
+    # the owner's pending edit to n0 is committed first, as theirs (the snapshot)
+    "append_section+snapshot": lambda r: _ai(r, "append_section", [_append("notes/n0.md", "x")]),
+    "edit_text": lambda r: _ai(
+        r,
+        "edit_text",
+        [("edit_text", {"path": "notes/n2.md", "old": "- before", "new": f"- {AI_MARK} edited"})],
+    ),
+    "update_frontmatter": lambda r: _ai(
+        r,
+        "update_frontmatter",
+        [("update_frontmatter", {"path": "notes/n3.md", "set": {"status": AI_MARK}})],
+    ),
+    "replace_doc": _replace,
+    "batch": lambda r: _ai(
+        r,
+        "batch",
+        [
+            _append("notes/n1.md", "b1"),
+            _append("notes/n2.md", "b2"),
+            _append("notes/n1.md", "b3"),
+            ("create_doc", {"path": "notes/batch-new.md", "body": f"# B\n\n- {AI_MARK} b\n"}),
+        ],
+        "a batch",
+    ),
+    # the owner's actions
+    "revert": lambda r: revert(r, [AI_SHA["sha"]]),
+    "undo_hunk": lambda r: undo_hunk(r, "notes/n1.md", 0),
+    "revert_note": lambda r: revert_note(r, "notes/n1.md"),
+    "move_folder": lambda r: apply_move(r, plan_move(r, "folder", "moved")),
+    "move_pending_note": lambda r: apply_move(r, plan_move(r, "notes/n0.md", "archive/n0.md")),
+    "create": lambda r: apply_create(r, NewNote("notes/owner-new.md", "# Owner new\n")),
+    "remove": lambda r: apply_remove(r, plan_remove(r, "notes/n3.md")),
+    "mark_reviewed": lambda r: mark_reviewed(r),
+}
+
+
+def run_child(root: Path, fault: str, action: Callable[[Path], object]) -> int:
+    """Run `action` on `root` in a forked process with VAULTWATCH_FAULT=`fault`; its wait
+    status. A child that raises exits 3 with the traceback on stderr."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            os.environ[FAULT_ENV] = fault
+            action(root)
+        except BaseException:
+            traceback.print_exc()
+            code = 3
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def blob(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True)
+
+
+def disk_state(root: Path) -> dict[str, bytes]:
+    """Every file in the vault outside .git: path -> bytes."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            p = Path(dirpath) / name
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def head_state(root: Path) -> dict[str, str]:
+    out = run_git(root, "ls-tree", "-r", "-z", "HEAD").stdout.decode()
+    tree = {}
+    for entry in filter(None, out.split("\0")):
+        meta, _, path = entry.partition("\t")
+        tree[path] = meta.split()[2]
+    return tree
+
+
+def new_commits(root: Path, since: str) -> list[tuple[str, str, bool, frozenset[str]]]:
+    """(sha, subject, by the AI, paths changed) of each commit after `since`, oldest first."""
+    out = []
+    shas = run_git(root, "rev-list", "--reverse", f"{since}..HEAD").stdout.decode().split()
+    for sha in shas:
+        info = run_git(root, "log", "-1", "--format=%s%x00%(trailers:key=Vaultwatch-Tool)", sha)
+        subject, _, tool = info.stdout.decode().partition("\0")
+        names = run_git(root, "diff-tree", "-r", "-z", "--no-commit-id", "--name-only", sha)
+        paths = frozenset(p for p in names.stdout.decode().split("\0") if p)
+        out.append((sha, subject, bool(tool.strip()), paths))
+    return out
+
+
+def added_lines(root: Path, sha: str) -> list[str]:
+    diff = run_git(root, "show", "--format=", "--no-renames", sha).stdout.decode()
+    return [ln for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+
+
+@dataclass
+class Reference:
+    """What the uninterrupted run did: the steps it reached, the files before and after,
+    and each commit's subject with the paths it changed."""
+
+    steps: list[str]
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+    commits: dict[str, frozenset[str]]
+    touched: set[str] = field(default_factory=set)
+
+
+def make_template(base: Path) -> tuple[Path, str]:
+    root = base / "template"
+    root.mkdir()
+    write_files(root, FILES)
+    ensure_repo(root)
+    _ai(root, "append_section", [_append("notes/n1.md", "template line")])  # the one to revert
+    sha = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
+    with (root / "notes/n0.md").open("a", encoding="utf-8") as fh:
+        fh.write(OWNER_LINE + "\n")  # the owner's pending edit, never committed by hand
+    return root, sha
+
+
+def fresh_copy(template: Path, dest: Path) -> Path:
+    shutil.copytree(template, dest, symlinks=True)
+    return dest
+
+
+def reference(template: Path, base: Path, name: str) -> Reference:
+    root = fresh_copy(template, base / "reference")
+    trace = base / "trace.txt"
+    start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
+    before = disk_state(root)
+    status = run_child(root, f"trace:{trace}", ACTIONS[name])
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"{name} failed: {status}"
+    after = disk_state(root)
+    commits = {subject: paths for _, subject, _, paths in new_commits(root, start)}
+    assert commits or name == "mark_reviewed", f"{name} committed nothing"
+    steps = trace.read_text().split() if trace.exists() else []
+    ref = Reference(steps, before, after, commits)
+    ref.touched = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    ref.touched |= {p for paths in commits.values() for p in paths}
+    return ref
+
+
+def check(
+    root: Path,
+    ref: Reference,
+    start: str,
+    extra: dict[str, str],
+    left: int,
+    events_before: int,
+    where: str,
+) -> None:
+    """The invariants. `extra`: subject fragment -> the one path a later write commits;
+    `left`: how many intents the kill left (each must be journaled as recovered)."""
+    fsck = run_git(root, "fsck", "--strict", "--no-progress")
+    assert fsck.returncode == 0, f"{where}: git fsck: {fsck.stderr.decode()}"
+    staged = run_git(root, "diff", "--cached", "--name-only").stdout.decode()
+    assert staged == "", f"{where}: staged: {staged}"
+    state = root / ".git/vaultwatch"
+    leftovers = [
+        *(root / ".git").glob("index.lock"),
+        *state.glob("intent*.json"),
+        *state.glob("commit.index.lock"),
+        *state.glob("index.next*"),
+        *state.glob("index.lock"),
+        *root.rglob("*.vaultwatch-tmp"),
+    ]
+    assert not leftovers, f"{where}: left behind: {leftovers}"
+    disk = disk_state(root)
+    tree = head_state(root)
+    paths = ref.touched | set(extra.values())
+    for p in sorted(paths):
+        on_disk = disk.get(p)
+        if on_disk == ref.before["notes/n0.md"] and tree.get(p) != blob(on_disk):
+            continue  # the owner's uncommitted edit, exactly: on disk by design
+        assert tree.get(p) == (blob(on_disk) if on_disk is not None else None), (
+            f"{where}: {p} on disk differs from HEAD"
+        )
+    owners = [p for p, d in disk.items() if OWNER_LINE in d.decode()]
+    assert owners, f"{where}: the owner's unsaved line is lost"
+    # whole or not at all (the owner's snapshot of n0 aside, which may land on its own)
+    action = sorted(ref.touched)
+    now = [disk.get(p) for p in action]
+    was = [ref.before.get(p) for p in action]
+    done = [ref.after.get(p) for p in action]
+    differ = [p for p, n, b in zip(action, now, was, strict=True) if n != b]
+    assert now in (was, done), f"{where}: half done: {differ} of {action} changed"
+    for sha, subject, by_ai, changed in new_commits(root, start):
+        later = [p for frag, p in extra.items() if frag in subject]
+        if later:
+            assert changed == {later[0]}, f"{where}: {subject!r} changed {sorted(changed)}"
+        else:
+            assert subject in ref.commits, f"{where}: unexpected commit {subject!r}"
+            assert changed == ref.commits[subject], (
+                f"{where}: {subject!r} changed {sorted(changed)}, "
+                f"not {sorted(ref.commits[subject])}"
+            )
+        if not by_ai:
+            carried = [ln for ln in added_lines(root, sha) if AI_MARK in ln]
+            assert not carried, f"{where}: owner commit {subject!r} carries the AI's {carried}"
+    events = read_all(state / "events.jsonl")[events_before:]
+    recovered = [e for e in events if e["kind"] == "recovered"]
+    assert len(recovered) == left, f"{where}: {left} intents left, recovered: {recovered}"
+    for e in recovered:
+        assert set(e["paths"]) <= ref.touched, f"{where}: recovered {e['paths']}"
+
+
+# (action, restart by) -> one test each; the restart takes turns between the two entry points
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(ACTIONS))
+def test_killed_at_every_step(tmp_path: Path, name: str) -> None:
+    template, AI_SHA["sha"] = make_template(tmp_path)
+    ref = reference(template, tmp_path, name)
+    assert ref.steps, f"{name} reached no fault hook"
+    seen: Counter[str] = Counter()
+    for i, step in enumerate(ref.steps):
+        seen[step] += 1
+        fault = f"kill:{step}:{seen[step]}"
+        where = f"{name} killed at {fault}"
+        root = fresh_copy(template, tmp_path / f"case{i}")
+        start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
+        events = len(read_all(root / ".git/vaultwatch/events.jsonl"))
+        status = run_child(root, fault, ACTIONS[name])
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, (
+            f"{where}: not killed there (status {status})"
+        )
+        left = len(list((root / ".git/vaultwatch").glob("intent*.json")))
+        # restart: the next server start (its recovery, run as the server runs it) or the
+        # next owner action (which must put right what the dead writer left before it acts)
+        extra: dict[str, str] = {}
+        if i % 2 == 0:
+            vault = Vault(root)
+            try:
+                vault.store.recover()
+            finally:
+                vault.close()
+            how = "server start"
+        else:
+            apply_create(root, NewNote("after-owner.md", "# After\n"))
+            extra["after-owner.md"] = "after-owner.md"
+            how = "owner action"
+        check(root, ref, start, extra, left, events, f"{where}, after the {how}")
+        _ai(root, "append_section", [("append_section", {
+            "path": "other.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
+        extra["other.md"] = "other.md"
+        check(root, ref, start, extra, left, events, f"{where}, after the next write")
