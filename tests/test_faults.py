@@ -26,7 +26,7 @@ from .conftest import REPO, git
 from .test_transports import HttpServer
 
 OUTCOMES = {"commit", "noop", "conflict", "rejected", "error"}
-WRITES_PER_SERVER = int(os.environ.get("VAULTWATCH_LOAD_WRITES", "80"))
+WRITES_PER_SERVER = int(os.environ.get("VAULTWATCH_LOAD_WRITES", "40"))
 LOAD_RUNS = int(os.environ.get("VAULTWATCH_LOAD_RUNS", "3"))  # each on a fresh vault
 # CPU hogs beside the load test: the windows between a check and a rename open up when every
 # process waits for a core (it once failed only at load 11-14 on 2 cores). Each hog ends by
