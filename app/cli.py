@@ -21,14 +21,17 @@ names; a vault folder that has one of these names opens in the dashboard as `./r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from server.core.errors import VaultwatchError
+from server.core.safetext import visible
 
 from .actions import ActionError
 from .history import Commit, FileChange
@@ -81,18 +84,59 @@ def _who(c: Commit | None) -> str:
 # -- review -----------------------------------------------------------------------------------
 
 
+LISTED = "review-listed"  # in the state folder: the commit the last `vaultwatch review` listed at
+
+
+def _listed(root: Path) -> str | None:
+    """The commit the last listing was made at, if one was kept (a damaged file: none)."""
+    from server.core.gitrepo import read_state, state_dir
+
+    try:
+        text = read_state(state_dir(root) / LISTED, limit=128).decode("ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return text or None
+
+
+def _keep_listed(root: Path, sha: str) -> None:
+    from server.core.gitrepo import state_dir, state_file
+
+    with contextlib.suppress(OSError):  # a hint for --mark-reviewed, never a failure
+        path = state_file(state_dir(root) / LISTED)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(sha + "\n")
+
+
 def _review(args: argparse.Namespace) -> int:
-    from .review import mark_reviewed, net_diffs, summaries
+    from .review import _head, mark_reviewed, net_diffs, summaries
 
     root = _vault(args.vault)
     if args.mark_reviewed is not None:
-        count, paths = mark_reviewed(root, args.mark_reviewed or None)
+        # what the owner saw: the commit named, else the last listing's (a change that landed
+        # after it stays unreviewed), else everything up to now
+        upto: str | None = args.upto or _listed(root)
+        count, paths = mark_reviewed(root, args.mark_reviewed or None, upto)
         if args.json:
             print(json.dumps({"marked_commits": count, "paths": paths}))
         else:
             print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+            # with no notes named, what is still unreviewed is what came after the listing
+            left = summaries(root).unreviewed_commits if upto and not args.mark_reviewed else 0
+            if left and upto:
+                print(
+                    f"{left} AI commit(s) not marked: they landed after the listing at "
+                    f"{upto[:12]}; run `vaultwatch review` to see them"
+                )
         return 0
-    review = summaries(root, args.since)
+    if args.upto:
+        raise Refused("--upto goes with --mark-reviewed")
+    tip = _head(root)  # the listing is of exactly these commits, whatever lands meanwhile
+    review = summaries(root, args.since, upto=tip)
+    if tip:
+        _keep_listed(root, tip)
+    if review.warning:
+        print(f"vaultwatch review: warning: {review.warning}", file=sys.stderr)
     diffs = net_diffs(root, review.notes)
     if args.json:
         notes = []
@@ -124,11 +168,16 @@ def _review(args: argparse.Namespace) -> int:
                     ],
                 }
             )
-        out = {"since": args.since, "unreviewed_commits": review.unreviewed_commits}
+        out = {
+            "since": args.since,
+            "unreviewed_commits": review.unreviewed_commits,
+            "warning": review.warning,
+            "upto": tip,
+        }
         print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
         return 0
     if args.markdown:
-        print(_digest(review, diffs))
+        print(_digest(review, diffs, _private_now(root)))
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     print(
@@ -150,6 +199,9 @@ def _review(args: argparse.Namespace) -> int:
                 text = ln.text.rstrip("\n")
                 who = "" if ln.kind == " " else _who(ln.commit)
                 print(f"  {ln.kind} {text}" + (f"    ⟵ {who}" if who else ""))
+    if review.notes and tip:
+        print()
+        print(f"mark exactly these reviewed: vaultwatch review --mark-reviewed --upto {tip[:12]}")
     return 0
 
 
@@ -235,13 +287,32 @@ def _context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _digest(review: Review, diffs: list[NetDiff]) -> str:
-    """Markdown the owner can paste into a weekly note."""
+def _private_now(root: Path) -> Callable[[str], bool]:
+    """Whether a path is private under the vault's rules now (a config that does not load:
+    the last good rules, or every path, as the server reads them)."""
+    from server.vault import Vault
+
+    vault = Vault(root)
+    try:
+        return vault.policy.is_private
+    finally:
+        vault.close()
+
+
+def _digest(
+    review: Review, diffs: list[NetDiff], private: Callable[[str], bool] = lambda _: False
+) -> str:
+    """Markdown the owner can paste into a weekly note. A weekly note is one the AI reads: a
+    note private now is left out, name, title and diff (adversarial pass 3, N8), and counted."""
     what = "not yet reviewed" if review.since == "last" else f"since {review.since}"
     out = [f"## AI changes {what}", ""]
+    shown = [(n, d) for n, d in zip(review.notes, diffs, strict=True) if not private(n.path)]
+    hidden = len(review.notes) - len(shown)
     out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    if hidden:
+        out.append(f"{hidden} of them private: left out here (`vaultwatch review` shows them).")
     out.append("")
-    for n, d in zip(review.notes, diffs, strict=True):
+    for n, d in shown:
         stem = Path(n.path).with_suffix("").as_posix()
         out.append(f"### [[{stem}|{n.title}]]")
         out.append("")
@@ -279,8 +350,12 @@ def _revert(args: argparse.Namespace) -> int:
 
     vault, (sha,) = _split(args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH]")
     root = _vault(vault)
-    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None) if sha else None
-    if c is None or sha.startswith("-"):
+    # a commit id, checked before git sees it: `revert -- --output=FILE` reached git log as an
+    # option and wrote the file (adversarial pass 3, N14)
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha):
+        raise Refused(f"{sha!r} is not a commit id (4 to 40 hex digits, as review and git print)")
+    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None)
+    if c is None:
         raise Refused(f"{sha} is not a commit here")
     if not offered(c):
         raise Refused(
@@ -528,7 +603,12 @@ def parser() -> argparse.ArgumentParser:
         "--mark-reviewed",
         nargs="*",
         metavar="PATH",
-        help="mark all unreviewed AI changes reviewed, or those to these notes",
+        help="mark the AI changes the last listing showed reviewed (all, or those to these notes)",
+    )
+    r.add_argument(
+        "--upto",
+        metavar="SHA",
+        help="with --mark-reviewed: only the commits up to this one (the listing's, printed by review)",
     )
     v = sub.add_parser("revert", help="revert one AI commit as the owner")
     v.add_argument("args", nargs="+", metavar="[VAULT] SHA")
@@ -593,7 +673,31 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
 }
 
 
+class _Shown:
+    """A text stream that shows control characters instead of sending them (safetext.visible):
+    every line a command prints goes through it, whoever wrote the text (the AI's note text,
+    titles and headings, commit subjects, paths)."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return int(self._out.write(visible(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+
 def run(argv: Sequence[str]) -> NoReturn:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Shown(out), _Shown(err)
+    try:
+        _run(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(argv: Sequence[str]) -> NoReturn:
     args = parser().parse_args(list(argv))
     try:
         code = HANDLERS[args.command](args)

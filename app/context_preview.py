@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import load_state_json, make_state_dir, state_dir
 from server.services.context import context_text
 from server.vault import Vault
 from server.write.journal import estimate_tokens, now_iso, parse_time
@@ -79,7 +79,7 @@ def load_reviewed(root: Path) -> tuple[str | None, datetime | None]:
     """The text last marked reviewed and when; (None, None) when never, or when the file is
     unreadable (then everything shows as new: nothing is hidden from the owner)."""
     try:
-        data = json.loads(_reviewed_path(root).read_text(encoding="utf-8"))
+        data = load_state_json(_reviewed_path(root))
         text, at = data["text"], data["at"]
         if not isinstance(text, str):
             return None, None
@@ -120,7 +120,7 @@ def readable(text: str) -> list[str]:
     exact bytes are `Preview.text`."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text.splitlines()
     out: list[str] = []
     _render(data, "", out)

@@ -91,12 +91,15 @@ def noted(root: Path) -> list[str]:
     return [ln.split()[1] for ln in r.stdout.decode().splitlines() if len(ln.split()) == 2]
 
 
-def twins(root: Path, candidates: list[str], history: set[str]) -> dict[str, str]:
-    """candidate -> the marked commit, no longer in `history` (the shas of HEAD's history), it
-    was rewritten from. Costs nothing when no marked commit has left the history."""
+def twins(
+    root: Path, candidates: list[str], history: set[str], marked: list[str] | None = None
+) -> dict[str, str]:
+    """candidate -> the marked commit (of `marked`, default every noted one), no longer in
+    `history` (the shas of HEAD's history), it was rewritten from. Costs nothing when no
+    marked commit has left the history."""
     if not candidates:
         return {}
-    gone = [s for s in noted(root) if s not in history]
+    gone = [s for s in (noted(root) if marked is None else marked) if s not in history]
     if not gone:
         return {}
     keys = change_keys(root, [*gone, *candidates])

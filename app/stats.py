@@ -318,7 +318,7 @@ def _load_lines(root: Path) -> dict[str, tuple[int, int]]:
 def _parse_lines(raw: bytes) -> dict[str, tuple[int, int]]:
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("v") != LINES_VERSION:
         return {}

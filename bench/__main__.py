@@ -28,8 +28,10 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    dedupe_bench,
     health_bench,
     reads_bench,
+    resident_bench,
     review_bench,
     search_bench,
     semantic_bench,
@@ -179,7 +181,7 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads, transcribe, vaults (the real-vault link corpus, bench/vaults.py)",
+        "health, reads, dedupe, transcribe, resident, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -196,6 +198,9 @@ def main() -> None:
             print(f"\nstartup, {n} notes (spawn to initialize, first calls, warm and cold cache)")
             r.update(startup_bench.run(vault_for(n), REPO, runs=3))
             r.update(startup_bench.dashboard(vault_for(n), runs=3))
+        if "resident" in only:
+            print(f"\none resident server vs a server per client, {n} notes")
+            r.update({f"resident_{k}": v for k, v in resident_bench.run(vault_for(n)).items()})
         if "search" in only:
             print(f"\nsearch_text, {n} notes")
             r.update(
@@ -233,6 +238,9 @@ def main() -> None:
     if "transcribe" in only:
         print("\npractice recordings (transcribe)")
         results.append({"bench": "transcribe", **transcribe_bench.run()})
+    if "dedupe" in only:
+        print("\nsearch before store (create_doc)")
+        results.append({"bench": "dedupe", **dedupe_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -15,7 +15,7 @@ from server.write.write_ops import WRITE_OPS
 
 # `name?` is optional; the order is the order clients see.
 EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
-    "get_context": [],
+    "get_context": ["include_superseded?"],
     "list_docs": [
         "type?",
         "folder?",
@@ -32,17 +32,27 @@ EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
         "group_by?",
         "limit?",
         "cursor?",
+        "include_superseded?",
     ],
     "list_tags": ["days?", "prefix?", "limit?", "cursor?"],
     "read_doc": ["path", "section?", "tail?", "offset?"],
-    "search_text": ["query", "type?", "folder?", "tags?", "limit?", "cursor?"],
-    "recall": ["query?", "path?", "limit?", "type?", "folder?"],
+    "search_text": [
+        "query",
+        "type?",
+        "folder?",
+        "tags?",
+        "limit?",
+        "cursor?",
+        "include_superseded?",
+    ],
+    "recall": ["query?", "path?", "limit?", "type?", "folder?", "include_superseded?"],
     "transcribe_recording": ["path", "offset?"],
-    "create_doc": ["type?", "path?", "fields?", "body?", "tags?"],
+    "create_doc": ["type?", "path?", "fields?", "body?", "tags?", "distinct_from?"],
     "append_section": ["path", "heading", "content", "hash?"],
     "edit_text": ["path", "old", "new", "count?", "hash?"],
     "update_frontmatter": ["path", "set?", "unset?", "add_tags?", "remove_tags?", "hash?"],
     "replace_doc": ["path", "content", "hash"],
+    "supersede_doc": ["path", "by", "reason", "hash?"],
     "batch": ["ops", "message?"],
 }
 
@@ -60,6 +70,7 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "edit_text": (False, False),
     "update_frontmatter": (False, True),
     "replace_doc": (False, True),
+    "supersede_doc": (False, True),
     "batch": (False, False),
 }
 
@@ -209,7 +220,8 @@ async def test_arguments_of_the_wrong_type_say_which_and_what_to_send(
     assert "its arguments: path (required), section, tail, offset" in listed
     assert "pydantic" not in listed and "read_docArguments" not in listed and "'a'" not in listed
     assert missing.startswith("'path' is required"), missing
-    assert "it takes no arguments" in nothing, nothing
+    assert "get_context has no argument 'x'" in nothing, nothing
+    assert "its arguments: include_superseded" in nothing, nothing
     assert in_batch.startswith("rejected (bad_arguments): 'ops.0': Input should be a valid")
     assert "Nothing was written" in in_batch
     refused = [

@@ -30,6 +30,7 @@ class ServerState:
     url: str | None = None
     restarts: int = 0
     why: str = ""  # the last restart's cause, or why it failed to start
+    clients: tuple[str, ...] = ()  # attached to the vault's resident server now (name/version)
 
 
 @dataclass
@@ -68,6 +69,15 @@ def _server(s: ServerState) -> list[Segment]:
         # the URL is what clients connect to: it stays, even after a restart
         url = f"● serving {s.url or ''}"
         segs = [Segment([Content.styled(url, ok), Content.styled("● serving", ok)], shed=4)]
+        if s.clients:
+            names = ", ".join(sorted({client_name(c) for c in s.clients}))
+            n = f" · {len(s.clients)} attached"  # now; the clients segment: seen lately
+            segs.append(
+                Segment(
+                    [Content.styled(f"{n}: {names}", ok), Content.styled(n, ok), Content("")],
+                    shed=3,  # who is attached gives way before the URL
+                )
+            )
     if s.restarts:
         why = f", last: {s.why}" if s.why else ""
         segs.append(

@@ -469,6 +469,8 @@ class ReviewScreen(Screen[None]):
         else:
             open_ = sum(1 for n in r.notes if not n.reviewed)
             body = f" Review · {what} · {plural(len(r.notes), 'note')} changed by the AI, {open_:,} not reviewed"
+        if r is not None and r.warning:  # marks unreadable: everything shows, and why
+            text = f" · ! {r.warning}{text}"
         self.query_one("#review-title", Static).update(Content.styled(body, "bold") + Content(text))
 
     def say(self, text: str, severity: str = "") -> None:

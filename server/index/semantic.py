@@ -5,7 +5,7 @@ against a query vector; the models are `embedders`, what is embedded `units`, wh
 
 Rules kept from the semantic-memory setup this grows from: one embedding model for every write
 and query path, guarded by its dimension; vectors are derived (the notes are the asset, the
-vectors can be rebuilt at any time); dedupe before storing (writes report near-duplicates);
+vectors can be rebuilt at any time); dedupe before storing (`overlaps`: services.dedupe);
 a fixed question set decides whether a model change is better (`vaultwatch-server eval`).
 
 A note's score combines its whole-text match with its best section's; vectors are ranked with
@@ -35,9 +35,6 @@ log = logging.getLogger("vaultwatch.semantic")
 # score = 0.25 * whole note + 0.75 * best section: with every section embedded, the best one says
 # more than the opening 400 characters (measured on tests/recall_baseline and tests/apisix_docs)
 WHOLE_WEIGHT = 0.25
-# "means nearly the same" (whole-note cosine), for create_doc/batch: on example_vault a rewrite
-# of a note scores 0.74 against it and the nearest other note 0.39
-SIMILAR_THRESHOLD = 0.65
 STUB_CHARS = 80  # a note whose text is shorter is a stub: see _stub_penalty
 STUB_PENALTY = 0.2
 LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
@@ -49,6 +46,7 @@ LEXICAL_POOL = 20  # how deep rank looks for notes with every word of the query
 KEYWORD_WEIGHT = 0.2
 KEYWORD_HALF = 5.0
 BATCH = 64
+OVERLAP_POOL = 20  # notes closest as a whole that `overlaps` scores in full
 # Texts encoded at a time while indexing the vault: a stop (the client closed stdin) is seen
 # between steps, not only between batches: a batch of 64 notes took over 2 s on two busy cores,
 # so the server waited out cli.STOP_WAIT_S and left with os._exit on every disconnect mid-index.
@@ -450,29 +448,48 @@ class SemanticIndex:
         )
         return paths, mat, missing
 
-    def similar(
-        self,
-        path: str,
-        keep: Callable[[str], bool],
-        threshold: float = SIMILAR_THRESHOLD,
-        limit: int = 3,
-    ) -> list[Match]:
-        """Other notes whose whole text means nearly the same as this note's."""
-        v = self.whole_vector(path)
-        if v is None:
+    def overlaps(
+        self, vecs: np.ndarray, keep: Callable[[str], bool], pool: int = OVERLAP_POOL
+    ) -> list[tuple[str, float, str]]:
+        """(path, overlap score, the note's excerpts joined) of the `pool` stored notes closest
+        to a note not in the index, given as its unit vectors (`units_of`, whole note first),
+        best first. The pool is taken by whole-note cosine; each is then scored by `overlap`."""
+        if not len(vecs):
             return []
         mat, starts, paths = self._matrix_now()
         if not paths:
             return []
-        whole = mat[starts] @ v
-        out: list[Match] = []
+        ends = np.append(starts[1:], len(mat))
+        whole = mat[starts] @ _unit_rows(vecs)[0]
+        out = []
         for i in np.argsort(-whole):
-            if whole[i] < threshold or len(out) >= limit:
+            p = paths[i]
+            if not keep(p):
+                continue
+            note = self._loaded()[p]
+            out.append((p, overlap(vecs, mat[starts[i] : ends[i]]), " ".join(note.excerpts)))
+            if len(out) >= pool:
                 break
-            if paths[i] != path and keep(paths[i]):
-                n = self._loaded()[paths[i]]
-                out.append(Match(paths[i], float(whole[i]), None, n.excerpts[0]))
-        return out
+        return sorted(out, key=lambda t: -t[1])
 
     def close(self) -> None:
         self.store.close()
+
+
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1, norms)
+
+
+def overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """How much two notes say the same, from their unit vectors (whole note first, then one per
+    section): half the whole-note cosine, half the sections' mutual coverage (each unit's best
+    match in the other note, averaged, both ways). A page and its translation match section by
+    section; two pages on one subject share a theme, not their sections. Measured on
+    tests/apisix_docs (`uv run python -m bench --only dedupe`): a page against its translation
+    scores 0.51-0.90 (median 0.77), two different pages at most 0.77."""
+    a, b = _unit_rows(a), _unit_rows(b)
+    sims = a @ b.T
+    cover = (float(sims.max(axis=1).mean()) + float(sims.max(axis=0).mean())) / 2
+    return 0.5 * float(sims[0, 0]) + 0.5 * cover

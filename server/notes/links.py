@@ -335,7 +335,7 @@ def link_settings(root: Path) -> LinkSettings:
     or unreadable (Obsidian itself starts from them then)."""
     try:
         data = json.loads((root / ".obsidian" / "app.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # a synced file nested too deep too
         return LinkSettings()
     if not isinstance(data, dict):
         return LinkSettings()

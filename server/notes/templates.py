@@ -24,7 +24,7 @@ def template_folders(root: Path) -> tuple[str, ...]:
     for rel, key in SETTINGS:
         try:
             data = json.loads((root / rel).read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
+        except (OSError, ValueError, RecursionError):  # a synced file nested too deep too
             continue
         folder = data.get(key) if isinstance(data, dict) else None
         if isinstance(folder, str):

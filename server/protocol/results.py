@@ -55,6 +55,9 @@ class OutlineRow(BaseModel):
 
 
 class ReadDocResult(BaseModel):
+    superseded: str | None = Field(
+        None, description="this note was replaced: by which note, and to read that one instead"
+    )
     path: str
     title: str
     type: str | None = None

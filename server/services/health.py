@@ -31,14 +31,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.budget import escaped_len
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import make_state_dir, read_state, state_dir
 from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.frontmatter import split_frontmatter
 from server.notes.links import Link, LinkIndex, code_spans, heading_key, mask_code, parse_links
 from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
+from server.notes.superseded import DATE_FIELD, is_superseded
 from server.notes.templates import in_folders, template_folders, template_texts
+from server.services.supersede import successor
 from server.write.validate import problems as note_problems
 
 if TYPE_CHECKING:
@@ -47,7 +49,16 @@ if TYPE_CHECKING:
     from server.vault import Vault
 
 IGNORE_FILE = "health-ignore.json"
-KINDS = ("problem", "broken_link", "orphan", "duplicate", "stale", "too_big")
+KINDS = (
+    "problem",
+    "broken_link",
+    "orphan",
+    "duplicate",
+    "stale",
+    "too_big",
+    "superseded",
+    "same_subject",
+)
 TITLES = {
     "problem": "Problems under the config",
     "broken_link": "Broken links",
@@ -55,6 +66,8 @@ TITLES = {
     "duplicate": "Near-duplicates",
     "stale": "Stale open items",
     "too_big": "Too big to read in one call",
+    "superseded": "Superseded",
+    "same_subject": "Same subject, newer",
 }
 # What the owner can do with each kind (the screen offers these keys; the CLI prints them).
 ACTIONS = {
@@ -64,6 +77,8 @@ ACTIONS = {
     "duplicate": ("open", "delete", "ignore"),
     "stale": ("open", "move", "ignore"),
     "too_big": ("open", "move", "ignore"),
+    "superseded": ("open", "delete", "ignore"),
+    "same_subject": ("open", "delete", "ignore"),
 }
 # problems a move or rename mends (the note is in another type's folder, or misnamed)
 MOVE_FIXES = ("wrong_folder", "wrong_filename")
@@ -80,6 +95,12 @@ CONTENT_MIN = 8
 CONTENT_CHARS = 8_000  # what a note says is judged on its first 8,000 characters
 _WORDS = re.compile(r"[^\W_]+")
 _CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{2,}")
+# "Same subject" (recall's whole-note cosine): a newer note this close to an older one may
+# replace it. Below the near-duplicate score (those pairs are listed as such); the demo's two
+# closest different notes score 0.72, two APISIX pages on one subject (key-auth plugin, key
+# authentication tutorial) 0.79-0.81, a page and its translation 0.77 at the median.
+SAME_SUBJECT = 0.75
+MIN_NEWER_DAYS = 1  # the newer note changed at least this many days after the older
 BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
 # a block id ends its line after a space, or right after an embed or link (Obsidian's own help
 # writes `![[image.png]]^version-history-image`)
@@ -89,9 +110,10 @@ BLOCK_ID = re.compile(r"(?:^|\s|(?<=\]\])|(?<=\)))\^([A-Za-z0-9-]+)[ \t]*$", re.
 @dataclass(frozen=True)
 class Finding:
     kind: str  # one of KINDS
-    path: str  # the note the finding is about (for a duplicate: the first of the pair)
+    path: str  # the note the finding is about (a duplicate: the first of the pair; same
+    # subject: the older)
     reason: str  # one line, for the owner
-    other: str | None = None  # a duplicate's second note
+    other: str | None = None  # a duplicate's second note; same subject: the newer one
     link: str | None = None  # a broken link as written
     line: int | None = None  # where the link is (1-based)
     code: str | None = None  # a problem's code (missing_field, bad_date, ...)
@@ -107,6 +129,8 @@ class Finding:
         if self.kind == "duplicate":
             a, b = sorted((self.path, self.other or ""))
             return f"duplicate:{a}|{b}"
+        if self.kind == "same_subject":
+            return f"same_subject:{self.path}|{self.other}"
         if self.kind == "broken_link":
             return f"broken_link:{self.path}:{self.link}"
         if self.kind == "problem":
@@ -167,6 +191,11 @@ class Report:
             "duplicates_not_listed": self.duplicates_unlisted,
             "stale": [f.path for f in self.by_kind("stale")],
             "too_big": [f.path for f in self.by_kind("too_big")],
+            "superseded": [f.path for f in self.by_kind("superseded")],
+            "same_subject": [
+                {"older": f.path, "newer": f.other, "score": f.score}
+                for f in self.by_kind("same_subject")
+            ],
             "findings": [{**f.to_json(), "ignored": f.id in ignored_ids} for f in self.findings],
             "ignored": len(self.ignored),
             "warnings": self.warnings,
@@ -186,14 +215,14 @@ def load_ignored(root: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
     (it is left as it is until the next ignore or unignore sets it aside)."""
     path = ignore_path(root)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_state(path).decode("utf-8")
     except FileNotFoundError:
         return {}, None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, StateDamaged
         return {}, f"the health ignore list {path} cannot be read ({exc}); nothing is ignored"
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return {}, (
             f"the health ignore list {path} is damaged ({exc.__class__.__name__}: {exc}); "
             "nothing is ignored until it is fixed or the next ignore starts a new one"
@@ -644,6 +673,7 @@ def with_duplicates(vault: Vault, report: Report, *, include_ignored: bool = Fal
         vault, vault.entries(), vault.config.health.duplicate_score
     )
     warnings = [*report.warnings, *([warning] if warning else [])]
+    dups += _same_subject(vault, vault.entries()) if checked else []
     out = _report(vault, found + dups, warnings, include_ignored, started)
     out.duplicates_checked, out.duplicates_unlisted = checked, unlisted
     return out
@@ -719,7 +749,66 @@ def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
                 )
             )
 
+    found += _superseded(entries)
     return found, warnings
+
+
+def _superseded(entries: dict[str, Entry]) -> list[Finding]:
+    """Notes marked superseded: the AI no longer finds them; the owner deletes them when ready."""
+    out = []
+    for path, e in entries.items():
+        fm = e.doc.frontmatter
+        if not is_superseded(fm):
+            continue
+        by = successor(fm, entries)
+        when = fm.get(DATE_FIELD)
+        out.append(
+            Finding(
+                "superseded",
+                path,
+                f"superseded by {by or 'a note that is not in the vault'}"
+                + (f" on {when}" if when not in (None, "") else "")
+                + ": the AI no longer finds it; delete it when you no longer need it",
+                other=None,
+            )
+        )
+    return out
+
+
+def _same_subject(vault: Vault, entries: dict[str, Entry]) -> list[Finding]:
+    """Pairs on one subject by recall's stored whole-note vectors (nothing is embedded; the
+    near-duplicates' warning says when they are not there), the older note first: the newer
+    may replace it, which the owner judges (contradiction is beyond a vector). Pairs close
+    enough to be near-duplicates, and superseded notes, are listed as such instead."""
+    sem = vault.semantic() if vault.semantic_wanted() else None
+    live = {p: e for p, e in entries.items() if not is_superseded(e.doc.frontmatter)}
+    if sem is None or len(live) < 2:
+        return []
+    paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in live.items()})
+    if len(paths) < 2:
+        return []
+    pairs, _ = near_pairs(mat, SAME_SUBJECT)
+    top = vault.config.health.duplicate_score
+    out = []
+    for score, i, j in sorted(pairs, key=lambda x: -x[0]):
+        if score >= top:
+            continue
+        a, b = sorted((live[paths[i]], live[paths[j]]), key=lambda e: e.modified_ns)
+        days = (b.modified - a.modified).days
+        if days < MIN_NEWER_DAYS:
+            continue
+        out.append(
+            Finding(
+                "same_subject",
+                a.doc.path,
+                f"{b.doc.path} is on the same subject (score {score:.2f}) and {days} days newer: "
+                "if it replaces this note, delete this one (or ask the AI to supersede it)",
+                other=b.doc.path,
+                score=round(score, 3),
+                days=days,
+            )
+        )
+    return out
 
 
 def _report(

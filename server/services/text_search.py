@@ -169,14 +169,16 @@ def query_filter(
     type: str | None,
     folder: str | None,
     tags: list[str] | None = None,
+    include_superseded: bool = False,
 ) -> NoteFilter:
     """The notes a search or recall may return: its parameters and the query's inline
-    `type:`, `path:` and `#tag` filters together."""
+    `type:`, `path:` and `#tag` filters together (superseded notes only when asked)."""
     return NoteFilter.of(
         cfg,
         types=[type, *(pq.types if pq else [])],
         folders=[folder, *(pq.paths if pq else [])],
         tags_all=[*(tags or []), *(pq.tags if pq else [])],
+        include_superseded=include_superseded,
     )
 
 
@@ -189,14 +191,15 @@ def search_text(
     tags: list[str] | None = None,
     limit: int = 10,
     cursor: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
     cfg = vault.config
     pq = parsed_query(query)
-    wanted = query_filter(cfg, pq, type, folder, tags)
+    wanted = query_filter(cfg, pq, type, folder, tags, include_superseded)
 
     entries = vault.searchable_entries()
     expr = fts_expression(pq)
-    fp = fingerprint("s", query, type, folder, tags)
+    fp = fingerprint("s", query, type, folder, tags, include_superseded)
     off = read_cursor(cursor, fp)
     if expr is None:  # filters only: newest first
         ranked = sorted(
@@ -251,7 +254,11 @@ def search_text(
         empty = [
             f
             for f in (folder, *pq.paths)
-            if f and not any(NoteFilter.of(cfg, folders=[f]).matches(e) for e in entries.values())
+            if f
+            and not any(
+                NoteFilter.of(cfg, folders=[f], include_superseded=True).matches(e)
+                for e in entries.values()
+            )
         ]
         if empty:
             result["hint"] = (

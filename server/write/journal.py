@@ -271,7 +271,13 @@ class Journal:
         line = (json.dumps(event_out, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             make_state_dir(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, STATE_FILE_MODE)
+            # O_NOFOLLOW: a journal that is a symlink would append every event (attempted
+            # diffs included) to whatever file it names (adversarial pass 3, N15)
+            fd = os.open(
+                self.path,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                STATE_FILE_MODE,
+            )
             try:
                 os.write(fd, line)
             finally:
@@ -316,7 +322,7 @@ def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:
             continue
         try:
             event = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested too deep is damage too
             continue
         if isinstance(event, dict) and isinstance(event.get("v"), int) and "kind" in event:
             yield event

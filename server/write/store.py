@@ -62,6 +62,7 @@ from server.core.gitrepo import (
     human_identity,
     identity_env,
     index_busy_message,
+    load_state_json,
     make_state_dir,
     operation_in_progress,
     owner_index,
@@ -125,7 +126,13 @@ def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
     """
     deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
     while True:
-        fd = _open_if_exists(path)
+        try:
+            fd = _open_if_exists(path)
+        except BlockingIOError:  # another program's file lease: busy, not ours to wait out
+            if time.monotonic() >= deadline:
+                raise WriteRace(rel, None, None, reason=LEASED) from None
+            time.sleep(_POLL_S)
+            continue
         if fd is None:
             return None, None
         try:
@@ -335,9 +342,15 @@ def _writers_gone(fd: int, wait_s: float = LEASE_WAIT_S) -> bool:
         return True
 
 
+LEASED = "is held by another program right now (a file lease); try again shortly"
+
+
 def _open_if_exists(path: Path) -> int | None:
+    """The file opened for reading, or None when there is none. O_NONBLOCK: a file another
+    program holds a lease on raises BlockingIOError at once, instead of stalling every writer
+    behind the vault lock for lease-break-time (45 s; adversarial pass 3, N10)."""
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
 
@@ -645,6 +658,9 @@ class Store:
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
         leased: set[int] = set()  # fds we hold a read lease on (see _lease)
+        # every fd opened below, closed on every way out: one left open by a failed rename
+        # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
+        opened: list[int] = []
         try:
             head_blobs = self.snapshot(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}, idx=idx
@@ -682,13 +698,16 @@ class Store:
             crash_point("temps")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
-                fd = _open_if_exists(target)
+                try:
+                    fd = _open_if_exists(target)
+                except BlockingIOError:  # leased by another program since the plan
+                    raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
                 if fd is not None:
+                    opened.append(fd)
                     try:
                         if _lease(fd, w.rel):
                             leased.add(fd)
                     except WriteRace as race:
-                        os.close(fd)
                         race.expected = w.old
                         raise
                 # Under the lease no program can open the file for writing without waiting
@@ -700,11 +719,6 @@ class Store:
                 if not changed and fd is not None and fd in leased and _lease_broken(fd):
                     changed = True  # a save is waiting to write into it: let it, plan again
                 if changed:
-                    if fd is not None:
-                        if fd in leased:
-                            leased.discard(fd)
-                            _unlease(fd)
-                        os.close(fd)
                     raise WriteRace(w.rel, w.old, current)
                 if tmp is None:
                     os.unlink(target)
@@ -772,9 +786,8 @@ class Store:
         finally:
             for fd in leased:
                 _unlease(fd)
-            for _, fd in held:
-                if fd is not None:
-                    os.close(fd)
+            for fd in opened:
+                os.close(fd)
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
@@ -801,7 +814,11 @@ class Store:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
         lease as the write itself is (see _lease), so a save the owner makes into our copy
         meanwhile is never dropped: a file that is no longer ours is left as it is."""
-        fd = _open_if_exists(target)
+        try:
+            fd = _open_if_exists(target)
+        except BlockingIOError:  # another program's lease: it is busy with the file, leave it
+            log.warning("%s is held by another program; left as it is, not put back", target)
+            return
         leased = False
         try:
             if fd is not None:
@@ -988,7 +1005,7 @@ class Store:
 
     def _recover_intent(self, intent_path: Path) -> list[str]:
         try:
-            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            intent = load_state_json(intent_path)
             files = intent["files"]
         except (OSError, ValueError, KeyError, TypeError):
             with contextlib.suppress(FileNotFoundError):

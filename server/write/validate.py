@@ -23,6 +23,7 @@ from server.notes.frontmatter import frontmatter_tags, to_json
 from server.notes.links import Link, LinkIndex
 from server.notes.note import UNCLOSED_FENCE, Doc
 from server.notes.paths import PathPolicy, PathRefused
+from server.notes.superseded import is_superseded_value
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
             v = fm.get(f)
             vals = v if isinstance(v, list) else [v]
             for x in vals:
+                if is_superseded_value(f, x):  # marking a note replaced is never a problem
+                    continue
                 if x not in (None, "") and str(x) not in {str(a) for a in allowed}:
                     out.append(
                         Problem(

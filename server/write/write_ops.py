@@ -65,6 +65,14 @@ class CreateDoc(WriteArgs):
         str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
     ] = ""
     tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None
+    distinct_from: Annotated[
+        list[str] | None,
+        Field(
+            max_length=20,
+            description="paths of existing notes a refused create named as nearly the same, "
+            "that you checked and that say something else: the create then goes ahead",
+        ),
+    ] = None
 
     @field_validator("fields")
     @classmethod
@@ -147,11 +155,38 @@ class ReplaceDoc(WriteArgs):
     hash: Annotated[str, Field(description="hash from your last read_doc of this note (required)")]
 
 
-WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc
+class SupersedeDoc(WriteArgs):
+    tool = ToolName.SUPERSEDE_DOC
+
+    path: Annotated[str, Field(description="the note that is replaced (it is kept, not deleted)")]
+    by: Annotated[str, Field(description="path of the existing note that replaces it")]
+    reason: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_HEADING,
+            description="one line for the owner: why the new note replaces this one",
+        ),
+    ]
+    hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, reason: str) -> str:
+        """The reason is the commit's subject: one line, with words in it."""
+        if "\n" in reason or "\r" in reason or not reason.strip():
+            raise ValueError(
+                "the reason is one line of text, e.g. 'the 2026 retry rules replace it'"
+            )
+        return reason
+
+
+WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc | SupersedeDoc
 
 # Every operation a write tool or a batch can run, by tool name, in the order the tools are listed.
 WRITE_OPS: dict[str, type[WriteOp]] = {
-    m.tool: m for m in (CreateDoc, AppendSection, EditText, UpdateFrontmatter, ReplaceDoc)
+    m.tool: m
+    for m in (CreateDoc, AppendSection, EditText, UpdateFrontmatter, ReplaceDoc, SupersedeDoc)
 }
 
 
