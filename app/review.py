@@ -69,8 +69,8 @@ from .history import (
     reverted_by,
 )
 from .revert import owner_commit, recover, recover_first, revert
+from .rewritten import NOTES_REF, follow_rebases, twins
 
-NOTES_REF = "refs/notes/vaultwatch-review"
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
 CONTEXT = 3
 ALL_REVIEWED = "Reviewed-all: yes"  # in a note: every file of the commit is reviewed
@@ -288,6 +288,10 @@ def summaries(root: Path, since: str = "last", upto: str | None = None) -> Revie
     rng = [f"{start}..{tip}"] if start else [tip]
     marks = read_marks(root)
     heads = _scan(root, marks, *rng)
+    inherited = _inherited_notes(root, heads, since, marks)
+    if inherited:  # a rebased AI commit is as reviewed as the one it was rewritten from
+        marks = Marks({**marks.notes, **inherited}, marks.warning)
+        heads = _scan(root, marks, *rng)
     reverted = set(reverted_by(heads))
     path_undone = {pr for h in heads for pr in h.path_reverts}
     if since == "last":
@@ -348,6 +352,21 @@ def summaries(root: Path, since: str = "last", upto: str | None = None) -> Revie
         )
     notes.sort(key=lambda n: (n.last, n.path), reverse=True)
     return Review(notes, len(unreviewed), since, marks.warning)
+
+
+def _inherited_notes(root: Path, heads: list[_Head], since: str, marks: Marks) -> dict[str, str]:
+    """AI commit -> the review note of the commit it was rewritten from, for AI commits not
+    settled whose original (marked, no longer in history) a rebase left behind without git
+    copying its note (see app.rewritten). Empty at no cost when no marked commit has left the
+    history."""
+    candidates = [h.sha for h in heads if h.is_ai and not h.settled and h.sha not in marks.notes]
+    if not candidates or not marks.notes:
+        return {}
+    history = {h.sha for h in heads}
+    if since != "last":  # the scan saw a period only: the rest of history is still history
+        history |= set(git(root, "rev-list", "HEAD", check=False).stdout.decode().split())
+    found = twins(root, candidates, history, list(marks.notes))
+    return {c: marks.notes[o] for c, o in found.items() if o in marks.notes}
 
 
 def _file_counts(root: Path, shas: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -716,6 +735,7 @@ def write_marks(
     marks = {s: sorted(set(p)) for s, p in marks.items() if p}
     if not marks:
         return 0
+    follow_rebases(root)  # a rebase (the Obsidian Git plugin's sync) carries the marks along
     name, email = human_identity(root)
     now = datetime.now(UTC)
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -598,6 +598,10 @@ class OwnerIndex:
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
+            if not self.copy.exists():
+                # after an install(), under the same lock (a write holds it across the owner's
+                # snapshot and its own commit): the next change starts from the index in place
+                shutil.copyfile(self.index, self.copy)
             git(self.root, *args, env={"GIT_INDEX_FILE": str(self.copy)}, input=input)
 
     def install(self) -> None:

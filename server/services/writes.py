@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import re
+import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from server.services.dedupe import SHOWN, near_notes
 from server.services.feedback import AnswersRefused, check_answers
 from server.services.supersede import chain, successor
 from server.vault import Vault, VaultError
+from server.write import store as store_mod
 from server.write.edits import (
     EditError,
     append_section,
@@ -48,7 +50,15 @@ from server.write.edits import (
     update_frontmatter,
 )
 from server.write.journal import cap_diff
-from server.write.store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
+from server.write.store import (
+    FileWrite,
+    GitBusy,
+    Stamp,
+    Store,
+    StoreError,
+    WriteRace,
+    read_stable,
+)
 from server.write.validate import (
     attachment_targets,
     closest_tags,
@@ -960,14 +970,27 @@ def apply(
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
     pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
+    # Another git tool on the vault (the Obsidian Git plugin's sync: add, commit, rebase or
+    # merge) is waited for, up to this, never written through: a commit made mid-rebase lands
+    # on a branch the rebase resets (`git rebase --abort` drops it).
+    deadline = time.monotonic() + store_mod.GIT_WAIT_S
     try:
         with store.locked():
-            store.begin()  # git allows a commit; a writer that died mid-write is undone first
+            # git allows a commit (waited for); a writer that died mid-write is undone first
+            store.begin(deadline)
             answered = _checked_answers(vault, answers or [])
-            for attempt in range(1, REPLANS + 1):
+            attempt = 0
+            while True:
                 try:
                     return _apply_once(vault, store, tool, client, ops, message, answered)
+                except GitBusy:
+                    # git took its index or began an operation after the check: nothing was
+                    # written; wait for it as above, then plan again on what it left
+                    if time.monotonic() >= deadline:
+                        raise
+                    store.check_repo(deadline)
                 except WriteRace as race:
+                    attempt += 1
                     if pinned or attempt == REPLANS:
                         raise Conflict(
                             race.rel,
