@@ -29,7 +29,6 @@ from server.index.embedders import Embedder
 from server.index.units import Unit, units_of
 from server.index.vectors import NoteVectors, VectorStore, unit_key
 from server.notes.note import Doc, decode, parse_doc
-from server.notes.textfold import mostly_cjk
 
 log = logging.getLogger("vaultwatch.semantic")
 
@@ -109,7 +108,6 @@ class SemanticIndex:
             None  # vecs, note starts, paths
         )
         self._stub: np.ndarray | None = None
-        self._cjk: dict[str, tuple[str, bool]] = {}  # path -> (hash, written in CJK), see _cjk_of
         # the matrix's note paths -> row, for the paths list it was built from
         self._pos: tuple[list[str], dict[str, int]] | None = None
         self._generation: int | None = None  # of the last whole reconcile, see in_step
@@ -194,7 +192,6 @@ class SemanticIndex:
             with self._lock:
                 for p in gone:
                     have.pop(p, None)
-                    self._cjk.pop(p, None)
                 self._matrix = None
         if not partial:
             self.total = len(docs)
@@ -351,73 +348,26 @@ class SemanticIndex:
         keyword: dict[str, float] | None = None,
     ) -> list[Match]:
         """The `limit` best notes by meaning. `keyword` (path -> bm25 of the query's words, higher
-        is better) adds a bounded boost, see KEYWORD_WEIGHT, that reorders notes only among those
-        written in the same script (see `_fair`): a note in the other language than the question
-        shares no word with it, and the boost made it lose its place to notes that shared filler
-        words with the question (issue 29). With `lexical` (does
-        this note have every word of the query?), the notes that do are listed first among the
-        best LEXICAL_POOL: a note that says it in the asker's own words is the surest hit."""
+        is better) adds a bounded boost, see KEYWORD_WEIGHT. With `lexical` (does this note have
+        every word of the query?), the notes that do are listed first among the best
+        LEXICAL_POOL: a note that says it in the asker's own words is the surest hit.
+
+        Measured and not taken (issue 29): letting the boost reorder notes only among those in
+        the question's own script raised questions across languages on the mixed set from 0.44
+        to 0.71 recall@5, but lowered its `either` kind from 1.00 to 0.83 and its one-language
+        MRR by 0.05-0.10; a change that lowers a kind is not taken. README, "Recall", has the
+        table of every candidate."""
         pool_n = max(limit, LEXICAL_POOL) if lexical is not None else limit
         sims, dense, paths, starts = self._scores(query)
         if not paths:
             return []
-        pool = self._pick(dense, sims, paths, starts, keep, pool_n, exclude)
-        if keyword:
-            boosted = self._pick(
-                dense + self._keyword_boost(paths, keyword),
-                sims,
-                paths,
-                starts,
-                keep,
-                pool_n,
-                exclude,
-            )
-            pool = self._fair(pool, boosted)
+        scores = dense + self._keyword_boost(paths, keyword) if keyword else dense
+        pool = self._pick(scores, sims, paths, starts, keep, pool_n, exclude)
         if lexical is None:
             return pool[:limit]
         for m in pool:
             m.lexical = lexical(m.path)
         return sorted(pool, key=lambda m: not m.lexical)[:limit]  # stable: by meaning within
-
-    def _fair(self, dense: list[Match], boosted: list[Match]) -> list[Match]:
-        """The keyword boost applied fairly to both languages: each place in the ranking by
-        meaning stays with a note of the same script (CJK or not), and within each script the
-        boosted order decides which note takes it. Measured on tests/apisix_docs/
-        questions_mixed.yaml (every page in one language only): across languages recall@5 0.44
-        with the boost added to every note, 0.71 this way, with the one-language sets unchanged."""
-        cjk = self._cjk_of([m.path for m in dense] + [m.path for m in boosted])
-        out: list[Match] = []
-        queues = {
-            flag: [m for m in boosted if cjk[m.path] == flag]
-            + [m for m in dense if cjk[m.path] == flag]
-            for flag in (True, False)
-        }
-        taken: set[str] = set()
-        for slot in dense:
-            queue = queues[cjk[slot.path]]
-            while queue and queue[0].path in taken:
-                queue.pop(0)
-            if queue:
-                m = queue.pop(0)
-                taken.add(m.path)
-                out.append(m)
-        return out
-
-    def _cjk_of(self, paths: list[str]) -> dict[str, bool]:
-        """Whether each note is written in a CJK script, from its stored excerpts; kept per
-        note version (its hash), so a ranking reads each note once, not on every query."""
-        out = {}
-        with self._lock:
-            have = self._loaded()
-            for p in paths:
-                n = have.get(p)
-                h = n.hash if n is not None else ""
-                hit = self._cjk.get(p)
-                if hit is None or hit[0] != h:
-                    hit = (h, mostly_cjk(" ".join(n.excerpts)) if n is not None else False)
-                    self._cjk[p] = hit
-                out[p] = hit[1]
-        return out
 
     def _scores(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
         """(every unit's cosine, each note's score by meaning, paths, each note's first unit)."""
