@@ -14,6 +14,9 @@ a refusal writes nothing.
     vaultwatch health [VAULT] [--json] [--include-ignored]
     vaultwatch transcribe [VAULT] FILE [--model NAME|PATH] [--language en|zh|auto] [--json]
                           [--into NOTE]
+    vaultwatch feedback add [VAULT] PATH -m TEXT [--line N] [--commit SHA]
+    vaultwatch feedback list [VAULT] [--all] [--json]
+    vaultwatch feedback close|reopen [VAULT] ID
 
 VAULT defaults to the current folder. Which first word is a command: exactly one of these
 names; a vault folder that has one of these names opens in the dashboard as `./review`.
@@ -22,15 +25,18 @@ names; a vault folder that has one of these names opens in the dashboard as `./r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from server.core.errors import VaultwatchError
+from server.core.safetext import visible
 
 from .actions import ActionError
 from .history import Commit, FileChange
@@ -49,6 +55,7 @@ COMMANDS = (
     "reads",
     "context",
     "transcribe",
+    "feedback",
 )
 
 
@@ -107,19 +114,60 @@ def _vault_and_path(where: list[str]) -> tuple[str, str | None]:
     raise Refused("usage: vaultwatch review [VAULT] [PATH] (one note at a time)")
 
 
+LISTED = "review-listed"  # in the state folder: the commit the last `vaultwatch review` listed at
+
+
+def _listed(root: Path) -> str | None:
+    """The commit the last listing was made at, if one was kept (a damaged file: none)."""
+    from server.core.gitrepo import read_state, state_dir
+
+    try:
+        text = read_state(state_dir(root) / LISTED, limit=128).decode("ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return text or None
+
+
+def _keep_listed(root: Path, sha: str) -> None:
+    from server.core.gitrepo import state_dir, state_file
+
+    with contextlib.suppress(OSError):  # a hint for --mark-reviewed, never a failure
+        path = state_file(state_dir(root) / LISTED)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(sha + "\n")
+
+
 def _review(args: argparse.Namespace) -> int:
-    from .review import mark_reviewed, net_diffs, summaries
+    from .review import _head, mark_reviewed, net_diffs, summaries
 
     args.vault, args.path = _vault_and_path(args.where)
     root = _vault(args.vault)
     if args.mark_reviewed is not None:
-        count, paths = mark_reviewed(root, args.mark_reviewed or None)
+        # what the owner saw: the commit named, else the last listing's (a change that landed
+        # after it stays unreviewed), else everything up to now
+        upto: str | None = args.upto or _listed(root)
+        count, paths = mark_reviewed(root, args.mark_reviewed or None, upto)
         if args.json:
             print(json.dumps({"marked_commits": count, "paths": paths}))
         else:
             print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+            # with no notes named, what is still unreviewed is what came after the listing
+            left = summaries(root).unreviewed_commits if upto and not args.mark_reviewed else 0
+            if left and upto:
+                print(
+                    f"{left} AI commit(s) not marked: they landed after the listing at "
+                    f"{upto[:12]}; run `vaultwatch review` to see them"
+                )
         return 0
-    review = summaries(root, args.since)
+    if args.upto:
+        raise Refused("--upto goes with --mark-reviewed")
+    tip = _head(root)  # the listing is of exactly these commits, whatever lands meanwhile
+    review = summaries(root, args.since, upto=tip)
+    if tip:
+        _keep_listed(root, tip)
+    if review.warning:
+        print(f"vaultwatch review: warning: {review.warning}", file=sys.stderr)
     if args.path:
         one = [n for n in review.notes if n.path == args.path]
         if not one:
@@ -159,11 +207,16 @@ def _review(args: argparse.Namespace) -> int:
                     ],
                 }
             )
-        out = {"since": args.since, "unreviewed_commits": review.unreviewed_commits}
+        out = {
+            "since": args.since,
+            "unreviewed_commits": review.unreviewed_commits,
+            "warning": review.warning,
+            "upto": tip,
+        }
         print(json.dumps({**out, "notes": notes}, ensure_ascii=False))
         return 0
     if args.markdown:
-        print(_digest(review, diffs))
+        print(_digest(review, diffs, _private_now(root)))
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     paint = _painter(args.color)
@@ -194,6 +247,11 @@ def _review(args: argparse.Namespace) -> int:
                     shown.append(paint("yellow", f"  ┌ {who}"))
                     run = who
                 shown.append(paint("green" if ln.kind == "+" else "red", f"  {ln.kind} {text}"))
+    if review.notes and tip:
+        shown.append("")
+        shown.append(
+            f"mark exactly these reviewed: vaultwatch review --mark-reviewed --upto {tip[:12]}"
+        )
     _page("\n".join(shown) + "\n", args.color)
     return 0
 
@@ -325,13 +383,32 @@ def _context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _digest(review: Review, diffs: list[NetDiff]) -> str:
-    """Markdown the owner can paste into a weekly note."""
+def _private_now(root: Path) -> Callable[[str], bool]:
+    """Whether a path is private under the vault's rules now (a config that does not load:
+    the last good rules, or every path, as the server reads them)."""
+    from server.vault import Vault
+
+    vault = Vault(root)
+    try:
+        return vault.policy.is_private
+    finally:
+        vault.close()
+
+
+def _digest(
+    review: Review, diffs: list[NetDiff], private: Callable[[str], bool] = lambda _: False
+) -> str:
+    """Markdown the owner can paste into a weekly note. A weekly note is one the AI reads: a
+    note private now is left out, name, title and diff (adversarial pass 3, N8), and counted."""
     what = "not yet reviewed" if review.since == "last" else f"since {review.since}"
     out = [f"## AI changes {what}", ""]
+    shown = [(n, d) for n, d in zip(review.notes, diffs, strict=True) if not private(n.path)]
+    hidden = len(review.notes) - len(shown)
     out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    if hidden:
+        out.append(f"{hidden} of them private: left out here (`vaultwatch review` shows them).")
     out.append("")
-    for n, d in zip(review.notes, diffs, strict=True):
+    for n, d in shown:
         stem = Path(n.path).with_suffix("").as_posix()
         out.append(f"### [[{stem}|{n.title}]]")
         out.append("")
@@ -357,9 +434,9 @@ def _print_changes(changes: list[FileChange]) -> None:
         old, new = ch.old.splitlines(keepends=True), ch.new.splitlines(keepends=True)
         name = f"{ch.old_path} → {ch.path}" if ch.old_path else ch.path
         print(f"== {name} ({ch.status})")
-        for line in difflib.unified_diff(old, new, n=2):
-            if line.startswith(("---", "+++")):
-                continue
+        # the first two lines are the file header; a removed line of the note's own that
+        # starts with "--" (a YAML fence, a signature) reads "---" too and must stay
+        for line in list(difflib.unified_diff(old, new, n=2))[2:]:
             print(line.rstrip("\n"))
 
 
@@ -375,8 +452,12 @@ def _revert(args: argparse.Namespace) -> int:
             f"{vault} is not a folder: revert takes one commit, `vaultwatch revert [VAULT] SHA`"
         )
     root = _vault(vault)
-    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None) if sha else None
-    if c is None or sha.startswith("-"):
+    # a commit id, checked before git sees it: `revert -- --output=FILE` reached git log as an
+    # option and wrote the file (adversarial pass 3, N14)
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha):
+        raise Refused(f"{sha!r} is not a commit id (4 to 40 hex digits, as review and git print)")
+    c = next(iter(read_commits(root, limit=1, rev=f"{sha}^{{commit}}")), None)
+    if c is None:
         raise Refused(f"{sha} is not a commit here")
     if not offered(c):
         raise Refused(
@@ -626,6 +707,40 @@ def _recording_lines(m: dict[str, Any]) -> list[str]:
     return out
 
 
+# -- feedback ---------------------------------------------------------------------------------
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from .feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
+
+    if args.action == "add":
+        vault, (path,) = _split(args.args, 1, "vaultwatch feedback add [VAULT] PATH -m TEXT")
+        if args.line is not None and args.line < 1:
+            raise Refused(f"--line {args.line}: lines count from 1")
+        item = add_feedback(_vault(vault), path, args.message, line=args.line, commit=args.commit)
+        print(item.id)
+        return 0
+    if args.action == "list":
+        if len(args.args) > 1:
+            raise Refused("usage: vaultwatch feedback list [VAULT] [--all] [--json]")
+        items = list_feedback(_vault(args.args[0] if args.args else "."), include_closed=args.all)
+        if args.json:
+            print(json.dumps({"feedback": [i.public() for i in items]}, ensure_ascii=False))
+            return 0
+        if not items:
+            print("no feedback" + ("" if args.all else " open or answered (--all: closed too)"))
+        for i in items:
+            where = f"{i.path}:{i.lines}" if i.lines else i.path
+            by = f" by {i.answered_by[:8]}" if i.answered_by else ""
+            print(f"{i.id}  {i.status}{by}  {where}  {_one_line(i.text)}")
+        return 0
+    usage = f"vaultwatch feedback {args.action} [VAULT] ID"
+    vault, (fid,) = _split(args.args, 1, usage)
+    done = (close_feedback if args.action == "close" else reopen_feedback)(_vault(vault), fid)
+    print(f"{done.id} {done.status}")
+    return 0
+
+
 # -- the parser ---------------------------------------------------------------------------------
 
 
@@ -665,7 +780,12 @@ def parser() -> argparse.ArgumentParser:
         "--mark-reviewed",
         nargs="*",
         metavar="PATH",
-        help="mark all unreviewed AI changes reviewed, or those to these notes",
+        help="mark the AI changes the last listing showed reviewed (all, or those to these notes)",
+    )
+    r.add_argument(
+        "--upto",
+        metavar="SHA",
+        help="with --mark-reviewed: only the commits up to this one (the listing's, printed by review)",
     )
     # one SHA: `[VAULT] SHA [[VAULT] SHA ...]` (argparse's usage for nargs="+") offered several
     v = sub.add_parser(
@@ -722,6 +842,20 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument("--language", choices=["en", "zh", "auto"], help="default: the config's")
     tr.add_argument("--json", action="store_true")
     tr.add_argument("--into", metavar="NOTE", help="write the figures into this note (a commit)")
+    fb = sub.add_parser("feedback", help="your comments to the AI: add, list, close, reopen")
+    fbs = fb.add_subparsers(dest="action", required=True)
+    fa = fbs.add_parser("add", help="comment on a note; prints the new id")
+    fa.add_argument("args", nargs="+", metavar="[VAULT] PATH")
+    fa.add_argument("-m", "--message", required=True, help="what the AI should know or change")
+    fa.add_argument("--line", type=int, help="the line it is about (1-based)")
+    fa.add_argument("--commit", help="the commit it is about")
+    fl = fbs.add_parser("list", help="open and answered feedback (--all: closed too)")
+    fl.add_argument("args", nargs="*", metavar="VAULT")
+    fl.add_argument("--all", action="store_true")
+    fl.add_argument("--json", action="store_true")
+    for name, what in (("close", "settled: the AI no longer sees it"), ("reopen", "open again")):
+        fc = fbs.add_parser(name, help=what)
+        fc.add_argument("args", nargs="+", metavar="[VAULT] ID")
     return ap
 
 
@@ -748,10 +882,35 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "stats": _stats,
     "health": _health,
     "transcribe": _transcribe,
+    "feedback": _feedback,
 }
 
 
+class _Shown:
+    """A text stream that shows control characters instead of sending them (safetext.visible):
+    every line a command prints goes through it, whoever wrote the text (the AI's note text,
+    titles and headings, commit subjects, paths)."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return int(self._out.write(visible(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._out, name)
+
+
 def run(argv: Sequence[str]) -> NoReturn:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Shown(out), _Shown(err)
+    try:
+        _run(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(argv: Sequence[str]) -> NoReturn:
     args = parser().parse_args(list(argv))
     try:
         code = HANDLERS[args.command](args)

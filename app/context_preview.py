@@ -16,10 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import load_state_json, make_state_dir, state_dir
 from server.services.context import context_text
 from server.vault import Vault
-from server.write.journal import estimate_tokens, now_iso
+from server.write.journal import estimate_tokens, now_iso, parse_time
 from server.write.store import atomic_write
 
 REVIEWED = "context-reviewed.json"
@@ -79,11 +79,14 @@ def load_reviewed(root: Path) -> tuple[str | None, datetime | None]:
     """The text last marked reviewed and when; (None, None) when never, or when the file is
     unreadable (then everything shows as new: nothing is hidden from the owner)."""
     try:
-        data = json.loads(_reviewed_path(root).read_text(encoding="utf-8"))
+        data = load_state_json(_reviewed_path(root))
         text, at = data["text"], data["at"]
         if not isinstance(text, str):
             return None, None
-        return text, datetime.fromisoformat(str(at).replace("Z", "+00:00")).astimezone()
+        when = parse_time(at)
+        if when is None:
+            raise ValueError(f"not a time: {at!r}")
+        return text, when.astimezone()
     except (OSError, ValueError, KeyError, TypeError):
         return None, None
 
@@ -117,7 +120,7 @@ def readable(text: str) -> list[str]:
     exact bytes are `Preview.text`."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text.splitlines()
     out: list[str] = []
     _render(data, "", out)

@@ -13,6 +13,8 @@ from textual.content import Content
 if TYPE_CHECKING:
     from pygments.lexer import Lexer
 
+from server.core.linediff import matching_blocks, opcodes
+
 from .cell_wrap import breaks
 from .history import FileChange
 
@@ -97,9 +99,8 @@ class LineMatcher(difflib.SequenceMatcher[str]):
                 seen[2] += 1
                 seen[3] = j
         uniq = sorted((c[1], c[3]) for c in count.values() if c[0] == 1 and c[2] == 1)
-        if not uniq:  # nothing to anchor on: difflib on this (usually short) gap
-            sm = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
-            for i, j, n in sm.get_matching_blocks():
+        if not uniq:  # nothing to anchor on: the bounded engine on this (usually short) gap
+            for i, j, n in matching_blocks(a[alo:ahi], b[blo:bhi]):
                 out.extend((alo + i + k, blo + j + k) for k in range(n))
             return out
         chain = _increasing(uniq)
@@ -158,14 +159,13 @@ def _words(a: str, b: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]
     import re
 
     ta, tb = re.findall(r"\w+|\W", a), re.findall(r"\w+|\W", b)
-    sm = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     pa, pb = [0], [0]
     for t in ta:
         pa.append(pa[-1] + len(t))
     for t in tb:
         pb.append(pb[-1] + len(t))
     da, db = [], []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(ta, tb):  # bounded: a line can be 1 MB of words
         if op in ("replace", "delete") and i2 > i1:
             da.append((pa[i1], pa[i2]))
         if op in ("replace", "insert") and j2 > j1:

@@ -12,7 +12,7 @@ from typing import Any
 
 from server.core.clients import client_name
 from server.core.gitrepo import git, state_dir
-from server.write.journal import JournalReader
+from server.write.journal import JournalReader, event_time
 
 from .history import Commit, is_ancestor, read_commits, reverted_by
 
@@ -75,10 +75,7 @@ def moved_first(c: Commit) -> tuple[str, ...]:
 
 
 def _ts(event: dict[str, Any]) -> datetime:
-    try:
-        return datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
-    except (KeyError, ValueError):
-        return datetime.now(UTC)
+    return event_time(event) or datetime.now(UTC)
 
 
 def event_row(e: dict[str, Any], n: int) -> Row | None:

@@ -34,7 +34,7 @@ from server.core.gitrepo import (
 )
 from server.notes.config import Config, DocType, load_config
 from server.notes.entry import classify
-from server.notes.links import LinkIndex, rewrite_links
+from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.write.journal import Journal
@@ -79,9 +79,30 @@ def folders_of(files: list[str]) -> list[str]:
     return sorted(out)
 
 
+def spelled(root: Path, rel: str) -> str:
+    """`rel` (NFC, as every path here is compared) as it is spelled on disk: a name made on
+    macOS may be NFD, and Linux opens only the bytes it has (adversarial pass 3, N16: such a
+    note could be neither moved nor deleted). A path that does not exist stays as given."""
+    if rel.isascii() or os.path.lexists(root / rel):
+        return rel
+    here, out = root, []
+    for part in rel.split("/"):
+        if not os.path.lexists(here / part):
+            try:
+                match = [n for n in os.listdir(here) if unicodedata.normalize("NFC", n) == part]
+            except OSError:
+                return rel
+            if len(match) != 1:
+                return rel
+            part = match[0]
+        out.append(part)
+        here = here / part
+    return "/".join(out)
+
+
 def _read(root: Path, rel: str) -> bytes | None:
     try:
-        return (root / rel).read_bytes()
+        return (root / spelled(root, rel)).read_bytes()
     except FileNotFoundError:
         return None
 
@@ -101,6 +122,23 @@ def _clean_path(raw: str, what: str) -> str:
         return normalize_rel(raw.strip().rstrip("/"))
     except PathRefused as exc:
         raise ActionError(f"{what}: {exc.message}") from None
+
+
+def refuse_links(root: Path, paths: list[str]) -> None:
+    """ActionError when a path is, or goes through, a symbolic link. The owner's move, delete
+    and create act on the vault's own files: through a link they snapshotted and committed the
+    file it points to (a private key outside the vault, as a "symlink" blob) and deleted files
+    outside the vault (adversarial pass 3, N7). The AI's writes refuse links the same way."""
+    for rel in paths:
+        parts = spelled(root, rel).split("/")
+        for i in range(1, len(parts) + 1):
+            if (root.joinpath(*parts[:i])).is_symlink():
+                link = "/".join(parts[:i])
+                raise ActionError(
+                    f"{link} is a symbolic link: vaultwatch never moves, deletes or writes "
+                    "through one (it would act on the file it points to). Change it with a "
+                    "file manager or git; nothing was done"
+                )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -150,7 +188,8 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     exts = config.extensions if config is not None else NOTE_EXTENSIONS
     src = _clean_path(source, "the file to move")
     dst = _clean_path(dest, "the new path")
-    is_folder = (root / src).is_dir()
+    refuse_links(root, [src, dst])
+    is_folder = (root / spelled(root, src)).is_dir()
     if not is_folder and src not in files:
         raise ActionError(f"{src} is not a file in the vault")
     if is_folder:
@@ -168,6 +207,7 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     moves = {o: n for o, n in moves.items() if o != n}
     if not moves:
         raise ActionError("the new path is the same as the old one")
+    refuse_links(root, [*moves, *moves.values()])  # a link inside a folder moved
     taken = set(files) - set(moves)
     for new in moves.values():
         if new in taken or ((root / new).exists() and new not in moves):
@@ -180,10 +220,11 @@ def plan_move(root: Path, source: str, dest: str) -> MovePlan:
     texts = _texts(root, files, exts)
     before = LinkIndex(files)
     after = LinkIndex([moves.get(f, f) for f in files])
+    settings = link_settings(root)
     edits: dict[str, tuple[str, str]] = {}
     for path, text in texts.items():
         new_path = moves.get(path, path)
-        new_text = rewrite_links(text, path, new_path, moves, before, after)
+        new_text = rewrite_links(text, path, new_path, moves, before, after, settings)
         if new_text != text:
             edits[new_path] = (text, new_text)
     found: list[str] = []
@@ -227,8 +268,9 @@ class RemovePlan:
 def plan_remove(root: Path, path: str) -> RemovePlan:
     """What deleting `path` would break: every link to it from another note."""
     rel = _clean_path(path, "the file to delete")
+    refuse_links(root, [rel])
     data = _read(root, rel)
-    if data is None or not (root / rel).is_file():
+    if data is None or not (root / spelled(root, rel)).is_file():
         raise ActionError(f"{rel} is not a file in the vault")
     files = vault_files(root)
     config = _config(root)
@@ -320,6 +362,7 @@ class _Tree:
     def __init__(self, root: Path, store: Store) -> None:
         self.root = root
         self.store = store
+        self.names: dict[str, str] = {}  # path -> its spelling on disk (see _action)
         self.undo: list[Callable[[], None]] = []
         # the failure tests fail a step like a full disk would (as root, read-only files do not)
         self.fail_after = fault_after("action_after")
@@ -345,7 +388,7 @@ class _Tree:
 
     def move(self, old: str, new: str) -> None:
         self._step()
-        src, dst = self.root / old, self.root / new
+        src, dst = self.root / spelled(self.root, old), self.root / new
         made = _missing_parents(dst)
         dst.parent.mkdir(parents=True, exist_ok=True)
         self.undo.append(lambda: _rmdirs(made))
@@ -358,7 +401,7 @@ class _Tree:
 
     def write(self, path: str, data: bytes, old: bytes | None) -> None:
         self._step()
-        target = self.root / path
+        target = self.root / (path if old is None else spelled(self.root, path))
         if old is None:
             made = _missing_parents(target)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -373,7 +416,7 @@ class _Tree:
 
     def remove(self, path: str, old: bytes) -> None:
         self._step()
-        target = self.root / path
+        target = self.root / spelled(self.root, path)
         os.unlink(target)
         self.undo.append(lambda: atomic_write(target, old))
         crash_point("tree_step")
@@ -417,17 +460,23 @@ def prune_empty_folders(root: Path, folders: set[str]) -> None:
 def _action(root: Path, involved: list[str]) -> Iterator[_Tree]:
     """The write lock, a git state that allows a commit, whatever a dead writer left half-done
     put right (Store.begin: before anything is read as the owner's), and the owner's pending
-    edits to the files involved committed first. Yields the tree to change."""
+    edits to the files involved committed first. Yields the tree to change, with each path's
+    spelling on disk (and so in git) as it was before the action (`names`): the intent and the
+    commit name what git has, an NFD name included."""
     store = Store(root, Journal(state_dir(root) / "events.jsonl", client="dashboard"))
     with store.locked():
+        refuse_links(root, involved)  # again under the lock: a link made since the preview
         try:
             store.begin()
-            store.snapshot(sorted(p for p in involved if (root / p).is_file()))
+            names = {p: spelled(root, p) for p in involved}
+            store.snapshot(sorted(d for d in names.values() if (root / d).is_file()))
         except StoreError as exc:
             raise ActionError(exc.for_owner) from None
         except GitError as exc:
             raise ActionError(str(exc)) from None
-        yield _Tree(root, store)
+        tree = _Tree(root, store)
+        tree.names = names
+        yield tree
 
 
 def _commit(tree: _Tree, paths: list[str], subject: str, action: str) -> str:
@@ -481,12 +530,18 @@ def apply_move(root: Path, plan: MovePlan) -> str:
     with _action(root, involved) as tree:
         _unchanged(root, plan.originals)
         try:
-            tree.intend("move", *_move_files(root, plan))
+            files, between = _move_files(root, plan)
+            spell = tree.names.get  # the intent names the files as they are on disk
+            tree.intend(
+                "move",
+                [(spell(p, p), old, new) for p, old, new in files],
+                {spell(p, p): data for p, data in between.items()},
+            )
             for old, new in plan.moves.items():
                 tree.move(old, new)
             for path, (before, after) in plan.edits.items():
                 tree.write(path, after.encode(), before.encode())
-            sha = _commit(tree, involved, plan.subject, "move")
+            sha = _commit(tree, [tree.names[p] for p in involved], plan.subject, "move")
         except (OSError, GitError, WriteRace) as exc:
             tree.rollback()
             raise ActionError(
@@ -509,9 +564,9 @@ def apply_remove(root: Path, plan: RemovePlan) -> str:
             raise ActionError(f"{plan.path} is gone already")
         _unchanged(root, {plan.path: plan.original})
         try:
-            tree.intend("remove", [(plan.path, plan.original, None)])
+            tree.intend("remove", [(tree.names[plan.path], plan.original, None)])
             tree.remove(plan.path, plan.original)
-            sha = _commit(tree, [plan.path], f"remove: {plan.path}", "remove")
+            sha = _commit(tree, [tree.names[plan.path]], f"remove: {plan.path}", "remove")
         except (OSError, GitError, WriteRace) as exc:
             tree.rollback()
             raise ActionError(f"the delete failed and was undone: {_why(exc)}") from None
@@ -521,6 +576,7 @@ def apply_remove(root: Path, plan: RemovePlan) -> str:
 
 def apply_create(root: Path, note: NewNote) -> str:
     with _action(root, []) as tree:
+        refuse_links(root, [note.path])  # a folder that is a link would put the note outside
         data = note.text.encode()
         try:
             tree.intend("create", [(note.path, None, data)], {note.path: b""})

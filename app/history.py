@@ -63,7 +63,9 @@ def read_commits(
     if skip:
         args.append(f"--skip={skip}")
     try:
-        out = git(root, *args, rev).stdout.decode("utf-8", "replace")
+        # --end-of-options: `rev` can come from the owner's shell (`revert -- --output=FILE`
+        # made git log write a file: adversarial pass 3, N14)
+        out = git(root, *args, "--end-of-options", rev).stdout.decode("utf-8", "replace")
     except RuntimeError:
         return []  # an unborn branch has no history yet
     commits = []
@@ -129,7 +131,9 @@ def parse_since(root: Path, since: str) -> str | None:
     if when is not None:
         r = git(root, "rev-list", "-1", f"--before={int(when.timestamp())}", "HEAD", check=False)
         return r.stdout.decode().strip() or None
-    r = git(root, "rev-parse", "-q", "--verify", f"{since}^{{commit}}", check=False)
+    r = git(
+        root, "rev-parse", "-q", "--verify", "--end-of-options", f"{since}^{{commit}}", check=False
+    )
     if r.returncode != 0 or not since or since.startswith("-"):
         raise ActionError(
             f"--since {since!r}: not last, today, a number of days (7d), a date (YYYY-MM-DD) "

@@ -6,12 +6,13 @@ screen; empty, and not shown, when no note has them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from server.notes.dates import as_date
 from server.notes.frontmatter import split_frontmatter
 from server.services.speech_metrics import median_or_none
 
@@ -40,19 +41,6 @@ def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _day(v: Any) -> date | None:
-    if isinstance(v, datetime):
-        return v.date()
-    if isinstance(v, date):
-        return v
-    if isinstance(v, str):
-        try:
-            return date.fromisoformat(v.strip()[:10])
-        except ValueError:
-            return None
-    return None
-
-
 def recordings(root: Path) -> list[tuple[date, dict[str, Any]]]:
     """(day, fields) of every note that carries a recording's figures."""
     out = []
@@ -71,7 +59,7 @@ def recordings(root: Path) -> list[tuple[date, dict[str, Any]]]:
             data = yaml.safe_load(fm or "") or {}
         except yaml.YAMLError:
             continue
-        day = _day(data.get("recording_date")) if isinstance(data, dict) else None
+        day = as_date(data.get("recording_date")) if isinstance(data, dict) else None
         if day is not None:
             out.append((day, data))
     return out

@@ -215,7 +215,9 @@ def _history(root: Path, shas: list[str]) -> tuple[list[Commit], list[Commit]]:
     is in its way, came after it (reverting a recent commit reads a few, not the vault's all)."""
     full: list[str] = []
     for s in shas:
-        r = git(root, "rev-parse", "-q", "--verify", f"{s}^{{commit}}", check=False)
+        r = git(
+            root, "rev-parse", "-q", "--verify", "--end-of-options", f"{s}^{{commit}}", check=False
+        )
         sha = r.stdout.decode().strip()
         if r.returncode != 0 or not s or not is_ancestor(root, sha, "HEAD"):
             raise ActionError(f"{s} is not a commit on this branch")

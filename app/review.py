@@ -27,7 +27,6 @@ API for a screen: `summaries(root)` (fast: one `git log`, one `git diff-tree`), 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import fcntl
 import os
 import re
@@ -35,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from server.core.faults import crash_point
 from server.core.gitrepo import (
@@ -53,6 +53,7 @@ from server.core.gitrepo import (
     trailer_field,
     trailer_values,
 )
+from server.core.linediff import opcodes
 from server.write.journal import Journal
 from server.write.store import FileWrite, Store
 
@@ -68,8 +69,8 @@ from .history import (
     reverted_by,
 )
 from .revert import owner_commit, recover, recover_first, revert
+from .rewritten import NOTES_REF, follow_rebases, twins
 
-NOTES_REF = "refs/notes/vaultwatch-review"
 WORKTREE = "worktree"  # Line.commit of a line the owner has on disk but not yet committed
 CONTEXT = 3
 ALL_REVIEWED = "Reviewed-all: yes"  # in a note: every file of the commit is reviewed
@@ -86,10 +87,54 @@ class Marked:
     reviewed: frozenset[str]  # paths marked reviewed in this commit's note
 
 
-def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]:
-    """Commits with their files and review note, newest first, through one `git log` (with
-    `stdin`: exactly these commits)."""
-    fmt = f"{RECORD}{FORMAT}{FIELD}%P{FIELD}%N{FIELD}"
+class Marks(NamedTuple):
+    """The review notes, commit sha -> the note's text, and why they could not be read (then
+    there are none: every AI change counts as unreviewed, and the warning says so)."""
+
+    notes: dict[str, str]
+    warning: str | None = None
+
+
+MARKS_UNREADABLE = (
+    "the review marks ({ref}) cannot be read ({why}); every AI change is shown as unreviewed "
+    "until they can. To fix: `git update-ref -d {ref}` drops them (the changes come back to "
+    "review), or restore the ref from a backup"
+)
+
+
+def read_marks(root: Path) -> Marks:
+    """Every review note, read apart from the commit log: `git notes list`, then the note
+    blobs. A note's text can hold any byte (the record separators of a log format too: a
+    forged record could settle any commit), so it never shares a stream with commit records.
+    No ref: no marks. A ref git cannot read (a blob, a missing object): no marks, and a
+    warning, never "nothing to review" (adversarial pass 3, N3)."""
+    ref = git(root, "rev-parse", "-q", "--verify", NOTES_REF, check=False)
+    if ref.returncode != 0:
+        return Marks({})
+    r = git(root, "notes", f"--ref={NOTES_REF}", "list", check=False)
+    said = r.stderr.decode("utf-8", "replace").strip().splitlines()
+    if r.returncode != 0:
+        return Marks({}, MARKS_UNREADABLE.format(ref=NOTES_REF, why=said[-1] if said else "?"))
+    pairs = [ln.split() for ln in r.stdout.decode("ascii", "replace").splitlines()]
+    pairs = [p for p in pairs if len(p) == 2]
+    blobs = cat_blobs(root, [blob for blob, _ in pairs])
+    if any(b is None for b in blobs):
+        why = "a note's object is missing"
+        return Marks({}, MARKS_UNREADABLE.format(ref=NOTES_REF, why=why))
+    return Marks(
+        {
+            sha: (b or b"").decode("utf-8", "replace")
+            for (_, sha), b in zip(pairs, blobs, strict=True)
+        }
+    )
+
+
+def _log(
+    root: Path, *args: str, stdin: list[str] | None = None, marks: Marks | None = None
+) -> list[Marked]:
+    """Commits with their files (and, given `marks`, what is marked reviewed in each), newest
+    first, through one `git log` (with `stdin`: exactly these commits)."""
+    fmt = f"{RECORD}{FORMAT}{FIELD}%P{FIELD}"
     if stdin is not None and not stdin:
         return []
     extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
@@ -97,7 +142,6 @@ def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]
         root,
         "log",
         "--no-notes",
-        f"--notes={NOTES_REF}",
         f"--format={fmt}",
         "--name-only",
         "-z",
@@ -114,14 +158,18 @@ def _log(root: Path, *args: str, stdin: list[str] | None = None) -> list[Marked]
         head, _, names = rec.partition("\x00")
         parts = head.split(FIELD)
         commit = parse_commit(parts[:9], names)
-        if commit is None or len(parts) < 11:
+        if commit is None or len(parts) < 10:
             continue
-        out.append(Marked(commit, tuple(parts[9].split()), frozenset(parse_note(parts[10]))))
+        note = marks.notes.get(commit.sha, "") if marks else ""
+        out.append(Marked(commit, tuple(parts[9].split()), frozenset(parse_note(note))))
     return out
 
 
 def parse_note(text: str) -> list[str]:
-    return [ln[len("Reviewed: ") :] for ln in text.splitlines() if ln.startswith("Reviewed: ")]
+    """The paths a review note marks. Lines are split at LF only: str.splitlines also breaks at
+    U+2028, U+0085 and \x1c-\x1e, so `Reviewed: plan.md\u2028 (summary).md` read back as a
+    mark for `plan.md` (adversarial pass 3, N2)."""
+    return [ln[len("Reviewed: ") :] for ln in text.split("\n") if ln.startswith("Reviewed: ")]
 
 
 @dataclass(frozen=True)
@@ -141,31 +189,31 @@ _SCAN = FIELD.join(
         trailer_field(TOOL),
         trailer_field(REVERTS, "%x2C"),
         trailer_field(REVERTS_PATH, "%x1d"),
-        "%N",
     ]
 )
 
 
-def _scan(root: Path, *rng: str) -> list[_Head]:
+def _scan(root: Path, marks: Marks, *rng: str) -> list[_Head]:
     """Every commit in the range with what review needs to pick the few to read in full: one
     `git log` without file lists (timed by `uv run python -m bench --only review`)."""
     fmt = f"--format={RECORD}{_SCAN}"
-    r = git(root, "log", "--no-notes", f"--notes={NOTES_REF}", fmt, *rng, check=False)
+    r = git(root, "log", "--no-notes", fmt, *rng, check=False)
     if r.returncode != 0:
         return []
     out = []
     for rec in r.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
         parts = rec.split(FIELD)
-        if len(parts) < 5:
+        if len(parts) < 4:
             continue
-        sha, tool, reverts, paths, note = (p.strip() for p in parts[:5])
+        sha, tool, reverts, paths = (p.strip() for p in parts[:4])
+        note = marks.notes.get(sha, "")
         pr = []
         for value in trailer_values(paths, "\x1d"):
             target, _, path = value.partition(" ")
             if target and path:
                 pr.append((target, path))
         undoes = trailer_values(reverts)
-        out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.splitlines()))
+        out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.split("\n")))
     return out
 
 
@@ -226,24 +274,31 @@ class Review:
     notes: list[NoteSummary]  # newest change first
     unreviewed_commits: int  # AI commits with a change the owner has not reviewed yet
     since: str  # "last" or the period asked for
+    warning: str | None = None  # the review marks could not be read: all shown as unreviewed
 
 
-def summaries(root: Path, since: str = "last") -> Review:
+def summaries(root: Path, since: str = "last", upto: str | None = None) -> Review:
     """The notes with AI changes to review, newest change first. `since="last"`: the changes
     not yet reviewed; otherwise every AI change in the period (`parse_since`), reviewed or not.
 
     Fast on a long history: a scan without file lists finds the AI commits not yet settled
     (not fully marked, not reverted), and only those are read with their files."""
     start = None if since == "last" else parse_since(root, since)
-    rng = [f"{start}..HEAD"] if start else ["HEAD"]
-    heads = _scan(root, *rng)
+    tip = upto or "HEAD"  # `upto`: only the commits a listing showed (mark_reviewed)
+    rng = [f"{start}..{tip}"] if start else [tip]
+    marks = read_marks(root)
+    heads = _scan(root, marks, *rng)
+    inherited = _inherited_notes(root, heads, since, marks)
+    if inherited:  # a rebased AI commit is as reviewed as the one it was rewritten from
+        marks = Marks({**marks.notes, **inherited}, marks.warning)
+        heads = _scan(root, marks, *rng)
     reverted = set(reverted_by(heads))
     path_undone = {pr for h in heads for pr in h.path_reverts}
     if since == "last":
         wanted = [h.sha for h in heads if h.is_ai and not h.settled and h.sha not in reverted]
     else:
         wanted = [h.sha for h in heads if h.is_ai]
-    log = _log(root, stdin=wanted)
+    log = _log(root, stdin=wanted, marks=marks)
     # a note the owner moved after the AI wrote it is listed under its name now: the AI's
     # commits hold the old name, the move is an owner commit (git rename detection)
     order = {h.sha: i for i, h in enumerate(heads)}  # 0 = newest
@@ -251,7 +306,7 @@ def summaries(root: Path, since: str = "last") -> Review:
     # cut there (git diffs every commit it walks, 10,000 of them took ~0.6 s)
     moves: list[Rename] = []
     if log:
-        span = rng if since != "last" else ["HEAD", "--not", f"{log[-1].commit.sha}^@"]
+        span = rng if since != "last" else [tip, "--not", f"{log[-1].commit.sha}^@"]
         moves = renames(root, *span)
     # path now -> (AI commit, the note's path in it), newest first
     open_: dict[str, list[tuple[Marked, str]]] = {}  # unreviewed
@@ -302,7 +357,22 @@ def summaries(root: Path, since: str = "last") -> Review:
             )
         )
     notes.sort(key=lambda n: (n.last, n.path), reverse=True)
-    return Review(notes, len(unreviewed), since)
+    return Review(notes, len(unreviewed), since, marks.warning)
+
+
+def _inherited_notes(root: Path, heads: list[_Head], since: str, marks: Marks) -> dict[str, str]:
+    """AI commit -> the review note of the commit it was rewritten from, for AI commits not
+    settled whose original (marked, no longer in history) a rebase left behind without git
+    copying its note (see app.rewritten). Empty at no cost when no marked commit has left the
+    history."""
+    candidates = [h.sha for h in heads if h.is_ai and not h.settled and h.sha not in marks.notes]
+    if not candidates or not marks.notes:
+        return {}
+    history = {h.sha for h in heads}
+    if since != "last":  # the scan saw a period only: the rest of history is still history
+        history |= set(git(root, "rev-list", "HEAD", check=False).stdout.decode().split())
+    found = twins(root, candidates, history, list(marks.notes))
+    return {c: marks.notes[o] for c, o in found.items() if o in marks.notes}
 
 
 def _file_counts(root: Path, shas: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
@@ -440,9 +510,10 @@ def _track(base: bytes | None, versions: list[tuple[Commit, bytes | None]]) -> l
         live = [i for i, e in enumerate(elems) if e.removed is None]
         old = [elems[i].text for i in live]
         new = _split(data)
-        sm = difflib.SequenceMatcher(None, old, new, autojunk=False)
         inserts: list[tuple[int, list[_Elem]]] = []  # (position in elems, new elements)
-        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        # the one bounded engine: difflib over the whole note took past 500 s on two rewrites
+        # of a 1.9 MB note (adversarial pass 3, N9)
+        for tag, i1, i2, j1, j2 in opcodes(old, new):
             if tag == "equal":
                 continue
             for i in live[i1:i2]:
@@ -670,6 +741,7 @@ def write_marks(
     marks = {s: sorted(set(p)) for s, p in marks.items() if p}
     if not marks:
         return 0
+    follow_rebases(root)  # a rebase (the Obsidian Git plugin's sync) carries the marks along
     name, email = human_identity(root)
     now = datetime.now(UTC)
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -710,12 +782,36 @@ def write_marks(
     return changed
 
 
-def mark_reviewed(root: Path, paths: list[str] | None = None) -> tuple[int, list[str]]:
-    """Mark every unreviewed AI change reviewed, or only those to `paths`. Returns (commits
+def listed_commit(root: Path, sha: str) -> str:
+    """The full id of `sha`, a commit in the branch's history (what a review listing showed
+    is marked by it). ActionError when it is not a commit id, or not in HEAD's history (a
+    rebase rewrote it: list again)."""
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", sha):
+        raise ActionError(f"{sha!r} is not a commit id (the one `vaultwatch review` printed)")
+    r = git(
+        root, "rev-parse", "-q", "--verify", "--end-of-options", f"{sha}^{{commit}}", check=False
+    )
+    full = r.stdout.decode().strip()
+    if r.returncode != 0 or not full:
+        raise ActionError(f"{sha} is not a commit here; run `vaultwatch review` again")
+    if git(root, "merge-base", "--is-ancestor", full, "HEAD", check=False).returncode != 0:
+        raise ActionError(
+            f"{sha} is no longer in the branch's history (rewritten since it was listed); "
+            "run `vaultwatch review` again"
+        )
+    return full
+
+
+def mark_reviewed(
+    root: Path, paths: list[str] | None = None, upto: str | None = None
+) -> tuple[int, list[str]]:
+    """Mark every unreviewed AI change reviewed, or only those to `paths`; with `upto` (a
+    commit a listing was made at), only the commits that listing showed: one that landed
+    after the owner looked stays unreviewed (adversarial pass 3, N6). Returns (commits
     marked, paths marked). ActionError, with nothing written, for a path with nothing to
     review."""
     recover(root)  # a dead writer's half-write is put back before anything is marked
-    review = summaries(root)
+    review = summaries(root, upto=listed_commit(root, upto) if upto else None)
     notes = {n.path: n for n in review.notes}
     if paths:
         missing = [p for p in paths if p not in notes]

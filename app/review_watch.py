@@ -11,7 +11,9 @@ import threading
 from pathlib import Path
 
 from server.core.gitrepo import git
+from server.write.feedback import FEEDBACK_REF
 
+from .feedback import FeedbackCount, count
 from .review import NOTES_REF, Review, summaries
 
 Stamp = tuple[object, ...]
@@ -22,6 +24,8 @@ class ReviewWatch:
         self.root = root
         self.count: tuple[int, int] | None = None  # (AI commits, notes) not yet reviewed
         self.review: Review | None = None  # what the count was read from (the review screen's list)
+        # the owner's feedback open and answered: an answer is a commit, so it moves with HEAD
+        self.feedback: FeedbackCount | None = None
         self.counted: Stamp | None = None  # the state of the refs the count was read at
         self._dirs: tuple[Path, Path] | None = None
         self._lock = threading.Lock()
@@ -54,7 +58,7 @@ class ReviewWatch:
             head = (gd / "HEAD").read_bytes()
         except OSError:
             head = b""
-        files = [common / "packed-refs", common / NOTES_REF]
+        files = [common / "packed-refs", common / NOTES_REF, common / FEEDBACK_REF]
         if head.startswith(b"ref: "):
             files.append(common / head[5:].strip().decode("utf-8", "replace"))
         out: list[object] = [head]
@@ -81,6 +85,7 @@ class ReviewWatch:
             if stamp == self.counted:
                 return False
             review = summaries(self.root)
+            self.feedback = count(self.root)
             self.count = (review.unreviewed_commits, len(review.notes))
             self.review, self.counted = review, stamp
             return True

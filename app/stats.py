@@ -43,10 +43,11 @@ from server.core.gitrepo import (
     trailer_field,
     trailer_values,
 )
-from server.write.journal import read_all
+from server.write.journal import parse_time, read_all
 
 from .actions import ActionError
 from .history import FIELD, RECORD, Commit, parse_since, since_time
+from .rewritten import once_each
 
 REVERT_ACTIONS = ("revert", "undo")  # owner commits that take back earlier changes
 EVENT_KINDS = ("conflict", "rejected", "noop")  # what the journal adds to git's picture
@@ -61,6 +62,8 @@ _FORMAT = RECORD + FIELD.join(
         trailer_field(REVERTS, "%x2C"),
         trailer_field(UNDOES, "%x2C"),
         trailer_field(REVERTS_PATH, "%x1d"),
+        # who wrote it when, and what it says: equal for a rebased commit and its original
+        "%an %ae %ad %s",
     ]
 )
 BARS = "▁▂▃▄▅▆▇█"
@@ -225,6 +228,7 @@ def week_of(when: datetime) -> tuple[str, date]:
 class _Row:
     commit: Commit  # sha, time and trailers only: author, subject and files are left empty
     targets: tuple[str, ...]  # what a revert or undo took back
+    ident: str = ""  # author, author date, subject: see rewritten.once_each
 
 
 class _Log:
@@ -268,12 +272,13 @@ def _row(record: str) -> _Row | None:
         (),
         trailer_values(reverts) if reverts else (),
     )
+    ident = parts[8].strip("\x00\n ") if len(parts) > 8 else ""
     if not (reverts or parts[6].strip() or parts[7].strip("\x00\n ")):
-        return _Row(commit, ())  # most commits: no revert or undo trailer
+        return _Row(commit, (), ident)  # most commits: no revert or undo trailer
     undoes = trailer_values(parts[6])
     one_file = [v.split(" ", 1)[0] for v in trailer_values(parts[7].rstrip("\x00\n"), "\x1d")]
     targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
-    return _Row(commit, targets)
+    return _Row(commit, targets, ident)
 
 
 # -- the AI's line counts, kept per commit ---------------------------------------------------------
@@ -313,7 +318,7 @@ def _load_lines(root: Path) -> dict[str, tuple[int, int]]:
 def _parse_lines(raw: bytes) -> dict[str, tuple[int, int]]:
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("v") != LINES_VERSION:
         return {}
@@ -403,10 +408,8 @@ def _what(c: Commit | None) -> str:
 
 
 def _local(ts: object) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).astimezone()
-    except ValueError:
-        return None
+    at = parse_time(ts)
+    return at.astimezone() if at is not None else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -450,8 +453,14 @@ def compute(
         by_sha.update({r.commit.sha: r.commit for r in _Log(root, stdin=wanted).rows()})
     ai = [row.commit.sha for row in rows if row.commit.is_ai]
     lines = _lines(root, ai, whole=start is None and after is None)
+    # a rebased AI commit beside its original in history is one change, counted once
+    # (oldest first: the original is the one counted)
+    idents = {row.commit.sha: row.ident for row in rows if row.commit.is_ai}
+    repeats = once_each(root, ai[::-1], idents)
     for row in rows:
         c = row.commit
+        if c.sha in repeats:
+            continue
         w = week(c.time)
         if c.is_ai:
             name = client_name(c.client)

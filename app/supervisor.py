@@ -1,15 +1,15 @@
-"""The dashboard's own vault server: a `vaultwatch-server --http` child on 127.0.0.1, restarted
-on the same port if it dies, stopped (never orphaned) when the dashboard exits; and the
-snippets that connect clients to it."""
+"""The dashboard's vault server: the vault's resident server, started as the dashboard's child
+when none runs (attached to otherwise), serving HTTP on 127.0.0.1 for it, restarted on the same
+port if it dies; and the snippets that connect clients to it."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.core.gitrepo import state_dir
+from server.core.gitrepo import make_state_dir, state_dir
 from server.protocol.connect import claude_mcp_add_http
-
-URL_LINE = re.compile(r"at (http://\S+/mcp)")
+from server.protocol.relay import LOG_NAME, Unusable, ask, log_tail, open_link, pid_alive, read_line
 
 
 def port_file(root: Path) -> Path:
@@ -45,12 +44,18 @@ def remember_port(root: Path, port: int) -> None:
 
 @dataclass
 class ServerSupervisor:
+    """The dashboard's hold on the vault's resident server (server/protocol/resident.py): it
+    starts it as its child when none runs, attaches to the one a client's relay started
+    otherwise, and asks it to serve HTTP on the dashboard's port and keep recall current.
+    Restarted if it dies; when the dashboard quits it only lets go: a resident that still has
+    clients keeps serving them, and exits after its quiet period."""
+
     root: Path
     # 0: the port remembered from the last launch (else any free one, then remembered); the
     # same one on every restart. A port from --port or the config's http.port is used as given.
     port: int = 0
     python: str = sys.executable
-    proc: subprocess.Popen[str] | None = None
+    proc: subprocess.Popen[bytes] | None = None  # the resident, when this dashboard started it
     url: str | None = None
     restarts: int = 0
     last_exit: int | None = None
@@ -62,6 +67,8 @@ class ServerSupervisor:
     # says what the server printed): the dashboard paints first and shows this meanwhile.
     phase: str = "idle"
     why: str = ""
+    pid: int | None = None  # the resident's, whoever started it
+    _link: socket.socket | None = field(default=None, repr=False)
     _checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
@@ -96,82 +103,137 @@ class ServerSupervisor:
         remember_port(self.root, self.port)
         return url
 
-    def _start(self, timeout: float) -> str:
+    def _spawn(self, root: Path, sdir: Path) -> subprocess.Popen[bytes]:
+        """The resident as this dashboard's child: its own session (stopping it stops what it
+        started, and it outlives the dashboard for its other clients), messages in its log."""
         if self._stopped:  # the dashboard quit while this start was on its way
-            raise RuntimeError("vaultwatch-server was stopped before it started")
-        cmd = [
-            self.python,
-            "-m",
-            "server.protocol.cli",
-            "--vault",
-            str(self.root),
-            "--http",
-            f"127.0.0.1:{self.port}",
-            "--exit-with-parent",
-            # the owner's desk runs for a while: recall (health's near-duplicates) gets ready
-            # in a dashboard-only session too, not only once Claude has made a call
-            "--index-now",
-        ]
-        # its own process group, so stopping it also stops anything it started
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        p = self.proc
+            raise Unusable("vaultwatch-server was stopped before it started")
+        log = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            self.proc = subprocess.Popen(
+                [self.python, "-m", "server.protocol.resident", "--vault", str(root)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+        finally:
+            os.close(log)
         if self._stopped:  # stop() ran between the check above and Popen: this child too
             self._kill()
+            raise Unusable("vaultwatch-server was stopped before it started")
+        return self.proc
+
+    def _start(self, timeout: float) -> str:
+        if self._stopped:
             raise RuntimeError("vaultwatch-server was stopped before it started")
-        found = threading.Event()
-
-        def follow(p: subprocess.Popen[str]) -> None:
-            assert p.stderr is not None
-            for line in p.stderr:
-                self.stderr_tail = [*self.stderr_tail[-50:], line.rstrip("\n")]
-                m = URL_LINE.search(line)
-                if m and not found.is_set():
-                    self.url = m.group(1)
-                    self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
-                    found.set()
-
-        threading.Thread(target=follow, args=(p,), daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while not found.wait(0.05):
-            if self.proc is not p:  # stopped meanwhile (the dashboard quit)
-                raise RuntimeError("vaultwatch-server was stopped before it started")
-            if p.poll() is not None or time.monotonic() > deadline:
-                tail = "\n".join(self.stderr_tail[-5:])
-                self._kill()
-                raise RuntimeError(f"vaultwatch-server did not start: {tail}")
-        assert self.url is not None
+        sdir = make_state_dir(state_dir(self.root))
+        ask = {
+            "vaultwatch": "dashboard",
+            "pid": os.getpid(),
+            "http": f"127.0.0.1:{self.port}",
+            # the owner's desk runs for a while: recall (health's near-duplicates) gets ready
+            # in a dashboard-only session too, not only once Claude has made a call
+            "index_now": True,
+        }
+        try:
+            link = open_link(self.root, ask, spawn=self._spawn, wait=timeout)
+            assert link is not None
+            answer = json.loads(read_line(link.sock, link.rest, timeout))
+        except (Unusable, OSError, ValueError) as exc:
+            self._kill()
+            tail = log_tail(sdir, 5)
+            raise RuntimeError(f"vaultwatch-server did not start: {exc}. {tail}".strip()) from None
+        if self._stopped:
+            link.sock.close()
+            raise RuntimeError("vaultwatch-server was stopped before it started")
+        if answer.get("error") or not answer.get("url"):
+            link.sock.close()
+            raise RuntimeError(str(answer.get("error") or "the server serves no HTTP"))
+        self.stderr_tail = [*self.stderr_tail[-50:], *str(answer.get("said", "")).splitlines()]
+        self.url = str(answer["url"])
+        self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
+        self.pid = int(answer.get("pid") or 0) or None
+        self._link = link.sock
         return self.url
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """Attached to a resident that runs: the link is open (a resident that dies or stops
+        closes it; a line on it is the resident saying it stops)."""
+        link = self._link
+        if link is None:
+            return False
+        try:
+            link.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True  # nothing to read: attached and quiet
+        except OSError:
+            return False
+        return False  # closed, or the resident's word that it stops
 
     def check(self) -> bool:
         """Restart the server if it died. Returns True when it had to (the UI says so)."""
         with self._checking:  # two polls must not both see it dead and start two servers
-            if self.proc is None or self.alive:
+            if self._link is None or self.alive:
                 self.restarting = False
                 return False
             self.restarting = True
             try:
-                self.last_exit = self.proc.returncode
+                self._link.close()
+                self._link = None
+                if self.proc is not None:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.proc.wait(5)
+                    self.last_exit = self.proc.returncode
+                else:
+                    self.last_exit = None  # another client's relay started it: not ours to reap
                 self.restarts += 1
                 self._start(60)
             finally:
                 self.restarting = False
             return True
 
+    def clients(self) -> list[str]:
+        """The clients attached to the resident now (name/version), the dashboard aside."""
+        if self._link is None:
+            return []
+        try:
+            status = ask(self.root, "status")
+        except (Unusable, OSError, ValueError):
+            return []
+        attached = (status or {}).get("clients", [])
+        return [str(c.get("name") or "?") for c in attached if c.get("kind") == "client"]
+
+    def restart(self, timeout: float = 60) -> str:
+        """Stop the resident and start a new one (the owner asked): the relays attached
+        reconnect to the new one, and the calls they had in flight get an error."""
+        with self._checking:
+            with contextlib.suppress(Unusable, OSError, ValueError):
+                ask(self.root, "stop", reason="restart")
+            if self._link is not None:
+                self._link.close()
+                self._link = None
+            self._wait_gone(self.pid, timeout)
+            self.restarts += 1
+            return self._start(timeout)
+
     def stop(self, timeout: float = 10) -> None:
-        """Stop the child for good: a start still on its way gives up (the dashboard quit)."""
+        """The dashboard quits: a start still on its way gives up; a running resident is let go
+        (it serves its other clients, and exits after its quiet period when none is left)."""
         self._stopped = True
-        self._kill(timeout)
+        if self._link is not None:
+            self._link.close()
+            self._link = None
+        elif self.proc is not None and self.url is None:
+            self._kill(timeout)
+
+    def _wait_gone(self, pid: int | None, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while pid and pid_alive(pid) and time.monotonic() < deadline:
+            if self.proc is not None and self.proc.pid == pid:
+                self.proc.poll()  # our child: reaped, or it stays a zombie that looks alive
+            time.sleep(0.02)
 
     def _kill(self, timeout: float = 10) -> None:
         p, self.proc = self.proc, None

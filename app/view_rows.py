@@ -5,12 +5,13 @@ row each. No Textual here: the main screen and shell commands share these rules.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from server.core.gitrepo import git
+from server.index.search_query import ParsedQuery, SearchError, matches_text, parse
 
 from .feed import Row
 
@@ -42,7 +43,37 @@ class Filters:
         return " · ".join(parts)
 
 
-def matches(row: Row, text: str, diff_hits: frozenset[str]) -> bool:
+def text_query(text: str) -> ParsedQuery | None:
+    """The filter text read as search_text reads a query (words ANDed wherever they stand, a
+    Chinese word typed without spaces found apart too, "a phrase", -word), or None when it has
+    no word to look for (only punctuation, `-`, a `tag:` filter): then it is matched as typed."""
+    try:
+        pq = parse(text)
+    except SearchError:
+        return None
+    return pq if pq.positive else None
+
+
+def finder(text: str) -> Callable[[str], bool]:
+    """Whether a line of a diff holds `text`, by the rule of the `/` filter (every word of it
+    on the line, a Chinese word's words apart too), or as typed when it has no word: `n`/`N`
+    find in the diff what the filter found in the timeline."""
+    pq = text_query(text)
+    if pq is not None:
+        return lambda line: matches_text(pq, line)
+    f = text.casefold()
+    return lambda line: f in line.casefold()
+
+
+def matches(row: Row, text: str, diff_hits: frozenset[str], pq: ParsedQuery | None = None) -> bool:
+    """The row's summary, author or client, paths, or change hold `text`: by search_text's rule
+    (`pq`, text_query's reading of it), else as typed. A commit's change is `diff_hits`."""
+    if pq is not None:
+        if matches_text(pq, "\n".join([row.summary, row.who, *row.paths])):
+            return True
+        if row.commit is not None:
+            return row.commit.sha in diff_hits
+        return matches_text(pq, str((row.event or {}).get("diff", "")))
     f = text.casefold()
     if f in row.summary.casefold() or f in row.who.casefold():
         return True
@@ -60,7 +91,8 @@ def visible(rows: Sequence[Row], filters: Filters) -> list[Row]:
     if filters.notes_label:
         out = [r for r in out if any(p in filters.notes for p in r.paths)]
     if filters.text:
-        out = [r for r in out if matches(r, filters.text, filters.diff_hits)]
+        pq = text_query(filters.text)
+        out = [r for r in out if matches(r, filters.text, filters.diff_hits, pq)]
     return list(out)
 
 
@@ -116,8 +148,34 @@ def _one_row(sessions: list[Row], began: dict[str, datetime]) -> list[Row]:
 
 
 def commits_mentioning(root: Path, text: str) -> frozenset[str]:
-    """Commits whose change adds or removes `text` (any case): one `git log -S`."""
+    """Commits whose change adds or removes `text` (any case), by the rule `matches` applies:
+    every word of it somewhere in the change (one `git log` per word, `-S` for a word or
+    phrase, `-G` for a group of a Chinese word typed without spaces), or as typed."""
     if not text:
         return frozenset()
-    r = git(root, "log", "--format=%H", "-i", "-S", text, "HEAD", check=False)
+    pq = text_query(text)
+    if pq is None:
+        return _pickaxe(root, ["-S", text])
+    found: frozenset[str] | None = None
+    for t in pq.positive:
+        asks = (
+            [["-G", "|".join(_ere(tok) for tok, _ in g)] for g in t.apart]
+            if t.apart
+            else [["-S", t.text]]
+        )
+        for ask in asks:
+            hits = _pickaxe(root, ask)
+            found = hits if found is None else found & hits
+            if not found:
+                return frozenset()
+    return found or frozenset()
+
+
+def _pickaxe(root: Path, ask: list[str]) -> frozenset[str]:
+    r = git(root, "log", "--format=%H", "-i", *ask, "HEAD", check=False)
     return frozenset(r.stdout.decode().split()) if r.returncode == 0 else frozenset()
+
+
+def _ere(token: str) -> str:
+    """A token as a literal in git's extended regular expressions (-G)."""
+    return "".join("\\" + c if c in ".^$*+?()[]{}|\\" else c for c in token)

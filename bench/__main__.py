@@ -28,13 +28,18 @@ from server.vault import Vault
 
 from . import (
     dashboard_bench,
+    dedupe_bench,
+    feedback_bench,
     health_bench,
     reads_bench,
+    resident_bench,
     review_bench,
     search_bench,
     semantic_bench,
     startup_bench,
     stats_bench,
+    transcribe_bench,
+    vaults,
     write_bench,
 )
 from .generate import generate
@@ -177,11 +182,14 @@ def main() -> None:
         "--only",
         default="read,search,write",
         help="comma list of: read, search, write, semantic, dashboard, startup, review, stats, "
-        "health, reads",
+        "health, reads, dedupe, transcribe, resident, feedback, vaults (the real-vault link corpus, bench/vaults.py)",
     )
     args = ap.parse_args()
     only = set(args.only.split(","))
-    results = []
+    results: list[dict[str, Any]] = []
+    if "vaults" in only:
+        print("\nlinks on real vaults (bench/vaults.py)")
+        results.append({"vaults": vaults.run()})
     for n in (int(s) for s in args.sizes.split(",")):
         r: dict[str, Any] = {"docs": n}
         if "read" in only:
@@ -191,6 +199,9 @@ def main() -> None:
             print(f"\nstartup, {n} notes (spawn to initialize, first calls, warm and cold cache)")
             r.update(startup_bench.run(vault_for(n), REPO, runs=3))
             r.update(startup_bench.dashboard(vault_for(n), runs=3))
+        if "resident" in only:
+            print(f"\none resident server vs a server per client, {n} notes")
+            r.update({f"resident_{k}": v for k, v in resident_bench.run(vault_for(n)).items()})
         if "search" in only:
             print(f"\nsearch_text, {n} notes")
             r.update(
@@ -225,6 +236,15 @@ def main() -> None:
     if "stats" in only:
         print("\nstats")
         results.append({"bench": "stats", **stats_bench.run()})
+    if "transcribe" in only:
+        print("\npractice recordings (transcribe)")
+        results.append({"bench": "transcribe", **transcribe_bench.run()})
+    if "dedupe" in only:
+        print("\nsearch before store (create_doc)")
+        results.append({"bench": "dedupe", **dedupe_bench.run()})
+    if "feedback" in only:
+        print("\nfeedback")
+        results.append({"bench": "feedback", **feedback_bench.run()})
     if "dashboard" in only:
         print("\ndashboard")
         results.append({"bench": "dashboard", **anyio.run(dashboard_bench.run)})

@@ -145,12 +145,12 @@ def _phases(marks: Phase) -> Iterator[None]:
         if self.is_current:
             marks.setdefault("drawn" if self.stats is None else "shown", now())
 
-    def _show(self: StatsScreen, stats: Any, asked: int) -> None:
+    def _show(self: StatsScreen, stats: Any, asked: int, *rest: Any) -> None:
         marks.setdefault("counted", now())
-        show(self, stats, asked)
+        show(self, stats, asked, *rest)
 
     StatsScreen._compositor_refresh = _compositor_refresh  # type: ignore[method-assign]
-    StatsScreen._show = _show  # type: ignore[method-assign]
+    StatsScreen._show = _show  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:

@@ -6,7 +6,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,57 @@ def _semantic_only_where_asked(
     # and race its own teardown; tests marked `semantic` run recall for real.
     if request.node.get_closest_marker("semantic") is None:
         monkeypatch.setenv("VAULTWATCH_SEMANTIC", "off")
+
+
+@pytest.fixture(autouse=True)
+def _no_resident_left_behind(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """`vaultwatch-server` over stdio relays to a resident server per vault, which outlives
+    its clients for a quiet period (10 minutes by default). A test's resident goes when the
+    test ends: a short quiet period for those started with this environment, and, since MCP
+    clients start servers with a minimal environment of their own (the SDKs pass PATH and
+    HOME, not VAULTWATCH_*), every resident left in the test's temp folder is stopped."""
+    monkeypatch.setenv("VAULTWATCH_RESIDENT_IDLE_S", "2")
+    # taken now: a fixture set up inside this one is torn down after it
+    base = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if base is not None:
+        stop_residents(base)
+
+
+def stop_residents(base: Path) -> list[int]:
+    """Stop the resident servers of the vaults under `base` (a vault at most 3 folders deep);
+    returns their pids, each gone when this returns."""
+    from server.protocol.relay import Unusable, ask
+
+    pids = []
+    for depth in range(4):
+        for sock in base.glob("/".join(["*"] * depth + [".git", "vaultwatch", "resident.sock"])):
+            root = sock.parent.parent.parent
+            try:
+                answer = ask(root, "stop")
+            except (Unusable, OSError):
+                continue
+            if answer and answer.get("pid"):
+                pids.append(int(answer["pid"]))
+    for pid in pids:
+        wait_gone(pid, 30)
+    return pids
+
+
+def wait_gone(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} still runs after {timeout:g} s")
+        time.sleep(0.02)
+
+
+def pid_alive(pid: int) -> bool:
+    from server.protocol.relay import pid_alive as alive
+
+    return alive(pid)
 
 
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:

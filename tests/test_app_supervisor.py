@@ -1,4 +1,6 @@
-"""The dashboard's server child: starts, serves, is restarted on the same port, never orphaned."""
+"""The dashboard's server: the vault's resident, started as its child or attached to, serving
+HTTP for it, restarted on the same port, never orphaned, outliving the dashboard only for the
+clients still attached."""
 
 from __future__ import annotations
 
@@ -43,9 +45,12 @@ async def test_start_restart_stop(make_vault: Any) -> None:
         pid = sup.proc.pid if sup.proc else 0
     finally:
         sup.stop()
-    time.sleep(0.2)
+    # no orphan left behind: with no client attached, the resident leaves after its quiet
+    # period (2 s in the tests' environment)
+    assert sup.proc is not None
+    assert sup.proc.wait(30) == 0
     with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # no orphan left behind
+        os.kill(pid, 0)
 
 
 def test_snippets_never_hold_the_token(make_vault: Any) -> None:
@@ -90,7 +95,8 @@ async def test_desktop_snippet_starts_a_stdio_server_on_the_same_vault(make_vaul
 def test_a_dashboard_killed_outright_leaves_no_server_behind(
     make_vault: Any, tmp_path: Path
 ) -> None:
-    """SIGKILL gives the dashboard no chance to stop its child: the child stops itself."""
+    """SIGKILL gives the dashboard no chance to let go of its server: the resident sees the
+    dashboard's link close and, with no client attached, leaves after its quiet period."""
     import subprocess
     import sys
 
@@ -192,3 +198,81 @@ def test_the_dashboards_server_indexes_recall_before_any_client_call(make_vault:
         assert not any("changed since" in w for w in found.get("warnings", [])), found
     finally:
         sup.stop()
+
+
+def relay_client(root: Path, name: str) -> Any:
+    from .test_resident import Raw
+
+    c = Raw(root)
+    c.initialize(name)
+    return c
+
+
+async def test_the_dashboard_attaches_to_the_resident_a_client_started(make_vault: Any) -> None:
+    """A client's relay started the resident: the dashboard attaches to it (one server, one
+    index), names the client, serves HTTP from it, and restarts it when it dies; the client's
+    conversation goes on through the new one."""
+    from server.protocol.relay import ask
+
+    root = make_vault({"a.md": "# A\n"})
+    c = relay_client(root, "desktop")
+    sup = ServerSupervisor(root)
+    try:
+        first = ask(root, "status")
+        assert first is not None
+        url = sup.start()
+        assert sup.proc is None and sup.pid == first["pid"]  # attached, not started
+        assert sup.clients() == ["desktop/1.0"]
+        assert "read_doc" in await _tools(url, sup.token)
+        os.kill(first["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while sup.alive:
+            assert time.monotonic() < deadline, "the dashboard never saw its server die"
+            time.sleep(0.02)
+        assert sup.check() is True and sup.restarts == 1
+        # one new resident, whoever saw the death first: the dashboard or the client's relay
+        now = ask(root, "status")
+        assert now is not None and sup.pid == now["pid"] != first["pid"]
+        assert sup.url == url and "read_doc" in await _tools(url, sup.token)
+        assert not c.call("read_doc", path="a.md")["result"]["isError"]
+        assert sup.clients() == ["desktop/1.0"]
+    finally:
+        sup.stop()
+        c.close()
+
+
+async def test_a_resident_outlives_the_dashboard_for_its_clients(make_vault: Any) -> None:
+    """The dashboard quits while a client is attached: the resident keeps serving the client,
+    and leaves after its quiet period once the client is gone."""
+    root = make_vault({"a.md": "# A\n"})
+    sup = ServerSupervisor(root)
+    sup.start()
+    assert sup.proc is not None  # started by the dashboard, as its child
+    c = relay_client(root, "code")
+    try:
+        sup.stop()
+        time.sleep(2.5)  # longer than the tests' quiet period: a client is still attached
+        assert sup.proc.poll() is None
+        assert not c.call("read_doc", path="a.md")["result"]["isError"]
+    finally:
+        c.close()
+    assert sup.proc.wait(30) == 0
+
+
+def test_the_dashboard_restarts_the_resident(make_vault: Any) -> None:
+    """The owner restarts the server: a new resident, the attached client reconnected to it."""
+    root = make_vault({"a.md": "# A\n"})
+    sup = ServerSupervisor(root)
+    c = None
+    try:
+        sup.start()
+        c = relay_client(root, "cli")
+        before = sup.pid
+        sup.restart()
+        assert sup.pid != before and sup.alive and sup.restarts == 1
+        assert not c.call("read_doc", path="a.md")["result"]["isError"]
+        assert sup.clients() == ["cli/1.0"]
+    finally:
+        sup.stop()
+        if c is not None:
+            c.close()

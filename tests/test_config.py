@@ -71,6 +71,7 @@ def test_prep_config_is_the_fallback_name(tmp_path: Path) -> None:
         ("limits:\n  result_chars: -5\n", 2, "whole number"),
         ("context:\n  - {title: X, type: nope, latest: 1}\n", 2, "unknown type 'nope'"),
         ("tags: {vocabulary: missing.yaml}\n", 1, "does not exist"),
+        ("resident:\n  idle_minutes: 0\n", 1, "resident.idle_minutes must be a number"),
     ],
 )
 def test_errors_name_file_line_and_problem(

@@ -41,11 +41,19 @@ from .conftest import git
 pytestmark = pytest.mark.anyio
 
 
-async def until(pilot: Any, check: Callable[[], bool], timeout: float = 15) -> None:
+async def until(
+    pilot: Any,
+    check: Callable[[], bool],
+    timeout: float = 15,
+    describe: Callable[[], object] | None = None,
+) -> None:
+    """Wait for `check` (an event, not the clock); on timeout say what was seen instead, which is
+    what a maintainer has to go on when it fails under CI's load."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the dashboard")
+            seen = f": saw {describe()!r}" if describe is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for the dashboard{seen}")
         await pilot.pause(0.05)
 
 

@@ -271,14 +271,24 @@ async def test_an_embed_never_tells_whether_a_hidden_file_exists(
         "![[.git/config]]",
         "![[link.png]]",
         "![](../attachments/link.png)",
+        "![](scan.png)",  # by name, as Obsidian's shortest path: still hidden
     ]
     async with connect(root) as s:
         for i, embed in enumerate(hidden):
             err = await s.error("create_doc", path=f"notes/n{i}.md", body=f"# N\n{embed}\n")
             assert "rejected (missing_attachment)" in err, (embed, err)
         # a file that is there and visible is still found, by name and by relative path
-        for i, embed in enumerate(["![[pic.png]]", "![](../attachments/pic.png)"]):
-            await s.call("create_doc", path=f"notes/ok{i}.md", body=f"# OK\n{embed}\n")
+        # (and by name alone in a markdown link, Obsidian's "shortest path when possible");
+        # each note its own title, or the second would be handed back as the first
+        ok = [
+            "![[pic.png]]",
+            "![](../attachments/pic.png)",
+            "![](pic.png)",
+            "![](/attachments/pic.png)",
+        ]
+        for i, embed in enumerate(ok):
+            made = await s.call("create_doc", path=f"notes/ok{i}.md", body=f"# OK {i}\n{embed}\n")
+            assert made["created"] is True, made
 
 
 async def test_a_rules_file_linked_to_a_note_makes_that_note_the_owners(

@@ -171,7 +171,7 @@ def state(root: Path) -> tuple[str, str]:
 def test_the_fuzz_covers_every_tool_the_server_lists(loop: Loop) -> None:
     """Nothing hand-copied to drift: the fuzz draws from the tools/list of the real server."""
     assert set(loop.params) == {t.value for t in ToolName}
-    assert loop.params["recall"] and loop.params["batch"] == ["ops", "message"]
+    assert loop.params["recall"] and loop.params["batch"] == ["ops", "message", "answers"]
 
 
 @pytest.mark.slow

@@ -250,7 +250,9 @@ async def test_a_client_that_disconnects_at_once_sees_a_clean_exit(
         rec = tmp_path / f"exit{i}"
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-c", RECORDER, str(rec), SERVER, "--vault", str(root)],
+            # in-process: this is the server that exits when its one client leaves (a relayed
+            # client's resident stops on its own schedule: test_resident.py)
+            args=["-c", RECORDER, str(rec), SERVER, "--vault", str(root), "--in-process"],
             cwd=str(root),
             env=child_env(),
         )

@@ -72,3 +72,17 @@ def test_a_config_error_shows_whole_when_it_fits_else_the_key_that_shows_it() ->
     assert problem in header(facts, 200)
     narrow = header(facts, 80)
     assert "config error (! shows it)" in narrow and len(narrow) <= 80
+
+
+def test_the_header_names_the_clients_on_the_vaults_server() -> None:
+    """Who is attached to the resident now, by name (not version); the names give way first,
+    then the count, and the URL stays."""
+    url = "http://127.0.0.1:45679/mcp"
+    clients = ("claude-code/2.1.0", "claude-ai/0.1", "claude-code/2.1.0")
+    facts = HeaderFacts(Path("/srv/vaults/notes"), ServerState("up", url, clients=clients))
+    assert f"● serving {url} · 3 attached: claude-ai, claude-code" in header(facts, 200)
+    narrow = header(facts, 80)
+    assert url in narrow and "claude-ai" not in narrow
+    one = HeaderFacts(Path("/srv/vaults/notes"), ServerState("up", url, clients=clients[:1]))
+    assert "· 1 attached: claude-code" in header(one, 200)
+    assert "attached" not in header(HeaderFacts(Path("/n"), ServerState("up", url)), 200)

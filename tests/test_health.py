@@ -272,6 +272,69 @@ def test_an_english_and_chinese_near_duplicate_pair_is_found(make_vault: Any) ->
     assert "private" not in json.dumps(r)
 
 
+@pytest.mark.semantic
+def test_a_translation_is_a_near_duplicate_below_the_one_language_threshold(
+    make_vault: Any,
+) -> None:
+    """A page and its translation score under health.duplicate_score (0.85, for notes in one
+    language): global-rule 0.77, script 0.81 with the bundled model. They are listed, with their
+    score and "in the other language"; a page whose translation is not in the vault pairs with
+    nothing (issue 29: before, health listed no pair across languages below 0.85)."""
+
+    def page(lang: str, rel: str) -> str:
+        return (APISIX / lang / rel).read_text(encoding="utf-8")
+
+    root = make_vault(
+        {
+            "en/global-rule.md": page("en", "terminology/global-rule.md"),
+            "zh/global-rule.md": page("zh", "terminology/global-rule.md"),
+            "en/script.md": page("en", "terminology/script.md"),
+            "zh/script.md": page("zh", "terminology/script.md"),
+            "en/route.md": page("en", "terminology/route.md"),  # no translation here
+            "zh/cors.md": page("zh", "plugins/cors.md"),  # nor here
+        }
+    )
+    vault = Vault(root)
+    try:
+        embed(vault)
+        r = health.check(vault, today=LATER)
+    finally:
+        vault.close()
+    dups = r.by_kind("duplicate")
+    assert sorted((d.path, d.other) for d in dups) == [
+        ("en/global-rule.md", "zh/global-rule.md"),
+        ("en/script.md", "zh/script.md"),
+    ], [(d.path, d.other, d.score) for d in dups]
+    for d in dups:
+        assert d.score is not None and 0.7 <= d.score < 0.85, d
+        assert "in the other language" in d.reason and f"{d.score:.2f}" in d.reason
+
+
+def test_cross_language_pairs_are_mutual_bests_across_scripts_only() -> None:
+    """The rule itself on vectors made by hand: a CJK row and a non-CJK row that are each other's
+    closest in the other script pair when they reach the lowered threshold; two rows in one
+    script never do (near_pairs handles those), nor a row whose closest is another's."""
+    import numpy as np
+
+    from server.services.cross_language import cross_language_pairs
+
+    mat = np.array(
+        [
+            [1.0, 0.0, 0.0],  # 0 en: row 1 is its closest CJK row, but row 1 prefers row 2
+            [0.8, 0.6, 0.0],  # 1 zh: 0.80 with row 0, 0.83 with row 2
+            [1.0, 0.05, 0.0],  # 2 en
+            [0.0, 0.0, 1.0],  # 3 zh
+            [0.0, 0.5, 0.87],  # 4 en: 0.87 with row 3
+        ]
+    )
+    cjk = [False, True, False, True, False]
+    pairs = cross_language_pairs(mat, cjk, threshold=0.85)  # listed from 0.85 - 0.15
+    assert [(i, j) for _, i, j in pairs] == [(3, 4), (1, 2)]
+    assert [round(s, 2) for s, _, _ in pairs] == [0.87, 0.83]
+    assert [(i, j) for _, i, j in cross_language_pairs(mat, cjk, threshold=1.0)] == [(3, 4)]
+    assert cross_language_pairs(mat, [False] * 5, threshold=0.5) == []
+
+
 def test_near_duplicates_wait_for_recall_and_say_so(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -370,3 +433,61 @@ def test_the_pairs_not_listed_are_in_the_json() -> None:
     assert r.to_json()["duplicates_not_listed"] == 0
     r.duplicates_unlisted = 331_337
     assert r.to_json()["duplicates_not_listed"] == 331_337
+
+
+# -- near-duplicates that mean something (issue 28) ----------------------------------------------
+
+DAILY_TEMPLATE = (
+    "---\ndate: {{date}}\nmood:\n---\n# {{title}}\n\n## Tasks\n- [ ] review inbox\n\n"
+    "## Log\n\n## Gratitude\n\n## Notes\n"
+)
+RAFT = (
+    "Raft elects a leader with randomized timeouts; the leader appends entries to its log and "
+    "replicates them to followers, committing an entry once a majority stored it. "
+)
+
+
+def test_templates_and_their_instances_are_not_near_duplicates(
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template folder (Obsidian's and Templater's settings) holds skeletons: neither the
+    template nor the notes made from it pair for sharing it, while two notes that say the same
+    thing still do, first."""
+    monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
+    files: dict[str, str] = {
+        "vault.config.yaml": "semantic: {model: hash-ngrams}\nhealth: {duplicate_score: 0.5}\n",
+        ".obsidian/templates.json": '{"folder": "Templates"}',
+        ".obsidian/plugins/templater-obsidian/data.json": '{"templates_folder": "Meta/Tpl"}',
+        "Templates/Daily.md": DAILY_TEMPLATE,
+        "Meta/Tpl/Daily copy.md": DAILY_TEMPLATE,
+        "a/Raft.md": "# Raft\n\n" + RAFT * 3,
+        "b/Raft notes.md": "# Raft notes\n\n" + RAFT * 3 + "\nSee also Paxos.\n",
+    }
+    days = ["bought milk", "call the plumber", "ran 5 km", "read two chapters", "fixed the bike"]
+    for n, line in enumerate(days, 1):
+        files[f"daily/2026-01-0{n}.md"] = (
+            DAILY_TEMPLATE.replace("{{date}}", f"2026-01-0{n}")
+            .replace("{{title}}", f"2026-01-0{n}")
+            .replace("## Log\n", f"## Log\n- {line}\n")
+        )
+    root = make_vault(files)
+    vault = Vault(root)
+    try:
+        embed(vault)
+        # the daily notes are alike by their vectors: without the skeleton rule they would pair
+        sem = vault.semantic()
+        assert sem is not None
+        paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in vault.entries().items()})
+        pairs, _ = health.near_pairs(mat, 0.5)
+        assert any(
+            paths[i].startswith("daily/") and paths[j].startswith("daily/") for _, i, j in pairs
+        )
+        assert any("Templates/" in paths[i] + paths[j] for _, i, j in pairs)
+        r = health.check(vault, today=LATER)
+    finally:
+        vault.close()
+    dups = [(f.path, f.other) for f in r.by_kind("duplicate")]
+    assert dups == [("a/Raft.md", "b/Raft notes.md")]
+    assert "shares" in r.by_kind("duplicate")[0].reason
+    assert r.duplicates_unlisted > 0
+    assert any("skeleton" in w for w in r.warnings), r.warnings

@@ -1,4 +1,4 @@
-"""The layering DESIGN.md describes is a test, not a hope: import-linter's contracts (in
+"""The layering docs/design.md describes is a test, not a hope: import-linter's contracts (in
 pyproject.toml) over the static import graph, and a run-time check that the server starts
 without loading the dashboard or Textual (a deferred import the static graph cannot see)."""
 
@@ -25,6 +25,7 @@ def test_the_server_loads_without_textual_or_the_dashboard() -> None:
     code = (
         "import sys\n"
         "import server.protocol.cli, server.protocol.tools, server.services.writes, server.vault\n"
+        "import server.protocol.resident, server.protocol.relay\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'app'))\n"
         "print(loaded)\n"
     )

@@ -504,10 +504,11 @@ def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -
     note.write_text("old\n")
     fd = os.open(note, os.O_RDONLY)
     try:
-        assert not store._lease(fd)  # SIGIO would end the process: no lease without this
+        assert not store._lease(fd, "n.md")  # SIGIO would end the process: no lease without this
         previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
         try:
-            assert store._lease(fd)
+            with note.open("rb"):  # a reader (Obsidian's indexer) neither blocks it nor waits
+                assert store._lease(fd, "n.md")
             editor = subprocess.Popen(
                 [sys.executable, "-c", f"open({str(note)!r}, 'a').write('- typed\\n')"]
             )
@@ -515,10 +516,40 @@ def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -
             assert editor.poll() is None  # held in open() while the lease is ours
             (tmp_path / "new").write_text("new\n")
             os.replace(tmp_path / "new", note)
-            assert store._lease_broken(fd)  # it was asked for, and is released now
-            editor.wait(10)
+            assert store._lease_broken(fd)  # it was asked for
+            store._unlease(fd)
+            assert store._writers_gone(fd)  # waited until the editor wrote and closed
             assert os.pread(fd, 100, 0) == b"old\n- typed\n"  # the line, in the old copy
+            editor.wait(10)
         finally:
             signal.signal(signal.SIGIO, previous)
     finally:
+        os.close(fd)
+
+
+def test_a_note_held_open_for_writing_is_waited_for_then_planned_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor that opened the note for writing before the write path took its lease (its
+    save in flight: open, then write a moment later) is waited for: the lease is granted only
+    once no program holds the note open for writing, so the check never reads a note whose
+    save is still to come. Held past the wait, the write is planned again (WriteRace)."""
+    import signal
+
+    from server.write import store
+
+    monkeypatch.setattr(store, "LEASE_WAIT_S", 0.3)
+    note = tmp_path / "n.md"
+    note.write_text("old\n")
+    fd = os.open(note, os.O_RDONLY)
+    previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
+    try:
+        with note.open("ab"):
+            with pytest.raises(store.WriteRace) as race:
+                store._lease(fd, "n.md")
+            assert "open for writing" in (race.value.reason or "")
+        assert store._lease(fd, "n.md")  # closed: granted
+        store._unlease(fd)
+    finally:
+        signal.signal(signal.SIGIO, previous)
         os.close(fd)

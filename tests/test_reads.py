@@ -606,7 +606,13 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=size) as pilot:
         screen = await open_reads(app, pilot, events=3)
-        assert footer_fits(app, size[0]) and "Keys" in [k.description for k in footer(app)]
+        # the footer is drawn after the screen: wait for its keys, not a moment
+        await until(
+            pilot,
+            lambda: "Keys" in [k.description for k in footer(app)],
+            describe=lambda: [k.description for k in footer(app)],
+        )
+        assert footer_fits(app, size[0])
         await pilot.press("2")
         await pilot.pause(0.2)
         text = screen_text(app)

@@ -72,6 +72,45 @@ def test_real_vault_baseline(lang: str, tmp_path: Path) -> None:
     assert report["recall_cross"]["recall@5"] >= cross, report
 
 
+# what recall reaches on the mixed vault (issue 29), less a margin: across languages 0.71, en
+# 0.86, zh 1.00, long notes 0.92 (recall@5). Before, the keyword boost, added to every note, gave
+# 0.44 across languages (zh->en 0.19): notes in the question's language that shared filler words
+# with it took the places of the right note, written in the other language.
+# Today's figures (before: the baseline this set was written to see). The fair boost that took
+# "cross" to 0.71 and zh-to-en to 0.52 lowered the `either` kind, so it was not taken (issue 29).
+MIXED_FLOORS = {"cross": 0.42, "en": 0.85, "zh": 0.97, "long": 0.9, "zh-to-en": 0.17}
+
+
+def test_mixed_vault_across_languages(tmp_path: Path) -> None:
+    """Every APISIX page in one language only (tests/mixed_vault.py), questions written before
+    tuning in nine kinds; the table by kind is what `vaultwatch-server eval` prints."""
+    from server.services.evaluate import table
+
+    from .mixed_vault import build
+
+    questions = load_questions(APISIX / "questions_mixed.yaml")
+    kinds = {q.kind for q in questions}
+    assert {"en-to-zh", "zh-to-en", "stub", "long", "hard-en", "hard-zh"} <= kinds
+    assert sum(q.cross for q in questions) >= 30
+    vault = Vault(build(tmp_path / "mixed"))
+    report = evaluate(vault, questions)
+    vault.close()
+    by = report["recall_by_kind"]
+    got = {k: (report["recall_cross"] if k == "cross" else by[k])["recall@5"] for k in MIXED_FLOORS}
+    assert all(got[k] >= floor for k, floor in MIXED_FLOORS.items()), (got, table(report))
+    text = table(report)
+    assert all(k in text for k in kinds) and "cross (all)" in text
+
+
+def test_a_note_is_cjk_by_its_text_not_by_a_few_characters() -> None:
+    from server.notes.textfold import mostly_cjk
+
+    assert mostly_cjk("如何在网关里运行 WebAssembly 编写的扩展")
+    assert mostly_cjk("# 消息队列选型\n\nKafka、RabbitMQ 和 Pulsar 的对比：分区、顺序、延迟。")
+    assert not mostly_cjk("The 消息队列 note compares Kafka, RabbitMQ and Pulsar for ordering")
+    assert not mostly_cjk("how do I retry a payment") and not mostly_cjk("")
+
+
 def test_the_keyword_boost_counts_rare_words_not_common_ones(make_vault: Any) -> None:
     """recall's keyword boost (bm25 of any word of the query) leaves out words in more than
     KEYWORD_MAX_NOTES notes, whole words only: scoring every note that has a common word made a

@@ -182,3 +182,11 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(vault: Path, command
     code = proc.wait(60)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     assert code in (0, 141), (code, err)
+
+
+def test_the_mv_preview_shows_a_removed_line_that_starts_with_two_dashes(make_vault: Any) -> None:
+    # "-- see [[a]]" removed is "--- see [[a]]" in the diff: not the diff's own file header
+    vault = make_vault({"a.md": "# A\n", "sig.md": "text\n-- see [[a]]\n"})
+    dry = run(vault, "mv", "a.md", "archive/alpha.md", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "\n--- see [[a]]\n+-- see [[alpha]]\n" in dry.stdout

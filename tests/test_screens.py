@@ -25,7 +25,7 @@ from app.ui.timeline import Timeline
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
-from .conftest import git
+from .conftest import git, stop_residents
 from .test_dashboard import until
 
 pytestmark = pytest.mark.anyio
@@ -209,18 +209,21 @@ def test_connect_says_how_to_export_the_token_and_copy_under_tmux(make_vault: An
 
 
 @pytest.mark.slow
-def test_the_port_is_the_same_across_launches_unless_taken(make_vault: Any) -> None:
+def test_the_port_is_the_same_across_launches_unless_taken(make_vault: Any, tmp_path: Path) -> None:
     root = make_vault({"a.md": "# A\n"})
     first = ServerSupervisor(root)
     try:
         url = first.start()
     finally:
         first.stop()
+    # the resident outlives a dashboard for its quiet period: the next launch is after it
+    assert stop_residents(tmp_path)
     again = ServerSupervisor(root)
     try:
         assert again.start() == url  # a `claude mcp add` line copied once keeps working
     finally:
         again.stop()
+    assert stop_residents(tmp_path)
     # another program took the port meanwhile: a new one, remembered from then on
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", first.port))

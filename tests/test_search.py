@@ -240,3 +240,23 @@ async def test_an_unclosed_quote_is_closed_at_the_end_and_said(
         assert none["total"] == 0 and "never closes" in none["hint"] and "fewer" in none["hint"]
         closed = await s.call("search_text", query='"offline sync"')
         assert [h["path"] for h in closed["hits"]] == ["a.md"] and "hint" not in closed
+
+
+async def test_cjk_words_typed_without_spaces_match_apart(connect: Any, make_vault: Any) -> None:
+    """Issue 28: 停用插件 finds the note that says 停用 and 插件 apart, after the one that says
+    it in one piece; in quotes only the latter; an exclusion stays exact; snippets mark both."""
+    root = make_vault(
+        {
+            "a.md": "# 甲\n如何停用某个插件：在配置里关掉它。\n",
+            "b.md": "# 乙\n停用插件之前先备份。\n",
+            "c.md": "# 丙\n插件列表。\n",
+            "d.md": "# 丁\n使用插件。\n",  # 用插, the pair across the two words, alone: no match
+        }
+    )
+    async with connect(root) as s:
+        assert await hits(s, "停用插件") == ["b.md", "a.md"]
+        assert await hits(s, '"停用插件"') == ["b.md"]
+        assert sorted(await hits(s, "插件 -停用插件")) == ["a.md", "c.md", "d.md"]
+        res = await s.call("search_text", query="停用插件")
+        a = next(h for h in res["hits"] if h["path"] == "a.md")
+        assert a["snippets"] == ["如何«停用»某个«插件»：在配置里关掉它。"], a["snippets"]

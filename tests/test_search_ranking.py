@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from server.index.search_query import fts_expression, parse, title_expression
+from server.index.search_query import (
+    fts_expression,
+    parse,
+    phrase_expression,
+    query_key,
+    title_expression,
+)
 from server.notes.filters import NoteFilter
 from server.services.text_search import TopK, search_text
 from server.vault import Vault
@@ -46,8 +52,14 @@ def _notes(n: int, seed: int = 5) -> dict[str, str]:
             words.append("gadget")
         if i % 4 == 0:
             words.append("blue widget")
+        if i % 5 == 0:
+            words.append("停用插件")  # in one piece
+        elif i % 5 == 1:
+            words += ["停用", "插件"]  # apart (issue 28: both are matches, in one piece first)
         rng.shuffle(words)
         title = f"Widget {i}" if titled else f"Note {i}"
+        if i in (37, 41):  # named like a query, weak bodies: deep in body order
+            title = {37: "Widget", 41: "停用插件"}[i]
         tags = "[x]" if i % 3 == 0 else "[y]"
         files[f"{folder}/n{i:04d}.md"] = f"---\ntags: {tags}\n---\n# {title}\n\n{' '.join(words)}\n"
     return files
@@ -86,8 +98,8 @@ def _full(vault: Vault, query: str, **filters: Any) -> tuple[list[str], int]:
     expr = fts_expression(pq)
     assert expr is not None
     keep = NoteFilter.of(vault.config, types=types, folders=folders, tags_all=tags).matches
-    top = TopK(entries, keep, None, time.time())
-    vault.search.search(expr, title_expression(pq), top)
+    top = TopK(entries, keep, None, time.time(), key=query_key(pq))
+    vault.search.search(expr, title_expression(pq), top, phrase_expression(pq))
     return [e.doc.path for e in top.ranked()], top.total
 
 
@@ -98,6 +110,9 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("widget", {"folder": "rare"}),  # few notes pass: the first rows do not fill the page
     ("widget", {"tags": ["x"]}),
     ("widget path:b/", {}),
+    ("停用插件", {}),  # in one piece first, then apart; the note named so first of all
+    ("停用插件 widget", {"folder": "rare"}),
+    ('"停用插件"', {}),  # in one piece only
 ]
 
 
@@ -178,3 +193,18 @@ def test_a_word_in_a_quarter_of_the_notes_pages_as_the_full_ranking(vault: Vault
     assert [e.doc.path for e in top.ranked()[:10]] == full[:10]
     assert top.visited < total, top.visited
     assert [h["path"] for h in search_text(vault, "blue", limit=10)["hits"]] == full[:10]
+
+
+def test_tiers_named_then_in_one_piece_then_apart(vault: Vault) -> None:
+    """停用插件 typed without spaces finds the notes that say 停用 and 插件 apart too; the note
+    titled 停用插件 comes first, then those saying it in one piece, then the rest. A note named
+    like the query (Widget, deep in body order) comes first for an English query too."""
+    full, total = _full(vault, "停用插件")
+    pieces = [p for p in full if "停用插件" in (vault.root / p).read_text(encoding="utf-8")]
+    assert total == 160 and len(pieces) == 81  # 80 bodies, and n0041's title
+    assert full[0].endswith("n0041.md"), full[:3]
+    assert set(full[: len(pieces)]) == set(pieces)
+    whole, _ = _full(vault, '"停用插件"')
+    assert set(whole) == set(pieces)
+    first = [h["path"] for h in search_text(vault, "widget", limit=5)["hits"]]
+    assert first[0].endswith("n0037.md"), first

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from server.core.tool_names import ToolName
-from server.write.write_ops import WRITE_OPS
+from server.write.write_ops import WRITE_OPS, AnswerArgs
 
 # `name?` is optional; the order is the order clients see.
 EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
-    "get_context": [],
+    "get_context": ["include_superseded?"],
     "list_docs": [
         "type?",
         "folder?",
@@ -32,18 +32,36 @@ EXPECTED_TOOL_PARAMETERS: dict[str, list[str]] = {
         "group_by?",
         "limit?",
         "cursor?",
+        "include_superseded?",
     ],
     "list_tags": ["days?", "prefix?", "limit?", "cursor?"],
     "read_doc": ["path", "section?", "tail?", "offset?"],
-    "search_text": ["query", "type?", "folder?", "tags?", "limit?", "cursor?"],
-    "recall": ["query?", "path?", "limit?", "type?", "folder?"],
+    "search_text": [
+        "query",
+        "type?",
+        "folder?",
+        "tags?",
+        "limit?",
+        "cursor?",
+        "include_superseded?",
+    ],
+    "recall": ["query?", "path?", "limit?", "type?", "folder?", "include_superseded?"],
     "transcribe_recording": ["path", "offset?"],
-    "create_doc": ["type?", "path?", "fields?", "body?", "tags?"],
-    "append_section": ["path", "heading", "content", "hash?"],
-    "edit_text": ["path", "old", "new", "count?", "hash?"],
-    "update_frontmatter": ["path", "set?", "unset?", "add_tags?", "remove_tags?", "hash?"],
-    "replace_doc": ["path", "content", "hash"],
-    "batch": ["ops", "message?"],
+    "create_doc": ["type?", "path?", "fields?", "body?", "tags?", "distinct_from?", "answers?"],
+    "append_section": ["path", "heading", "content", "hash?", "answers?"],
+    "edit_text": ["path", "old", "new", "count?", "hash?", "answers?"],
+    "update_frontmatter": [
+        "path",
+        "set?",
+        "unset?",
+        "add_tags?",
+        "remove_tags?",
+        "hash?",
+        "answers?",
+    ],
+    "replace_doc": ["path", "content", "hash", "answers?"],
+    "supersede_doc": ["path", "by", "reason", "hash?", "answers?"],
+    "batch": ["ops", "message?", "answers?"],
 }
 
 # (readOnlyHint, idempotentHint); no tool is destructive or reaches outside the vault.
@@ -60,6 +78,7 @@ EXPECTED_HINTS: dict[str, tuple[bool, bool]] = {
     "edit_text": (False, False),
     "update_frontmatter": (False, True),
     "replace_doc": (False, True),
+    "supersede_doc": (False, True),
     "batch": (False, False),
 }
 
@@ -119,14 +138,17 @@ async def test_write_tools_take_their_parameters_from_the_operation_models(
     limits, default, description), and batch's description lists every operation."""
     tools = await listed(connect, example_vault)
     assert list(WRITE_OPS) == [n for n in EXPECTED_TOOL_PARAMETERS if n in WRITE_OPS]
+    answers = AnswerArgs.model_json_schema()["properties"]
     for name, model in WRITE_OPS.items():
         schema = model.model_json_schema()
         listed_schema = tools[name].input_schema
-        assert listed_schema["properties"] == schema["properties"], name
+        # the operation's fields, then `answers`, declared once for every write tool
+        assert listed_schema["properties"] == {**schema["properties"], **answers}, name
         assert listed_schema.get("required", []) == schema.get("required", []), name
     ops_help = tools["batch"].input_schema["properties"]["ops"]["description"]
     assert "update_frontmatter(path, set?, unset?, add_tags?, remove_tags?, hash?)" in ops_help
     assert all(f"{name}(" in ops_help for name in WRITE_OPS)
+    assert tools["batch"].input_schema["properties"]["answers"] == answers["answers"]
 
 
 @pytest.mark.anyio
@@ -209,7 +231,8 @@ async def test_arguments_of_the_wrong_type_say_which_and_what_to_send(
     assert "its arguments: path (required), section, tail, offset" in listed
     assert "pydantic" not in listed and "read_docArguments" not in listed and "'a'" not in listed
     assert missing.startswith("'path' is required"), missing
-    assert "it takes no arguments" in nothing, nothing
+    assert "get_context has no argument 'x'" in nothing, nothing
+    assert "its arguments: include_superseded" in nothing, nothing
     assert in_batch.startswith("rejected (bad_arguments): 'ops.0': Input should be a valid")
     assert "Nothing was written" in in_batch
     refused = [

@@ -142,6 +142,7 @@ def _clip(dest: Path, codec: str, seconds: float = 4.0) -> Path:
     with av.open(str(PRACTICE)) as src, av.open(str(dest), "w") as out:
         rate = 16_000 if codec != "libopus" else 48_000
         stream = out.add_stream(codec, rate=rate)
+        assert isinstance(stream, av.audio.stream.AudioStream)
         stream.layout = "mono"
         resampler = av.AudioResampler(format=stream.format.name, layout="mono", rate=rate)
         for frame in src.decode(audio=0):

@@ -61,7 +61,7 @@ class Paths:
         self.matches: list[str] = []
         self.visited: list[str] = []
 
-    def start(self, matches: list[str], titles: int) -> int | None:
+    def start(self, matches: list[str], titles: list[str], whole: list[str]) -> int | None:
         self.matches = sorted(matches)
         return None
 

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from server.core.tool_names import ToolName
 from server.notes.note import content_hash
 from server.write.journal import read_all
+from server.write.write_ops import WRITE_OPS
 
 from .conftest import git, git_log, head
 
@@ -547,15 +549,13 @@ async def test_written_means_searchable_and_listed(connect: Any, vault: Path) ->
 async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) -> None:
     async with connect(vault, read_only=True) as s:
         names = {t.name for t in (await s.client.list_tools()).tools}
-    assert names == {"get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall"}
+    # the read tools: every tool but the write operations and batch (names said once, in ToolName)
+    reads = {t.value for t in ToolName} - set(WRITE_OPS) - {ToolName.BATCH.value}
+    assert names == reads and "read_doc" in reads and "create_doc" not in reads
     async with connect(vault) as s:
         tools = {t.name: t for t in (await s.client.list_tools()).tools}
-    assert len(tools) == 12
-    assert all(
-        t.annotations.read_only_hint is False
-        for n, t in tools.items()
-        if n not in ("get_context", "list_docs", "list_tags", "read_doc", "search_text", "recall")
-    )
+    assert set(tools) == {t.value for t in ToolName}
+    assert all(t.annotations.read_only_hint is False for n, t in tools.items() if n not in reads)
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 
 

@@ -9,7 +9,7 @@ import gc
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -19,6 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.dom import DOMNode
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
@@ -28,13 +29,16 @@ from server.notes.config import ConfigStore
 
 from .. import settings
 from ..feed import Feed, Row
+from ..feedback import FeedbackCount
 from ..review_watch import ReviewWatch
 from ..supervisor import ServerSupervisor
 from .header import HeaderFacts, ServerState, config_time
 from .main_screen import MainScreen, VaultChanged
 from .modals import HelpModal, help_entries
+from .shown import ShowControls
 
 if TYPE_CHECKING:
+    from .feedback_screen import FeedbackScreen
     from .insights import TagsScreen
     from .review_screen import ReviewScreen
 
@@ -56,6 +60,7 @@ class ReviewChanged(Message):
 
 
 class Dashboard(App[None]):
+    SHOW_CONTROLS = ShowControls()
     CSS_PATH = str(
         Path(__file__).with_name("dashboard.tcss")
     )  # absolute: subclasses live elsewhere
@@ -66,7 +71,14 @@ class Dashboard(App[None]):
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="the keys of this screen"),
         Binding("q", "quit", "Quit"),
+        Binding(
+            "R", "restart_server", "Restart server", show=False, tooltip="restart the vault server"
+        ),
     ]
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        # every line drawn, whatever widget: a control character is shown, never sent (shown.py)
+        return [*super().get_line_filters(), self.SHOW_CONTROLS]
 
     def __init__(
         self,
@@ -85,9 +97,8 @@ class Dashboard(App[None]):
         self._theme_choice = theme
         self.today: Any = None  # tag trends' "today" (tests pin it)
         # a supervisor handed over already running (tests) is up; else it starts after the first paint
-        self.server_phase = (
-            "up" if supervisor is None or supervisor.proc is not None else "starting"
-        )
+        self.server_phase = "up" if supervisor is None or supervisor.url is not None else "starting"
+        self.attached: tuple[str, ...] = ()  # the clients on the vault's server now
         self.server_failure = ""
         self.restart_why = ""
         self._newest_commit: str | None = None
@@ -149,12 +160,14 @@ class Dashboard(App[None]):
 
     def _poll(self) -> None:
         sup = self.supervisor if self.server_phase == "up" else None  # not while it starts
-        died = sup.proc.pid if sup is not None and sup.proc is not None else None
-        if sup is not None and sup.proc is not None and not sup.alive:
+        died = sup.pid if sup is not None else None
+        if sup is not None and sup._link is not None and not sup.alive:
             sup.restarting = True  # the header says so now, not once the restart has landed
             with contextlib.suppress(RuntimeError):  # the app is closing
                 self.call_from_thread(self.post_message, FeedChanged())
         restarted = sup.check() if sup is not None else False
+        attached = tuple(sup.clients()) if sup is not None else ()  # one status round trip
+        changed_clients, self.attached = attached != self.attached, attached
         changed = self.feed.poll()
         if restarted and sup is not None:
             # the server journals how it stopped (a signal it caught exits 0): that first
@@ -170,7 +183,7 @@ class Dashboard(App[None]):
                 self.call_from_thread(self.recount_review)
         op = operation_in_progress(self.root)  # a few stat calls
         changed_op, self._git_op = op != self._git_op, op
-        if changed or restarted or changed_op:
+        if changed or restarted or changed_op or changed_clients:
             self.post_message(FeedChanged())
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
@@ -190,6 +203,8 @@ class Dashboard(App[None]):
         if (review := self._review_shown()) is not None:
             review.show_header()
             review.follow()
+        elif type(self.screen).__name__ == "FeedbackScreen":  # its header counts feedback too
+            cast("FeedbackScreen", self.screen).show_header()
         count = self.review_watch.count
         if not self._review_prompted and count is not None:
             self._review_prompted = True  # at launch only: later the header keeps count
@@ -215,6 +230,25 @@ class Dashboard(App[None]):
             self.server_failure = str(exc).splitlines()[-1] if str(exc) else "no reason given"
         else:
             self.server_phase = "up"
+        self.post_message(FeedChanged())
+
+    def action_restart_server(self) -> None:
+        if self.supervisor is None or self.server_phase != "up":
+            self.notify("The vault server is not running here yet.", severity="warning")
+            return
+        self.notify("Restarting the vault server…", timeout=3)
+        self.restart_server()
+
+    @work(thread=True, exclusive=True, group="server")
+    def restart_server(self) -> None:
+        """The owner's restart: a new resident; the clients attached reconnect to it."""
+        assert self.supervisor is not None
+        try:
+            self.supervisor.restart()
+        except RuntimeError as exc:
+            self.server_phase, self.server_failure = "failed", str(exc).splitlines()[-1]
+        else:
+            self.restart_why = "restarted by you"
         self.post_message(FeedChanged())
 
     @work(thread=True, group="backfill")
@@ -275,7 +309,11 @@ class Dashboard(App[None]):
             server = ServerState("restarting", sup.url, sup.restarts, self.restart_why)
         elif sup is not None:
             server = ServerState(
-                "up" if sup.alive else "down", sup.url, sup.restarts, self.restart_why
+                "up" if sup.alive else "down",
+                sup.url,
+                sup.restarts,
+                self.restart_why,
+                self.attached,
             )
         cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
         events = self.feed.events
@@ -288,6 +326,7 @@ class Dashboard(App[None]):
             [str(p) for p in self.configs.problems],
             repo_state(self._git_op),
             self.review_watch.count,
+            _pair(self.review_watch.feedback),
         )
 
     # -- keys every screen shares -----------------------------------------------------------------
@@ -361,3 +400,7 @@ def repo_state(op: tuple[str, str] | None) -> str | None:
 def key_help(screen: Screen[Any]) -> list[tuple[str, str]]:
     """The help: each meaning with its keys, the longer tooltip where a binding has one."""
     return help_entries(active_keys(screen))
+
+
+def _pair(fb: FeedbackCount | None) -> tuple[int, int] | None:
+    return (fb.open, fb.answered) if fb is not None else None

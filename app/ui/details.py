@@ -11,6 +11,7 @@ from typing import Any
 from textual.content import Content
 
 from server.notes.note import content_hash
+from server.write.journal import event_time
 
 from ..diffview import render_unified
 from ..feed import Row
@@ -21,10 +22,7 @@ BOLD = "bold"
 
 
 def _when(e: dict[str, Any]) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(e["ts"]).replace("Z", "+00:00"))
-    except (KeyError, ValueError):
-        return None
+    return event_time(e)
 
 
 def _stamp(e: dict[str, Any]) -> str:

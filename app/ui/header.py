@@ -16,6 +16,7 @@ from textual.content import Content
 from textual.widgets import Static
 
 from server.core.clients import client_name
+from server.write.journal import event_time
 
 from .cells import plural
 from .header_fit import Segment, fit
@@ -31,6 +32,7 @@ class ServerState:
     url: str | None = None
     restarts: int = 0
     why: str = ""  # the last restart's cause, or why it failed to start
+    clients: tuple[str, ...] = ()  # attached to the vault's resident server now (name/version)
 
 
 @dataclass
@@ -43,6 +45,7 @@ class HeaderFacts:
     config_errors: list[str] = field(default_factory=list)
     repo_state: str | None = None  # a git operation in progress the owner must finish or abort
     review: tuple[int, int] | None = None  # (AI commits, notes) not yet reviewed; None: not counted
+    feedback: tuple[int, int] | None = None  # the owner's feedback (open, answered); None: not read
 
 
 def short_path(path: Path, most: int = 32) -> str:
@@ -71,6 +74,15 @@ def _server(s: ServerState) -> list[Segment]:
         # the URL is what clients connect to: it stays, even after a restart
         url = f"● serving {s.url or ''}"
         segs = [Segment([Content.styled(url, ok), Content.styled("● serving", ok)], shed=4)]
+        if s.clients:
+            names = ", ".join(sorted({client_name(c) for c in s.clients}))
+            n = f" · {len(s.clients)} attached"  # now; the clients segment: seen lately
+            segs.append(
+                Segment(
+                    [Content.styled(f"{n}: {names}", ok), Content.styled(n, ok), Content("")],
+                    shed=3,  # who is attached gives way before the URL
+                )
+            )
     if s.restarts:
         why = f", last: {s.why}" if s.why else ""
         segs.append(
@@ -125,6 +137,8 @@ def segments(f: HeaderFacts) -> list[Segment]:
         segs.append(Segment([Content.styled(f"  {f.repo_state}", "bold $text-error")]))
     if f.review is not None:
         segs.append(review_segment(*f.review))
+    if f.feedback is not None and any(f.feedback):
+        segs.append(feedback_segment(*f.feedback))
     recent = sorted(
         {
             client_name(e.get("client"))
@@ -204,6 +218,22 @@ def review_segment(commits: int, notes: int) -> Segment:
     )
 
 
+def feedback_segment(open_: int, answered: int) -> Segment:
+    """The owner's feedback to the AI: open (waiting for the AI) and answered (waiting for the
+    owner to close or reopen). The key shows while there is room; the count stays."""
+    style = "bold $text-accent" if answered else "$text-accent"
+    both = f"{open_:,} open, {answered:,} answered"
+    return Segment(
+        [
+            Content.styled(f"  feedback: {both} (F)", style),
+            Content.styled(f"  feedback {open_:,}/{answered:,} (F)", style),
+            Content.styled(f"  feedback {open_:,}/{answered:,}", style),
+            Content.styled(f"  fb {open_:,}/{answered:,}", style),
+        ],
+        shed=5,
+    )
+
+
 def config_time(root: Path, name: str, events: Sequence[dict[str, Any]]) -> str:
     """When the server took the config in force: its last (re)load in the journal, else the
     file's own time."""
@@ -211,11 +241,10 @@ def config_time(root: Path, name: str, events: Sequence[dict[str, Any]]) -> str:
         if e.get("kind") == "server_started" or (
             e.get("kind") == "config_reloaded" and e.get("ok")
         ):
-            try:
-                ts = datetime.fromisoformat(str(e["ts"]).replace("Z", "+00:00"))
-                return ts.astimezone().strftime("%H:%M:%S")
-            except (KeyError, ValueError):
+            ts = event_time(e)
+            if ts is None:
                 break
+            return ts.astimezone().strftime("%H:%M:%S")
     mtime = (root / name).stat().st_mtime
     return datetime.fromtimestamp(mtime).astimezone().strftime("%m-%d %H:%M")
 

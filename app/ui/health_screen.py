@@ -40,7 +40,7 @@ def detail_text(f: Finding) -> str:
         return f"line {f.line}  {f.link}"
     if f.kind == "problem":
         return f.reason
-    if f.kind == "duplicate":
+    if f.kind in ("duplicate", "same_subject"):
         return f"{f.score:.2f}  {f.other}"
     if f.kind == "orphan":
         return f"no links in or out · {f.days} days unchanged"

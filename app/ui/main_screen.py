@@ -38,7 +38,7 @@ from ..file_actions import (
 )
 from ..history import commit_changes_upto
 from ..supervisor import connect_notes, snippets
-from ..view_rows import GROUPS, Filters, commits_mentioning, visible
+from ..view_rows import GROUPS, Filters, commits_mentioning, finder, visible
 from .details import commit_header, event_detail
 from .header import StatusHeader
 from .lines import LinesView
@@ -134,11 +134,11 @@ class DiffPane(LinesView):
             self._go(line)
 
     def action_find(self, direction: int) -> None:
-        text = self.search.casefold()
-        if not text:
+        if not self.search:
             self.notify("nothing to find: / sets the text", severity="warning", timeout=3)
             return
-        hits = [i for i, line in enumerate(self.lines) if text in line.plain.casefold()]
+        holds = finder(self.search)
+        hits = [i for i, line in enumerate(self.lines) if holds(line.plain)]
         line = self._next(hits, direction, self.found)
         if line is None and hits:  # past the last one: from the other end, as lazygit does
             line = hits[0] if direction > 0 else hits[-1]
@@ -217,6 +217,13 @@ class MainScreen(Screen[None]):
             tooltip="review what the AI changed since you last looked",
         ),
         Binding("H", "health", "Health", show=False, tooltip="library health: what needs a look"),
+        Binding(
+            "F",
+            "feedback",
+            "Feedback",
+            show=False,  # the header names it beside the count
+            tooltip="your feedback to the AI: open, answered (with the answer's diff)",
+        ),
         Binding("c", "connect", "Connect", show=False, tooltip="connect a client (copy a snippet)"),
         Binding(
             "exclamation_mark",
@@ -524,6 +531,11 @@ class MainScreen(Screen[None]):
 
         self.dash.clear_notifications()  # the launch prompt said to press v: it is answered
         self.dash.push_screen(ReviewScreen(self.dash.root))
+
+    def action_feedback(self) -> None:
+        from .feedback_screen import FeedbackScreen  # loads when first opened
+
+        self.dash.push_screen(FeedbackScreen(self.dash.root))
 
     def action_health(self) -> None:
         from .health_screen import HealthScreen  # imports main_screen for the preview body

@@ -4,6 +4,7 @@ commit that touched it (the AI's and the owner's), and the share of its lines th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shlex
@@ -22,9 +23,12 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from ..actions import ActionError
+from ..feedback import Feedback, add_feedback, list_feedback
 from ..history import Commit
 from ..review import NoteView, note_view
 from .cells import cut_middle, plural
+from .feedback_screen import CommentModal, feedback_lines
 from .insights import fill
 from .keys import Table
 from .lines import LinesView
@@ -145,11 +149,13 @@ class NoteScreen(Screen[None]):
     NoteScreen.-narrow #note-text { width: 1fr; height: 3fr; }
     NoteScreen.-narrow #note-history { width: 1fr; height: 2fr; }
     NoteScreen #note-status { height: auto; padding: 0 1; }
+    NoteScreen #note-feedback { height: auto; padding: 0 1; }
     """
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back"),
         Binding("e", "edit", "Edit", tooltip="open the note in $EDITOR"),
         Binding("o", "obsidian", "Obsidian", tooltip="open the note in Obsidian"),
+        Binding("c", "comment", "Comment", tooltip="comment on this note for the AI (feedback)"),
         Binding("tab", "app.focus_next", "Pane", show=False, tooltip="the text / the history"),
     ]
 
@@ -158,9 +164,11 @@ class NoteScreen(Screen[None]):
         self.root = root
         self.path = path
         self.view: NoteView | None = None
+        self.feedback: list[Feedback] = []  # open and answered, on this note
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled(f" {self.path}", "bold"), id="note-title")
+        yield Static(id="note-feedback")
         with Horizontal(id="note-body"):
             yield NoteText(id="note-text")
             yield Table(id="note-history", cursor_type="row", zebra_stripes=True)
@@ -168,6 +176,7 @@ class NoteScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one("#note-feedback", Static).display = False  # until there is some
         self.query_one("#note-text", NoteText).border_title = "the note now · AI lines marked"
         self.query_one("#note-history", DataTable).border_title = "history"
         self.load()
@@ -175,13 +184,16 @@ class NoteScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="note")
     def load(self) -> None:
         view = note_view(self.root, self.path)
+        feedback = [i for i in list_feedback(self.root) if i.path == self.path]
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self._loaded, view)
+            self.app.call_from_thread(self._loaded, view, feedback)
 
-    def _loaded(self, view: NoteView) -> None:
+    def _loaded(self, view: NoteView, feedback: list[Feedback] | None = None) -> None:
         if not self.is_attached:
             return
         self.view = view
+        self.feedback = feedback or []
+        self._show_feedback()
         share = f"{view.ai_share:.0%}" if view.lines else "–"
         ai = sum(1 for c in view.history if c.is_ai)
         # the path on a line of its own, cut in the middle (wrapped, it broke inside a name)
@@ -208,6 +220,30 @@ class NoteScreen(Screen[None]):
     def action_edit(self) -> None:
         if edit_note(self, self.root, self.path):
             self.load()  # the note as the editor left it
+
+    def _show_feedback(self) -> None:
+        """The owner's open and answered feedback on this note, a line each, above the text."""
+        box = self.query_one("#note-feedback", Static)
+        rows = feedback_lines(self.feedback, max(20, self.app.size.width - 2))
+        box.update(Content("\n").join(rows))
+        box.display = bool(rows)
+
+    @work(exclusive=True, group="note-act")
+    async def action_comment(self) -> None:
+        text = await self.app.push_screen_wait(CommentModal(self.path, []))
+        if not text:
+            return
+        try:
+            item = await asyncio.to_thread(add_feedback, self.root, self.path, text)
+        except ActionError as exc:
+            self.query_one("#note-status", Static).update(
+                Content.styled(f"comment refused: {exc}", "bold $text-error")
+            )
+            return
+        self.query_one("#note-status", Static).update(
+            Content(f"feedback {item.id} saved: the AI sees it in get_context")
+        )
+        self.load()
 
     def action_obsidian(self) -> None:
         said = open_in_obsidian(self, self.root, self.path)

@@ -172,7 +172,7 @@ def context_files(p: Preview) -> list[str]:
     paths: list[str] = list(CONFIG_NAMES)
     try:
         data = json.loads(p.text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = {}
     blocks = data.get("blocks") if isinstance(data, dict) else None
     for block in blocks if isinstance(blocks, list) else []:

@@ -30,6 +30,7 @@ from server.core.clients import client_name
 
 from ..actions import ActionError
 from ..diffview import ADD, DEL, HUNK
+from ..feedback import Feedback, add_feedback, list_feedback
 from ..history import Commit
 from ..review import (
     WORKTREE,
@@ -47,6 +48,7 @@ from ..review import (
     write_marks,
 )
 from .cells import Cell, Distinct, cut_middle, note_label, plural, rich_style, short_names
+from .feedback_screen import CommentModal, feedback_lines
 from .header import StatusHeader
 from .keys import Table
 from .lines import LinesView
@@ -268,7 +270,12 @@ def tools_clients(tools: list[str], names: dict[str, str], who: str, width: int)
 
 
 def render_net(
-    note: NoteSummary, diff: NetDiff, since: str, selected: int, width: int = 0
+    note: NoteSummary,
+    diff: NetDiff,
+    since: str,
+    selected: int,
+    width: int = 0,
+    feedback: list[Content] | None = None,
 ) -> tuple[list[Content], list[int]]:
     """The note's net diff as lines, and the line each hunk starts on. With `width` (the
     pane's, in cells) each header line is the longest wording that fits on one line, and
@@ -322,6 +329,8 @@ def render_net(
         )
     if room >= 100:
         out.append(Content(""))
+    if feedback:  # the owner's comments on this note, above its hunks
+        out += [*feedback, Content("")]
     starts: list[int] = []
     if diff.binary:
         out.append(Content.styled("(a binary file: not shown)", "italic"))
@@ -401,6 +410,13 @@ class ReviewScreen(Screen[None]):
             "o", "open_note", "Open", tooltip="open the note: who wrote each line, its history"
         ),
         Binding("e", "edit", "Edit", show=False, tooltip="edit the note in $EDITOR"),
+        Binding(
+            "c",
+            "comment",
+            "Comment",
+            show=False,  # the footer fits 80 columns without it; help and the palette list it
+            tooltip="comment on the selected hunk for the AI (feedback it sees in get_context)",
+        ),
         Binding("p", "period", "Period", tooltip="since: last review → today → 7 days"),
         Binding(
             "d", "ask_since", "Since…", show=False, tooltip="since a date (YYYY-MM-DD) or a commit"
@@ -426,6 +442,7 @@ class ReviewScreen(Screen[None]):
         # the note under the cursor when the status line was last written: it is cleared when
         # the owner moves to another note (a refusal about one note stayed under the next)
         self._said_at: str | None = None
+        self.feedback: dict[str, list[Feedback]] = {}  # open and answered, by note
 
     @property
     def dash(self) -> Dashboard:
@@ -453,6 +470,7 @@ class ReviewScreen(Screen[None]):
         )
         self.show_header()
         self._title()
+        self.load_feedback()
         ready = self.dash.review_watch.current() if self.since == "last" else None
         if ready is not None:  # the header's count was read from it: no need to read it again
             self._listed(ready, "last", self.dash.review_watch.counted)
@@ -478,6 +496,8 @@ class ReviewScreen(Screen[None]):
         else:
             open_ = sum(1 for n in r.notes if not n.reviewed)
             body = f" Review · {what} · {plural(len(r.notes), 'note')} changed by the AI, {open_:,} not reviewed"
+        if r is not None and r.warning:  # marks unreadable: everything shows, and why
+            text = f" · ! {r.warning}{text}"
         self.query_one("#review-title", Static).update(Content.styled(body, "bold") + Content(text))
 
     def say(self, text: str, severity: str = "") -> None:
@@ -501,6 +521,19 @@ class ReviewScreen(Screen[None]):
             self._listed(ready, "last", watch.counted)
         else:
             self.load()
+
+    @work(thread=True, exclusive=True, group="review-feedback")
+    def load_feedback(self) -> None:
+        by_note: dict[str, list[Feedback]] = {}
+        for item in list_feedback(self.root):
+            by_note.setdefault(item.path, []).append(item)
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.app.call_from_thread(self._feedback_loaded, by_note)
+
+    def _feedback_loaded(self, by_note: dict[str, list[Feedback]]) -> None:
+        if by_note != self.feedback and self.is_attached:
+            self.feedback = by_note
+            self._draw(scroll=False)
 
     @work(thread=True, exclusive=True, group="review-list")
     def load(self) -> None:
@@ -697,7 +730,8 @@ class ReviewScreen(Screen[None]):
             return
         # the pane's text width: the screen's less its border, padding and scrollbar
         width = max(20, (self.app.size.width or 120) - 6)
-        lines, starts = render_net(s.note, s.diff, self.since, s.hunk, width)
+        fb = feedback_lines(self.feedback.get(s.note.path, []), width)
+        lines, starts = render_net(s.note, s.diff, self.since, s.hunk, width, fb)
         s.starts = tuple(starts)
         pane = self.query_one("#review-diff", ReviewDiff)
         pane.update(lines)
@@ -792,6 +826,7 @@ class ReviewScreen(Screen[None]):
         self.app.push_screen(NoteScreen(self.root, note.path))
 
     def on_screen_resume(self) -> None:
+        self.load_feedback()  # the note view may have added some
         self.show_header()
         if self.review is not None and self.loaded_at != self.dash.review_watch.stamp():
             self.load()  # something changed while the note view was open
@@ -907,3 +942,58 @@ class ReviewScreen(Screen[None]):
         sha = await self._run("revert", revert_note, self.root, note.path)
         if sha:
             self._after(f"reverted the AI's changes to {note.path}: commit {sha[:8]}")
+
+    @work(exclusive=True, group="review-act")
+    async def action_comment(self) -> None:
+        """Feedback for the AI on the selected hunk (its lines, the AI commit that wrote them),
+        or on the note when its diff has no hunk."""
+        note = self.current()
+        if note is None:
+            self.say("nothing to comment on: no note selected", "warning")
+            return
+        s = self.shown
+        hunk = s.diff.hunks[s.hunk] if s is not None and s.note == note and s.diff.hunks else None
+        lines: tuple[int | None, int | None] = (None, None)
+        commit: str | None = None
+        if hunk is None:
+            about, quote = note.path, []
+        else:
+            lines, commit = hunk_span(hunk)
+            assert s is not None
+            about = f"hunk {s.hunk + 1} of {note.path}"
+            quote = render_hunk(hunk, s.hunk, len(s.diff.hunks), False)[1:]
+        text = await self.app.push_screen_wait(CommentModal(about, quote))
+        if not text:
+            return
+        item = await self._run(
+            "comment",
+            lambda: add_feedback(
+                self.root,
+                note.path,
+                text,
+                line=lines[0],
+                end=lines[1],
+                commit=commit,
+                quote=hunk_quote(hunk) if hunk is not None else None,
+            ),
+        )
+        if item is not None:
+            self.say(f"feedback {item.id} saved: the AI sees it in get_context")
+            self.load_feedback()
+            self.dash.poll()
+
+
+def hunk_span(h: Hunk) -> tuple[tuple[int | None, int | None], str | None]:
+    """The lines of the note now a hunk is about (its changed lines; where they were, for a
+    hunk that only removed), and the AI commit that wrote or removed them."""
+    now = [ln.new_no for ln in h.lines if ln.kind == "+" and ln.new_no]
+    first, last = (now[0], now[-1]) if now else (max(1, h.new_start), max(1, h.new_start))
+    ai = next(
+        (ln.commit.sha for ln in h.lines if ln.kind != " " and ln.commit and not ln.owner), None
+    )
+    return (first, last), (ai if ai != WORKTREE else None)
+
+
+def hunk_quote(h: Hunk) -> str:
+    """The hunk as the owner saw it, as diff lines: what the AI reads beside the comment."""
+    return "".join(f"{ln.kind}{ln.text.rstrip(chr(10))}\n" for ln in h.lines)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from server.core.errors import VaultwatchError
 
@@ -26,6 +29,35 @@ class GitError(VaultwatchError, RuntimeError):
     code = "git_failed"
 
 
+# Programs a vault's `.git` can name, which git would run on our reads and writes: hooks
+# (`reference-transaction` on every ref update, `post-index-change` on every index write, from
+# .git/hooks or a planted core.hooksPath), core.fsmonitor (run by `git status`, check-ignore,
+# update-index...), and textconv and external diff drivers (`log -p`, `blame`). A vault someone
+# else prepared (unzipped, synced) must not run its program because the AI read a note
+# (adversarial pass 3, N5). Every git call we make goes through `_argv`.
+SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+_NO_DRIVERS = {
+    "log": ("--no-textconv", "--no-ext-diff"),
+    "show": ("--no-textconv", "--no-ext-diff"),
+    "diff": ("--no-textconv", "--no-ext-diff"),
+    "diff-tree": ("--no-textconv", "--no-ext-diff"),
+    "diff-index": ("--no-textconv", "--no-ext-diff"),
+    "diff-files": ("--no-textconv", "--no-ext-diff"),
+    "blame": ("--no-textconv",),
+}
+
+
+def _argv(root: Path, args: tuple[str, ...]) -> list[str]:
+    """The git command line for `args` in `root`: hooks and fsmonitor off, and for the diff
+    family no textconv or external diff (inserted right after the subcommand)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] == "-c" else 1
+    if i < len(args) and args[i] in _NO_DRIVERS:
+        args = (*args[: i + 1], *_NO_DRIVERS[args[i]], *args[i + 1 :])
+    return ["git", *SAFE_CONFIG, "-C", str(root), *args]
+
+
 def git(
     root: Path,
     *args: str,
@@ -34,7 +66,7 @@ def git(
     input: bytes | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     proc = subprocess.run(
-        ["git", "-C", str(root), *args],
+        _argv(root, args),
         capture_output=True,
         env=_env(env),
         input=input,
@@ -69,7 +101,7 @@ def git_stream(root: Path, *args: str, stdin: bool = False) -> subprocess.Popen[
     """git started with its output to be read as it comes (a long `git log` parsed while git
     still works); the caller reads stdout and waits. stdin is a pipe when asked for."""
     return subprocess.Popen(
-        ["git", "-C", str(root), *args],
+        _argv(root, args),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -108,6 +140,7 @@ REVERTS = "Vaultwatch-Reverts"  # one per commit a revert undoes: the "reverted"
 # "<sha> <path>": a revert took back only this commit's change to one file (not a full revert)
 REVERTS_PATH = "Vaultwatch-Reverts-Path"
 UNDOES = "Vaultwatch-Undoes"  # on an undo commit: the AI commits whose lines it took back
+ANSWERS = "Vaultwatch-Answers"  # on an AI commit: the owner's feedback (id) the write answers
 
 # A trailer value is one line of printable text: git ends the trailer block at a blank line
 # and reads any "Key: value" line inside it as a trailer, so a client name carrying a newline
@@ -137,7 +170,7 @@ def commit_message(
     """`subject` (one line), a blank line, `body` (its own paragraphs, if any), then one
     `Key: value` line per trailer (a key may repeat). Every value is made one printable line;
     a value that comes from a peer (a client's name) goes through `trailer_value` first."""
-    head = " ".join(subject.split()) or "(no subject)"
+    head = " ".join(printable(subject).split()) or "(no subject)"
     pairs = trailers.items() if isinstance(trailers, Mapping) else trailers
     lines = "".join(f"{key}: {printable(value)}\n" for key, value in pairs)
     para = body.strip("\n") + "\n\n" if body.strip("\n") else ""
@@ -207,6 +240,13 @@ def make_state_dir(d: Path) -> Path:
     file points to), made if missing, but never the vault folder itself: a vault moved or
     deleted while a server runs must stay gone, not come back as an empty stub that a restarted
     server would serve (git resolving it to whatever repository is above)."""
+    if d.is_symlink():
+        # everything we keep (the token, the commit index) would go wherever it points
+        raise NotADirectoryError(
+            20,
+            "the state folder is a symbolic link; remove the link (vaultwatch remakes it)",
+            str(d),
+        )
     if not d.is_dir():
         vault = _VAULT_OF.get(d, d.parent.parent)
         if not vault.is_dir():
@@ -226,6 +266,56 @@ def state_file(path: Path) -> Path:
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
     return path
+
+
+# State files are read as untrusted input: a synced or unzipped `.git` can hold anything, and
+# one deep JSON file (`[` * 100,000) raised RecursionError where ValueError was caught, so no
+# server could start (adversarial pass 3, N13). Read: regular files only (a FIFO would block),
+# never through a symlink (N15: the journal was appended to whatever file a link named), and no
+# more than a bound.
+STATE_READ_MAX = 64 * 1024 * 1024
+
+
+class StateDamaged(ValueError):
+    """A state file that is not what we wrote: a link, not a regular file, too big, or JSON
+    that does not parse (too deep included). A ValueError: every reader's `except ValueError`
+    already treats it as damage."""
+
+
+def read_state(path: Path, limit: int = STATE_READ_MAX) -> bytes:
+    """The bytes of the state file `path`. FileNotFoundError when it is missing; StateDamaged
+    when it is a symlink, not a regular file, or over `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateDamaged(f"{path.name} is a symbolic link; state files never are") from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StateDamaged(f"{path.name} is not a regular file")
+        if st.st_size > limit:
+            raise StateDamaged(f"{path.name} is {st.st_size:,} bytes, over the {limit:,} limit")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise StateDamaged(f"{path.name} is over the {limit:,} byte limit")
+        return data
+    finally:
+        os.close(fd)
+
+
+def load_state_json(path: Path, limit: int = STATE_READ_MAX) -> Any:
+    """The JSON value of the state file `path` (read_state's rules), StateDamaged when it does
+    not parse: bad UTF-8, bad JSON, or nested too deeply for the parser."""
+    raw = read_state(path, limit)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except RecursionError as exc:
+        raise StateDamaged(f"{path.name} is nested too deeply") from exc
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise StateDamaged(f"{path.name} is not valid JSON ({exc})") from exc
 
 
 def secure_state(root: Path) -> None:
@@ -508,6 +598,10 @@ class OwnerIndex:
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
+            if not self.copy.exists():
+                # after an install(), under the same lock (a write holds it across the owner's
+                # snapshot and its own commit): the next change starts from the index in place
+                shutil.copyfile(self.index, self.copy)
             git(self.root, *args, env={"GIT_INDEX_FILE": str(self.copy)}, input=input)
 
     def install(self) -> None:

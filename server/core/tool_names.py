@@ -17,4 +17,5 @@ class ToolName(StrEnum):
     EDIT_TEXT = "edit_text"
     UPDATE_FRONTMATTER = "update_frontmatter"
     REPLACE_DOC = "replace_doc"
+    SUPERSEDE_DOC = "supersede_doc"
     BATCH = "batch"

@@ -105,17 +105,21 @@ def is_corrupt(exc: sqlite3.DatabaseError) -> bool:
 
 class Wants(enum.Enum):
     ALL = "all"
-    TITLES = "titles"  # only matches whose title holds every word (see Ranker.visit)
+    # only the marked matches: those whose title holds every word, or that hold every word as
+    # typed, in one piece (see Ranker.start)
+    TITLES = "titles"
     NONE = "none"
 
 
 class Ranker(Protocol):
     """What SearchIndex.search feeds its matches to (text_search.TopK)."""
 
-    def start(self, matches: list[str], titles: int) -> int | None:
-        """Every matching note (any order) and how many of them hold every word in their title;
-        starts the ranking afresh. Returns how many of the best matches to visit first (None:
-        all of them, 0: none, e.g. no match or a page past the last one)."""
+    def start(self, matches: list[str], titles: list[str], whole: list[str]) -> int | None:
+        """Every matching note (any order), those of them whose title (or file name) holds every
+        word, and those that hold every word in one piece as typed (the phrase expression; empty
+        when the query has none); starts the ranking afresh. Returns how many of the best
+        matches to visit first (None: all of them, 0: none, e.g. no match or a page past the
+        last one)."""
         ...
 
     def visit(self, path: str, body: float, title: bool) -> Wants:
@@ -348,7 +352,9 @@ class SearchIndex:
 
     # -- asking ---------------------------------------------------------------------------------
 
-    def search(self, expr: str, title_expr: str | None, ranker: Ranker) -> None:
+    def search(
+        self, expr: str, title_expr: str | None, ranker: Ranker, phrase_expr: str | None = None
+    ) -> None:
         """Feed `ranker` the notes matching an FTS5 expression: first all of them (cheap: no
         score), then the best ones by body score, in order, until it has seen enough. Title
         words count through `title_expr` (see Ranker.visit); ranking is the caller's: it knows
@@ -357,7 +363,9 @@ class SearchIndex:
         bm25 of every match is what SQLite must compute to find the best; sorting all of them
         is what costs (a top-N sort of the first few is several times cheaper), and Python
         looks only at the rows the ranking needs. Title matches further down, when the ranking
-        still wants them, are scored alone (`+rowid IN`: bm25 only for the rows that pass)."""
+        still wants them, are scored alone (`+rowid IN`: bm25 only for the rows that pass).
+        `phrase_expr` (search_query.phrase_expression) marks the matches that hold the words in
+        one piece, as typed, which the ranker puts first; they are scored alone the same way."""
         with self._reading(paths=True) as db:
             ids = self._ids
             (joined,) = db.execute(MATCH_IDS, (expr,)).fetchone()
@@ -367,26 +375,42 @@ class SearchIndex:
                 title_match = f"{{title}} : ({title_expr})"
                 in_title = {r for (r,) in db.execute(MATCHES, (title_match,))}
                 in_title.intersection_update(rows)
-            first = ranker.start([ids[r] for r in rows], len(in_title))
+            whole: set[int] = set()
+            if phrase_expr is not None and rows:
+                whole = {r for (r,) in db.execute(MATCHES, (phrase_expr,))}
+                whole.intersection_update(rows)
+            marked = in_title | whole
+
+            def start() -> int | None:
+                return ranker.start(
+                    [ids[r] for r in rows], [ids[r] for r in in_title], [ids[r] for r in whole]
+                )
+
+            first = start()
             if first == 0:
                 return
             sql, args = BEST_FIRST, list[object]([expr])
             if first is not None:
                 sql, args = f"{BEST_FIRST} LIMIT ?", [expr, first]
             seen: set[int] = set()
-            wants = self._feed(db.execute(sql, args), ranker, in_title, seen)
-            left = sorted(in_title - seen)  # title matches below the first rows
+            wants = self._feed(db.execute(sql, args), ranker, in_title, marked, seen)
+            left = sorted(marked - seen)  # marked matches below the first rows
             more = first is not None and len(seen) >= first
             if wants is Wants.TITLES and more and len(left) <= MAX_ALONE:
                 marks = ",".join("?" * len(left))  # scored alone, best first
                 cur = db.execute(f"{BEST_OF} ({marks}) ORDER BY body", [expr, *left])
-                wants = self._feed(cur, ranker, in_title, seen)
+                wants = self._feed(cur, ranker, in_title, marked, seen)
             if wants is not Wants.NONE and more:
-                ranker.start([ids[r] for r in rows], len(in_title))  # not enough: all
-                self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, set())
+                start()  # not enough: all
+                self._feed(db.execute(BEST_FIRST, (expr,)), ranker, in_title, marked, set())
 
     def _feed(
-        self, rows: sqlite3.Cursor, ranker: Ranker, in_title: set[int], seen: set[int]
+        self,
+        rows: sqlite3.Cursor,
+        ranker: Ranker,
+        in_title: set[int],
+        marked: set[int],
+        seen: set[int],
     ) -> Wants:
         """Rows (rowid, body), best first, to the ranker while it wants them; `seen` collects
         every row read (visited or skipped). Returns what it still wanted at the end."""
@@ -394,7 +418,7 @@ class SearchIndex:
         for r, body in rows:
             seen.add(r)
             title = r in in_title
-            if wants is Wants.TITLES and not title:
+            if wants is Wants.TITLES and r not in marked:
                 continue  # cannot reach the page: see Ranker.visit
             path = ids.get(r)
             if path is not None:

@@ -1,20 +1,22 @@
 """The search_text query language and the snippets that show why a note matched.
 
-CRDT 离线同步            both terms (AND)
+CRDT 离线同步            both terms (AND); 离线同步 also where the note says 离线 and 同步 apart
 "offline sync"          a phrase
--draft                  exclude notes with this term
+"离线同步"               only where the note says it in one piece
+-draft                  exclude notes with this term (exactly as written)
 tag:crdt type:session path:study/   filters, like the tool's own parameters
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
 from server.core.errors import VaultwatchError
-from server.notes.textfold import CJK, WORD, fold, query_tokens
+from server.notes.textfold import CJK, WORD, Group, apart_groups, fold, query_tokens
 
 MARK_OPEN, MARK_CLOSE = "«", "»"
 SNIPPET_CHARS = 160
@@ -22,6 +24,9 @@ SNIPPET_CHARS = 160
 # thousands of terms took tens of seconds (tests/test_hangs.py). A real question needs a handful.
 MAX_TERMS = 64
 MAX_QUERY_CHARS = 1_000
+# A CJK run longer than this is a passage pasted in, not words typed: it is searched in one
+# piece (its words apart, each pair a group, cost 0.3 s at 1,000 characters; in one piece, 2 ms)
+MAX_APART_RUN = 32
 
 
 class SearchError(VaultwatchError, ValueError):
@@ -33,7 +38,20 @@ class Term:
     text: str
     phrase: bool
     negated: bool
-    tokens: list[tuple[str, bool]]
+    tokens: list[tuple[str, bool]]  # the term in one piece (a phrase), as the index lays it out
+    # an unquoted word with CJK in it (停用插件): the groups a note must hold, anywhere in it
+    # (textfold.apart_groups); None when the term is only ever matched in one piece
+    apart: list[Group] | None = None
+
+    @property
+    def groups(self) -> list[Group]:
+        """What a note must hold for this term: every group, one token of each."""
+        return self.apart if self.apart is not None else [self.tokens]
+
+    @property
+    def words(self) -> list[str]:
+        """Every token the term looks for."""
+        return [tok for g in self.groups for tok, _ in g]
 
 
 @dataclass
@@ -104,7 +122,14 @@ def parse(query: str) -> ParsedQuery:
             w, pre = tokens[0]
             # a plain word also finds longer forms: cache -> caches, cached, caching
             tokens = [(w, pre or len(w) >= 3)]
-        pq.terms.append(Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens))
+        apart = None
+        runs = [len(m.group()) for m in CJK.finditer(fold(body))]
+        if not is_phrase and not negated and runs and max(runs) <= MAX_APART_RUN:
+            groups = apart_groups(body)
+            apart = groups if len(groups) > 1 else None  # one group: the phrase itself
+        pq.terms.append(
+            Term(text=body, phrase=is_phrase, negated=negated, tokens=tokens, apart=apart)
+        )
     if not pq.positive and not (pq.tags or pq.types or pq.paths):
         if pq.terms:
             raise SearchError("the query only excludes; add at least one word to look for")
@@ -122,9 +147,21 @@ def _fts_phrase(tokens: list[tuple[str, bool]]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " + ".join(parts) + ")"
 
 
-def fts_expression(pq: ParsedQuery) -> str | None:
-    """The FTS5 MATCH expression, or None when the query is only filters."""
-    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+def _fts_term(term: Term, whole: bool) -> str:
+    """A term as FTS5 reads it: in one piece (`whole`, or a phrase), or its groups anywhere."""
+    if whole or term.apart is None:
+        return _fts_phrase(term.tokens)
+    parts = []
+    for group in term.apart:
+        alts = [_fts_phrase([tok]) for tok in group]
+        parts.append(alts[0] if len(alts) == 1 else "(" + " OR ".join(alts) + ")")
+    return "(" + " AND ".join(parts) + ")"
+
+
+def fts_expression(pq: ParsedQuery, whole: bool = False) -> str | None:
+    """The FTS5 MATCH expression, or None when the query is only filters. With `whole`, every
+    term in one piece: the notes that say 停用插件 as typed (phrase_expression)."""
+    pos = [_fts_term(t, whole) for t in pq.positive]
     if not pos:
         return None
     expr = " AND ".join(pos)
@@ -134,11 +171,43 @@ def fts_expression(pq: ParsedQuery) -> str | None:
     return expr
 
 
+def phrase_expression(pq: ParsedQuery) -> str | None:
+    """The notes that hold every unquoted CJK word in one piece, as typed: they rank above the
+    notes that hold its words apart. None when no term can match apart (nothing to rank)."""
+    if not any(t.apart for t in pq.positive):
+        return None
+    return fts_expression(pq, whole=True)
+
+
 def title_expression(pq: ParsedQuery) -> str | None:
     """The words looked for, without exclusions: a note whose title holds them all ranks higher
     (an exclusion applies to the whole note, in fts_expression, never to the title alone)."""
-    pos = [_fts_phrase(t.tokens) for t in pq.positive]
+    pos = [_fts_term(t, False) for t in pq.positive]
     return " AND ".join(pos) if pos else None
+
+
+@functools.lru_cache(maxsize=65_536)  # a word in thousands of titles: each compared per query
+def title_key(text: str) -> str:
+    """A title, a file name or a query as compared for "the note titled like the query": folded
+    (NFKC, case), punctuation and spacing ignored, except that words stay apart; spaces next to
+    CJK do not count (TLS 双向认证 = TLS双向认证, key-auth = key auth)."""
+    folded = fold(text)
+    if folded.isascii():  # no CJK run to set apart (most titles: this is the fast way)
+        return " ".join(WORD.findall(folded))
+    words = WORD.findall(CJK.sub(lambda m: f" {m.group()} ", folded))
+    out: list[str] = []
+    for w in words:
+        if out and CJK.fullmatch(w) and CJK.fullmatch(out[-1][-1]):
+            out[-1] += w  # CJK after CJK: one run, however it was spaced
+        else:
+            out.append(w)
+    return " ".join(out)
+
+
+def query_key(pq: ParsedQuery) -> str:
+    """What a title must equal (title_key) to be the note the query names: its words, without
+    exclusions and filters."""
+    return title_key(" ".join(t.text for t in pq.positive))
 
 
 def term_regex(term: Term) -> re.Pattern[str]:
@@ -158,6 +227,21 @@ def term_regex(term: Term) -> re.Pattern[str]:
     return re.compile(r"[\W_]*".join(pieces))
 
 
+def _group_regex(group: Group) -> re.Pattern[str]:
+    alts = [
+        re.escape(tok) + (r"\w*" if pre and not CJK.fullmatch(tok) else "") for tok, pre in group
+    ]
+    return re.compile("|".join(alts))
+
+
+def term_patterns(term: Term) -> list[re.Pattern[str]]:
+    """Where a term occurs in folded text: every pattern must be found (a term whose words may
+    stand apart has one per group, see textfold.apart_groups; any other has one)."""
+    if term.apart is None:
+        return [term_regex(term)]
+    return [_group_regex(g) for g in term.apart]
+
+
 def excluded(pq: ParsedQuery, text: str) -> bool:
     """The one `-word` rule where the index cannot apply it (recall): the note is dropped when a
     negated term occurs anywhere in `text`, folded as the index folds it (NFKC, case), a plain
@@ -173,7 +257,15 @@ def contains_all(pq: ParsedQuery, text: str) -> bool:
     """Every word of the query occurs in `text`, by the rule `excluded` uses: what recall calls a
     lexical match (the note says it in those words), as against a match by meaning alone."""
     folded = fold(text)
-    return bool(pq.positive) and all(term_regex(t).search(folded) for t in pq.positive)
+    return bool(pq.positive) and all(
+        rx.search(folded) for t in pq.positive for rx in term_patterns(t)
+    )
+
+
+def matches_text(pq: ParsedQuery, text: str) -> bool:
+    """`text` holds every word of the query and none it excludes, by search_text's rules: the
+    dashboard's `/` filter asks this of a timeline row."""
+    return contains_all(pq, text) and not excluded(pq, text)
 
 
 MAX_MATCHES = 400  # per term: enough to pick good lines, bounded for a 1 MB note
@@ -185,7 +277,7 @@ def snippets(text: str, body_start: int, pq: ParsedQuery, limit: int = 3) -> lis
     The body is folded once and each term searched across all of it, so a 1 MB note costs a
     few regex scans, not one fold per line.
     """
-    regexes = [term_regex(t) for t in pq.positive]
+    regexes = [rx for t in pq.positive for rx in term_patterns(t)]
     if not regexes:
         return []
     body = text[body_start:]

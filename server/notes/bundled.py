@@ -1,6 +1,6 @@
 """Data folders that ship inside the installed package: the demo vault and the dashboard themes.
 
-The source tree keeps them at the top (`example_vault/`, `themes/`, the layout DESIGN.md names);
+The source tree keeps them at the top (`example_vault/`, `themes/`, the layout docs/design.md names);
 the wheel maps them into the package (`server/example_vault`, `app/themes`: see pyproject's
 `force-include`), so `uv tool install`, `pipx` and `pip` carry them along. One lookup serves both."""
 

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import GitError, state_dir
+from server.core.gitrepo import GitError, load_state_json, state_dir
 from server.notes.paths import (
     NOTE_EXTENSIONS,
     PathPolicy,
@@ -40,6 +40,9 @@ log = logging.getLogger("vaultwatch.config")
 
 CONFIG_NAMES = ("vault.config.yaml", "prep.config.yaml")
 CONTEXT_KINDS = ("rules", "latest", "where", "recent", "tags")
+# The MCP prompts (slash commands in Claude Code) whose text a vault may give as a note of its
+# own (`prompts: {start: prompts/start.md}`); the server's own text stands in for the others.
+PROMPT_NAMES = ("start", "remember")
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ DEFAULT_CONTEXT = (
 class Config:
     ai_author: Author = Author()
     rules: str = "CLAUDE.md"
+    prompts: dict[str, str] = field(default_factory=dict)  # prompt name -> the note with its text
     tags: TagsConfig = TagsConfig()
     private: tuple[str, ...] = ()
     protected: tuple[str, ...] = ()
@@ -178,6 +182,8 @@ class Config:
     recordings: RecordingsConfig = field(default_factory=RecordingsConfig)
     extensions: tuple[str, ...] = NOTE_EXTENSIONS
     http_port: int | None = None
+    # how long the vault's resident server (server/protocol/resident.py) stays with no client
+    resident_idle_minutes: float = 10.0
     vocabulary: dict[str, str] = field(default_factory=dict)  # casefolded tag -> as written
     # Problems in the `semantic:` block. They switch recall off (and say so, with file:line)
     # instead of failing the whole config: recall is one tool, and a model name typed wrong
@@ -206,7 +212,7 @@ class Config:
 
     def protected_paths(self) -> tuple[str, ...]:
         """Files only the owner may write: rules, config, vocabulary, plus any configured."""
-        own = [self.rules, self.source or CONFIG_NAMES[0]]
+        own = [self.rules, *self.prompts.values(), self.source or CONFIG_NAMES[0]]
         if self.tags.vocabulary:
             own.append(self.tags.vocabulary)
         return tuple(dict.fromkeys([*own, *self.protected]))
@@ -285,6 +291,7 @@ KNOWN_KEYS = frozenset(
     {
         "ai_author",
         "rules",
+        "prompts",
         "tags",
         "private",
         "protected",
@@ -296,6 +303,7 @@ KNOWN_KEYS = frozenset(
         "recordings",
         "extensions",
         "http",
+        "resident",
     }
 )
 
@@ -314,6 +322,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out["protected"] = _parse_globs(data, p, "protected")
     out.update(_parse_extensions(data, p))
     _check_rules_path(out, p)
+    out.update(_parse_prompts(data, p, out))
     types = _parse_types(data, p)
     out["types"] = types
     out.update(_parse_context(data, p, types))
@@ -322,6 +331,7 @@ def _parse(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
     out.update(_parse_health_block(data, p, types))
     out.update(_parse_recordings_block(data, p))
     out.update(_parse_http(data, p))
+    out.update(_parse_resident(data, p))
     return out
 
 
@@ -371,6 +381,50 @@ def _check_rules_path(out: dict[str, Any], p: _Parser) -> None:
             f"{', '.join(extensions)}); name a note such as CLAUDE.md",
             "rules",
         )
+
+
+def _parse_prompts(data: dict[str, Any], p: _Parser, out: dict[str, Any]) -> dict[str, Any]:
+    """`prompts: {start: prompts/start.md, remember: ...}`: the notes whose text the MCP
+    prompts send the assistant, checked as the rules file is (a note inside the vault, no
+    dot-folder, never private); they are the owner's, like the rules file."""
+    block = p.mapping(data.get("prompts"), "prompts")
+    if not block:
+        return {}
+    prompts: dict[str, str] = {}
+    for name, raw in block.items():
+        if name not in PROMPT_NAMES:
+            p.fail(f"prompts: unknown prompt {name!r}; known: {', '.join(PROMPT_NAMES)}", "prompts")
+            continue
+        if not isinstance(raw, str) or not raw.strip():
+            p.fail(
+                f"prompts.{name} must be the path of a note, e.g. prompts/{name}.md",
+                "prompts",
+                name,
+            )
+            continue
+        try:
+            rel = normalize_rel(raw)
+        except PathRefused as exc:
+            p.fail(f"prompts.{name}: {exc.message}; it must be a note", "prompts", name)
+            continue
+        extensions = out.get("extensions", NOTE_EXTENSIONS)
+        if matches_any(rel, out["private"]):
+            p.fail(
+                f"prompts.{name} names {rel!r}, which is private; the prompt would show it to "
+                "the assistant. Name a note outside the private folders",
+                "prompts",
+                name,
+            )
+        elif not is_note(rel, extensions):
+            p.fail(
+                f"prompts.{name} names {rel!r}, which is not a note (notes end in "
+                f"{', '.join(extensions)})",
+                "prompts",
+                name,
+            )
+        else:
+            prompts[name] = rel
+    return {"prompts": prompts}
 
 
 def _parse_globs(data: dict[str, Any], p: _Parser, key: str) -> tuple[str, ...]:
@@ -607,6 +661,17 @@ def _parse_http(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
         p.fail("http.port must be a TCP port number (1-65535)", "http", "port")
         return {}
     return {"http_port": port}
+
+
+def _parse_resident(data: dict[str, Any], p: _Parser) -> dict[str, Any]:
+    resident = p.mapping(data.get("resident"), "resident")
+    if not resident:
+        return {}
+    minutes = resident.get("idle_minutes")
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0:
+        p.fail("resident.idle_minutes must be a number of minutes above 0", "resident")
+        return {}
+    return {"resident_idle_minutes": float(minutes)}
 
 
 def _stale_rule(spec: dict[str, Any], base: StaleRule, p: _Parser, *path: str) -> StaleRule:
@@ -964,8 +1029,8 @@ def _rules_of(cfg: Config) -> dict[str, Any]:
 
 def _read_last_good(root: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(_last_good_path(root).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_state_json(_last_good_path(root))
+    except (OSError, ValueError):  # StateDamaged is a ValueError
         return None
     ok = isinstance(data, dict) and all(
         isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from server.core.errors import VaultwatchError
 from server.notes.config import Config
 from server.notes.entry import Entry
+from server.notes.superseded import is_superseded
 
 
 class QueryError(VaultwatchError, ValueError):
@@ -51,7 +52,8 @@ def check_types(types: Iterable[str], config: Config) -> None:
 @dataclass(frozen=True)
 class NoteFilter:
     """Type (any of), folder (any of, sub-folders included) and tag (all of, any of, none of,
-    a prefix) filters, compiled once and asked per note."""
+    a prefix) filters, compiled once and asked per note; superseded notes are left out unless
+    `include_superseded`."""
 
     types: frozenset[str] = frozenset()
     folders: tuple[str, ...] = ()  # folder keys ("" is the whole vault)
@@ -59,6 +61,8 @@ class NoteFilter:
     tags_any: frozenset[str] = frozenset()
     tags_none: frozenset[str] = frozenset()
     tag_prefix: str | None = None
+    # superseded notes are left out unless asked for (notes.superseded)
+    include_superseded: bool = False
 
     @classmethod
     def of(
@@ -71,6 +75,7 @@ class NoteFilter:
         tags_any: Iterable[str] = (),
         tags_none: Iterable[str] = (),
         tag_prefix: str | None = None,
+        include_superseded: bool = False,
     ) -> NoteFilter:
         """The filter the arguments ask for; QueryError for a type the vault does not have."""
         wanted = [t for t in types if t]
@@ -82,13 +87,16 @@ class NoteFilter:
             frozenset(tag_key(t) for t in tags_any),
             frozenset(tag_key(t) for t in tags_none),
             tag_prefix.casefold().lstrip("#") if tag_prefix else None,
+            include_superseded,
         )
 
     @property
     def narrows(self) -> bool:
-        """Any filter asked for (none: every note matches, and callers may skip asking)."""
+        """Any filter asked for (none: every note matches, and callers may skip asking).
+        Leaving superseded notes out is a filter too."""
         return bool(
-            self.types
+            not self.include_superseded
+            or self.types
             or self.folders
             or self.tags_all
             or self.tags_any
@@ -97,6 +105,8 @@ class NoteFilter:
         )
 
     def matches(self, e: Entry) -> bool:
+        if not self.include_superseded and is_superseded(e.doc.frontmatter):
+            return False
         if self.types and e.type not in self.types:
             return False
         if self.folders and not any(

@@ -7,6 +7,7 @@ problem reported, and never makes a call fail.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import unicodedata
@@ -22,6 +23,8 @@ HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*(?:[ \t]#+)?[ \t]*$", re.M)
 # Obsidian-style inline tag: letters (any script), digits, _ - /; it must follow whitespace or
 # start the text, which is checked by hand so the regex can jump straight to each '#'.
 INLINE_TAG = re.compile(r"#([\w\-/]+)")
+# an HTML start tag with its attributes (quoted values may hold '>' or newlines)
+HTML_TAG = re.compile(r"""<[A-Za-z][\w-]*(?:\s(?:[^<>"']|"[^"]*"|'[^']*')*)?/?>""")
 
 
 BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark: some editors (Windows') start a file with it
@@ -110,9 +113,16 @@ UNCLOSED_FENCE = "a code fence"  # how the problem of a fence never closed begin
 
 def inline_tags(masked_body: str) -> list[str]:
     out = []
+    # inside an HTML tag's markup (`<span style="color: #ff0000">`) a '#' is a colour or an
+    # anchor, never a tag: Obsidian does not read tags there
+    html = [m.span() for m in HTML_TAG.finditer(masked_body)] if "<" in masked_body else []
     for m in INLINE_TAG.finditer(masked_body):
         if m.start() > 0 and not masked_body[m.start() - 1].isspace():
             continue
+        if html:
+            k = bisect.bisect_left(html, (m.start(),)) - 1
+            if k >= 0 and html[k][1] > m.start():
+                continue
         tag = m.group(1).rstrip("/")
         if tag and not tag.replace("/", "").replace("-", "").replace("_", "").isdigit():
             out.append(unicodedata.normalize("NFC", tag))

@@ -419,6 +419,10 @@ def new_name_problem(rel: str, have: str) -> str | None:
     for ch in new:
         if unicodedata.category(ch) in ("Cf", "Cc"):
             return f"has an invisible character (U+{ord(ch):04X}) a reader cannot see"
+        if unicodedata.category(ch) in ("Zl", "Zp"):
+            # a line break to str.splitlines and to a terminal: `plan.md\u2028 (summary).md`
+            # shows as two lines and split a review mark in two (adversarial pass 3, N2)
+            return f"has a line separator (U+{ord(ch):04X}) that breaks the name in two lines"
         if ch in LOOKALIKE_SLASHES:
             return f"has {ch!r}, which looks like a folder's slash but is not one"
         if ch in NAME_RESERVED:

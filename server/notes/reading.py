@@ -3,17 +3,21 @@ under the result budget, with an outline and a footer saying how to get what was
 
 from __future__ import annotations
 
+import difflib
 import re
+import unicodedata
 from typing import Any
 
-from server.core.budget import fit_text, json_len, prefix_fitting, shrink
+from server.core.budget import CUT, fit_text, json_len, prefix_fitting, shrink
 from server.core.errors import VaultwatchError
 from server.notes.note import Doc, Heading
 from server.notes.textfold import fold
 
 LIST_ITEM = re.compile(r"^([ \t]*)(?:[-*+]|\d+[.)])[ \t]+", re.M)
 OUTLINE_MAX = 120
-HEADING_MAX = 300  # chars of one heading path in the outline
+# chars of one heading path in the outline and in errors, cut (…) to what the write tools take
+# as a heading (write_ops.MAX_HEADING is this): a cut path still names its heading (find_section)
+HEADING_MAX = 200
 FOOTER_ROOM = 450  # `next`, `range`, `complete` and the keys around them
 MIN_CONTENT_ROOM = 120
 
@@ -24,6 +28,10 @@ class ReadError(VaultwatchError, ValueError):
     code = "bad_arguments"
 
 
+class AmbiguousSection(ReadError):
+    """A section name that names several headings (append_section must not create another)."""
+
+
 def _norm(s: str) -> str:
     """A heading as a section name compares: NFKC and case folded like search (? is ？), spaces
     collapsed, backticks dropped (a heading made of code, ### `daily:path`, is found by
@@ -31,10 +39,30 @@ def _norm(s: str) -> str:
     return " ".join(fold(s).replace("`", " ").split())
 
 
-def find_section(doc: Doc, section: str) -> Heading:
-    want = [_norm(p) for p in section.strip().strip("/").split("/") if p.strip()]
-    if not want:
-        raise ReadError("section is empty: give a heading such as 'Log' or 'Week 42/Log'")
+def _strict(s: str) -> str:
+    """A heading as written, spacing aside: NFKC, no case folding, backticks kept."""
+    return " ".join(unicodedata.normalize("NFKC", s).split())
+
+
+def _by_whole_name(doc: Doc, section: str) -> list[Heading]:
+    """The headings `section` names as a whole before it is read as a path: their full path,
+    their own text, or the end of their path, as written (then folded as _norm does). A `/` in
+    a heading (TCP/UDP) is then just a character, and ### `vault` is not its parent ## Vault."""
+    for norm in (_strict, _norm):
+        want = norm(section.strip())
+        paths = [norm(h.path) for h in doc.headings]
+        for found in (
+            [h for h, p in zip(doc.headings, paths, strict=True) if p == want],
+            [h for h in doc.headings if norm(h.text) == want],
+            [h for h, p in zip(doc.headings, paths, strict=True) if p.endswith("/" + want)],
+        ):
+            if found:
+                return found
+    return []
+
+
+def _by_path(doc: Doc, want: list[str]) -> list[Heading]:
+    """`section` read as a path of headings, each part folded: the full path, else its end."""
     exact, suffix = [], []
     for h in doc.headings:
         parts = [_norm(p) for p in h.path.split("/")]
@@ -42,25 +70,82 @@ def find_section(doc: Doc, section: str) -> Heading:
             exact.append(h)
         elif parts[-len(want) :] == want:
             suffix.append(h)
-    found = exact or suffix
+    return exact or suffix
+
+
+def find_section(doc: Doc, section: str) -> Heading:
+    """The heading `section` names: its full path as read_doc's outline prints it (cut paths,
+    ending in …, included), its text, or the end of its path; an exact match wins over a
+    reading of `/` as the path separator. Errors name the closest headings by full path."""
+    want = [_norm(p) for p in section.strip().strip("/").split("/") if p.strip()]
+    if not want and not section.strip():
+        raise ReadError("section is empty: give a heading such as 'Log' or 'Week 42/Log'")
+    found = _by_whole_name(doc, section) or (_by_path(doc, want) if want else [])
+    cut = section.strip()
+    if not found and cut.endswith(CUT) and len(cut) > len(CUT):
+        head = _strict(cut[: -len(CUT)])  # a path (or heading) cut to fit, see address()
+        found = [h for h in doc.headings if _strict(h.path).startswith(head)]
+        found = found or [h for h in doc.headings if _strict(h.text).startswith(head)]
+        found = found[:1]  # the first: a section's subsections start with its path too
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        choices = "; ".join(repr(h.path) for h in found[:10])
+        choices = "; ".join(repr(fit_text(h.path, HEADING_MAX)) for h in found[:10])
         if len({h.path for h in found}) < len(found):
             # two sections with one path: no path names either, so say what does
-            raise ReadError(
+            raise AmbiguousSection(
                 f"section {section!r} matches {len(found)} headings with the same path: "
                 f"{choices}. No heading path tells them apart: read_doc the note (without "
                 "section) to see both, then write with edit_text, whose `old` names the exact "
                 "place (include the heading line in it)"
             )
-        raise ReadError(
+        raise AmbiguousSection(
             f"section {section!r} matches {len(found)} headings: {choices}. "
             "Give the full heading path, e.g. 'Week 42/Log'"
         )
-    names = "; ".join(repr(h.path) for h in doc.headings[:30]) or "this note has no headings"
-    raise ReadError(f"no heading {section!r} in {doc.path}. Headings: {names}")
+    if not doc.headings:
+        raise ReadError(
+            f"no heading {fit_text(section, HEADING_MAX)!r} in {doc.path}: this note has no "
+            "headings"
+        )
+    closest = _closest(doc, section)
+    names = "; ".join(repr(address(doc, h)) for h in closest)
+    more = len(doc.headings) - len(closest)
+    raise ReadError(
+        f"no heading {fit_text(section, HEADING_MAX)!r} in {doc.path}. The closest, as to "
+        f"pass them: {names}"
+        + (f" ({more} more: read_doc without section lists them)" if more else "")
+    )
+
+
+CLOSEST = 8
+
+
+def address(doc: Doc, h: Heading) -> str:
+    """What to pass to name `h`: its full path; when that is longer than a heading argument
+    takes, its own text if that names it alone, else the path cut to fit (… : a cut path names
+    the heading whose path starts so)."""
+    if json_len(h.path) <= HEADING_MAX:
+        return h.path
+    if json_len(h.text) <= HEADING_MAX and _by_whole_name(doc, h.text) == [h]:
+        return h.text
+    return fit_text(h.path, HEADING_MAX)
+
+
+def _closest(doc: Doc, section: str) -> list[Heading]:
+    """The headings most like `section` (by text or by path), best first, in note order when
+    the note has few."""
+    if len(doc.headings) <= CLOSEST:
+        return list(doc.headings)
+    want = _norm(section[: HEADING_MAX * 2])  # a 300,000-character name: difflib is quadratic
+
+    def likeness(h: Heading) -> float:
+        return max(
+            difflib.SequenceMatcher(None, want, _norm(h.text)[:HEADING_MAX]).ratio(),
+            difflib.SequenceMatcher(None, want, _norm(h.path)[-HEADING_MAX:]).ratio(),
+        )
+
+    return sorted(doc.headings, key=lambda h: -likeness(h))[:CLOSEST]
 
 
 def outline(doc: Doc, room: int | None = None) -> list[dict[str, Any]]:

@@ -62,19 +62,7 @@ def main(argv: list[str] | None = None) -> None:
             f"vaultwatch-server: refusing to listen on {bind[0]}: that is reachable from other "
             "machines. Use 127.0.0.1, or add --allow-remote if you mean it."
         )
-    ensure_repo(root)
-    try:
-        vault = Vault(root)
-    except VaultError as exc:
-        raise SystemExit(f"vaultwatch-server: {exc.message}") from None
-    for problem in vault.config_errors:
-        log.warning("config not applied: %s", problem)
-    for warning in [vault.config_notice, *vault.private_glob_warnings()]:
-        if warning:
-            log.warning("%s", warning)
-    restored = vault.store.recover()  # an earlier server died mid-write: put the files back
-    if restored:
-        log.warning("rolled back an interrupted write: %s", ", ".join(restored))
+    vault = open_vault(root)
 
     # imported late: the SDK is the slow part of start-up
     from server.protocol.tools import build_server
@@ -92,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     # SIGTERM (how the dashboard and clients stop us) should run the same shutdown as Ctrl-C.
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGINT, _raise_interrupt)
     ignore_lease_breaks()  # writes take file leases: an editor's save in flight is not lost
     if args.exit_with_parent:
         _watch_parent()
@@ -108,9 +97,38 @@ def main(argv: list[str] | None = None) -> None:
         reason = "signal"
     finally:
         stop(vault, ServerStopped(transport=transport, reason=reason))
+        if _SIGNALLED.is_set():
+            # A signal ends the server even when the interrupt surfaced wrapped (not caught
+            # above): the SDK's stdin reader thread would keep a stdio server alive for as
+            # long as its client keeps stdin open (adversarial pass 3, N12).
+            leave()
+    leave()  # stopped cleanly (an error went on to its traceback through the finally above)
+
+
+def open_vault(root: Path) -> Vault:
+    """The vault a server serves (in this process or resident): its repo made if missing, its
+    config's problems said on stderr, and a write an earlier server died in rolled back."""
+    ensure_repo(root)
+    try:
+        vault = Vault(root)
+    except VaultError as exc:
+        raise SystemExit(f"vaultwatch-server: {exc.message}") from None
+    for problem in vault.config_errors:
+        log.warning("config not applied: %s", problem)
+    for warning in [vault.config_notice, *vault.private_glob_warnings()]:
+        if warning:
+            log.warning("%s", warning)
+    restored = vault.store.recover()  # an earlier server died mid-write: put the files back
+    if restored:
+        log.warning("rolled back an interrupted write: %s", ", ".join(restored))
+    return vault
+
+
+_SIGNALLED = threading.Event()
 
 
 def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    _SIGNALLED.set()
     raise KeyboardInterrupt
 
 
@@ -139,6 +157,14 @@ def stop(vault: Vault, stopped: ServerStopped) -> None:
     # Still inside one embedding call after the wait: leave without the interpreter's shutdown
     # (the journal line is written; the vectors are derived and re-embedded on the next start).
     log.warning("recall's indexer did not stop in %.0f s; exiting without waiting", STOP_WAIT_S)
+    leave()
+
+
+def leave() -> None:
+    """Exit now that the vault is closed and the journal written. The interpreter's own
+    shutdown (freeing the embedding model, numpy, the SDK's modules) took 1.5-2 s more, during
+    which a client that closed stdin sees a server that has not exited, and signals it."""
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -8,12 +8,12 @@ import secrets
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from server.core.gitrepo import state_dir
 from server.protocol.args import is_loopback
 from server.protocol.connect import claude_mcp_add_http
-from server.protocol.http_guard import guard
+from server.protocol.http_guard import TokenFile, guard
 
 
 def read_or_create_token(path: Path) -> str:
@@ -34,29 +34,45 @@ def read_or_create_token(path: Path) -> str:
     return token
 
 
-def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
-    import uvicorn
-
-    token = read_or_create_token(Path(token_file) if token_file else state_dir(root) / "token")
+def http_app(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> HttpApp:
+    """The listening socket (listening before we say so: a client may connect the moment it
+    reads the URL), the guarded app and its URL, and the start-up line that says how to
+    connect, printed on stderr. The token itself is never printed: the snippet reads it from
+    its file when pasted."""
+    token_path = Path(token_file) if token_file else state_dir(root) / "token"
+    read_or_create_token(token_path)  # made on first use; each request checks the file as it is
     host, port = bind
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(128)  # listening before we say so: a client may connect the moment it reads the URL
+    sock.listen(128)
     port = sock.getsockname()[1]
-    app = guard(mcp.streamable_http_app(host=host), token, loopback_only=is_loopback(host))
+    app = guard(
+        mcp.streamable_http_app(host=host), TokenFile(token_path), loopback_only=is_loopback(host)
+    )
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/mcp"
-    token_path = Path(token_file) if token_file else state_dir(root) / "token"
-    # The token itself is never printed: the snippet reads it from its file when pasted.
-    print(
+    said = (
         f"vaultwatch-server: serving {root} at {url} (bearer token in {token_path})\n"
         "vaultwatch-server: connect Claude Code with:\n"
-        f"  {claude_mcp_add_http(url, token_path)}",
-        file=sys.stderr,
-        flush=True,
+        f"  {claude_mcp_add_http(url, token_path)}"
     )
+    print(said, file=sys.stderr, flush=True)
+    return HttpApp(sock, app, url, said)
+
+
+class HttpApp(NamedTuple):
+    sock: socket.socket
+    app: Any
+    url: str
+    said: str  # the start-up lines, as printed
+
+
+def serve_http(mcp: Any, root: Path, bind: tuple[str, int], token_file: str | None) -> None:
+    import uvicorn
+
+    sock, app, _url, _said = http_app(mcp, root, bind, token_file)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     server.run(sockets=[sock])

@@ -55,6 +55,9 @@ class OutlineRow(BaseModel):
 
 
 class ReadDocResult(BaseModel):
+    superseded: str | None = Field(
+        None, description="this note was replaced: by which note, and to read that one instead"
+    )
     path: str
     title: str
     type: str | None = None
@@ -168,6 +171,7 @@ class WriteOut(BaseModel):
     note: str | None = None
     warnings: list[str] | None = Field(None, description="problems that were already there")
     diff: str | None = Field(None, description="what changed (cut when long)")
+    answered: list[str] | None = Field(None, description="feedback ids this commit answers")
     similar: list[Similar] | None = Field(
         None, description="existing notes that mean nearly the same: update one of them instead"
     )
@@ -185,6 +189,8 @@ class BatchItem(BaseModel):
 class BatchOut(BaseModel):
     commit: str | None = None
     results: list[BatchItem]
+    answered: list[str] | None = None
+    note: str | None = None
     noop: bool | None = None
     warnings: dict[str, list[str]] | None = None
     diff: str | None = None

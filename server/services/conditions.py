@@ -142,6 +142,7 @@ class Filters:
     date_from: str | None = None
     date_to: str | None = None
     date_field: str | None = None
+    include_superseded: bool = False
 
     def check(self, config: Config) -> None:
         self.note_filter(config)
@@ -156,6 +157,7 @@ class Filters:
             tags_any=self.tags_any or (),
             tags_none=self.tags_none or (),
             tag_prefix=self.tag_prefix,
+            include_superseded=self.include_superseded,
         )
 
 

@@ -13,23 +13,38 @@ from server.core.budget import fit_result
 from server.notes.config import ContextItem
 from server.notes.entry import Entry
 from server.notes.note import decode
+from server.notes.superseded import is_superseded
 from server.services.conditions import Filters, select
+from server.services.feedback import feedback_block
 from server.services.sorting import sort_entries
 from server.services.summary import summarize
 from server.services.tags import tag_stats
 from server.vault import Vault
 
 RULES_SHARE = 0.4  # the rules file may take at most this share of the budget
+FEEDBACK_SHARE = 0.3  # the owner's open feedback may take at most this share
 
 
-def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
-    """(result, paths it drew on)."""
+def build_context(
+    vault: Vault, *, include_superseded: bool = False
+) -> tuple[dict[str, Any], list[str]]:
+    """(result, paths it drew on). Superseded notes are left out unless asked for."""
     cfg = vault.config
-    entries = list(vault.entries().values())
+    entries = [
+        e
+        for e in vault.entries().values()
+        if include_superseded or not is_superseded(e.doc.frontmatter)
+    ]
     budget = cfg.limits.result_chars - 1_000
     blocks: list[dict[str, Any]] = []
     texts: list[tuple[dict[str, Any], Entry]] = []  # doc items that carry content
     paths: list[str] = []
+    # the owner's open feedback first: what they asked the AI to fix comes before the notes
+    fb = feedback_block(vault, int(budget * FEEDBACK_SHARE))
+    if fb is not None:
+        blocks.append(fb)
+        budget -= _size([fb])
+        paths += sorted({i["path"] for i in fb["items"]})
 
     for item in cfg.context:
         block: dict[str, Any] = {"title": item.title, "kind": item.kind}
@@ -59,7 +74,14 @@ def build_context(vault: Vault) -> tuple[dict[str, Any], list[str]]:
                 paths.append(e.doc.path)
         elif item.kind == "where":
             found = sort_entries(
-                select(entries, Filters(type=item.type, where=item.where), cfg), "-date"
+                select(
+                    entries,
+                    Filters(
+                        type=item.type, where=item.where, include_superseded=include_superseded
+                    ),
+                    cfg,
+                ),
+                "-date",
             )
             block["total"] = len(found)
             block["docs"] = [

@@ -1,6 +1,9 @@
 """`vaultwatch-server eval`: how well keyword search, recall and both together find the notes a
 question set expects, on the owner's own vault, so a model change is judged by numbers before
-it is switched on. Prints recall@5 and MRR (mean reciprocal rank, first expected hit)."""
+it is switched on. Prints recall@5 and MRR (mean reciprocal rank, first expected hit) overall and
+by kind of question (`kind:` in the set; else its language, or `cross` for one asked across
+languages): a change that helps one kind and costs another shows in the table, not in an
+average."""
 
 from __future__ import annotations
 
@@ -30,6 +33,13 @@ class Question:
     q: str
     expect: list[str]
     cross: bool = False
+    kind: str = ""  # what the table groups by; see load_questions for the default
+
+
+def _default_kind(q: str, cross: bool) -> str:
+    if cross:
+        return "cross"
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in q) else "en"
 
 
 def load_questions(path: Path) -> list[Question]:
@@ -44,7 +54,9 @@ def load_questions(path: Path) -> list[Question]:
             or not item.get("expect")
         ):
             raise SystemExit(f"{path}: item {i} needs q: (the question) and expect: (note paths)")
-        out.append(Question(item["q"], [str(p) for p in item["expect"]], bool(item.get("cross"))))
+        cross = bool(item.get("cross"))
+        kind = str(item.get("kind") or _default_kind(item["q"], cross))
+        out.append(Question(item["q"], [str(p) for p in item["expect"]], cross, kind))
     return out
 
 
@@ -116,10 +128,20 @@ def evaluate(vault: Vault, questions: list[Question], model: str | None = None) 
         per["keyword"].append((question, kw))
         per["recall"].append((question, sem))
         per["both"].append((question, fuse(kw, sem)))
-    report: dict[str, Any] = {"model": name, "questions": len(questions), "embed_s": embed_s}
+    report: dict[str, Any] = {
+        "model": name,
+        "questions": len(questions),
+        "cross_questions": sum(1 for q in questions if q.cross),
+        "embed_s": embed_s,
+    }
+    kinds = sorted({q.kind for q in questions})
+    report["kinds"] = {k: sum(1 for q in questions if q.kind == k) for k in kinds}
     for method, results in per.items():
         report[method] = scores(results)
         report[method + "_cross"] = scores([r for r in results if r[0].cross])
+        report[method + "_by_kind"] = {
+            k: scores([r for r in results if r[0].kind == k]) for k in kinds
+        }
     index.close()
     return report
 
@@ -146,9 +168,27 @@ def main(argv: list[str]) -> None:
     print(
         f"model {r['model']} · {r['questions']} questions ({n_cross} across languages) · embedded in {r['embed_s']:.1f} s"
     )
-    print(f"{'':10} {'recall@5':>9} {'MRR':>6}   {'cross-language recall@5':>24}")
-    for m in ("keyword", "recall", "both"):
-        print(
-            f"{m:10} {r[m]['recall@5']:9.2f} {r[m]['mrr']:6.2f}   {r[m + '_cross']['recall@5']:24.2f}"
-        )
+    print(table(r))
     vault.close()
+
+
+METHODS = ("keyword", "recall", "both")
+
+
+def table(r: dict[str, Any]) -> str:
+    """recall@5 / MRR of each method, by kind of question, then across languages and overall."""
+    rows: list[tuple[str, int, dict[str, dict[str, float]]]] = [
+        (k, n, {m: r[m + "_by_kind"][k] for m in METHODS}) for k, n in r["kinds"].items()
+    ]
+    n_cross = r.get("cross_questions", 0)
+    if n_cross and "cross" not in r["kinds"]:  # a set without kinds has this row already
+        rows.append(("cross (all)", n_cross, {m: r[m + "_cross"] for m in METHODS}))
+    rows.append(("all", r["questions"], {m: r[m] for m in METHODS}))
+    head = f"{'kind':12} {'n':>4}" + "".join(f" {m + ' r@5':>12} {'MRR':>5}" for m in METHODS)
+    lines = [head]
+    for name, n, by in rows:
+        lines.append(
+            f"{name:12} {n:4d}"
+            + "".join(f" {by[m]['recall@5']:12.2f} {by[m]['mrr']:5.2f}" for m in METHODS)
+        )
+    return "\n".join(lines)

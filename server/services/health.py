@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import posixpath
 import re
@@ -30,13 +31,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.budget import escaped_len
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import make_state_dir, read_state, state_dir
 from server.notes.config import Config
 from server.notes.entry import Entry
-from server.notes.links import Link, LinkIndex, code_spans, mask_code, parse_links
+from server.notes.frontmatter import split_frontmatter
+from server.notes.links import Link, LinkIndex, code_spans, heading_key, mask_code, parse_links
 from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
-from server.notes.reading import _norm as heading_key
+from server.notes.superseded import DATE_FIELD, is_superseded
+from server.notes.templates import in_folders, template_folders, template_texts
+from server.services.cross_language import cross_language_pairs, written_in_cjk
+from server.services.supersede import successor
 from server.write.validate import problems as note_problems
 
 if TYPE_CHECKING:
@@ -45,7 +50,16 @@ if TYPE_CHECKING:
     from server.vault import Vault
 
 IGNORE_FILE = "health-ignore.json"
-KINDS = ("problem", "broken_link", "orphan", "duplicate", "stale", "too_big")
+KINDS = (
+    "problem",
+    "broken_link",
+    "orphan",
+    "duplicate",
+    "stale",
+    "too_big",
+    "superseded",
+    "same_subject",
+)
 TITLES = {
     "problem": "Problems under the config",
     "broken_link": "Broken links",
@@ -53,6 +67,8 @@ TITLES = {
     "duplicate": "Near-duplicates",
     "stale": "Stale open items",
     "too_big": "Too big to read in one call",
+    "superseded": "Superseded",
+    "same_subject": "Same subject, newer",
 }
 # What the owner can do with each kind (the screen offers these keys; the CLI prints them).
 ACTIONS = {
@@ -62,29 +78,50 @@ ACTIONS = {
     "duplicate": ("open", "delete", "ignore"),
     "stale": ("open", "move", "ignore"),
     "too_big": ("open", "move", "ignore"),
+    "superseded": ("open", "delete", "ignore"),
+    "same_subject": ("open", "delete", "ignore"),
 }
 # problems a move or rename mends (the note is in another type's folder, or misnamed)
 MOVE_FIXES = ("wrong_folder", "wrong_filename")
-MAX_DUPLICATES = 500  # pairs listed; a threshold set too low would otherwise list millions
+MAX_DUPLICATES = 500  # closest pairs weighed; a threshold set too low would find millions
+LISTED_DUPLICATES = 100  # pairs listed, the ones the owner would act on first
+# A line in this many notes (and in at least SKELETON_MIN of them) is a skeleton the notes share
+# (a template's headings, a daily note's sections), not what any of them says.
+SKELETON_SHARE = 0.02
+SKELETON_MIN = 5
+# Two notes made from one skeleton pair only when what they add to it overlaps this much; a
+# note that adds fewer words than CONTENT_MIN to its skeleton pairs with nothing.
+CONTENT_OVERLAP = 0.3
+CONTENT_MIN = 8
+CONTENT_CHARS = 8_000  # what a note says is judged on its first 8,000 characters
+_WORDS = re.compile(r"[^\W_]+")
+_CJK_RUN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{2,}")
+# "Same subject" (recall's whole-note cosine): a newer note this close to an older one may
+# replace it. Below the near-duplicate score (those pairs are listed as such); the demo's two
+# closest different notes score 0.72, two APISIX pages on one subject (key-auth plugin, key
+# authentication tutorial) 0.79-0.81, a page and its translation 0.77 at the median.
+SAME_SUBJECT = 0.75
+MIN_NEWER_DAYS = 1  # the newer note changed at least this many days after the older
 BLOCK = 1024  # rows of the vector matrix compared at a time (10,000 notes: 40 MB a block)
-BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)[ \t]*$", re.M)
-# Obsidian drops these from a heading when it writes a link to it ([[Note#Q A]] for "Q&A: x"
-# keeps letters); compared without them so a link Obsidian wrote is never called broken.
-_HEADING_PUNCT = re.compile(r"[#|^:%\[\]\\]+")
+# a block id ends its line after a space, or right after an embed or link (Obsidian's own help
+# writes `![[image.png]]^version-history-image`)
+BLOCK_ID = re.compile(r"(?:^|\s|(?<=\]\])|(?<=\)))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
 class Finding:
     kind: str  # one of KINDS
-    path: str  # the note the finding is about (for a duplicate: the first of the pair)
+    path: str  # the note the finding is about (a duplicate: the first of the pair; same
+    # subject: the older)
     reason: str  # one line, for the owner
-    other: str | None = None  # a duplicate's second note
+    other: str | None = None  # a duplicate's second note; same subject: the newer one
     link: str | None = None  # a broken link as written
     line: int | None = None  # where the link is (1-based)
     code: str | None = None  # a problem's code (missing_field, bad_date, ...)
     key: str | None = None  # what a problem is about (field, tag): part of its id
     score: float | None = None  # a duplicate's score
     days: int | None = None  # orphans and stale items: days since the note changed
+    rank: float | None = None  # a duplicate's place in the list (higher first); not shown
 
     @property
     def id(self) -> str:
@@ -93,6 +130,8 @@ class Finding:
         if self.kind == "duplicate":
             a, b = sorted((self.path, self.other or ""))
             return f"duplicate:{a}|{b}"
+        if self.kind == "same_subject":
+            return f"same_subject:{self.path}|{self.other}"
         if self.kind == "broken_link":
             return f"broken_link:{self.path}:{self.link}"
         if self.kind == "problem":
@@ -153,6 +192,11 @@ class Report:
             "duplicates_not_listed": self.duplicates_unlisted,
             "stale": [f.path for f in self.by_kind("stale")],
             "too_big": [f.path for f in self.by_kind("too_big")],
+            "superseded": [f.path for f in self.by_kind("superseded")],
+            "same_subject": [
+                {"older": f.path, "newer": f.other, "score": f.score}
+                for f in self.by_kind("same_subject")
+            ],
             "findings": [{**f.to_json(), "ignored": f.id in ignored_ids} for f in self.findings],
             "ignored": len(self.ignored),
             "warnings": self.warnings,
@@ -172,14 +216,14 @@ def load_ignored(root: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
     (it is left as it is until the next ignore or unignore sets it aside)."""
     path = ignore_path(root)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_state(path).decode("utf-8")
     except FileNotFoundError:
         return {}, None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError, StateDamaged
         return {}, f"the health ignore list {path} cannot be read ({exc}); nothing is ignored"
     try:
         data = json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return {}, (
             f"the health ignore list {path} is damaged ({exc.__class__.__name__}: {exc}); "
             "nothing is ignored until it is fixed or the next ignore starts a new one"
@@ -264,10 +308,6 @@ def _all_files(root: Path) -> Iterator[str]:
             continue
 
 
-def _link_key(heading: str) -> str:
-    return heading_key(_HEADING_PUNCT.sub(" ", heading))
-
-
 @dataclass
 class _Parsed:
     """What health needs of one note, kept per process by content hash (the index's, kept
@@ -330,7 +370,7 @@ def _anchors(path: str, p: _Parsed) -> tuple[set[str], set[str]]:
     if p.anchors is None:
         full = parse_doc(path, p.text.encode("utf-8"))
         p.anchors = (
-            {_link_key(h.text) for h in full.headings},
+            {heading_key(h.text) for h in full.headings},
             set(BLOCK_ID.findall(p.text)) if "^" in p.text else set(),
         )
     return p.anchors
@@ -355,6 +395,8 @@ def _links(
     linking: set[str] = set()
     for src, p in parsed.items():
         for link in p.links:
+            if "<%" in link.target or "{{" in link.target:
+                continue  # a template's placeholder (Templater's <% %>, the core plugin's {{ }})
             written = p.text[link.start : link.end]
             target = index.resolve(link, src)
             if target is None:
@@ -399,7 +441,7 @@ def _missing_heading(link: Link, target: str, parsed: dict[str, _Parsed]) -> str
         if part[1:] in blocks:
             return None
         return f"no block ^{part[1:]} in {target}"
-    if not part or _link_key(part) in headings:
+    if not part or heading_key(part) in headings:
         return None
     return f"no heading {part!r} in {target}"
 
@@ -467,6 +509,10 @@ def _duplicates(
     sem = vault.semantic()
     if sem is None:
         return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False, 0
+    # a template is a skeleton, not a note of the owner's: never one of a pair
+    folders = template_folders(vault.root)
+    if folders:
+        entries = {p: e for p, e in entries.items() if not in_folders(p, folders)}
     paths, mat, missing = sem.whole_vectors({p: e.doc for p, e in entries.items()})
     if len(paths) < 2:
         return (
@@ -488,28 +534,130 @@ def _duplicates(
         else None
     )
     found, total = near_pairs(mat, threshold)
-    unlisted = total - len(found)
+    # a note and its counterpart in the other language score lower than two notes in one
+    # language: scored by their own rule (cross_language), weighed with the others
+    seen = {(i, j) for _, i, j in found}
+    cjk = [written_in_cjk(vault.root / entries[p].doc.disk) for p in paths]
+    across = [x for x in cross_language_pairs(mat, cjk, threshold) if (x[1], x[2]) not in seen]
+    found += across
+    total += len(across)
+    crossed = {(i, j) for _, i, j in across}
+    kept, skeletal = _meaningful(vault, entries, paths, found)
+    kept.sort(key=lambda x: (-x[0], paths[x[3]], paths[x[4]]))
+    listed = kept[:LISTED_DUPLICATES]
+    unlisted = total - len(listed)
     if unlisted:
+        why = [
+            f"the {len(listed):,} listed are the ones to act on first: the same text, then "
+            "the closest meaning"
+        ]
+        if skeletal:
+            why.append(
+                f"{skeletal:,} of the closest {len(found):,} share only a template's or a "
+                "recurring note's skeleton and are left out"
+            )
         note = (
             f"near-duplicates: {unlisted:,} more pairs at or above {threshold} not listed "
-            f"(the closest {len(found):,} are; raise health.duplicate_score to see the closest "
-            "only)"
+            f"({'; '.join(why)}; raise health.duplicate_score to see the closest only)"
         )
         warning = f"{warning}; {note}" if warning else note
-    found.sort(key=lambda x: (-x[0], paths[x[1]], paths[x[2]]))
     out = []
-    for score, i, j in found:
+    for rank, score, overlap, i, j in listed:
         a_path, b_path = sorted((paths[i], paths[j]))
+        what = (
+            f"shares {overlap:.0%} of its words with {b_path}"
+            if overlap >= CONTENT_OVERLAP
+            else f"means nearly the same as {b_path}"
+        )
+        if (i, j) in crossed:
+            what += ", in the other language"
         out.append(
             Finding(
                 "duplicate",
                 a_path,
-                f"means nearly the same as {b_path} (score {score:.2f})",
+                f"{what} (score {score:.2f})",
                 other=b_path,
                 score=round(score, 3),
+                rank=rank,
             )
         )
     return out, warning, True, unlisted
+
+
+def _words(text: str) -> set[str]:
+    """A text's words as a set, case-folded; a run of CJK as its character pairs."""
+    folded = text.casefold()
+    out = set(_WORDS.findall(folded))
+    for run in _CJK_RUN.findall(folded):
+        out.update(map(operator.add, run, run[1:]))
+    return out
+
+
+def _body_lines(text: str) -> list[str]:
+    """The note's lines after its frontmatter (its keys are a skeleton; its values are
+    metadata, not what the note says), stripped, the empty ones left out."""
+    _, _, body_start = split_frontmatter(text)
+    body = text[body_start : body_start + CONTENT_CHARS]
+    return [ln for ln in (raw.strip() for raw in body.splitlines()) if ln]
+
+
+def _meaningful(
+    vault: Vault,
+    entries: dict[str, Entry],
+    paths: list[str],
+    pairs: list[tuple[float, int, int]],
+) -> tuple[list[tuple[float, float, float, int, int]], int]:
+    """The pairs that mean something, each as (rank, score, overlap of what the notes say, i,
+    j), and how many were left out as sharing only a skeleton. A skeleton is the lines of the
+    vault's templates and any line that recurs in many of the paired notes (a daily note's
+    sections): two
+    notes that share one pair only when what each adds to it overlaps, and a note that adds
+    next to nothing to it pairs with nothing. Pairs rank by the words they share (a copy
+    first), then by score."""
+    if not pairs:
+        return [], 0
+    limit = vault.config.limits.result_chars
+    folders = template_folders(vault.root)
+    template_lines: set[str] = set()
+    for text in template_texts(vault.root, folders):
+        template_lines.update(_body_lines(text))
+    # every line's note count, over the notes of the closest pairs (the parse cache has their
+    # text): a skeleton that made notes alike recurs among them
+    lines: dict[str, list[str]] = {}
+    counts: dict[str, int] = {}
+    near = sorted({paths[k] for _, i, j in pairs for k in (i, j)})
+    for path in near:
+        e = entries.get(path)
+        p = _parse(vault, e, limit) if e is not None else None
+        body = list(dict.fromkeys(_body_lines(p.text))) if p is not None else []
+        lines[path] = body
+        for ln in body:
+            counts[ln] = counts.get(ln, 0) + 1
+    recurring = max(SKELETON_MIN, int(len(near) * SKELETON_SHARE))
+    content: dict[str, tuple[set[str], set[str]]] = {}  # path -> (skeleton lines, words)
+
+    def of(path: str) -> tuple[set[str], set[str]]:
+        if path not in content:
+            skeleton = {ln for ln in lines[path] if ln in template_lines or counts[ln] >= recurring}
+            rest = " ".join(ln for ln in lines[path] if ln not in skeleton)
+            content[path] = (skeleton, _words(rest))
+        return content[path]
+
+    kept: list[tuple[float, float, float, int, int]] = []
+    skeletal = 0
+    for score, i, j in pairs:
+        (skel_a, words_a), (skel_b, words_b) = of(paths[i]), of(paths[j])
+        union = words_a | words_b
+        overlap = len(words_a & words_b) / len(union) if union else 0.0
+        shared_skeleton = len(skel_a & skel_b) >= 2
+        if (skel_a or skel_b) and min(len(words_a), len(words_b)) < CONTENT_MIN:
+            skeletal += 1  # a note that is its skeleton and little else
+            continue
+        if shared_skeleton and overlap < CONTENT_OVERLAP:
+            skeletal += 1  # alike through the skeleton they share, not what they say
+            continue
+        kept.append((score + overlap, score, overlap, i, j))
+    return kept, skeletal
 
 
 def check(
@@ -536,6 +684,7 @@ def with_duplicates(vault: Vault, report: Report, *, include_ignored: bool = Fal
         vault, vault.entries(), vault.config.health.duplicate_score
     )
     warnings = [*report.warnings, *([warning] if warning else [])]
+    dups += _same_subject(vault, vault.entries()) if checked else []
     out = _report(vault, found + dups, warnings, include_ignored, started)
     out.duplicates_checked, out.duplicates_unlisted = checked, unlisted
     return out
@@ -611,7 +760,66 @@ def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
                 )
             )
 
+    found += _superseded(entries)
     return found, warnings
+
+
+def _superseded(entries: dict[str, Entry]) -> list[Finding]:
+    """Notes marked superseded: the AI no longer finds them; the owner deletes them when ready."""
+    out = []
+    for path, e in entries.items():
+        fm = e.doc.frontmatter
+        if not is_superseded(fm):
+            continue
+        by = successor(fm, entries)
+        when = fm.get(DATE_FIELD)
+        out.append(
+            Finding(
+                "superseded",
+                path,
+                f"superseded by {by or 'a note that is not in the vault'}"
+                + (f" on {when}" if when not in (None, "") else "")
+                + ": the AI no longer finds it; delete it when you no longer need it",
+                other=None,
+            )
+        )
+    return out
+
+
+def _same_subject(vault: Vault, entries: dict[str, Entry]) -> list[Finding]:
+    """Pairs on one subject by recall's stored whole-note vectors (nothing is embedded; the
+    near-duplicates' warning says when they are not there), the older note first: the newer
+    may replace it, which the owner judges (contradiction is beyond a vector). Pairs close
+    enough to be near-duplicates, and superseded notes, are listed as such instead."""
+    sem = vault.semantic() if vault.semantic_wanted() else None
+    live = {p: e for p, e in entries.items() if not is_superseded(e.doc.frontmatter)}
+    if sem is None or len(live) < 2:
+        return []
+    paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in live.items()})
+    if len(paths) < 2:
+        return []
+    pairs, _ = near_pairs(mat, SAME_SUBJECT)
+    top = vault.config.health.duplicate_score
+    out = []
+    for score, i, j in sorted(pairs, key=lambda x: -x[0]):
+        if score >= top:
+            continue
+        a, b = sorted((live[paths[i]], live[paths[j]]), key=lambda e: e.modified_ns)
+        days = (b.modified - a.modified).days
+        if days < MIN_NEWER_DAYS:
+            continue
+        out.append(
+            Finding(
+                "same_subject",
+                a.doc.path,
+                f"{b.doc.path} is on the same subject (score {score:.2f}) and {days} days newer: "
+                "if it replaces this note, delete this one (or ask the AI to supersede it)",
+                other=b.doc.path,
+                score=round(score, 3),
+                days=days,
+            )
+        )
+    return out
 
 
 def _report(
@@ -627,7 +835,9 @@ def _report(
         firsts.setdefault(f.id, f)
     found = list(firsts.values())
     order = {k: i for i, k in enumerate(KINDS)}
-    found.sort(key=lambda f: (order[f.kind], -(f.score or 0), f.path, f.line or 0))
+    found.sort(
+        key=lambda f: (order[f.kind], -(f.rank or f.score or 0), f.path, f.other or "", f.line or 0)
+    )
     ignored = [f for f in found if f.id in ignored_ids]
     shown = found if include_ignored else [f for f in found if f.id not in ignored_ids]
     return Report(

@@ -29,7 +29,7 @@ from typing import Any
 from server.core.clients import client_name
 from server.core.gitrepo import renames
 from server.vault import Vault
-from server.write.journal import estimate_tokens
+from server.write.journal import estimate_tokens, event_time, parse_time
 
 COST_KINDS = ("read", "commit", "noop")  # results the model received
 SPAN = 30  # days in `cost_per_day`
@@ -49,14 +49,8 @@ class LocalClock:
         self._zones: dict[str, tzinfo | None] = {}
 
     def of(self, event: dict[str, Any]) -> datetime | None:
-        ts = event.get("ts")
-        if not isinstance(ts, str):
-            return None
-        try:
-            at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if at.tzinfo is None:
+        at = event_time(event)
+        if at is None:
             return None
         key = f"{at.astimezone(UTC):%Y%m%d%H}{at.minute // 15}"
         zone = self._zones.get(key)
@@ -300,10 +294,8 @@ class Moves:
 
 
 def _epoch(ts: str) -> float | None:
-    try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    at = parse_time(ts)
+    return at.timestamp() if at is not None else None
 
 
 def _ranked(counts: dict[str, int]) -> dict[str, int]:

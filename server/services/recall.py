@@ -126,6 +126,7 @@ def recall(
     limit: int = 8,
     type: str | None = None,
     folder: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
     sem = vault.semantic()
     if sem is None:
@@ -137,7 +138,7 @@ def recall(
         )
     cfg = vault.config
     pq = parsed_query(query) if query else None
-    wanted = query_filter(cfg, pq, type, folder)
+    wanted = query_filter(cfg, pq, type, folder, include_superseded=include_superseded)
     negates = pq is not None and any(t.negated for t in pq.terms)
 
     vault.start_semantic()
@@ -224,22 +225,3 @@ def recall(
     if not hits:
         out["hint"] = "no note passed the filters; drop a filter, or try search_text"
     return out
-
-
-def similar_notes(vault: Vault, paths: list[str]) -> list[dict[str, Any]]:
-    """Up to 3 existing notes that mean nearly the same as the notes just created."""
-    sem = vault.semantic()
-    if sem is None:
-        return []
-    vault.start_semantic()
-    _wait_ready(sem)  # compare with the whole vault, not the part embedded so far
-    entries = vault.entries()
-    seen: set[str] = set(paths)
-    out: list[dict[str, Any]] = []
-    for p in paths:
-        for m in sem.similar(p, lambda q: q in entries and q not in seen):
-            seen.add(m.path)
-            out.append(
-                {"path": m.path, "title": entries[m.path].doc.title, "score": round(m.score, 3)}
-            )
-    return sorted(out, key=lambda x: -x["score"])[:3]

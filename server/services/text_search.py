@@ -14,8 +14,11 @@ from server.index.search_query import (
     SearchError,
     fts_expression,
     parse,
+    phrase_expression,
+    query_key,
     snippets,
     title_expression,
+    title_key,
 )
 from server.notes.config import Config
 from server.notes.entry import Entry
@@ -27,17 +30,32 @@ from server.vault import Vault
 TITLE_WEIGHT = 0.6  # a title holding every word: worth 60% of the best body match of the query
 RECENCY = 0.1  # a note changed today scores up to 10% better: a tie-break, not a ranking
 MOST_RECENT = 1.0 + RECENCY * 1.0  # the largest recency factor, as score() computes it
+# Tiers, above anything a weight can add (score() without tiers stays under 2): the note whose
+# title or file name is the query comes first; then, for a CJK word typed without spaces
+# (停用插件), the notes that say it in one piece before those that hold its words apart.
+WHOLE_TIER = 10.0
+NAMED_TIER = 100.0
 
 
-def score(body: float, best: float, title: bool, modified_ns: int, now: float) -> float:
+def score(
+    body: float,
+    best: float,
+    title: bool,
+    modified_ns: int,
+    now: float,
+    whole: bool = False,
+    named: bool = False,
+) -> float:
     """How well a note matches, higher is better. The body's bm25 is scaled by the query's best
     body score (1.0 = the best match in the vault), a title holding every word adds
     TITLE_WEIGHT: a strong weight, not a tier, so the note all about a word outranks short notes
     that only carry it in their title. The scale is taken over every match, before filters, so
-    a filtered list keeps the unfiltered order."""
+    a filtered list keeps the unfiltered order. `whole` and `named` are tiers (WHOLE_TIER,
+    NAMED_TIER)."""
     s = (body / best if best < 0 else 0.0) + (TITLE_WEIGHT if title else 0.0)
     age_days = max(0.0, now - modified_ns / 1e9) / 86400
-    return s * (1.0 + RECENCY * max(0.0, 1.0 - age_days / 365))
+    s *= 1.0 + RECENCY * max(0.0, 1.0 - age_days / 365)
+    return s + (WHOLE_TIER if whole else 0.0) + (NAMED_TIER if named else 0.0)
 
 
 class TopK:
@@ -49,7 +67,9 @@ class TopK:
     weight while title matches are still to come, times the largest recency factor), the rest
     cannot enter the page: the first `need` are those of the full ranking, in the same order.
     `need=None` ranks every match. `total` counts every match that passes the filters; a page
-    that starts at or past it (`offset`) ranks nothing."""
+    that starts at or past it (`offset`) ranks nothing. The tiers (a note named like the query
+    `key`, see search_query.query_key; the notes holding the words in one piece) are bounded
+    the same way: while one is still to come, only marked matches are read on."""
 
     def __init__(
         self,
@@ -58,23 +78,29 @@ class TopK:
         need: int | None,
         now: float,
         offset: int = 0,
+        key: str = "",
     ) -> None:
         self.entries, self.keep, self.need, self.now = entries, keep, need, now
-        self.offset = offset
+        self.offset, self.key = offset, key
         self.total = 0
         self.best: float | None = None
         self.titles_left = 0
+        self.whole: set[str] = set()
+        self.named: set[str] = set()
         self.scored: list[tuple[float, str, Entry]] = []
         self._top: list[float] = []  # min-heap of the `need` best scores so far
         self.visited = 0  # matches scored (the bound's work; tests read it)
 
-    def start(self, matches: list[str], titles: int) -> int | None:
+    def start(self, matches: list[str], titles: list[str], whole: list[str]) -> int | None:
         entries, keep = self.entries, self.keep
         if keep is None:
             self.total = sum(map(entries.__contains__, matches))
         else:
             self.total = sum(1 for p in matches if (e := entries.get(p)) is not None and keep(e))
-        self.titles_left = titles
+        self.titles_left = len(titles)
+        self.whole = set(whole)
+        # a title that is the query holds every word of it: the named are among `titles`
+        self.named = {p for p in titles if (e := entries.get(p)) is not None and self._names(e)}
         self.best, self.scored, self._top, self.visited = None, [], [], 0
         if self.offset >= self.total:
             return 0
@@ -82,14 +108,26 @@ class TopK:
         # vaults); when it is not, the search index reads on (see SearchIndex.search)
         return None if self.need is None else 3 * self.need + 64
 
+    def _names(self, e: Entry) -> bool:
+        """The note's title or file name is the query (search_query.title_key). A name far
+        longer than the query is not compared: spacing and punctuation never make up that much,
+        and a word in thousands of titles would cost a fold of each."""
+        most = 2 * len(self.key) + 16
+        return bool(self.key) and any(
+            len(name) <= most and title_key(name) == self.key for name in (e.doc.title, e.doc.stem)
+        )
+
     def visit(self, path: str, body: float, title: bool) -> Wants:
         if self.best is None:
             self.best = body  # the first row is the best body score of every match
         best = self.best
         self.titles_left -= title
+        whole, named = path in self.whole, path in self.named
+        self.whole.discard(path)
+        self.named.discard(path)
         e = self.entries.get(path)
         if e is not None and (self.keep is None or self.keep(e)):
-            s = score(body, best, title, e.modified_ns, self.now)
+            s = score(body, best, title, e.modified_ns, self.now, whole, named)
             self.scored.append((-s, path, e))
             if self.need is not None:
                 if len(self._top) < self.need:
@@ -100,11 +138,14 @@ class TopK:
         if self.need is None or len(self._top) < self.need:
             return Wants.ALL
         # The most a match still to come can score: a body part at most this one's, plus the
-        # title weight if it is one of the title matches left, times the largest recency factor.
+        # title weight if it is one of the title matches left, times the largest recency factor,
+        # plus the tiers of the marked matches left (each set holds only those not yet seen).
         kth, rest = self._top[0], body / best if best < 0 else 0.0
         if not kth > rest * MOST_RECENT:
             return Wants.ALL
-        if self.titles_left and not kth > (rest + TITLE_WEIGHT) * MOST_RECENT:
+        marked = (rest + (TITLE_WEIGHT if self.titles_left else 0.0)) * MOST_RECENT
+        marked += (WHOLE_TIER if self.whole else 0.0) + (NAMED_TIER if self.named else 0.0)
+        if (self.titles_left or self.whole) and not kth > marked:
             return Wants.TITLES
         return Wants.NONE
 
@@ -128,14 +169,16 @@ def query_filter(
     type: str | None,
     folder: str | None,
     tags: list[str] | None = None,
+    include_superseded: bool = False,
 ) -> NoteFilter:
     """The notes a search or recall may return: its parameters and the query's inline
-    `type:`, `path:` and `#tag` filters together."""
+    `type:`, `path:` and `#tag` filters together (superseded notes only when asked)."""
     return NoteFilter.of(
         cfg,
         types=[type, *(pq.types if pq else [])],
         folders=[folder, *(pq.paths if pq else [])],
         tags_all=[*(tags or []), *(pq.tags if pq else [])],
+        include_superseded=include_superseded,
     )
 
 
@@ -148,14 +191,15 @@ def search_text(
     tags: list[str] | None = None,
     limit: int = 10,
     cursor: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
     cfg = vault.config
     pq = parsed_query(query)
-    wanted = query_filter(cfg, pq, type, folder, tags)
+    wanted = query_filter(cfg, pq, type, folder, tags, include_superseded)
 
     entries = vault.searchable_entries()
     expr = fts_expression(pq)
-    fp = fingerprint("s", query, type, folder, tags)
+    fp = fingerprint("s", query, type, folder, tags, include_superseded)
     off = read_cursor(cursor, fp)
     if expr is None:  # filters only: newest first
         ranked = sorted(
@@ -170,9 +214,10 @@ def search_text(
             off + limit,
             time.time(),
             offset=off,
+            key=query_key(pq),
         )
         try:
-            vault.search.search(expr, title_expression(pq), top)
+            vault.search.search(expr, title_expression(pq), top, phrase_expression(pq))
         except ValueError as exc:
             raise QueryError(
                 f'{exc}. Simplify the query: plain words, "phrases", -exclusions'
@@ -209,7 +254,11 @@ def search_text(
         empty = [
             f
             for f in (folder, *pq.paths)
-            if f and not any(NoteFilter.of(cfg, folders=[f]).matches(e) for e in entries.values())
+            if f
+            and not any(
+                NoteFilter.of(cfg, folders=[f], include_superseded=True).matches(e)
+                for e in entries.values()
+            )
         ]
         if empty:
             result["hint"] = (

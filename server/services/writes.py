@@ -13,26 +13,34 @@ import itertools
 import json
 import logging
 import re
+import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import filtered_paths, ignored_paths
+from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths
+from server.core.linediff import Opcode, opcodes
 from server.core.redact import mask_secrets, secrets_in
+from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.core.tool_names import ToolName
 from server.notes.config import Config, ConfigError, normalize_tag, parse_vocabulary, tag_problem
 from server.notes.dates import as_date
 from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import CONFLICT_MARKER, Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_note, is_protected, new_name_problem
+from server.notes.superseded import BY_FIELD, DATE_FIELD, STATUS, STATUS_FIELD, by_link
+from server.services.dedupe import SHOWN, near_notes
+from server.services.feedback import AnswersRefused, check_answers
+from server.services.supersede import chain, successor
 from server.vault import Vault, VaultError
+from server.write import store as store_mod
 from server.write.edits import (
     EditError,
     append_section,
@@ -42,7 +50,15 @@ from server.write.edits import (
     update_frontmatter,
 )
 from server.write.journal import cap_diff
-from server.write.store import FileWrite, Stamp, Store, StoreError, WriteRace, read_stable
+from server.write.store import (
+    FileWrite,
+    GitBusy,
+    Stamp,
+    Store,
+    StoreError,
+    WriteRace,
+    read_stable,
+)
 from server.write.validate import (
     attachment_targets,
     closest_tags,
@@ -59,6 +75,7 @@ from server.write.write_ops import (
     CreateDoc,
     EditText,
     ReplaceDoc,
+    SupersedeDoc,
     UpdateFrontmatter,
     WriteOp,
 )
@@ -133,6 +150,7 @@ class Outcome:
     existing: bool = False  # create_doc found the note already there
     warnings: list[str] = field(default_factory=list)
     subject: str = ""
+    similar: list[dict[str, Any]] = field(default_factory=list)  # create_doc: see dedupe
 
 
 def slugify(text: str, limit: int = 80) -> str:
@@ -164,6 +182,7 @@ class Plan:
         # (folder, casefolded title) -> path of each note this call creates: a batch's second
         # note of one title in one folder is the first, as it is once the first is on disk
         self.created: dict[tuple[str, str], str] = {}
+        self.superseded: dict[str, str] = {}  # path -> the note replacing it, in this call
 
     def file(self, raw: str, *, must_exist: bool = True) -> _File:
         try:
@@ -511,9 +530,97 @@ def op_create(p: Plan, a: CreateDoc) -> Outcome:
             "embed only files that are in the vault",
             [f.rel],
         )
+    similar = _search_before_store(p, f.rel, text, a.distinct_from or [])
     f.text = text
     p.created[(folder, title.casefold())] = f.rel
-    return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}")
+    return Outcome(f.rel, created=True, subject=f"{a.tool}: {f.rel}", similar=similar)
+
+
+def _search_before_store(
+    p: Plan, rel: str, text: str, distinct_from: list[str]
+) -> list[dict[str, Any]]:
+    """Refuse a new note the vault already holds (dedupe.near_notes), unless the call named
+    the notes it was found close to in `distinct_from`; else the closest, to list as similar."""
+    near = near_notes(p.vault, rel, text)
+    named = {r for raw in distinct_from if (r := _rel_or_none(p, raw)) is not None}
+    same = [n for n in near if n.refuse and n.path not in named]
+    if same:
+        shown = same[:SHOWN]
+        paths = ", ".join(repr(n.path) for n in shown)
+        raise Rejected(
+            "near_duplicate",
+            f"the vault already has {'a note' if len(same) == 1 else f'{len(same)} notes'} "
+            f"saying nearly what {rel} would: " + "; ".join(n.said() for n in shown),
+            "read it and add what is new there (append_section, edit_text); if the new note "
+            "replaces it, write the new note with distinct_from and then call supersede_doc("
+            f"path=<old note>, by=<new note>); if you read it and yours says something else, "
+            f"call create_doc again with distinct_from: [{paths}]",
+            [rel],
+        )
+    return [n.to_json() for n in near[:SHOWN]]
+
+
+def op_supersede(p: Plan, a: SupersedeDoc) -> Outcome:
+    """Mark `path` replaced by `by`: three frontmatter keys, every other byte as it was. `by`
+    must be a note the AI can read (or one this batch creates), not `path`, and must not lead
+    back to `path` through the notes that replace it (a -> b -> a would hide both)."""
+    f = p.file(a.path)
+    p.check_hash(f, a.hash)
+    assert f.text is not None
+    planned = p.files.get(_rel_or_none(p, a.by) or "")
+    if planned is not None and planned.text is not None:
+        by = planned.rel
+    else:
+        try:
+            by = p.vault.resolve(a.by).rel
+        except VaultError as exc:
+            hint = (
+                "create the replacing note first (create_doc), then supersede this one with its path"
+                if exc.code == "not_found"
+                else PATH_HINTS.get(exc.code, "name a note list_docs shows")
+            )
+            raise Rejected(exc.code, f"by: {exc.message}", hint, [f.rel]) from exc
+    if by == f.rel:
+        raise Rejected(
+            "supersede_self",
+            f"{f.rel} cannot be superseded by itself",
+            "name the note that replaces it in by",
+            [f.rel],
+        )
+    entries = p.vault.entries()
+    loop = chain(by, entries, {**p.superseded, f.rel: by})
+    if f.rel in loop:
+        path = " -> ".join([f.rel, *loop[: loop.index(f.rel) + 1]])
+        raise Rejected(
+            "supersede_loop",
+            f"superseding {f.rel} by {by} makes a loop ({path}): every note in it would be "
+            "hidden as replaced by another",
+            f"{by} is itself marked superseded; read it (read_doc says by what), and supersede "
+            f"{f.rel} by the note that holds now",
+            [f.rel],
+        )
+    fm = p.doc(f).frontmatter
+    if successor(fm, {**entries, by: None}) == by:  # already so: nothing to change, not the date
+        return Outcome(f.rel, subject="")
+    keys = {
+        STATUS_FIELD: STATUS,
+        BY_FIELD: by_link(by),
+        DATE_FIELD: date.today().isoformat(),
+    }
+    try:
+        f.text = update_frontmatter(f.text, keys)
+    except EditError as exc:
+        hint = exc.hint or "fix the YAML with replace_doc"
+        raise Rejected(exc.code, exc.message, hint, [f.rel]) from exc
+    p.superseded[f.rel] = by
+    return Outcome(f.rel, subject=f"{a.tool}: {f.rel} by {by}: {a.reason.strip()}")
+
+
+def _rel_or_none(p: Plan, raw: str) -> str | None:
+    try:
+        return p.vault.resolve(raw, must_exist=False).rel
+    except VaultError:
+        return None
 
 
 def plan_op(p: Plan, a: WriteOp) -> Outcome:
@@ -529,6 +636,8 @@ def plan_op(p: Plan, a: WriteOp) -> Outcome:
             return op_frontmatter(p, a)
         case ReplaceDoc():
             return op_replace(p, a)
+        case SupersedeDoc():
+            return op_supersede(p, a)
         case _:
             assert_never(a)
 
@@ -576,8 +685,6 @@ def _diff(f: _File) -> str:
 # in that case).
 DIFF_ALIGN_LINES = 1_000
 
-Opcode = tuple[Literal["replace", "delete", "insert", "equal"], int, int, int, int]
-
 
 class _Opcodes(difflib.SequenceMatcher[str]):
     """difflib's grouping into hunks, over opcodes made elsewhere."""
@@ -591,35 +698,8 @@ class _Opcodes(difflib.SequenceMatcher[str]):
 
 
 def _opcodes(old: list[str], new: list[str]) -> list[Opcode]:
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    a_end, b_end = len(old) - tail, len(new) - tail
-    mid: list[Opcode] = []
-    if max(a_end, b_end) - head <= DIFF_ALIGN_LINES:
-        sm = difflib.SequenceMatcher(None, old[head:a_end], new[head:b_end])
-        for t, i1, i2, j1, j2 in sm.get_opcodes():
-            mid.append((t, i1 + head, i2 + head, j1 + head, j2 + head))
-    else:
-        for k in range(min(a_end, b_end) - head):
-            tag: Literal["equal", "replace"] = (
-                "equal" if old[head + k] == new[head + k] else "replace"
-            )
-            if mid and mid[-1][0] == tag:
-                mid[-1] = (tag, mid[-1][1], head + k + 1, mid[-1][3], head + k + 1)
-            else:
-                mid.append((tag, head + k, head + k + 1, head + k, head + k + 1))
-        paired = min(a_end, b_end)
-        if a_end > paired:
-            mid.append(("delete", paired, a_end, b_end, b_end))
-        elif b_end > paired:
-            mid.append(("insert", a_end, a_end, paired, b_end))
-    start: list[Opcode] = [("equal", 0, head, 0, head)] if head else []
-    end: list[Opcode] = [("equal", a_end, len(old), b_end, len(new))] if tail else []
-    return start + mid + end
+    # the one bounded engine (server/core/linediff.py), with this module's knob
+    return opcodes(old, new, DIFF_ALIGN_LINES)
 
 
 def _range(start: int, stop: int) -> str:
@@ -668,6 +748,22 @@ def _secret_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) ->
         "leave the secret out (say where it is kept instead)",
         [f.rel],
         _masked_diff(f, [v for _, v in [*raw, *named, *decoded]]),
+    )
+
+
+def _control_check(f: _File, old_text: str, old_doc: Doc | None, new_doc: Doc) -> Rejected | None:
+    """A write may not add control characters (ESC and the rest; tab, LF and CR are text) to a
+    note: the text, a heading, or the frontmatter as YAML decodes it ("\\e" in a title is an
+    ESC for whoever prints the title). The owner's own stay theirs."""
+    assert f.text is not None
+    old_values = decoded_values(old_doc) if old_doc is not None else ""
+    codes = sorted(
+        {*added_controls(old_text, f.text), *added_controls(old_values, decoded_values(new_doc))}
+    )
+    if not codes:
+        return None
+    return Rejected(
+        "control_chars", controls_message(f"the change to {f.rel}", codes), CONTROLS_HINT, [f.rel]
     )
 
 
@@ -740,7 +836,9 @@ def check(p: Plan) -> tuple[list[FileWrite], dict[str, list[str]], list[Rejected
             continue
         old_doc = parse_doc(f.rel, f.original) if f.original is not None else None
         new_doc = parse_doc(f.rel, new)
-        rejected = _secret_check(f, old_text, old_doc, new_doc)
+        rejected = _secret_check(f, old_text, old_doc, new_doc) or _control_check(
+            f, old_text, old_doc, new_doc
+        )
         if rejected is not None:
             errors.append(rejected)
             continue
@@ -823,6 +921,7 @@ class WriteResult:
     diff: str
     # problems after the commit landed (an index that could not be updated): the write stands
     after_commit: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)  # feedback ids the commit names
 
 
 REPLANS = 5
@@ -860,22 +959,38 @@ def apply(
     client: str,
     ops: list[tuple[str, dict[str, Any]]],
     message: str | None = None,
+    answers: list[str] | None = None,
 ) -> WriteResult:
     """Plan, check and commit `ops` as one commit. Raises Rejected (all errors), Conflict,
-    StoreError; returns with commit None when nothing would change (a no-op).
+    StoreError; returns with commit None when nothing would change (a no-op). `answers`: ids
+    of the owner's open feedback the commit names (`Vaultwatch-Answers`), checked first.
 
     If the owner changes a file between the plan and the write, a plan that did not pin the
     file's content (no hash, no replace_doc) is simply made again on the new text: appending
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
     pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
+    # Another git tool on the vault (the Obsidian Git plugin's sync: add, commit, rebase or
+    # merge) is waited for, up to this, never written through: a commit made mid-rebase lands
+    # on a branch the rebase resets (`git rebase --abort` drops it).
+    deadline = time.monotonic() + store_mod.GIT_WAIT_S
     try:
         with store.locked():
-            store.begin()  # git allows a commit; a writer that died mid-write is undone first
-            for attempt in range(1, REPLANS + 1):
+            # git allows a commit (waited for); a writer that died mid-write is undone first
+            store.begin(deadline)
+            answered = _checked_answers(vault, answers or [])
+            attempt = 0
+            while True:
                 try:
-                    return _apply_once(vault, store, tool, client, ops, message)
+                    return _apply_once(vault, store, tool, client, ops, message, answered)
+                except GitBusy:
+                    # git took its index or began an operation after the check: nothing was
+                    # written; wait for it as above, then plan again on what it left
+                    if time.monotonic() >= deadline:
+                        raise
+                    store.check_repo(deadline)
                 except WriteRace as race:
+                    attempt += 1
                     if pinned or attempt == REPLANS:
                         raise Conflict(
                             race.rel,
@@ -898,6 +1013,7 @@ def _apply_once(
     client: str,
     ops: list[tuple[str, dict[str, Any]]],
     message: str | None,
+    answers: list[str],
 ) -> WriteResult:
     plan = Plan(vault)
     outcomes: list[Outcome] = []
@@ -932,7 +1048,9 @@ def _apply_once(
     _refuse_ignored(vault, writes)
     _refuse_filtered(vault, writes)
     if not writes:
-        return WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
+        res = WriteResult(None, outcomes, [o.path for o in outcomes], warnings, _hashes(plan), "")
+        res.answered = answers  # named, but no commit carries them: the result says so
+        return res
     if len(ops) == 1:
         subject = outcomes[0].subject
     else:
@@ -945,10 +1063,25 @@ def _apply_once(
     leaked = _message_secret(plan, subject)
     if leaked is not None:
         raise leaked
-    sha = store.commit(writes, subject=subject, tool=tool, client=client, config=plan.config)
+    if codes := added_controls("", message or ""):
+        raise Rejected(
+            "control_chars",
+            controls_message("message", codes),
+            CONTROLS_HINT,
+            sorted(plan.touched),
+        )
+    sha = store.commit(
+        writes,
+        subject=subject,
+        tool=tool,
+        client=client,
+        config=plan.config,
+        trailers=[(ANSWERS, a) for a in answers],
+    )
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
     res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
+    res.answered = answers
 
     def diff() -> None:
         res.diff = "".join(_diff(f) for f in plan.files.values() if f.text is not None)
@@ -958,6 +1091,20 @@ def _apply_once(
     return res
 
 
+# a write that changed nothing made no commit, so it answered nothing
+NOT_ANSWERED = "; so the feedback in answers stays open: make the change it asks for"
+
+
+def _checked_answers(vault: Vault, answers: list[str]) -> list[str]:
+    """The feedback ids a write answers, or Rejected (nothing written) naming the bad ones."""
+    if not answers:
+        return []
+    try:
+        return check_answers(vault, answers)
+    except AnswersRefused as exc:
+        raise Rejected(exc.code, exc.message, exc.hint, []) from exc
+
+
 def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> None:
     """Run one piece of upkeep after a commit landed, best effort: a failure is logged and
     reported in the result (`after_commit`), never raised, since the write itself stands."""
@@ -965,10 +1112,20 @@ def after_commit(res: WriteResult, what: str, step: Callable[[], object]) -> Non
         step()
     except Exception as exc:
         log.warning("after commit %s: updating %s failed", res.commit, what, exc_info=True)
+        # The cause only, never the inner error's own words: those are written for a failed
+        # call ("nothing was changed. Try again shortly"), and here the write stands
+        # (adversarial pass 3, N17).
+        cause = exc.__cause__ or exc
+        detail = (
+            cause.strerror
+            if isinstance(cause, OSError) and cause.strerror
+            else str(cause)[:120]
+            if cause is not exc
+            else type(exc).__name__
+        )
         res.after_commit.append(
-            f"the write is committed ({res.commit}), but updating {what} failed "
-            f"({type(exc).__name__}: {str(exc)[:200]}); it catches up by itself. Do not repeat "
-            "the write."
+            f"the write is committed ({res.commit}), but updating {what} failed ({detail}); "
+            "it catches up by itself. Do not repeat the write."
         )
 
 
@@ -1050,11 +1207,17 @@ def result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str, Any]:
     if o.created is not None:
         out["created"] = True
     out["commit"] = res.commit
+    if res.answered and res.commit:
+        out["answered"] = res.answered
     if res.commit is None:
         out["noop"] = True
-        out["note"] = "the note already had exactly this content; nothing was committed"
+        out["note"] = "the note already had exactly this content; nothing was committed" + (
+            NOT_ANSWERED if res.answered else ""
+        )
     if res.warnings.get(o.path):
         out["warnings"] = res.warnings[o.path]
+    if o.similar and res.commit is not None:
+        out["similar"] = o.similar
     if res.after_commit:
         out["after_commit"] = res.after_commit
     if res.diff:
@@ -1068,9 +1231,15 @@ def batch_result_for(res: WriteResult, limit: int = DIFF_IN_RESULT) -> dict[str,
     for o in res.outcomes:
         item = {"path": o.path, "hash": o.hash or res.hashes.get(o.path), "created": o.created}
         results.append({k: v for k, v in item.items() if v is not None})
+    similar = sorted(
+        {s["path"]: s for o in res.outcomes for s in o.similar}.values(), key=lambda s: -s["score"]
+    )
     return {
         "commit": res.commit,
         "results": results,
+        "answered": res.answered if res.commit and res.answered else None,
+        "note": NOT_ANSWERED.lstrip("; ") if res.commit is None and res.answered else None,
+        "similar": similar[:SHOWN] if similar and res.commit is not None else None,
         "noop": True if res.commit is None else None,
         "warnings": res.warnings or None,
         "diff": _diff_in_result(res.diff, limit) if res.diff else None,

@@ -15,7 +15,7 @@ from server.core.errors import VaultwatchError
 from server.notes.frontmatter import FrontmatterLoader, frontmatter_tags, split_frontmatter
 from server.notes.links import code_layout
 from server.notes.note import UNCLOSED_FENCE, Doc, lf_lines
-from server.notes.reading import ReadError, find_section
+from server.notes.reading import AmbiguousSection, ReadError, find_section
 
 
 class EditError(VaultwatchError, ValueError):
@@ -121,9 +121,9 @@ def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) ->
     _refuse_open_fence(content, doc)
     try:
         h = find_section(doc, name)
-    except ReadError as exc:
-        if "matches" in str(exc):
-            raise EditError("ambiguous_heading", str(exc)) from exc
+    except AmbiguousSection as exc:
+        raise EditError("ambiguous_heading", str(exc)) from exc
+    except ReadError:
         h = None
     if h is None:
         parent = None
@@ -132,7 +132,9 @@ def _append_section(text: str, nl: str, doc: Doc, heading: str, content: str) ->
                 parent = find_section(doc, name.rsplit("/", 1)[0])
             except ReadError:
                 parent = None
-        title = name.rsplit("/", 1)[-1]
+        # under a parent the note has, the last part is the new heading; with none, the `/`
+        # is part of the heading's own text (TCP/UDP), as the owner would have typed it
+        title = name.rsplit("/", 1)[-1].strip() if parent is not None else name
         lvl = level or (parent.level + 1 if parent else 2)
         block = f"{'#' * lvl} {title}{nl}{body}{nl}"
         if parent is not None:

@@ -190,6 +190,24 @@ TOKEN_RULE = (
 )
 
 
+def parse_time(ts: object) -> datetime | None:
+    """A time as the journal writes it (ISO 8601, `Z` or an offset) as an aware datetime; None
+    for anything else (a hand-edited or foreign line). The one reader of journal and state
+    times: the dashboard, the stats, the reads and the context preview all use it."""
+    if not isinstance(ts, str):
+        return None
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
+def event_time(event: dict[str, Any]) -> datetime | None:
+    """When a journal event happened (its `ts`), or None."""
+    return parse_time(event.get("ts"))
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens a model reads for `text`, roughly (see TOKEN_RULE): no tokenizer is loaded."""
     latin = len(_WIDE.sub("", text))
@@ -253,7 +271,13 @@ class Journal:
         line = (json.dumps(event_out, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
             make_state_dir(self.path.parent)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, STATE_FILE_MODE)
+            # O_NOFOLLOW: a journal that is a symlink would append every event (attempted
+            # diffs included) to whatever file it names (adversarial pass 3, N15)
+            fd = os.open(
+                self.path,
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
+                STATE_FILE_MODE,
+            )
             try:
                 os.write(fd, line)
             finally:
@@ -298,7 +322,7 @@ def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:
             continue
         try:
             event = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line nested too deep is damage too
             continue
         if isinstance(event, dict) and isinstance(event.get("v"), int) and "kind" in event:
             yield event

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.core.gitrepo import git, state_dir
+from server.core.gitrepo import git, load_state_json, state_dir
 
 log = logging.getLogger("vaultwatch.modified")
 
@@ -175,7 +175,7 @@ class ModifiedTimes:
 
     def _load(self) -> tuple[str | None, dict[str, int]]:
         try:
-            data = json.loads(self._cache.read_text(encoding="utf-8"))
+            data = load_state_json(self._cache)
             head, commits = data["head"], data["commits"]
             return str(head), {str(k): int(v) for k, v in commits.items()}
         except (OSError, ValueError, TypeError, KeyError, AttributeError):

@@ -2,12 +2,21 @@
 atomically, one git commit as the AI, and a recorded intent so a crash mid-write is rolled back.
 
 Order of a write (all under the vault's flock):
-  1. refuse if git is busy or mid-merge/rebase, or HEAD is detached   (nothing touched yet)
-  2. snapshot: commit the human's uncommitted edits to these paths as the human
-  3. record this write's own intent file: each path with its previous and new blob ids
-  4. write each file to a temp file, fsync, rename over
-  5. git commit exactly these paths as the AI, with the trailers
-  6. remove the intent file
+  1. wait (within the call's budget) while git is busy or mid-merge/rebase; refuse if it stays
+     so, or HEAD is detached                                          (nothing touched yet)
+  2. take git's own .git/index.lock and check 1 again under it; held until 6 is done
+  3. snapshot: commit the human's uncommitted edits to these paths as the human
+  4. record this write's own intent file: each path with its previous and new blob ids
+  5. write each file to a temp file (under .git/vaultwatch/tmp), fsync, rename over
+  6. git commit exactly these paths as the AI, with the trailers; git's index updated
+  7. remove the intent file
+Steps 3-6 are one step for every other git process on the vault: each git command that stages
+or commits (`git add -A` in the Obsidian Git plugin's backup) and each that starts a rebase or
+merge must take .git/index.lock first, and fails (or waits) while we hold it. So no AI line is
+ever staged by someone else's `git add -A` between our rename and our commit, and no AI commit
+lands on a branch a rebase is about to reset. (The alternative, commit first and rename after,
+would leave HEAD ahead of the file on a crash, and commit a change a late owner save then
+forces us to take back.)
 A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
 file; the next writer (any process, under the lock: the AI's writes and the owner's actions
 all start with `Store.begin`) or the next start puts the files back unless the human changed
@@ -41,9 +50,11 @@ from server.core.faults import crash_point
 from server.core.gitrepo import (
     ACTION,
     CLIENT,
+    INDEX_LOCK_WAIT_S,
     TOOL,
     GitError,
     IndexBusy,
+    OwnerIndex,
     commit_message,
     filtered_paths,
     git,
@@ -51,6 +62,8 @@ from server.core.gitrepo import (
     human_identity,
     identity_env,
     index_busy_message,
+    load_state_json,
+    make_state_dir,
     operation_in_progress,
     owner_index,
     state_dir,
@@ -113,7 +126,13 @@ def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
     """
     deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
     while True:
-        fd = _open_if_exists(path)
+        try:
+            fd = _open_if_exists(path)
+        except BlockingIOError:  # another program's file lease: busy, not ours to wait out
+            if time.monotonic() >= deadline:
+                raise WriteRace(rel, None, None, reason=LEASED) from None
+            time.sleep(_POLL_S)
+            continue
         if fd is None:
             return None, None
         try:
@@ -153,12 +172,38 @@ def _settled_fd(fd: int, old: bytes | None) -> bytes:
     return data
 
 
-def _temp_name(path: Path) -> str:
-    return str(path.parent / f".{path.name}.{secrets.token_hex(4)}.vaultwatch-tmp")
+def temp_dir(root: Path, path: Path) -> Path:
+    """Where a temp file for the note `path` is made: `.git/vaultwatch/tmp/`, outside the working
+    tree, so no `git add -A` (the Obsidian Git plugin's backup) or `git status` ever sees one,
+    even one a crash left. A rename is atomic only within one filesystem, so that folder is used
+    only when it is on the note's; otherwise (a worktree's or submodule's git dir on another
+    disk, a note folder that is a mount point) the temp file goes beside the note as before.
+    That fallback stays safe: the whole write holds git's index.lock, so no other git command
+    can stage the temp file while it exists, and recovery removes one a crash left."""
+    d = state_dir(root) / "tmp"
+    try:
+        if not d.is_dir():
+            make_state_dir(d.parent)
+            d.mkdir(mode=0o700, exist_ok=True)
+        near = path.parent
+        while not near.exists() and near != root and near.parent != near:
+            near = near.parent  # a new note's folder is made on its parent's filesystem
+        if os.stat(d).st_dev == os.stat(near).st_dev:
+            return d
+    except OSError:
+        pass
+    return path.parent
+
+
+def _temp_name(root: Path, path: Path) -> str:
+    d = temp_dir(root, path)
+    if d == path.parent:
+        return str(d / f".{path.name}.{secrets.token_hex(4)}.vaultwatch-tmp")
+    return str(d / f".{secrets.token_hex(8)}.vaultwatch-tmp")  # names of any folder meet here
 
 
 def _write_temp(tmp: str, path: Path, data: bytes) -> None:
-    """`data` in a new temp file beside `path`, fsynced, with the file's current mode."""
+    """`data` in the new temp file `tmp` for `path`, fsynced, with the file's current mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -230,36 +275,82 @@ def ignore_lease_breaks() -> None:
     signal.signal(signal.SIGIO, signal.SIG_IGN)
 
 
-def _lease(fd: int) -> bool:
-    """A write lease on the file before it is checked and replaced: while it is held, a
-    program that opens the file (an editor appending a line) waits, and the lease shows it
-    was asked for. Without one, an append that opened the old copy just before the rename
-    and wrote just after the check would land in a copy nobody sees again. Taken only where
-    lease breaks cannot end the process; other programs holding the file open, a filesystem
-    without leases or a file of another owner leave the check as it was without a lease."""
+# How long a write waits for another program to close a note it holds open for writing (an
+# editor's save in progress) before planning again.
+LEASE_WAIT_S = 2.0
+
+
+def _lease(fd: int, rel: str) -> bool:
+    """A read lease on the note before it is checked and replaced (`fd` open read-only).
+
+    The kernel grants it only while no process has the file open for writing, and while it is
+    held any open for writing (an editor appending a line, a truncate-then-write save) waits
+    inside open() until we let go, before it can write a byte. So, held from the check until
+    after the rename: the bytes checked are the bytes replaced, and an editor that looked the
+    path up before the rename is held, then seen (`_lease_broken`), its save waited for
+    (`_writers_gone`) and put back. A read lease, not a write lease: readers (Obsidian's
+    indexer, another server's reads) neither block it nor are blocked by it.
+
+    A file open for writing elsewhere is a save in flight: waited for up to LEASE_WAIT_S,
+    then WriteRace (the write is planned again on what it saved). False when this process
+    or filesystem cannot take leases (SIGIO not ignored, NFS, a file of another owner): the
+    check then runs without one; SECURITY.md names the windows that leaves."""
     if signal.getsignal(signal.SIGIO) != signal.SIG_IGN:
         return False
-    for _ in range(5):
+    deadline = time.monotonic() + LEASE_WAIT_S
+    while True:
         try:
-            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
             return True
-        except BlockingIOError:  # open elsewhere this moment (a reader): try again shortly
+        except BlockingIOError:  # open for writing elsewhere this moment: a save in flight
+            if time.monotonic() >= deadline:
+                raise WriteRace(
+                    rel, None, None, reason="is held open for writing by another program"
+                ) from None
             time.sleep(_POLL_S)
         except OSError:
             return False
-    return False
 
 
 def _lease_broken(fd: int) -> bool:
-    """Whether someone opened the file while our lease was held; the lease is released."""
-    broken = fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_WRLCK
-    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
-    return broken
+    """Whether a program opened the file for writing while our lease was held (it waits in
+    open() until the lease goes). The lease stays held."""
+    return bool(fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK)
+
+
+def _unlease(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+
+
+def _writers_gone(fd: int, wait_s: float = LEASE_WAIT_S) -> bool:
+    """After our lease was broken and let go: wait until no program holds the (old) file open
+    for writing any more, i.e. the save that was held has been written and closed. A read
+    lease is granted exactly then (and given back at once). False if still open at the end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_S)
+            continue
+        except OSError:
+            return False
+        _unlease(fd)
+        return True
+
+
+LEASED = "is held by another program right now (a file lease); try again shortly"
 
 
 def _open_if_exists(path: Path) -> int | None:
+    """The file opened for reading, or None when there is none. O_NONBLOCK: a file another
+    program holds a lease on raises BlockingIOError at once, instead of stalling every writer
+    behind the vault lock for lease-break-time (45 s; adversarial pass 3, N10)."""
     try:
-        return os.open(path, os.O_RDONLY)
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
 
@@ -283,6 +374,42 @@ class StoreError(VaultwatchError):
     def __init__(self, code: str, message: str, hint: str = "", owner: str = "") -> None:
         super().__init__(code, message, hint)
         self.for_owner = owner or message
+
+
+class GitBusy(StoreError):
+    """Another git command holds the index, or git is in the middle of a rebase, merge,
+    cherry-pick or revert (the Obsidian Git plugin's sync, the owner at a terminal): nothing
+    was written. The AI's write path waits for it to end (within the call's budget) and
+    plans again; the dashboard's actions report it."""
+
+
+# How long an AI write waits for another git's operation (a rebase, a merge, a held index) to
+# end before it refuses: an Obsidian Git sync rebases in well under a second, and MCP clients
+# give a call a minute or more.
+GIT_WAIT_S = 20.0
+_GIT_POLL_S = 0.02
+
+
+def _busy_in_progress(command: str, what: str, waited: float) -> GitBusy:
+    return GitBusy(
+        "git_in_progress",
+        f"the owner's git is in the middle of {what} (another git tool on the vault, e.g. the "
+        f"Obsidian Git plugin's sync); waited {waited:.0f} s for it to end; nothing was written. "
+        "Call again in a minute; if it keeps saying this, tell the owner to finish or abort "
+        f"the {command}.",
+        owner=f"git is in the middle of {what}; nothing was changed. Finish it, or abort it "
+        f"(A in the dashboard, or git {command} --abort), then try again.",
+    )
+
+
+def _busy_index(waited: float) -> GitBusy:
+    return GitBusy(
+        "git_busy",
+        index_busy_message(waited),
+        owner="git's index is locked (.git/index.lock): another git command is running or one "
+        "crashed; nothing was changed. Try again in a moment; if no git command is running, "
+        "delete .git/index.lock.",
+    )
 
 
 @dataclass
@@ -314,13 +441,18 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Temp file in the same folder, fsync, rename over: a reader sees old or new, never half."""
+def atomic_write(path: Path, data: bytes, tmp_dir: Path | None = None) -> None:
+    """Temp file in `tmp_dir` (on the same filesystem; default the same folder), fsync, rename
+    over: a reader sees old or new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = None
     with contextlib.suppress(FileNotFoundError):
         mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vaultwatch-tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}." if tmp_dir is None else ".",
+        suffix=".vaultwatch-tmp",
+        dir=path.parent if tmp_dir is None else tmp_dir,
+    )
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -348,13 +480,14 @@ class Store:
         with write_lock(self.root):
             yield
 
-    def begin(self) -> list[str]:
+    def begin(self, deadline: float | None = None) -> list[str]:
         """What every writer does first, under the lock: the AI's writes and every owner action
-        (revert, undo, move, create, delete) alike. git must allow a commit (check_repo), then
-        whatever a dead writer left half-done is put right (recover_locked): without it the
-        owner's move or revert snapshotted a killed AI write's files as the owner's own edit.
+        (revert, undo, move, create, delete) alike. git must allow a commit (check_repo, which
+        waits until `deadline` for another git's operation to end), then whatever a dead writer
+        left half-done is put right (recover_locked): without it the owner's move or revert
+        snapshotted a killed AI write's files as the owner's own edit.
         Returns the paths put back."""
-        self.check_repo()
+        self.check_repo(deadline)
         return self.recover_locked()
 
     def record_intent(
@@ -417,25 +550,39 @@ class Store:
 
     # -- checks ---------------------------------------------------------------------------------
 
-    def check_repo(self) -> None:
-        g = git_dir(self.root)  # a worktree's own HEAD, not the main checkout's
-        if not wait_for_index(self.root):  # another git command's lock usually goes in ms
-            raise StoreError(
-                "git_busy",
-                index_busy_message(),
-                owner="git's index is locked (.git/index.lock): another git command is running "
-                "or one crashed; nothing was changed. Try again in a moment; if no git command "
-                "is running, delete .git/index.lock.",
-            )
+    def check_repo(self, deadline: float | None = None) -> None:
+        """Refuse (StoreError) unless git is in a state a commit may land in. With `deadline`
+        (time.monotonic()), a held index or an operation in progress (GitBusy) is waited for
+        until then; without, only the index, for INDEX_LOCK_WAIT_S."""
+        start = time.monotonic()
+        while True:
+            try:
+                self._check_repo_once(wait_index=deadline is None)
+                return
+            except GitBusy as exc:
+                if deadline is None or time.monotonic() >= deadline:
+                    if deadline is None:
+                        raise
+                    raise self._busy_now(time.monotonic() - start) or exc from None
+                time.sleep(_GIT_POLL_S)
+
+    def _busy_now(self, waited: float) -> GitBusy | None:
         busy = operation_in_progress(self.root)
         if busy is not None:
-            raise StoreError(
-                "git_in_progress",
-                f"the vault is in the middle of {busy[1]}; nothing was written. Tell the owner "
-                "to finish or abort it first.",
-                owner=f"git is in the middle of {busy[1]}; nothing was changed. Finish it, or "
-                f"abort it (A in the dashboard, or git {busy[0]} --abort), then try again.",
-            )
+            return _busy_in_progress(*busy, waited)
+        if os.path.lexists(git_dir(self.root) / "index.lock"):
+            return _busy_index(round(waited, 1))
+        return None
+
+    def _check_repo_once(self, wait_index: bool = False) -> None:
+        g = git_dir(self.root)  # a worktree's own HEAD, not the main checkout's
+        # another git command's lock usually goes in ms
+        if not wait_for_index(self.root, INDEX_LOCK_WAIT_S if wait_index else 0):
+            raise _busy_index(INDEX_LOCK_WAIT_S if wait_index else 0)
+        busy = operation_in_progress(self.root)
+        if busy is not None:
+            # a rebase also detaches HEAD: it is the rebase that is reported, and waited for
+            raise _busy_in_progress(*busy, 0)
         head = (g / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
         if not head.startswith("ref: "):
             raise StoreError(
@@ -449,7 +596,14 @@ class Store:
     # -- the write ------------------------------------------------------------------------------
 
     def commit(
-        self, writes: list[FileWrite], *, subject: str, tool: str, client: str, config: Config
+        self,
+        writes: list[FileWrite],
+        *,
+        subject: str,
+        tool: str,
+        client: str,
+        config: Config,
+        trailers: list[tuple[str, str]] | None = None,
     ) -> str | None:
         """Write and commit the AI's writes (caller holds the lock and has run check_repo).
         Returns the sha; None when, its BOMs kept, no file changes (nothing is committed).
@@ -469,7 +623,8 @@ class Store:
             return None
         author = config.ai_author
         message = commit_message(
-            subject, {TOOL: trailer_value(tool), CLIENT: trailer_value(client)}
+            subject,
+            [(TOOL, trailer_value(tool)), (CLIENT, trailer_value(client)), *(trailers or [])],
         )
         return self.apply(writes, message=message, author=(author.name, author.email), tool=tool)
 
@@ -478,19 +633,52 @@ class Store:
     ) -> str:
         """The write path with any author and message (the AI's writes, the owner's reverts):
         snapshot, intent, temp files, rename over (or unlink), one commit of exactly these
-        paths. Caller holds the lock and has run check_repo."""
+        paths, all under git's own index lock (see the module's doc). Caller holds the lock and
+        has run check_repo. GitBusy when another git holds the index or began an operation
+        since: nothing is written."""
+        try:
+            with owner_index(self.root) as idx:
+                # the index.lock now is ours; an operation that began before we took it shows
+                op = operation_in_progress(self.root)
+                if op is not None:
+                    raise _busy_in_progress(*op, 0)
+                if not self._on_branch():
+                    raise _busy_index(0)  # not a rebase, yet detached: check_repo says why
+                return self._apply_indexed(idx, writes, message=message, author=author, tool=tool)
+        except IndexBusy as exc:
+            raise _busy_index(INDEX_LOCK_WAIT_S) from exc
+
+    def _on_branch(self) -> bool:
+        head = (git_dir(self.root) / "HEAD").read_text(encoding="utf-8", errors="replace")
+        return head.strip().startswith("ref: ")
+
+    def _apply_indexed(
+        self,
+        idx: OwnerIndex,
+        writes: list[FileWrite],
+        *,
+        message: str,
+        author: tuple[str, str],
+        tool: str,
+    ) -> str:
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
         held: list[tuple[FileWrite, int | None]] = []
-        leased: set[int] = set()  # fds we hold a write lease on (see _lease)
+        leased: set[int] = set()  # fds we hold a read lease on (see _lease)
+        # every fd opened below, closed on every way out: one left open by a failed rename
+        # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
+        opened: list[int] = []
         try:
             head_blobs = self.snapshot(
-                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}, idx=idx
             )
             # The intent (with the temp names) is on disk before any temp file exists, so a
             # crash at any point leaves nothing that recovery does not know about.
-            temps = [_temp_name(self.root / w.disk) if w.new is not None else None for w in writes]
+            temps = [
+                _temp_name(self.root, self.root / w.disk) if w.new is not None else None
+                for w in writes
+            ]
             blobs = [blob_id(w.new) if w.new is not None else None for w in writes]
             self._store_old_blobs(writes, head_blobs)
             intent = {
@@ -518,15 +706,27 @@ class Store:
             crash_point("temps")
             for w, tmp in zip(writes, temps, strict=True):
                 target = self.root / w.disk
-                fd = _open_if_exists(target)
-                if fd is not None and _lease(fd):
-                    leased.add(fd)
+                try:
+                    fd = _open_if_exists(target)
+                except BlockingIOError:  # leased by another program since the plan
+                    raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
+                if fd is not None:
+                    opened.append(fd)
+                    try:
+                        if _lease(fd, w.rel):
+                            leased.add(fd)
+                    except WriteRace as race:
+                        race.expected = w.old
+                        raise
+                # Under the lease no program can open the file for writing without waiting
+                # for us: what is read here is what the rename replaces.
                 current = _read_fd(fd) if fd is not None else None
-                if current != w.old or (
+                changed = current != w.old or (
                     fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
-                ):
-                    if fd is not None:
-                        os.close(fd)
+                )
+                if not changed and fd is not None and fd in leased and _lease_broken(fd):
+                    changed = True  # a save is waiting to write into it: let it, plan again
+                if changed:
                     raise WriteRace(w.rel, w.old, current)
                 if tmp is None:
                     os.unlink(target)
@@ -535,18 +735,24 @@ class Store:
                 renamed.append(w)
                 held.append((w, fd))
                 crash_point("renamed")
-            _fsync_dir(self.root)
-            # Someone who opened a file just before we replaced it wrote into the old copy (or
-            # truncated it, their write still to come): their words would vanish with it. Wait
-            # for their save to finish, put it back and stop. (Our rename changed the old
+            for folder in sorted({(self.root / w.disk).parent for w in renamed}):
+                _fsync_dir(folder)
+            # Someone who opened a file just before we replaced it writes into the old copy
+            # (or truncates it, their write still to come): their words would vanish with it.
+            # With a lease they were held in open() and it shows: let them go, wait until
+            # they have closed the file, put what they saved back and stop. Without one, a
+            # change to the old copy is all there is to see. (Our rename changed the old
             # copy's ctime, not its size or mtime.)
             for w, fd in held:
                 if fd is None:
                     continue
-                if fd in leased and _lease_broken(fd):
-                    # opened while we replaced it: the opener was held until now; let its
-                    # save finish before judging the old copy
-                    _settled_fd(fd, w.old)
+                if fd in leased:
+                    broken = _lease_broken(fd)
+                    _unlease(fd)
+                    leased.discard(fd)
+                    if broken:
+                        late = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, w.old)
+                        raise WriteRace(w.rel, w.old, late, restore=late)
                 st = os.fstat(fd)
                 moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
                 if moved or _read_fd(fd) != w.old:
@@ -557,8 +763,11 @@ class Store:
                 [(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
                 message,
                 author,
+                idx=idx,
             )
         except (OSError, GitError, WriteRace) as exc:
+            for fd in leased:
+                _unlease(fd)
             restore = exc.restore if isinstance(exc, WriteRace) else None
             self._undo(
                 renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
@@ -571,14 +780,22 @@ class Store:
                 os.unlink(self.intent_path)
             if isinstance(exc, WriteRace):
                 raise
+            if isinstance(exc, BranchMoved):  # waited for and made again by the caller
+                raise GitBusy(
+                    "git_busy",
+                    "another git command committed on the branch at the same moment (the "
+                    f"owner's git tool, e.g. Obsidian Git's sync); nothing was written: {exc}. "
+                    "Call again in a moment.",
+                ) from exc
             if isinstance(exc, IndexBusy):
                 raise StoreError("git_busy", str(exc)) from exc
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
-            for _, fd in held:
-                if fd is not None:
-                    os.close(fd)
+            for fd in leased:
+                _unlease(fd)
+            for fd in opened:
+                os.close(fd)
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
         return sha
@@ -598,18 +815,47 @@ class Store:
         rel, late = restore_for
         for w in reversed(written):
             target = self.root / w.disk
-            try:
-                now = target.read_bytes()
-            except FileNotFoundError:
-                now = None
-            if now != w.new:
-                continue  # edited again since we replaced it: that edit is newer, keep it
             data = late if (w.rel == rel and late is not None) else w.old
+            self._put_back(target, w.new, data)
+
+    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> None:
+        """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
+        lease as the write itself is (see _lease), so a save the owner makes into our copy
+        meanwhile is never dropped: a file that is no longer ours is left as it is."""
+        try:
+            fd = _open_if_exists(target)
+        except BlockingIOError:  # another program's lease: it is busy with the file, leave it
+            log.warning("%s is held by another program; left as it is, not put back", target)
+            return
+        leased = False
+        try:
+            if fd is not None:
+                try:
+                    leased = _lease(fd, str(target))
+                except WriteRace:
+                    log.warning("%s is being saved; left as it is, not put back", target)
+                    return
+            now = _read_fd(fd) if fd is not None else None
+            if now != ours or (leased and fd is not None and _lease_broken(fd)):
+                return  # edited again since we replaced it: that edit is newer, keep it
             if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
             else:
-                atomic_write(target, data)
+                atomic_write(target, data, temp_dir(self.root, target))
+            if fd is not None and leased and _lease_broken(fd):
+                # a save into our copy was held while it was replaced: keep what it saved
+                _unlease(fd)
+                leased = False
+                saved = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, ours)
+                if saved != ours:
+                    log.warning("a save into %s landed while it was put back; kept", target)
+                    atomic_write(target, saved, temp_dir(self.root, target))
+        finally:
+            if fd is not None:
+                if leased:
+                    _unlease(fd)
+                os.close(fd)
 
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
@@ -625,6 +871,7 @@ class Store:
         self,
         paths: list[str],
         expect: dict[str, tuple[str, bytes | None, Stamp | None]] | None = None,
+        idx: OwnerIndex | None = None,
     ) -> dict[str, str]:
         """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
         each path afterwards (what the write starts from).
@@ -727,6 +974,7 @@ class Store:
                 entries,
                 commit_message(subject, {ACTION: "snapshot"}),
                 human_identity(self.root),
+                idx=idx,
             )
         finally:
             self.drop_intent()  # committed, or failed with the branch where it was
@@ -741,7 +989,10 @@ class Store:
         with self.locked():
             # A crash while one of our own state files was being written (the intent, the
             # private index's marker) leaves only its temp file.
-            for stale in self.intent_path.parent.glob(".*.vaultwatch-tmp"):
+            for stale in [
+                *self.intent_path.parent.glob(".*.vaultwatch-tmp"),
+                *(self.intent_path.parent / "tmp").glob(".*.vaultwatch-tmp"),  # notes' temps
+            ]:
                 with contextlib.suppress(FileNotFoundError):
                     stale.unlink()
             return self.recover_locked()
@@ -762,7 +1013,7 @@ class Store:
 
     def _recover_intent(self, intent_path: Path) -> list[str]:
         try:
-            intent = json.loads(intent_path.read_text(encoding="utf-8"))
+            intent = load_state_json(intent_path)
             files = intent["files"]
         except (OSError, ValueError, KeyError, TypeError):
             with contextlib.suppress(FileNotFoundError):
@@ -806,7 +1057,7 @@ class Store:
                     _prune_parents(self.root, f["path"])  # folders a killed move made
                 else:
                     data = git(self.root, "cat-file", "blob", f["old"]).stdout
-                    atomic_write(target, data)
+                    atomic_write(target, data, temp_dir(self.root, target))
                 restored.append(f["path"])
                 crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
@@ -855,8 +1106,16 @@ def _prune_parents(root: Path, rel: str) -> None:
         parent = os.path.dirname(parent)
 
 
+class BranchMoved(GitError):
+    """The branch moved between reading HEAD and moving it (compare-and-swap failed)."""
+
+
 def commit_blobs(
-    root: Path, entries: list[tuple[str, str | None]], message: str, author: tuple[str, str]
+    root: Path,
+    entries: list[tuple[str, str | None]],
+    message: str,
+    author: tuple[str, str],
+    idx: OwnerIndex | None = None,
 ) -> str:
     """Commit exactly these paths, whatever else the working tree or git's index holds: HEAD +
     these (path, blob; None removes the path) -> a tree (in a private index) -> a commit by
@@ -864,7 +1123,8 @@ def commit_blobs(
     The real index is then set to HEAD for these paths. Caller holds the write lock.
 
     The one way anything of ours commits: the AI's writes, the owner's snapshots, reverts and
-    undos (through `Store.apply`) and the owner's moves, creates and deletes."""
+    undos (through `Store.apply`) and the owner's moves, creates and deletes. `idx`: git's index
+    lock already held by the caller (the write path holds it across its whole write)."""
     # A private index, kept between writes (all of them under the write lock): when it
     # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
     # subtrees, which is most of the cost of a commit in a large vault.
@@ -930,10 +1190,22 @@ def commit_blobs(
     # index lock, and put in place right after: the owner's index never shows the commit's
     # change staged for removal. If another git command keeps the lock, IndexBusy: nothing is
     # committed and the index is as it was.
-    with owner_index(root) as idx:
+    with contextlib.ExitStack() as stack:
+        if idx is None:
+            idx = stack.enter_context(owner_index(root))
         idx.git("update-index", "--index-info", input=info)
         crash_point("index_locked")  # .git/index.lock is ours
-        git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        try:
+            git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        except GitError as exc:
+            now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
+            if now.stdout.decode().strip() != head:
+                # another git moved the branch without the index lock (a merge or rebase
+                # finishing): nothing of ours is committed; the write is made again on it
+                raise BranchMoved(
+                    f"{branch} moved while the commit was being made; nothing was committed"
+                ) from exc
+            raise
         crash_point("branch_moved")
         try:
             idx.install()  # a rename inside .git, under the lock

@@ -20,9 +20,10 @@ from server.notes.config import Config, DocType, obsidian_tag_problem
 from server.notes.dates import as_date
 from server.notes.entry import classify
 from server.notes.frontmatter import frontmatter_tags, to_json
-from server.notes.links import LINK_EXT, Link
+from server.notes.links import Link, LinkIndex
 from server.notes.note import UNCLOSED_FENCE, Doc
 from server.notes.paths import PathPolicy, PathRefused
+from server.notes.superseded import is_superseded_value
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ def problems(doc: Doc, config: Config) -> list[Problem]:
             v = fm.get(f)
             vals = v if isinstance(v, list) else [v]
             for x in vals:
+                if is_superseded_value(f, x):  # marking a note replaced is never a problem
+                    continue
                 if x not in (None, "") and str(x) not in {str(a) for a in allowed}:
                     out.append(
                         Problem(
@@ -240,27 +243,25 @@ def attachment_targets(links: tuple[Link, ...]) -> list[str]:
 
 
 def missing_attachments(links: tuple[Link, ...], note_path: str, policy: PathPolicy) -> list[str]:
-    """Attachment targets that point at no file the assistant may see: `![[x.png]]` by name
-    anywhere in the vault (as Obsidian resolves it), `![](rel/x.png)` relative to the note. A
+    """Attachment targets that point at no file the assistant may see, resolved as Obsidian
+    resolves them (the one resolver, `links.LinkIndex`): `![[x.png]]` and `![](x.png)` by name
+    anywhere in the vault, `![](rel/x.png)` relative to the note or from the vault's root. A
     private file, a dot-folder's or one outside the vault counts as missing, so the answer
     never tells the assistant that such a file exists."""
     missing = []
-    names: set[str] | None = None
+    index: LinkIndex | None = None
     folder = note_path.rsplit("/", 1)[0] if "/" in note_path else ""
     for link in links:
         if not (link.is_attachment or link.embed) or not link.target:
             continue
         target = link.target
-        if link.kind == "md":
-            if not _visible_file(policy, posixpath.join(folder, target)):
-                missing.append(target)
+        # the common case, a path from the note's folder or the root, needs no walk
+        near = posixpath.join(folder, target) if link.kind == "md" else target
+        if not target.startswith("/") and _visible_file(policy, near):
             continue
-        if _visible_file(policy, target):
-            continue
-        if names is None:
-            names = _visible_file_names(policy)
-        base = target.rsplit("/", 1)[-1]
-        if base not in names and base + LINK_EXT not in names:
+        if index is None:
+            index = LinkIndex(_visible_files(policy))
+        if index.resolve(link, note_path) is None:
             missing.append(target)
     return missing
 
@@ -274,8 +275,8 @@ def _visible_file(policy: PathPolicy, rel: str) -> bool:
         return False
 
 
-def _visible_file_names(policy: PathPolicy) -> set[str]:
-    """The names of every file outside dot-folders and private folders (symlinks by their
+def _visible_files(policy: PathPolicy) -> set[str]:
+    """The path of every file outside dot-folders and private folders (symlinks by their
     target's rule)."""
     out: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(policy.root):
@@ -291,5 +292,5 @@ def _visible_file_names(policy: PathPolicy) -> set[str]:
             full = os.path.join(dirpath, name)
             if os.path.islink(full) and not policy.target_allowed(os.path.realpath(full)):
                 continue
-            out.add(unicodedata.normalize("NFC", name))
+            out.add(unicodedata.normalize("NFC", rel))
     return out

@@ -16,10 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from server.core.budget import fit_text
 from server.core.tool_names import ToolName
+from server.notes.reading import HEADING_MAX
 
 HASH_OPTIONAL = "hash from your last read; if given and the note changed, the write is refused"
 NOTE_PATH = "note path"
-MAX_HEADING = 200  # characters: a heading is a line of the note and the commit's subject
+# characters: a heading is a line of the note and the commit's subject; the outline cuts a
+# path to as much, so that what read_doc shows can be passed back
+MAX_HEADING = HEADING_MAX
 
 
 def field_keys(keys: Iterable[str] | None) -> None:
@@ -62,6 +65,14 @@ class CreateDoc(WriteArgs):
         str, Field(description="markdown after the frontmatter, e.g. '# Title\\n...'")
     ] = ""
     tags: Annotated[list[str] | None, Field(description="tag names (see list_tags)")] = None
+    distinct_from: Annotated[
+        list[str] | None,
+        Field(
+            max_length=20,
+            description="paths of existing notes a refused create named as nearly the same, "
+            "that you checked and that say something else: the create then goes ahead",
+        ),
+    ] = None
 
     @field_validator("fields")
     @classmethod
@@ -77,8 +88,9 @@ class AppendSection(WriteArgs):
     heading: Annotated[
         str,
         Field(
-            description="section heading: 'Log', '## Log' or 'Week 42/Log'; created at the end "
-            "if missing"
+            description="section heading: 'Log', '## Log', 'Week 42/Log' or a path as "
+            "read_doc's outline shows it; a heading as written wins over reading / as a path "
+            "('TCP/UDP'); created at the end if missing"
         ),
     ]
     content: Annotated[str, Field(description="markdown to add at the end of the section")]
@@ -143,11 +155,59 @@ class ReplaceDoc(WriteArgs):
     hash: Annotated[str, Field(description="hash from your last read_doc of this note (required)")]
 
 
-WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc
+class SupersedeDoc(WriteArgs):
+    tool = ToolName.SUPERSEDE_DOC
+
+    path: Annotated[str, Field(description="the note that is replaced (it is kept, not deleted)")]
+    by: Annotated[str, Field(description="path of the existing note that replaces it")]
+    reason: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=MAX_HEADING,
+            description="one line for the owner: why the new note replaces this one",
+        ),
+    ]
+    hash: Annotated[str | None, Field(description=HASH_OPTIONAL)] = None
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, reason: str) -> str:
+        """The reason is the commit's subject: one line, with words in it."""
+        if "\n" in reason or "\r" in reason or not reason.strip():
+            raise ValueError(
+                "the reason is one line of text, e.g. 'the 2026 retry rules replace it'"
+            )
+        return reason
+
+
+# `answers`, which every write tool and `batch` take beside their operation's arguments (not
+# inside it: a batch answers as one commit). The ids come from get_context's open feedback;
+# the commit carries one `Vaultwatch-Answers` trailer per id.
+ANSWERS_MAX = 20
+AnswerIds = Annotated[
+    list[Annotated[str, Field(max_length=40)]] | None,
+    Field(
+        max_length=ANSWERS_MAX,
+        description="ids of the owner's open feedback (get_context) this write settles, e.g. "
+        "['fb-1a2b3c']: the commit names them and the owner sees them answered",
+    ),
+]
+
+
+class AnswerArgs(BaseModel):
+    """The `answers` parameter as a model, for the write tools' parameter lists."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    answers: AnswerIds = None
+
+
+WriteOp = CreateDoc | AppendSection | EditText | UpdateFrontmatter | ReplaceDoc | SupersedeDoc
 
 # Every operation a write tool or a batch can run, by tool name, in the order the tools are listed.
 WRITE_OPS: dict[str, type[WriteOp]] = {
-    m.tool: m for m in (CreateDoc, AppendSection, EditText, UpdateFrontmatter, ReplaceDoc)
+    m.tool: m
+    for m in (CreateDoc, AppendSection, EditText, UpdateFrontmatter, ReplaceDoc, SupersedeDoc)
 }
 
 

@@ -1,0 +1,146 @@
+"""Other git processes on the vault at the worst moments of an AI write, each placed exactly:
+the Obsidian Git plugin's `git add -A` + commit between our rename and our commit, and a
+rebase the owner has open while the AI writes (see test_obsidian_git.py for the whole loop)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import git
+
+pytestmark = pytest.mark.anyio
+
+NOTE = "# A\n\n## Log\n"
+
+
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+
+
+async def test_a_backup_in_the_write_window_never_takes_the_ai_line(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's backup (`git add -A`, `git commit`) run at the moment our temp file is
+    renamed over the note, before our commit: it cannot stage the AI's line (git's index is
+    ours until the commit is made), and it never sees a temp file of ours."""
+    root = make_vault({"a.md": NOTE})
+    seen: list[tuple[str, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]] = []
+    real_replace = os.replace
+
+    def replace_then_backup(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
+        real_replace(src, dst, *a, **kw)
+        if str(dst) == str(root / "a.md"):
+            # the plugin's backup, a real git, at the worst moment
+            add = _run(root, "add", "-A")
+            commit = _run(root, "commit", "-m", "vault backup: now")
+            seen.append((str(src), add, commit))
+
+    monkeypatch.setattr(os, "replace", replace_then_backup)
+    async with connect(root) as s:
+        r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    monkeypatch.setattr(os, "replace", real_replace)
+    [(tmp, add, commit)] = seen
+    # our temp file was never in the working tree
+    assert Path(tmp).parent == root / ".git/vaultwatch/tmp", tmp
+    # the backup could not touch the index meanwhile; it said so, as git does
+    assert add.returncode != 0 and "index.lock" in add.stderr, add
+    assert commit.returncode != 0
+    # the AI commit holds the AI line; no other commit does
+    assert "+- ai line" in git(root, "show", "--format=", r["commit"])
+    for sha in git(root, "log", "--format=%H", "--author=Test Owner").split():
+        assert "ai line" not in git(root, "show", "--format=", sha), sha
+    assert git(root, "status", "--porcelain") == ""
+    assert not [p for p in root.rglob("*.vaultwatch-tmp")]
+
+
+def _write_lock_held(root: Path) -> bool:
+    fd = os.open(root / ".git/vaultwatch/write.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+async def test_an_ai_write_waits_out_a_rebase_and_lands_after_the_abort(
+    connect: Any, make_vault: Any
+) -> None:
+    """A rebase stopped on a conflict (HEAD detached, .git/rebase-merge): the AI's write
+    neither fails nor commits onto the detached HEAD (where `git rebase --abort` would drop
+    it): it waits, and once the owner aborts, lands on the branch."""
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "up")
+    (root / "c.md").write_text("theirs\n")
+    git(root, "commit", "-qam", "upstream edit")
+    git(root, "checkout", "-q", "-")
+    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    stopped = _run(root, "rebase", "up")
+    assert stopped.returncode != 0 and (root / ".git/rebase-merge").is_dir(), stopped
+    aborted: list[subprocess.CompletedProcess[str]] = []
+
+    def owner() -> None:  # aborts once the AI's write is inside the write path, waiting
+        end = time.monotonic() + 60
+        while not _write_lock_held(root):
+            assert time.monotonic() < end, "the AI write never started"
+            time.sleep(0.01)
+        aborted.append(_run(root, "rebase", "--abort"))
+
+    t = threading.Thread(target=owner)
+    (root / ".git/vaultwatch").mkdir(exist_ok=True)
+    (root / ".git/vaultwatch/write.lock").touch()
+    t.start()
+    try:
+        async with connect(root) as s:
+            r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    finally:
+        t.join(60)
+    assert aborted and aborted[0].returncode == 0, aborted
+    assert git(root, "rev-parse", "--abbrev-ref", "HEAD").strip() == branch
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"]  # on the branch, kept
+    assert "- ai line" in git(root, "show", f"{branch}:a.md")
+    assert (root / "c.md").read_text() == "mine\n"
+
+
+async def test_a_branch_moved_by_another_git_mid_write_is_written_again_not_failed(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git that moves the branch without the index lock (a merge or rebase finishing its
+    ref update) at the moment we commit: our compare-and-swap fails, nothing of ours is
+    committed, and the write is made again on the new branch instead of failing the call."""
+    root = make_vault({"a.md": NOTE})
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    moved: list[str] = []
+    real_run = subprocess.run
+
+    def run_after_a_move(cmd: Any, *a: Any, **kw: Any) -> Any:
+        # just before our compare-and-swap on the branch (our first `git update-ref`)
+        if "update-ref" in cmd and branch in cmd and not moved and "-m" in cmd:
+            tree = _run(root, "rev-parse", "HEAD^{tree}").stdout.strip()
+            made = real_run(
+                ["git", "-C", str(root), "commit-tree", tree, "-p", "HEAD", "-m", "merge done"],
+                capture_output=True,
+                text=True,
+            )
+            moved.append(made.stdout.strip())
+            real_run(["git", "-C", str(root), "update-ref", branch, moved[0]], check=True)
+        return real_run(cmd, *a, **kw)
+
+    monkeypatch.setattr(subprocess, "run", run_after_a_move)
+    async with connect(root) as s:
+        r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    monkeypatch.setattr(subprocess, "run", real_run)
+    assert moved and git(root, "rev-parse", f"{r['commit']}^").strip() == moved[0]
+    assert "+- ai line" in git(root, "show", "--format=", r["commit"])
+    assert git(root, "status", "--porcelain") == ""
