@@ -221,17 +221,23 @@ def _review(args: argparse.Namespace) -> int:
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     paint = _painter(args.color)
     shown = [
-        f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
-        f"with AI changes ({what})"
+        paint(
+            "",
+            f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
+            f"with AI changes ({what})",
+        )
     ]
     for n, d in zip(review.notes, diffs, strict=True):
         shown.append("")
         mark = "  (reviewed)" if n.reviewed and args.since != "last" else ""
         shown.append(paint("bold", f"{n.path} — {n.title}{mark}"))
         shown.append(
-            f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
-            f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
-            f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
+            paint(
+                "",
+                f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
+                f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
+                f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}",
+            )
         )
         for i, h in enumerate(d.hunks, 1):
             shown.append(paint("cyan", f"  {h.header}  hunk {i} of {len(d.hunks)}"))
@@ -240,7 +246,7 @@ def _review(args: argparse.Namespace) -> int:
                 text = ln.text.rstrip("\n")
                 if ln.kind == " ":
                     run = None
-                    shown.append(f"  {ln.kind} {text}")
+                    shown.append(paint("", f"  {ln.kind} {text}"))
                     continue
                 who = _who(ln.commit)
                 if who != run:
@@ -250,7 +256,10 @@ def _review(args: argparse.Namespace) -> int:
     if review.notes and tip:
         shown.append("")
         shown.append(
-            f"mark exactly these reviewed: vaultwatch review --mark-reviewed --upto {tip[:12]}"
+            paint(
+                "",
+                f"mark exactly these reviewed: vaultwatch review --mark-reviewed --upto {tip[:12]}",
+            )
         )
     _page("\n".join(shown) + "\n", args.color)
     return 0
@@ -269,8 +278,15 @@ def _colour_on(choice: str) -> bool:
 
 
 def _painter(choice: str) -> Callable[[str, str], str]:
+    """Every line through `visible` first (the AI's text may hold control characters: shown,
+    never sent), then our own colour codes around it; `_page` writes past `_Shown`."""
     on = _colour_on(choice)
-    return lambda colour, text: f"\x1b[{COLOURS[colour]}m{text}\x1b[0m" if on else text
+
+    def paint(colour: str, text: str) -> str:
+        text = visible(text)
+        return f"\x1b[{COLOURS[colour]}m{text}\x1b[0m" if on and colour else text
+
+    return paint
 
 
 def _page(text: str, choice: str) -> None:
@@ -281,8 +297,10 @@ def _page(text: str, choice: str) -> None:
     import subprocess
 
     rows = shutil.get_terminal_size((80, 24)).lines
+    # the lines are made visible already (`_painter`): past `_Shown`, or our colours would be too
+    raw = sys.stdout._out if isinstance(sys.stdout, _Shown) else sys.stdout
     if not sys.stdout.isatty() or text.count("\n") < rows:
-        sys.stdout.write(text)
+        raw.write(text)
         return
     pager = os.environ.get("PAGER") or "less"
     env = dict(os.environ)
@@ -290,9 +308,10 @@ def _page(text: str, choice: str) -> None:
     try:
         proc = subprocess.Popen(shlex.split(pager), stdin=subprocess.PIPE, env=env)
     except OSError:  # no such pager: print it
-        sys.stdout.write(text)
+        raw.write(text)
         return
     assert proc.stdin is not None
+    raw.flush()
     try:
         proc.stdin.write(text.encode("utf-8", "surrogateescape"))
         proc.stdin.close()

@@ -67,7 +67,7 @@ def cn_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                 for path in chinese_paths()[k::2]:
                     stem = path.rpartition("/")[2].removesuffix(".md")
                     # the title is the file name again, as Chinese vaults name notes
-                    body = f"# {stem}\n\n第一，先把问题定义清楚。\n"
+                    body = f"# {stem}\n\n第一，先把问题定义清楚。{words(path)}\n"
                     await c.call_tool(
                         "create_doc", {"path": path, "body": body, "tags": ["分布式系统设计"]}
                     )
@@ -195,7 +195,16 @@ def _wide(ch: str) -> bool:
     return cell_len(ch) == 2
 
 
-LONG_BODY = "".join(f"第{i}行：先把问题定义清楚，再讨论方案。\n" for i in range(40))
+def words(seed: str, n: int = 12) -> str:
+    """Words of this note's own (the server refuses a note that says nearly what another does)."""
+    import hashlib
+
+    digest = hashlib.sha256(seed.encode()).hexdigest() * 2
+    return " ".join(digest[i * 5 : i * 5 + 5] for i in range(n))
+
+
+def long_body(seed: str) -> str:
+    return "".join(f"第{i}行：{words(f'{seed}{i}', 4)}\n" for i in range(40))
 
 
 @pytest.fixture
@@ -221,7 +230,11 @@ def keys_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
                 for i, path in list(enumerate(chinese_paths()))[k::2]:
                     await c.call_tool(
                         "create_doc",
-                        {"path": path, "body": f"# 笔记{i}\n\n{LONG_BODY}", "tags": [tags[i % 3]]},
+                        {
+                            "path": path,
+                            "body": f"# 笔记{i}\n\n{long_body(path)}",
+                            "tags": [tags[i % 3]],
+                        },
                     )
                     if i % 3 == 0:
                         await c.call_tool("read_doc", {"path": path})
