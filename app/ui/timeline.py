@@ -184,10 +184,14 @@ class Timeline(ScrollView, can_focus=True):
         keep = self.current.key if self.current else None
         self.rows = rows
         self._index = {r.key: i for i, r in enumerate(rows)}
-        self._names = (
-            Distinct(p.rpartition("/")[2] for r in rows for p in r.paths[:1]),
-            Distinct((r.who for r in rows), cut_end),
-        )
+        # worked out again only when a note or client is new: over 10,000 names the cuts took
+        # ~0.1 s, and every poll with a new row would have paid it
+        notes = list(dict.fromkeys(p.rpartition("/")[2] for r in rows for p in r.paths[:1]))
+        whos = list(dict.fromkeys(r.who for r in rows))
+        if set(notes) != set(self._names[0].names):
+            self._names = (Distinct(notes), self._names[1])
+        if set(whos) != set(self._names[1].names):
+            self._names = (self._names[0], Distinct(whos, cut_end))
         at = self._index.get(keep) if keep is not None else None
         self.virtual_size = Size(self.size.width, len(rows) + 1)  # + the header line
         if at is not None and at != self.cursor and self.scroll_y > 0:
