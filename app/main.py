@@ -115,10 +115,15 @@ def _demo_app() -> type:
                 await asyncio.sleep(0.1)
             if self.supervisor is None or not self.supervisor.url:
                 return  # the header says why the server did not start
-            await run_script(
-                self.supervisor.url,
-                self.supervisor.token,
-                say=lambda t: self.notify(t, title="assistant", timeout=3),
-            )
+            try:
+                await run_script(
+                    self.supervisor.url,
+                    self.supervisor.token,
+                    say=lambda t: self.notify(t, title="assistant", timeout=3),
+                )
+            except Exception as exc:  # an ExceptionGroup too
+                # the owner quit (or the server stopped) mid-script: the client's streams close
+                # under it. The demo is a show; it says so, never a traceback over the terminal.
+                self.notify(f"the demo assistant stopped: {type(exc).__name__}", severity="warning")
 
     return _Demo

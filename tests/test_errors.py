@@ -16,13 +16,16 @@ from server.notes.paths import PathRefused
 from server.services.writes import Conflict, Rejected
 
 HEADLESS = ("app.ui", "app.diffview", "app.settings", "app.main")  # Textual: not needed here
+# The stdio relay imports only the standard library (a new conversation must not pay for our
+# package's imports: tests/test_resident.py holds it), so its one error cannot derive from ours.
+STDLIB_ONLY = ("server.protocol.relay",)
 
 
 def _error_classes() -> list[type[BaseException]]:
     found = []
     for pkg in (server, app):
         for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
-            if mod.name.startswith(HEADLESS):
+            if mod.name.startswith(HEADLESS) or mod.name in STDLIB_ONLY:
                 continue
             module = importlib.import_module(mod.name)
             for name, obj in vars(module).items():

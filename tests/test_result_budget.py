@@ -123,15 +123,22 @@ async def test_lists_and_searches_page_within_the_budget(connect: Any, vault: Pa
 
 
 async def test_write_results_stay_within_the_budget(connect: Any, vault: Path) -> None:
+    # quotes and backslashes: twice their length as JSON (control characters, six times, are
+    # refused in what the AI writes since the adversarial pass; `call` checks the budget)
+    heavy = '"\\' * 10
     async with connect(vault) as s:
         err, text = await call(
-            s, "append_section", path="notes/lines.md", heading="Lines", content=(CTRL + "\n") * 200
+            s,
+            "append_section",
+            path="notes/lines.md",
+            heading="Lines",
+            content=(heavy + "\n") * 200,
         )
-        assert not err and json.loads(text)["commit"]
+        assert not err and json.loads(text)["commit"], text
         err, text = await call(
-            s, "create_doc", path="notes/new.md", body="# New\n\n" + (CTRL + "\n") * 200
+            s, "create_doc", path="notes/new.md", body="# New\n\n" + (heavy + "\n") * 200
         )
-        assert not err and json.loads(text)["created"]
+        assert not err and json.loads(text)["created"], text
 
 
 async def test_errors_stay_within_the_budget_and_still_say_what_to_do(

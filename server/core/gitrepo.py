@@ -276,10 +276,12 @@ def state_file(path: Path) -> Path:
 STATE_READ_MAX = 64 * 1024 * 1024
 
 
-class StateDamaged(ValueError):
+class StateDamaged(VaultwatchError, ValueError):
     """A state file that is not what we wrote: a link, not a regular file, too big, or JSON
     that does not parse (too deep included). A ValueError: every reader's `except ValueError`
     already treats it as damage."""
+
+    code = "state_damaged"
 
 
 def read_state(path: Path, limit: int = STATE_READ_MAX) -> bytes:

@@ -293,7 +293,7 @@ def open_link(
     if not sdir.exists() and start:
         with contextlib.suppress(FileExistsError):
             os.mkdir(sdir, 0o700)
-    for _attempt in range(2):
+    for attempt in range(2):
         try:
             sock = connect_or_start(root, sdir, spawn, wait) if start else try_connect(sdir)
         except FileNotFoundError as exc:
@@ -303,7 +303,14 @@ def open_link(
         buf = bytearray()
         try:
             hello = json.loads(read_line(sock, buf, HELLO_WAIT_S))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            sock.close()
+            # a resident that was going away as we connected (its quiet period ended, or it
+            # lost the start race to another): start or attach to the one that serves now
+            if attempt == 0 and start:
+                continue
+            raise Unusable(f"the resident server did not say hello ({exc})") from None
+        except ValueError as exc:
             sock.close()
             raise Unusable(f"the resident server did not say hello ({exc})") from None
         if not isinstance(hello, dict) or hello.get("protocol") != PROTOCOL:
