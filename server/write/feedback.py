@@ -468,10 +468,12 @@ def set_state(root: Path, fid: str, state: str) -> Feedback:
         if state == OPEN and item.state == OPEN and (seen is None or not seen.answered_by):
             raise FeedbackError(f"{fid} is open already; nothing changed")
         if state == OPEN:
-            answered = (seen.answered_by,) if seen and seen.answered_by else ()
-            changed = replace(
-                item, state=OPEN, reopened=_now(), dismissed=(*item.dismissed, *answered)
-            )
+            # every answer on HEAD so far is set aside, whether the item was answered or closed
+            # (a closed item's answers are not resolved, and the reopen's time alone, to the
+            # second, did not set aside an answer committed in the same second)
+            answered = [sha for sha, _ in _answers(root, [item]).get(fid, [])]
+            dismissed = tuple(dict.fromkeys([*item.dismissed, *answered]))
+            changed = replace(item, state=OPEN, reopened=_now(), dismissed=dismissed)
         else:
             changed = replace(item, state=CLOSED)
         items[fid] = changed
