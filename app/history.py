@@ -10,7 +10,16 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from server.core.gitrepo import ACTION, CLIENT, REVERTS, TOOL, git, trailer_field, trailer_values
+from server.core.gitrepo import (
+    ACTION,
+    CLIENT,
+    REVERTS,
+    TOOL,
+    cat_blobs,
+    git,
+    trailer_field,
+    trailer_values,
+)
 
 from .actions import ActionError
 
@@ -196,29 +205,6 @@ def commit_changes_upto(root: Path, sha: str, most: int | None) -> tuple[list[Fi
 def _cat(root: Path, specs: list[str]) -> list[str]:
     """Contents of many `rev:path` blobs as text ("" for a missing one or an empty spec)."""
     return [b.decode("utf-8", "replace") if b is not None else "" for b in cat_blobs(root, specs)]
-
-
-def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
-    """The bytes of many `rev:path` blobs through one `git cat-file --batch` (None: no such
-    file at that commit, or an empty spec)."""
-    asked = [s for s in specs if s]
-    if not asked:
-        return [None for _ in specs]
-    out = git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode()).stdout
-    found: list[bytes | None] = []
-    pos = 0
-    for _ in asked:
-        nl = out.index(b"\n", pos)
-        header = out[pos:nl].decode()
-        pos = nl + 1
-        if header.endswith("missing"):
-            found.append(None)
-            continue
-        size = int(header.split()[2])
-        found.append(out[pos : pos + size])
-        pos += size + 1
-    it = iter(found)
-    return [next(it) if s else None for s in specs]
 
 
 class Reverting(Protocol):

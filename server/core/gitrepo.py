@@ -80,6 +80,29 @@ def git(
     return proc
 
 
+def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
+    """The bytes of many `rev:path` blobs through one `git cat-file --batch` (None: no such
+    file at that commit, or an empty spec)."""
+    asked = [s for s in specs if s]
+    if not asked:
+        return [None for _ in specs]
+    out = git(root, "cat-file", "--batch", input=("\n".join(asked) + "\n").encode()).stdout
+    found: list[bytes | None] = []
+    pos = 0
+    for _ in asked:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode()
+        pos = nl + 1
+        if header.endswith("missing"):
+            found.append(None)
+            continue
+        size = int(header.split()[2])
+        found.append(out[pos : pos + size])
+        pos += size + 1
+    it = iter(found)
+    return [next(it) if s else None for s in specs]
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """git never prompts (no terminal to answer it) and speaks one language we can parse.
 

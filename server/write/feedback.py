@@ -36,6 +36,7 @@ from pathlib import Path
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import (
     ANSWERS,
+    cat_blobs,
     git,
     human_identity,
     identity_env,
@@ -178,21 +179,9 @@ def _tip(root: Path) -> str | None:
 
 
 def _blobs(root: Path, ids: list[str]) -> dict[str, bytes]:
-    if not ids:
-        return {}
-    out = git(root, "cat-file", "--batch", input=("\n".join(ids) + "\n").encode()).stdout
-    found: dict[str, bytes] = {}
-    pos = 0
-    for oid in ids:
-        nl = out.index(b"\n", pos)
-        header = out[pos:nl].decode()
-        pos = nl + 1
-        if header.endswith("missing"):
-            continue
-        size = int(header.split()[2])
-        found[oid] = out[pos : pos + size]
-        pos += size + 1
-    return found
+    return {
+        oid: data for oid, data in zip(ids, cat_blobs(root, ids), strict=True) if data is not None
+    }
 
 
 def _read(root: Path, tip: str | None) -> _Tree:
