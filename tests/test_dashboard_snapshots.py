@@ -222,7 +222,7 @@ def test_revert_confirmation(pinned_vault: Path, snap_compare: Any, size: str) -
 def test_tags_screen(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
         await select_ai_commit(pilot, "edit_text")
-        await open_screen(pilot, "g")
+        await open_screen(pilot, "t")
 
     app = make_app(pinned_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -167,7 +167,7 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Pa
 
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ReviewScreen), "the timeline")
-        await pilot.press("g")
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen), "the tags screen")
         tags = app.screen.query_one("#tags", DataTable)
         shown = [str(tags.get_row_at(i)[0]) for i in range(tags.row_count)]

@@ -77,6 +77,10 @@ class Dashboard(App[None]):
         ),
     ]
 
+    def get_css_variables(self) -> dict[str, str]:
+        variables = super().get_css_variables()
+        return {**variables, **settings.diff_colours(variables, self.current_theme.ansi)}
+
     def get_line_filters(self) -> Sequence[LineFilter]:
         # every line drawn, whatever widget: a control character is shown, never sent (shown.py)
         return [*super().get_line_filters(), self.SHOW_CONTROLS]

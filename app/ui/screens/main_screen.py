@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from app.services import owner_flows as flows
 from app.services.actions import ActionError
@@ -40,6 +40,7 @@ from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.navigation import Desk, desk
 from app.ui.widgets.details import commit_header, event_detail
 from app.ui.widgets.diffview import render_commit
+from app.ui.widgets.footer import FitFooter
 from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.preview import preview_body
@@ -149,6 +150,20 @@ class DiffPane(LinesView):
 
 
 TIMELINE_ACTIONS = {"open", "move", "half", "only"}
+# the keys the footer adds while there is room, most wanted first (all are in `?`)
+FOOTER_MORE = (
+    "review",
+    "tags",
+    "cost",
+    "stats",
+    "health",
+    "feedback",
+    "connect",
+    "new_note",
+    "move_file",
+    "delete_file",
+    "split",
+)
 
 
 class MainScreen(Screen[None]):
@@ -196,8 +211,15 @@ class MainScreen(Screen[None]):
         Binding(
             "x", "delete_file", "Delete", show=False, tooltip="delete a file (git rm; revertable)"
         ),
-        Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
-        Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
+        # `t`: `g`/`G` are top and bottom in every list, as in tig, less and vim
+        Binding("t", "tags", "Tags", show=False, tooltip="tag trends"),
+        Binding(
+            "dollar_sign",
+            "cost",
+            "Reads",
+            show=False,
+            tooltip="what the AI reads: context cost, most read, unread, get_context",
+        ),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding(
             "v",
@@ -266,7 +288,7 @@ class MainScreen(Screen[None]):
             placeholder="filter as you type: path, summary or changed text (esc clears)",
             id="filter",
         )
-        yield Footer(compact=True)
+        yield FitFooter(FOOTER_MORE)
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

@@ -45,7 +45,7 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from app.services.context_preview import Preview, mark_reviewed, preview
 from app.services.stats import BARS
 from app.ui.navigation import desk
-from app.ui.widgets.cells import Cell, cut_middle, note_label, others_width, plural
+from app.ui.widgets.cells import Cell, cut_middle, more_files, note_label, others_width, plural
 from app.ui.widgets.keys import Table
 from app.ui.widgets.lines import LinesView
 from server.notes.config import CONFIG_NAMES
@@ -92,7 +92,7 @@ def sparkline(values: list[int]) -> Content:
 def label_width(path: str, more: int = 0) -> int:
     """The cells `note_label` takes to show `path` whole (with `+more`): name, two spaces and
     the folder with its slash. Counted, not drawn: the Most read tab has thousands of notes."""
-    suffix = len(f" +{more}") if more else 0
+    suffix = len(more_files(more))
     return cell_len(path) + suffix + (2 if "/" in path else 0)
 
 
