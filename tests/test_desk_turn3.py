@@ -12,13 +12,20 @@ from typing import Any
 
 import pytest
 from rich.cells import cell_len
+from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets._footer import FooterKey
+from textual.widgets._toast import Toast
 
+from app.main import _demo_app
+from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
+from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
+from app.ui.dialogs.modals import ConnectModal
 from app.ui.screens.insights import TagsScreen
 from app.ui.screens.main_screen import DiffPane
 from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.timeline import Timeline
+from server.notes.bundled import make_demo_vault
 
 from .conftest import git
 
@@ -177,3 +184,123 @@ async def test_added_and_removed_lines_are_readable_in_every_theme(
                     seen.append((seg.text, str(seg.style.color), str(seg.style.bgcolor)))
                     assert seg.style.color != seg.style.bgcolor, seen[-1]
         assert any("added" in text for text, _, _ in seen), seen
+
+
+WEEKLY = """types:
+  session:
+    folder: sessions
+    filename: "{date}-{slug}.md"
+    required: [date, kind]
+    dates: [date]
+  周报:
+    folder: 每周
+    filename: "{year}-W{week}.md"
+    required: [week, start]
+    dates: [start]
+"""
+
+
+async def test_new_note_keeps_the_title_across_types_and_takes_week_from_start(
+    make_vault: Any, home: Path
+) -> None:
+    """N19: changing the doc type cleared the title typed; `周报` asked for `week` although its
+    path `每周/2026-W49.md` was computed from `start` already."""
+    root = make_vault({"vault.config.yaml": WEEKLY, "a.md": "# A\n"})
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, NewNoteForm), describe=lambda: app.screen)
+        form = app.screen
+        assert isinstance(form, NewNoteForm)
+        await until(pilot, lambda: bool(form.query("#f-title")))
+        form.query_one("#f-title", Input).value = "第49周"
+        form.query_one("#type", Select).value = "周报"
+        await until(pilot, lambda: form.built == "周报", describe=lambda: form.built)
+        await until(pilot, lambda: bool(form.query("#f-title")))
+        assert form.query_one("#f-title", Input).value == "第49周"
+        form.field("start").value = "2026-12-02"
+        await pilot.pause(0.1)
+        week = form.field("week")
+        assert isinstance(week, Input) and "2026-W49" in week.placeholder, week
+        await pilot.press("ctrl+s")
+        await until(
+            pilot,
+            lambda: (root / "每周/2026-W49.md").exists(),
+            describe=lambda: (app.screen, str(app.screen.query("#form-error").first().render())),
+        )
+    text = (root / "每周/2026-W49.md").read_text()
+    assert "week: 2026-W49" in text and "start: 2026-12-02" in text and "# 第49周" in text, text
+
+
+async def test_the_move_finder_offers_the_rows_note_first_and_keeps_its_hint_at_80x24(
+    connect: Any, make_vault: Any, home: Path
+) -> None:
+    """N22: with an empty query the list began `CLAUDE.md`, `tags.yaml`, `vault.config.yaml`,
+    not the selected row's note, and at 80x24 the hint line fell below the dialog."""
+    files = {
+        "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
+        "tags.yaml": "- crdt\n",
+        "CLAUDE.md": "# Rules\n",
+    }
+    files |= {f"notes/n{i:02d}.md": f"# N{i}\n" for i in range(30)}
+    files["zz/读书笔记.md"] = "# 读书笔记\n\n## Log\n- one\n"
+    root = make_vault(files)
+    async with connect(root) as s:
+        res = await s.call("append_section", path="zz/读书笔记.md", heading="Log", content="- ai")
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.index_of(f"c:{res['commit']}") is not None)
+        t.move_to(t.index_of(f"c:{res['commit']}") or 0)
+        t.focus()
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder), describe=lambda: app.screen)
+        finder = app.screen
+        matches = finder.query_one("#matches", OptionList)
+        await until(pilot, lambda: matches.option_count > 0)
+        await pilot.pause(0.2)
+        order = [str(matches.get_option_at_index(i).id) for i in range(matches.option_count)]
+        assert order[0] == "zz/读书笔记.md" and matches.highlighted == 0, order[:5]
+        files_only = [p for p in order if not p.endswith("/")]
+        assert files_only[-3:] == ["CLAUDE.md", "tags.yaml", "vault.config.yaml"], files_only
+        hint = next(w for w in finder.query(Static) if "enter picks" in str(w.render()))
+        dialog = finder.query_one("#dialog")
+        assert dialog.region.contains_region(hint.region), (hint.region, dialog.region)
+        assert hint.region.bottom <= 24, hint.region
+        await pilot.press("enter")  # the highlighted note: the row's, without typing its path
+        await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
+        prompt = app.screen
+        assert isinstance(prompt, DestinationPrompt) and prompt.source == "zz/读书笔记.md"
+
+
+@pytest.mark.slow
+async def test_the_demo_narrates_without_covering_the_diff_and_says_its_port_is_for_now(
+    tmp_path: Path, home: Path
+) -> None:
+    """N26: the scripted assistant's toasts covered half the diff at 80x24, and Connect said
+    the port "is kept for this vault across launches" though every demo is a new vault."""
+    root = make_demo_vault(tmp_path / "vaultwatch-demo-t" / "vault")
+    sup = ServerSupervisor(root)
+    sup.start()
+    app = _demo_app()(root, supervisor=sup, poll_seconds=0.2)
+    covered: list[str] = []
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            t = app.query_one("#timeline", Timeline)
+            pane = app.query_one(DiffPane)
+
+            def finished() -> bool:
+                for toast in app.screen.query(Toast):
+                    if toast.region.overlaps(pane.region) and "finished" not in str(toast.render()):
+                        covered.append(str(toast.render()))
+                return "finished" in str(t.border_subtitle)
+
+            await until(pilot, lambda: "assistant:" in str(t.border_subtitle), timeout=60)
+            await until(pilot, finished, timeout=120, describe=lambda: str(t.border_subtitle))
+            assert not covered, covered
+            await pilot.press("c")
+            await until(pilot, lambda: isinstance(app.screen, ConnectModal))
+            said = " ".join(str(s.render()) for s in app.screen.query(Static))
+            assert "across launches" not in said and "serves this demo only" in said, said
+    finally:
+        sup.stop(end_resident=True)

@@ -69,6 +69,7 @@ class Dashboard(App[None]):
     # under 160 cells the timeline and the diff stack (lazygit does the same), side by side above,
     # where the timeline (5/8) is as wide as a stacked one at 100 cells: widening never shows less
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
+    demo = False  # `vaultwatch --demo` (app.main) says so: its vault lasts one run
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="the keys of this screen"),
         Binding("q", "quit", "Quit"),

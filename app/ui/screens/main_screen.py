@@ -28,6 +28,7 @@ from app.services.file_actions import (
     apply_move,
     apply_remove,
     doc_types,
+    finder_order,
     folders_of,
     suggest_folder,
     vault_files,
@@ -557,7 +558,9 @@ class MainScreen(Screen[None]):
         sup = self.dash.supervisor
         url = sup.url if sup and sup.url else "http://127.0.0.1:8765/mcp"
         self.app.push_screen(
-            ConnectModal(snippets(self.dash.root, url), connect_notes(self.dash.root, url))
+            ConnectModal(
+                snippets(self.dash.root, url), connect_notes(self.dash.root, url, self.dash.demo)
+            )
         )
 
     def action_config_errors(self) -> None:
@@ -640,10 +643,10 @@ class MainScreen(Screen[None]):
         )
 
         files = await asyncio.to_thread(vault_files, self.dash.root)
-        candidates = files + ([f + "/" for f in folders_of(files)] if folders else [])
-        picked = await self.app.push_screen_wait(
-            FileFinder(title, candidates, self._selected_file())
-        )
+        first = self._selected_file()
+        ordered = finder_order(self.dash.root, files, first)
+        candidates = ordered + ([f + "/" for f in folders_of(files)] if folders else [])
+        picked = await self.app.push_screen_wait(FileFinder(title, candidates, first=first))
         return (picked.rstrip("/") if picked else None), files
 
     @work(exclusive=True, group="files")
