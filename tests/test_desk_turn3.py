@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from rich.cells import cell_len
+from textual.command import CommandPalette
 from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
@@ -20,9 +21,11 @@ from app.main import _demo_app
 from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm
-from app.ui.dialogs.modals import ConnectModal
+from app.ui.dialogs.modals import ConfirmModal, ConnectModal
+from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.screens.insights import TagsScreen
 from app.ui.screens.main_screen import DiffPane
+from app.ui.screens.review_screen import ReviewScreen
 from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.timeline import Timeline
 from server.notes.bundled import make_demo_vault
@@ -59,6 +62,11 @@ async def until(
             seen = f": saw {describe()!r}" if describe is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s{seen}")
         await pilot.pause(0.05)
+
+
+def text_of(app: Dashboard) -> str:
+    """Every line of the screen as drawn (toasts included)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
 def footer_keys(app: Dashboard) -> list[str]:
@@ -304,3 +312,52 @@ async def test_the_demo_narrates_without_covering_the_diff_and_says_its_port_is_
             assert "across launches" not in said and "serves this demo only" in said, said
     finally:
         sup.stop(end_resident=True)
+
+
+async def test_the_palette_takes_typed_text_after_conflict_delete_and_a_refused_undo(
+    connect: Any, make_vault: Any, home: Path
+) -> None:
+    """N29 (seen once by the audit, not again in two tries): after a revert-conflict dialog, a
+    delete, the review screen with an undo refusal, then `esc` `esc` `ctrl+p`, the command
+    palette took no typed text. Walked here key by key; the palette must take the text."""
+    root = make_vault({"w.md": "# W\n\n## Log\n- one\n- three\n", "d.md": "# D\n"})
+    async with connect(root) as s:
+        ai = await s.call("append_section", path="w.md", heading="Log", content="- ai four")
+        await s.call("edit_text", path="w.md", old="- one", new="- one, by AI")
+    (root / "w.md").write_text((root / "w.md").read_text().replace("- ai four", "- ai four, mine"))
+    git(root, "commit", "-qam", "my fix of the AI's line")
+    app = Dashboard(root, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.index_of(f"c:{ai['commit']}") is not None)
+        t.move_to(t.index_of(f"c:{ai['commit']}") or 0)
+        t.focus()
+        await pilot.press("r")
+        await until(
+            pilot, lambda: isinstance(app.screen, BlockersModal), describe=lambda: app.screen
+        )
+        await pilot.press("escape")
+        await until(pilot, lambda: len(app.screen_stack) == 1, describe=lambda: app.screen_stack)
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder))
+        await pilot.press(*"d.md", "enter")
+        await until(
+            pilot, lambda: isinstance(app.screen, ConfirmModal), describe=lambda: app.screen
+        )
+        await pilot.press("y")
+        await until(pilot, lambda: not (root / "d.md").exists())
+        await until(pilot, lambda: len(app.screen_stack) == 1, describe=lambda: app.screen_stack)
+        await pilot.press("v")
+        await until(
+            pilot, lambda: isinstance(app.screen, ReviewScreen), describe=lambda: app.screen
+        )
+        await until(pilot, lambda: "w.md" in text_of(app), describe=lambda: text_of(app))
+        await pilot.press("u")
+        await until(pilot, lambda: "undo refused" in text_of(app), describe=lambda: text_of(app))
+        await pilot.press("escape", "escape", "ctrl+p")
+        await until(
+            pilot, lambda: isinstance(app.screen, CommandPalette), describe=lambda: app.screen
+        )
+        await pilot.press(*"tags")
+        box = app.screen.query_one(Input)
+        await until(pilot, lambda: box.value == "tags", describe=lambda: box.value)
