@@ -268,14 +268,14 @@ async def test_the_move_finder_offers_the_rows_note_first_and_keeps_its_hint_at_
         await until(pilot, lambda: matches.option_count > 0)
         await pilot.pause(0.2)
         order = [str(matches.get_option_at_index(i).id) for i in range(matches.option_count)]
-        assert order[0] == "zz/读书笔记.md" and matches.highlighted == 0, order[:5]
+        assert order[0] == "zz/读书笔记.md" and matches.highlighted is None, order[:5]
         files_only = [p for p in order if not p.endswith("/")]
         assert files_only[-3:] == ["CLAUDE.md", "tags.yaml", "vault.config.yaml"], files_only
         hint = next(w for w in finder.query(Static) if "enter picks" in str(w.render()))
         dialog = finder.query_one("#dialog")
         assert dialog.region.contains_region(hint.region), (hint.region, dialog.region)
         assert hint.region.bottom <= 24, hint.region
-        await pilot.press("enter")  # the highlighted note: the row's, without typing its path
+        await pilot.press("down", "enter")  # the row's note, without typing its path
         await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
         prompt = app.screen
         assert isinstance(prompt, DestinationPrompt) and prompt.source == "zz/读书笔记.md"

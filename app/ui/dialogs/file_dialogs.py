@@ -52,12 +52,11 @@ class FileFinder(ModalScreen[str | None]):
         Binding("up", "cursor(-1)", show=False),
     ]
 
-    def __init__(self, title: str, candidates: list[str], query: str = "", first: str = "") -> None:
+    def __init__(self, title: str, candidates: list[str], query: str = "") -> None:
         super().__init__()
         self.title_text = title
         self.candidates = candidates
         self.query_text = query
-        self.first = first  # offered (and highlighted) first while nothing is typed
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -80,12 +79,9 @@ class FileFinder(ModalScreen[str | None]):
         ol = self.query_one("#matches", OptionList)
         ol.clear_options()
         ol.add_options([Option(Content(c), id=c) for c in rank(query, self.candidates)])
-        # nothing is picked for an empty query (enter alone must not choose some first file),
-        # but the note of the row the owner is on, offered first
-        offered = (
-            bool(self.first) and ol.option_count > 0 and ol.get_option_at_index(0).id == self.first
-        )
-        ol.highlighted = 0 if ol.option_count and (query.strip() or offered) else None
+        # nothing is picked for an empty query: enter alone must not choose a file, not even
+        # the row's note the caller lists first (`finder_order`; ↓ then enter picks it)
+        ol.highlighted = 0 if ol.option_count and query.strip() else None
 
     def action_cursor(self, delta: int) -> None:
         ol = self.query_one("#matches", OptionList)

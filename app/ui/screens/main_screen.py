@@ -219,7 +219,7 @@ class MainScreen(Screen[None]):
             "cost",
             "Reads",
             show=False,
-            tooltip="what the AI reads: context cost, most read, unread, get_context",
+            tooltip="what the AI reads",  # context cost, most read, unread, get_context
         ),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding(
@@ -646,7 +646,7 @@ class MainScreen(Screen[None]):
         first = self._selected_file()
         ordered = finder_order(self.dash.root, files, first)
         candidates = ordered + ([f + "/" for f in folders_of(files)] if folders else [])
-        picked = await self.app.push_screen_wait(FileFinder(title, candidates, first=first))
+        picked = await self.app.push_screen_wait(FileFinder(title, candidates))
         return (picked.rstrip("/") if picked else None), files
 
     @work(exclusive=True, group="files")
