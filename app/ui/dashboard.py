@@ -31,7 +31,8 @@ from app.services.review_watch import ReviewWatch
 from app.services.supervisor import ServerSupervisor
 from app.ui import settings
 from app.ui.dialogs.modals import HelpModal, help_entries
-from app.ui.screens.main_screen import MainScreen, VaultChanged
+from app.ui.dialogs.owner_actions import VaultChanged
+from app.ui.screens.main_screen import MainScreen
 from app.ui.widgets.header import HeaderFacts, ServerState, config_time
 from app.ui.widgets.shown import ShowControls
 from server.core.gitrepo import operation_in_progress
