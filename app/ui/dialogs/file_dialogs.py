@@ -198,7 +198,11 @@ class NewNoteForm(ModalScreen[NewNote | None]):
                     id="type",
                     value=self.types[0] if self.types else Select.NULL,
                 )
-            yield _Fields(id="form")
+            # the title is there from the start and stays when the type changes (it was built
+            # with the fields: a title typed was lost, and a test could look before it was)
+            with _Fields(id="form"):
+                yield Label("title")
+                yield Input(placeholder="the note's heading (and slug)", id="f-title")
             with Vertical(id="dialog-foot"):
                 yield Static(id="form-error")
                 yield Static(id="form-path")
@@ -219,23 +223,18 @@ class NewNoteForm(ModalScreen[NewNote | None]):
     async def _build(self, type_name: str) -> None:
         if type_name == self.built:
             return
-        # what was typed stays: the title, and each field the new type asks for too (changing
-        # the type cleared a title already typed)
+        # what was typed stays: each field the new type asks for too
         kept: dict[str, str] = {}
-        title = ""
         with contextlib.suppress(NoMatches):
-            _, kept, title = self._values()
+            _, kept, _ = self._values()
         self.built = type_name
         t = doc_type(self.root, type_name)
         self.type = t
         self.fields = list(t.required)
         derived = from_date(t, {})
         form = self.query_one("#form", _Fields)
-        await form.remove_children()
-        widgets: list[Label | Input | Select[str]] = [
-            Label("title"),
-            Input(title, placeholder="the note's heading (and slug)", id="f-title"),
-        ]
+        await form.remove_children(list(form.children)[2:])  # all but the title
+        widgets: list[Label | Input | Select[str]] = []
         today = date.today().isoformat()
         for i, f in enumerate(self.fields):
             widgets.append(Label(f))
