@@ -361,3 +361,21 @@ async def test_the_palette_takes_typed_text_after_conflict_delete_and_a_refused_
         await pilot.press(*"tags")
         box = app.screen.query_one(Input)
         await until(pilot, lambda: box.value == "tags", describe=lambda: box.value)
+
+
+async def test_the_filter_box_takes_one_line_at_80x24(vault: Path, home: Path) -> None:
+    """Audit turn 2 #30, still open: at 80x24 the `/` box took 3 rows and left the timeline 4."""
+    app = Dashboard(vault, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.row_count > 0 and app.screen.has_class("-narrow"))
+        await pilot.pause(0.2)
+        before = t.scrollable_content_region.height
+        await pilot.press("slash")
+        box = app.query_one("#filter", Input)
+        await until(pilot, lambda: box.has_focus and box.region.height > 0)
+        await pilot.pause(0.1)
+        after = t.scrollable_content_region.height
+        assert box.region.height == 1 and before - after <= 1, (box.region, before, after)
+        await pilot.press(*"w.md")
+        assert box.value == "w.md"

@@ -33,7 +33,9 @@ class FilterBar(Input):
 
     def __init__(self, root: Path, *, id: str | None = None) -> None:
         super().__init__(
-            placeholder="filter as you type: path, summary or changed text (esc clears)", id=id
+            placeholder="/ filter as you type: path, summary or changed text (esc clears)",
+            id=id,
+            compact=True,  # one line: bordered, it took 3 rows and left the timeline 4 at 80x24
         )
         self.root = root
 
