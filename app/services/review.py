@@ -49,6 +49,7 @@ from app.services.history import (
 )
 from app.services.revert import owner_commit, recover, recover_first, revert
 from app.services.rewritten import NOTES_REF, follow_rebases, twins
+from app.services.wording import plural
 from server.core.faults import crash_point
 from server.core.gitrepo import (
     ACTION,
@@ -748,7 +749,7 @@ def write_marks(
         old = git(root, "rev-parse", "-q", "--verify", NOTES_REF, check=False).stdout.strip()
         have = _existing_notes(root, list(marks)) if old else {}
         stream = []
-        msg = f"vaultwatch: {len(marks)} commit(s) reviewed\n".encode()
+        msg = f"vaultwatch: {plural(len(marks), 'commit')} reviewed\n".encode()
         stream.append(
             f"commit {NOTES_REF}\ncommitter {name} <{email}> {int(now.timestamp())} +0000\n".encode()
             + b"data %d\n" % len(msg)
