@@ -288,7 +288,7 @@ def unignore(root: Path, finding_id: str) -> str | None:
 # -- the checks ------------------------------------------------------------------------------------
 
 
-def _all_files(root: Path) -> Iterator[str]:
+def all_files(root: Path) -> Iterator[str]:
     """Every file of the vault outside dot-folders (private ones included: a link into a
     private folder must resolve there, to be left out, not be called broken)."""
     stack = [""]
@@ -388,7 +388,7 @@ def _links(
 ) -> tuple[list[Finding], dict[str, int], set[str]]:
     """(broken links, incoming link count per note, notes with a link that resolves)."""
     private = vault.policy.is_private
-    index = LinkIndex(_all_files(vault.root))
+    index = LinkIndex(all_files(vault.root))
     broken: list[Finding] = []
     lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
     incoming: dict[str, int] = {}

@@ -260,7 +260,7 @@ def missing_attachments(links: tuple[Link, ...], note_path: str, policy: PathPol
         if not target.startswith("/") and _visible_file(policy, near):
             continue
         if index is None:
-            index = LinkIndex(_visible_files(policy))
+            index = LinkIndex(visible_files(policy))
         if index.resolve(link, note_path) is None:
             missing.append(target)
     return missing
@@ -275,7 +275,7 @@ def _visible_file(policy: PathPolicy, rel: str) -> bool:
         return False
 
 
-def _visible_files(policy: PathPolicy) -> set[str]:
+def visible_files(policy: PathPolicy) -> set[str]:
     """The path of every file outside dot-folders and private folders (symlinks by their
     target's rule)."""
     out: set[str] = set()
