@@ -123,6 +123,9 @@ class Vault:
         if self._glob_warnings is not None and self._glob_warnings[0] is cfg:
             return self._glob_warnings[1]
         waiting = set(cfg.private)
+        # Not the one walk of files (notes/walk.py): this asks whether any *name* matches a
+        # glob, a folder's or a symlink's as much as a file's, inside private folders too, and
+        # stops at the first match of each; `matches_any` compares in NFC itself.
         stack = [""]
         while stack and waiting:
             rel_dir = stack.pop()

@@ -347,6 +347,8 @@ def secure_state(root: Path) -> None:
     """The state folder at STATE_DIR_MODE and everything in it at STATE_FILE_MODE (folders at
     STATE_DIR_MODE): run at every start, so vaults made by earlier versions are fixed too."""
     top = make_state_dir(state_dir(root))
+    # Not the vault walk (server/notes/walk.py, a layer above): this is the state folder inside
+    # .git, every file of it, dot-names included; only links are left alone (chmod follows them).
     for dirpath, dirnames, filenames in os.walk(top):
         with contextlib.suppress(OSError):
             os.chmod(dirpath, STATE_DIR_MODE)
