@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.history import read_commits
-from app.stats import _Log
+from app.services.history import read_commits
+from app.services.stats import _Log
 from server.core.gitrepo import (
     ACTION,
     ANSWERS,
