@@ -1,12 +1,13 @@
 """One resident server per vault vs. a server per client, side by side in one run.
 
 `uv run python -m bench --only resident` (2,000 and 10,000 notes), or alone:
-`uv run python -m bench.resident_bench --vault PATH [--runs 3]`.
+`uv run python -m bench.resident_bench --vault PATH [--runs 3]`; where a warm call's time goes,
+hop by hop, in both modes: `uv run python -m bench.resident_bench --vault PATH --hops 100`.
 
 Per vault, for today's in-process mode (`python -m server.protocol.cli`: what every client
 spawned before) and for the relay (`vaultwatch-server`, the resident already warm):
 spawn → `initialize`; spawn → the first `list_docs` / `search_text` result; a warm call's
-latency through the relay vs. direct; the memory of three clients on one vault (three servers,
+latency through the relay vs. direct, paired (both open, calls alternated); the memory of three clients on one vault (three servers,
 or three relays and one resident); and the in-process start without compiled bytecode (every
 module compiled at start, as after an install that did not compile: PYTHONPYCACHEPREFIX
 pointing at an empty folder). Recall is off (VAULTWATCH_SEMANTIC=off): its model would only
