@@ -189,10 +189,11 @@ def spawn_resident(
 
     Not its own session: with the kernel's autogroups (sched_autogroup_enabled, the default on
     desktop Linux) a new session is a new scheduling group, and a process alone in its group
-    that wakes for a few ms at a time was served 3-5x slower on a loaded machine (a warm
-    list_docs took 10-16 ms in the resident vs 3 ms in-process, traced hop by hop with
-    `python -m bench.resident_bench --hops`); in the client's session it takes what the
-    in-process server took."""
+    that wakes for a few ms at a time waited longer for a core on a loaded machine: traced hop
+    by hop (`python -m bench.resident_bench --hops`), a warm list_docs spent 10-16 ms in the
+    resident in 3 of 4 runs vs 3 ms in-process; measured paired at a load of 20, the relay
+    added +2.8 to +5.4 ms median with the resident in its own session, +0.3 to +0.4 ms in the
+    client's."""
     log = (
         os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         if sdir is not None
