@@ -453,6 +453,47 @@ class SearchIndex:
                     with contextlib.suppress(sqlite3.Error):
                         db.execute("ROLLBACK")
 
+    def partial(
+        self, strict: str, expr: str, parts: tuple[tuple[tuple[str, ...], int], ...], limit: int
+    ) -> list[str]:
+        """The notes matching a relaxed query (search_query.Relaxed: `expr` and `parts`) that do
+        not match the `strict` expression, at most `limit`, best first: the most groups held
+        over every relaxed word, then bm25 over the body (rarer pairs count more), then path.
+
+        Which groups a note holds is read per group as one string of rowids (MATCH_IDS), not
+        per note: a relaxed query runs one match per group, a few for a typed word."""
+        with self._reading(paths=True) as db:
+            ids = self._ids
+
+            def rowids(e: str) -> set[int]:
+                (joined,) = db.execute(MATCH_IDS, (e,)).fetchone()
+                return set(map(int, joined.split(","))) if joined else set()
+
+            rows = rowids(expr) - rowids(strict)
+            held = dict.fromkeys(rows, 0)
+            for groups, need in parts:
+                count = dict.fromkeys(rows, 0)
+                for g in groups:
+                    for r in rowids(g) & rows:
+                        count[r] += 1
+                rows = {r for r in rows if count[r] >= need}
+                for r in rows:
+                    held[r] += count[r]
+            rows &= ids.keys()
+            if not rows:
+                return []
+            scored: list[tuple[int, float, str]] = []
+            if len(rows) <= MAX_ALONE:
+                marks = ",".join("?" * len(rows))
+                cur = db.execute(f"{BEST_OF} ({marks})", [expr, *rows])
+            else:
+                cur = db.execute(BEST_FIRST, (expr,))
+            for r, body in cur:
+                if r in rows:
+                    scored.append((-held[r], body, ids[r]))
+            scored.sort()
+            return [p for _, _, p in scored[:limit]]
+
     def best(self, expr: str, limit: int) -> dict[str, float]:
         """The `limit` notes matching an FTS5 expression with the best body score, each with
         that score negated (bm25 over the body: higher is better here). recall's keyword boost."""

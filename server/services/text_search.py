@@ -16,6 +16,7 @@ from server.index.search_query import (
     parse,
     phrase_expression,
     query_key,
+    relaxed_query,
     snippets,
     title_expression,
     title_key,
@@ -35,6 +36,12 @@ MOST_RECENT = 1.0 + RECENCY * 1.0  # the largest recency factor, as score() comp
 # (停用插件), the notes that say it in one piece before those that hold its words apart.
 WHOLE_TIER = 10.0
 NAMED_TIER = 100.0
+# Fewer notes than this holding every word (a page's worth): a long CJK word typed without
+# spaces is relaxed (search_query.relaxed_query), the notes holding most of it listed after
+# those holding all of it, at most RELAXED_MAX of them. A fixed bound, not the page's size:
+# every page of one query then counts the same total.
+RELAX_BELOW = 10
+RELAXED_MAX = 100
 
 
 def score(
@@ -201,6 +208,7 @@ def search_text(
     expr = fts_expression(pq)
     fp = fingerprint("s", query, type, folder, tags, include_superseded)
     off = read_cursor(cursor, fp)
+    relaxed: list[Entry] = []
     if expr is None:  # filters only: newest first
         ranked = sorted(
             (e for e in entries.values() if wanted.matches(e)),
@@ -218,11 +226,19 @@ def search_text(
         )
         try:
             vault.search.search(expr, title_expression(pq), top, phrase_expression(pq))
+            ranked, total = top.ranked(), top.total
+            rq = relaxed_query(pq) if total < RELAX_BELOW else None
+            found = vault.search.partial(expr, rq.expr, rq.parts, 4 * RELAXED_MAX) if rq else []
         except ValueError as exc:
             raise QueryError(
                 f'{exc}. Simplify the query: plain words, "phrases", -exclusions'
             ) from exc
-        ranked, total = top.ranked(), top.total
+        if found:
+            more = [e for p in found if (e := entries.get(p)) is not None and wanted.matches(e)]
+            relaxed = more[:RELAXED_MAX]
+            if len(ranked) == total:  # every strict match ranked (need >= total): they go first
+                ranked += relaxed
+            total += len(relaxed)
 
     items = []
     for e in ranked[off : off + limit]:
@@ -245,6 +261,18 @@ def search_text(
     budget = cfg.limits.result_chars - 600
     kept, nxt = page(items, off, budget, fp, total)
     result: dict[str, Any] = {"total": total, "hits": kept, "next_cursor": nxt}
+    if relaxed:
+        held = total - len(relaxed)
+        first = (
+            f"The first {held:,} hits hold every word; the {len(relaxed):,} after them"
+            if held
+            else f"No note holds every word; these {len(relaxed):,}"
+        )
+        result["hint"] = (
+            f"{first} hold most of the character pairs of a Chinese, Japanese or Korean word, "
+            "not all: the note may say it in other words. Put the word in quotes to find it "
+            "only as typed."
+        )
     if not total:
         result["hint"] = (
             "No note matched every term. Try fewer or shorter terms (terms are ANDed), "
