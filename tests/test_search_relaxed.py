@@ -82,6 +82,10 @@ async def test_a_four_character_word_is_not_relaxed_to_one_half(
     assert relaxed_query(parse("请求标头")) is None
     assert relaxed_query(parse("改写请求路径")) is not None
     assert relaxed_query(parse('"改写请求路径"')) is None
+    # a pasted passage (more groups than MAX_RELAXED_GROUPS) is not relaxed: a match per group
+    passage = " ".join(["改写请求路径的方法"] * 6)  # 6 terms x 7 groups
+    assert relaxed_query(parse(passage)) is None
+    assert relaxed_query(parse(" ".join(["改写请求路径的方法"] * 4))) is not None
 
 
 async def test_a_filter_applies_to_the_relaxed_hits(connect: Any, make_vault: Any) -> None:

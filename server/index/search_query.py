@@ -27,6 +27,9 @@ MAX_QUERY_CHARS = 1_000
 # A CJK run longer than this is a passage pasted in, not words typed: it is searched in one
 # piece (its words apart, each pair a group, cost 0.3 s at 1,000 characters; in one piece, 2 ms)
 MAX_APART_RUN = 32
+# A relaxed query (relaxed_query) reads one match per CJK group: beyond this many groups in
+# all, the query is a passage, not words typed, and is not relaxed
+MAX_RELAXED_GROUPS = 32
 
 
 class SearchError(VaultwatchError, ValueError):
@@ -216,7 +219,7 @@ def relaxed_query(pq: ParsedQuery) -> Relaxed | None:
         parts.append((exprs, len(cjk) // 2 + 1))
         rest = [_group_expr(g) for g in t.apart or [] if g not in cjk]
         pos.append("(" + " AND ".join([*rest, "(" + " OR ".join(exprs) + ")"]) + ")")
-    if not parts:
+    if not parts or sum(len(g) for g, _ in parts) > MAX_RELAXED_GROUPS:
         return None
     expr = " AND ".join(pos)
     for t in pq.terms:
