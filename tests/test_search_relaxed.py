@@ -93,3 +93,24 @@ async def test_a_filter_applies_to_the_relaxed_hits(connect: Any, make_vault: An
     async with connect(root) as s:
         got, _ = await paths(s, "改写请求路径", folder="sub")
         assert got == ["sub/near2.md"], got
+
+
+async def test_pages_run_from_the_strict_hits_into_the_relaxed_ones(
+    connect: Any, make_vault: Any
+) -> None:
+    """A page at a time: every page counts the same total, and the pages together are the
+    one-page list (the strict hit first, then the relaxed ones, none twice)."""
+    root: Path = make_vault(NOTES)
+    async with connect(root) as s:
+        whole, r = await paths(s, "改写请求路径")
+        got: list[str] = []
+        cursor = None
+        for _ in range(10):
+            args: dict[str, Any] = {"cursor": cursor} if cursor else {}
+            r = await s.call("search_text", query="改写请求路径", limit=1, **args)
+            assert r["total"] == len(whole) == 3
+            got += [h["path"] for h in r["hits"]]
+            cursor = r.get("next_cursor")
+            if cursor is None:
+                break
+        assert got == whole

@@ -265,12 +265,15 @@ def search_text(
         if found:
             more = [e for p in found if (e := entries.get(p)) is not None and wanted.matches(e)]
             relaxed = more[:RELAXED_MAX]
-            if len(ranked) == total:  # every strict match ranked (need >= total): they go first
-                ranked += relaxed
-            total += len(relaxed)
+    strict = total
+    total += len(relaxed)
+    # the page: the strict matches first (all of them ranked when the page reaches past them:
+    # TopK ranks `off + limit`), then the relaxed ones
+    shown = ranked[off : min(off + limit, strict)]
+    shown += relaxed[max(0, off - strict) : max(0, off + limit - strict)]
 
     items = []
-    for e in ranked[off : off + limit]:
+    for e in shown:
         item: dict[str, Any] = {
             "path": e.doc.path,
             "folder": e.doc.folder,
