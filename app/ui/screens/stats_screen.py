@@ -57,6 +57,8 @@ TOOLS_NAME_WIDTH = 16  # ... beside its tools, which take the rest
 
 
 TREND_HEADING = "trend: weekly, oldest on the left"
+WEEKS_HEADING = "per week, newest first"
+MORE_COLUMNS = " · more columns to the right: → scrolls"
 
 
 def tools_text(counts: Counter[str], names: dict[str, str]) -> str:
@@ -180,7 +182,7 @@ class StatsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(self._counting_title(), id="title")
         with Pane(id="stats-body"):
-            yield Static(Content("per week, newest first"), classes="heading")
+            yield Static(Content(WEEKS_HEADING), classes="heading", id="weeks-heading")
             yield StatsTable(
                 id="stats-weeks", cursor_type="row", fixed_columns=1, zebra_stripes=True
             )
@@ -289,6 +291,11 @@ class StatsScreen(Screen[None]):
         full = week_columns(stats)
         weeks = full if others_width(*full) <= room + 1 else week_columns(stats, names)
         self._table("#stats-weeks", *weeks, bold_last=True)
+        # a table wider than the screen says so where the eye is, not only by a scrollbar
+        cut = others_width(*weeks) > room + 1
+        self.query_one("#weeks-heading", Static).update(
+            Content(WEEKS_HEADING) + (Content.styled(MORE_COLUMNS, "$text-warning") if cut else "")
+        )
         # the trend: as wide as it needs; side by side with the clients, at most half
         wide = self.app.size.width >= WIDE
         trend_room = body // 2 - MARGIN - SCROLLBAR if wide else room
