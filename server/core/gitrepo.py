@@ -32,30 +32,157 @@ class GitError(VaultwatchError, RuntimeError):
 # Programs a vault's `.git` can name, which git would run on our reads and writes: hooks
 # (`reference-transaction` on every ref update, `post-index-change` on every index write, from
 # .git/hooks or a planted core.hooksPath), core.fsmonitor (run by `git status`, check-ignore,
-# update-index...), and textconv and external diff drivers (`log -p`, `blame`). A vault someone
-# else prepared (unzipped, synced) must not run its program because the AI read a note
-# (adversarial pass 3, N5). Every git call we make goes through `_argv`.
-SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# update-index...), textconv and external diff drivers (`log -p`, `blame`), gpg.program (a
+# commit signed under commit.gpgSign, a signed commit `git log` verifies under
+# log.showSignature), a submodule's own git (`git diff` of it under diff.submodule=diff, `git
+# submodule summary` under status.submoduleSummary), the fetch a partial clone makes for an
+# object it lacks (remote.*.uploadpack, core.sshCommand, credential.helper), and the clean,
+# smudge and process filters `.gitattributes` names (`git status` runs a clean filter on every
+# file whose stat changed). A vault someone else prepared (unzipped, synced) must not run its
+# program because the AI read a note (adversarial pass 3, N5; issue 27). Every git call we make
+# goes through `_argv` and `_env`.
+SAFE_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "diff.submodule=short",
+    "-c",
+    "status.submoduleSummary=false",
+    "-c",
+    "protocol.allow=never",
+)
+# The same in the environment, where it beats any config: no transport at all (a
+# `protocol.file.allow=always` in the vault's config beats `protocol.allow=never`; an empty
+# GIT_ALLOW_PROTOCOL list allows none), no lazy fetch (git 2.44 on), no pager, editor or askpass
+# program (git runs none of them on a pipe and with -m, but it costs nothing to be sure).
+SAFE_ENV = {
+    "GIT_ALLOW_PROTOCOL": "",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
+    "GIT_ASKPASS": "",
+}
 _NO_DRIVERS = {
     "log": ("--no-textconv", "--no-ext-diff"),
     "show": ("--no-textconv", "--no-ext-diff"),
-    "diff": ("--no-textconv", "--no-ext-diff"),
+    "diff": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
     "diff-tree": ("--no-textconv", "--no-ext-diff"),
-    "diff-index": ("--no-textconv", "--no-ext-diff"),
-    "diff-files": ("--no-textconv", "--no-ext-diff"),
+    "diff-index": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
+    "diff-files": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
     "blame": ("--no-textconv",),
+    # a submodule is checked by a `git status` run in it, under its own config (its filters)
+    "status": ("--ignore-submodules=all",),
 }
 
+# Commands that read no file of the working tree and check none out: no clean or smudge filter
+# can run in them. Every other command (status, add, update-index, reset, diff-index, blame...)
+# runs with every filter driver git's config names switched off (`_filters_off`).
+_NO_WORKTREE = frozenset(
+    {
+        "cat-file",  # unless --filters or --textconv (below)
+        "check-attr",
+        "check-ignore",
+        "commit-tree",
+        "config",
+        "diff-tree",
+        "fast-import",
+        "for-each-ref",
+        "init",
+        "log",
+        "ls-tree",
+        "merge-base",
+        "merge-file",
+        "mktree",
+        "notes",
+        "patch-id",
+        "rev-list",
+        "rev-parse",
+        "show",
+        "show-ref",
+        "symbolic-ref",
+        "update-ref",
+        "var",
+    }
+)
 
-def _argv(root: Path, args: tuple[str, ...]) -> list[str]:
-    """The git command line for `args` in `root`: hooks and fsmonitor off, and for the diff
-    family no textconv or external diff (inserted right after the subcommand)."""
+
+def _reads_worktree(command: str, rest: tuple[str, ...]) -> bool:
+    if command == "hash-object":
+        return "--no-filters" not in rest
+    if command == "cat-file":
+        return any(a.startswith(("--filters", "--textconv")) for a in rest)
+    return command not in _NO_WORKTREE
+
+
+def filter_drivers(root: Path) -> list[str]:
+    """The name of every filter driver git's config defines for this vault (the repository's,
+    the user's, the system's, what they include): `filter.<name>.clean`, `.smudge`, `.process`
+    or `.required`. GitError when git cannot read its config."""
+    proc = subprocess.run(
+        [
+            "git",
+            *SAFE_CONFIG,
+            "-C",
+            str(root),
+            "config",
+            "-z",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\.",
+        ],
+        capture_output=True,
+        env=_env(),
+    )
+    if proc.returncode not in (0, 1):  # 1: none set
+        said = proc.stderr.decode(errors="replace").strip()
+        raise GitError(f"git config failed: {said}")
+    names = set()
+    for key in os.fsdecode(proc.stdout).split("\x00"):
+        head, dot, _var = key.strip("\n").rpartition(".")
+        if dot and head.lower().startswith("filter.") and len(head) > len("filter."):
+            names.add(head[len("filter.") :])
+    return sorted(names)
+
+
+def _filters_off(root: Path) -> list[str]:
+    """`-c` settings that make every filter driver git knows here run nothing: an empty command
+    is no filter to git, and a `required` one is then not an error. (Only the config can define
+    a driver; an attribute naming an undefined one does nothing.)"""
+    out: list[str] = []
+    for name in filter_drivers(root):
+        if "=" in name:  # `-c` splits at the first '=': the setting would name another key
+            raise GitError(
+                f"the vault's git config defines a filter driver named {name!r}; vaultwatch "
+                "cannot switch off a filter whose name holds '=' and runs no git beside it. "
+                f'Rename the driver (the [filter "{name}"] section and the .gitattributes '
+                "lines naming it)."
+            )
+        for var in ("clean", "smudge", "process"):
+            out += ["-c", f"filter.{name}.{var}="]
+        out += ["-c", f"filter.{name}.required=false"]
+    return out
+
+
+def _argv(root: Path, args: tuple[str, ...], filters: bool = False) -> list[str]:
+    """The git command line for `args` in `root`: SAFE_CONFIG; for the diff family no textconv
+    or external diff (inserted right after the subcommand); for a command that reads the
+    working tree, no clean, smudge or process filter, unless `filters` (the owner's own action
+    storing the owner's file as `git add` would: git-crypt encrypting on commit)."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] == "-c" else 1
-    if i < len(args) and args[i] in _NO_DRIVERS:
-        args = (*args[: i + 1], *_NO_DRIVERS[args[i]], *args[i + 1 :])
-    return ["git", *SAFE_CONFIG, "-C", str(root), *args]
+    command = args[i] if i < len(args) else ""
+    if command in _NO_DRIVERS:
+        args = (*args[: i + 1], *_NO_DRIVERS[command], *args[i + 1 :])
+    off = [] if filters or not _reads_worktree(command, args[i + 1 :]) else _filters_off(root)
+    return ["git", *SAFE_CONFIG, *off, "-C", str(root), *args]
 
 
 def git(
@@ -64,9 +191,12 @@ def git(
     env: dict[str, str] | None = None,
     check: bool = True,
     input: bytes | None = None,
+    filters: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
+    """git `args` in `root`, with every program the vault's `.git` could name switched off
+    (`_argv`); `filters` only for the owner's own actions (see `_argv`)."""
     proc = subprocess.run(
-        _argv(root, args),
+        _argv(root, args, filters),
         capture_output=True,
         env=_env(env),
         input=input,
@@ -116,6 +246,7 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_TERMINAL_PROMPT": "0",
         "LC_ALL": "C",
         "GIT_OPTIONAL_LOCKS": "0",
+        **SAFE_ENV,
         **(extra or {}),
     }
 
@@ -425,15 +556,20 @@ def ensure_repo(root: Path) -> bool:
         if git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0:
             return False
         git(root, "add", "-A")
+        # Added with no filter run (`_argv`): a file under a git filter (git-crypt) would go
+        # into history as its bytes on disk, which the filter exists to keep out. Left out of
+        # the import, untracked, for the owner to add with their own git.
+        staged = [os.fsdecode(p) for p in git(root, "ls-files", "-z").stdout.split(b"\x00") if p]
+        filtered = sorted(filtered_paths(root, staged))
+        if filtered:
+            git(root, "--literal-pathspecs", "rm", "-q", "--cached", "--", *filtered)
         name, email = human_identity(root)
-        # Without hooks, as every other commit of ours (commit-tree): a global pre-commit hook
-        # (git-secrets, talisman, the pre-commit framework) that refuses would otherwise stop
-        # every start, the repository left initialised with no commit. The owner's identity
-        # and the rest of their config (signing included) still apply.
+        # Without hooks or signing, as every other commit of ours (commit-tree, SAFE_CONFIG): a
+        # global pre-commit hook (git-secrets, talisman, the pre-commit framework) that refuses
+        # would otherwise stop every start, the repository left initialised with no commit,
+        # and a planted gpg.program would run. The owner's identity still applies.
         git(
             root,
-            "-c",
-            "core.hooksPath=/dev/null",
             "commit",
             "-q",
             "--allow-empty",

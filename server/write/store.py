@@ -234,11 +234,13 @@ def _hash_files(root: Path, paths: list[str]) -> list[str]:
     return out.stdout.decode().split()
 
 
-def _hash_as_git_stores(root: Path, paths: list[str]) -> list[str]:
+def _hash_as_git_stores(root: Path, paths: list[str], filters: bool = False) -> list[str]:
     """The blob `git add` would make of each file (relative to root): core.autocrlf, the
-    text/eol attributes and clean filters applied, each by its own path. With none of them set
-    it is the blob of the bytes, stored (-w) so that it can be committed as it is.
-    core.safecrlf is off here: a note with mixed line endings is compared, never refused."""
+    text/eol attributes applied, each by its own path, and its clean filter only for the
+    owner's own action (`filters`; the server never runs a program the vault's config names).
+    With none of them set it is the blob of the bytes, stored (-w) so that it can be committed
+    as it is. core.safecrlf is off here: a note with mixed line endings is compared, never
+    refused."""
     out = git(
         root,
         "-c",
@@ -247,6 +249,7 @@ def _hash_as_git_stores(root: Path, paths: list[str]) -> list[str]:
         "-w",
         "--stdin-paths",
         input="\n".join(paths).encode(),
+        filters=filters,
     )
     return out.stdout.decode().split()
 
@@ -890,6 +893,7 @@ class Store:
         it clean and so does this; no owner snapshot rewrites its line endings. What a snapshot
         commits is still the owner's exact bytes (see _hash_files).
         """
+        owners = expect is None
         if expect is None:
             expect = {}
             for p in paths:
@@ -919,7 +923,8 @@ class Store:
         # One git for every file (none when no file differs): in a vault without conversions
         # each blob is the bytes' own, already stored, and the only git run, as before.
         try:
-            seen = _hash_as_git_stores(self.root, dirty) if dirty else []
+            # the dashboard's actions (no plan) are the owner's: their git's clean filters run
+            seen = _hash_as_git_stores(self.root, dirty, owners) if dirty else []
         except GitError as exc:
             for p in dirty:  # "short read": the file changed while git read it
                 _still(self.root / p, *expect[p])
@@ -1257,7 +1262,8 @@ def _git_mode(path: Path) -> str:
 
 def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
     """Each path with the blob of the file on disk now, stored in git (None: no such file, the
-    commit removes it); a symlink as its target text, as git keeps links."""
+    commit removes it); a symlink as its target text, as git keeps links. The owner's actions
+    only (move, delete, create): a file under a filter goes through the filter."""
     files = [p for p in paths if os.path.lexists(root / p) and not os.path.islink(root / p)]
     # a file under a git filter (git-crypt) is stored as `git add` stores it: its bytes on disk
     # are what the filter keeps out of history (the AI never writes such a file; the owner's
@@ -1267,7 +1273,7 @@ def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
     through = [p for p in files if p in filtered]
     found = dict(zip(plain, _hash_files(root, plain), strict=True)) if plain else {}
     if through:
-        found.update(zip(through, _hash_as_git_stores(root, through), strict=True))
+        found.update(zip(through, _hash_as_git_stores(root, through, True), strict=True))
     for p in paths:
         if os.path.islink(root / p):
             link = os.fsencode(os.readlink(root / p))
