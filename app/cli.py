@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from server.core.errors import VaultwatchError
+from server.core.gitrepo import StateLinked
 from server.core.safetext import visible
 
 from .actions import ActionError
@@ -934,7 +935,7 @@ def _run(argv: Sequence[str]) -> NoReturn:
     try:
         code = HANDLERS[args.command](args)
         sys.stdout.flush()
-    except (Refused, ActionError) as exc:
+    except (Refused, ActionError, StateLinked) as exc:  # a state link: refused, as any
         print(f"vaultwatch {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
     except BrokenPipeError:

@@ -389,37 +389,140 @@ STATE_DIR_MODE = 0o700
 STATE_FILE_MODE = 0o600
 
 
+STATE_NAME = "vaultwatch"  # the state folder's name in the git dir
+
+
+class StateLinked(VaultwatchError, OSError):
+    """A state file or folder of ours is a symbolic link: refused, nothing written or read
+    through it. An OSError too: every `except OSError` that treats a broken state file as
+    upkeep lost (the journal, a cache) goes on treating it so."""
+
+    code = "state_link"
+
+
+def _linked(what: str, path: Path) -> StateLinked:
+    return StateLinked(
+        f"{what} in {path.parent} is a symbolic link: vaultwatch never writes or reads its "
+        "state through one (it would go where the link points); nothing was written through "
+        "it. Remove the link; vaultwatch remakes the file or folder."
+    )
+
+
+def _state_chain(d: Path) -> list[Path]:
+    """Every folder from the state folder `d` is in (the nearest one named STATE_NAME) down to
+    `d`; just `d` when it is in none (a --token-file of the owner's)."""
+    chain = [d]
+    for parent in d.parents:
+        if chain[-1].name == STATE_NAME:
+            break
+        chain.append(parent)
+    if chain[-1].name != STATE_NAME:
+        return [d]
+    chain.reverse()
+    return chain
+
+
+def through_link(path: Path) -> bool:
+    """Whether the state file `path` would be reached through a symbolic link: the state
+    folder or a folder of it down to `path`'s (the file itself is for O_NOFOLLOW to say)."""
+    return any(folder.is_symlink() for folder in _state_chain(path.parent))
+
+
 def make_state_dir(d: Path) -> Path:
     """The state folder `d` (state_dir: <vault>/.git/vaultwatch, or in the git dir a `.git`
-    file points to), made if missing, but never the vault folder itself: a vault moved or
-    deleted while a server runs must stay gone, not come back as an empty stub that a restarted
-    server would serve (git resolving it to whatever repository is above)."""
-    if d.is_symlink():
-        # everything we keep (the token, the commit index) would go wherever it points
-        raise NotADirectoryError(
-            20,
-            "the state folder is a symbolic link; remove the link (vaultwatch remakes it)",
-            str(d),
-        )
-    if not d.is_dir():
-        vault = _VAULT_OF.get(d, d.parent.parent)
-        if not vault.is_dir():
-            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
-        d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    file points to), or a folder inside it (tmp/, transcripts/), made if missing, but never
+    the vault folder itself: a vault moved or deleted while a server runs must stay gone, not
+    come back as an empty stub that a restarted server would serve (git resolving it to
+    whatever repository is above).
+
+    Every folder from the state folder down to `d` is checked to be a folder and no symbolic
+    link, each time (a link planted after the start too): everything we keep (the token, the
+    journal, the commit index, temp files of notes) would go wherever it points, and what we
+    read back would be someone else's. An OSError (ELOOP) that says so."""
+    for i, folder in enumerate(_state_chain(d)):
+        if folder.is_symlink():
+            raise _linked("the state folder" if i == 0 else f"{folder.name}/", folder)
+        if folder.is_dir():
+            continue
+        if i == 0:
+            vault = _VAULT_OF.get(folder, folder.parent.parent)
+            if not vault.is_dir():
+                raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+            folder.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+        else:
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=STATE_DIR_MODE)
+            if folder.is_symlink():  # made by someone else between the two looks
+                raise _linked(f"{folder.name}/", folder)
     return d
+
+
+# SQLite opens these beside a database by name, following a link: a planted `index.sqlite-wal`
+# link would have SQLite write its log into the file it names.
+_SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
 def state_file(path: Path) -> Path:
     """Make sure the state file `path` exists with STATE_FILE_MODE before another program
     creates it with its own default (SQLite gives its -wal and -shm files the database's mode,
-    git writes an index with the umask's)."""
-    with contextlib.suppress(OSError):
-        os.chmod(path, STATE_FILE_MODE)
-        return path
+    git writes an index with the umask's). Its folders are checked (make_state_dir), and it,
+    or a SQLite file beside it, being a symbolic link is refused (OSError ELOOP): chmod, SQLite
+    and git would all follow it."""
     make_state_dir(path.parent)
+    for p in (path, *(path.with_name(path.name + side) for side in _SQLITE_SIDE)):
+        if p.is_symlink():
+            raise _linked(p.name, p)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
+    fd = open_state(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.fchmod(fd, STATE_FILE_MODE)
+    finally:
+        os.close(fd)
     return path
+
+
+def open_state(path: Path, flags: int, mode: int = STATE_FILE_MODE) -> int:
+    """os.open of the state file `path`, never through a symbolic link: its folders checked
+    (make_state_dir, made if missing), the file itself opened with O_NOFOLLOW. The one way
+    anything of ours opens a state file to write it (or to lock it)."""
+    make_state_dir(path.parent)
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(path.name, path) from None
+        raise
+
+
+def write_state(path: Path, data: bytes) -> None:
+    """`data` as the state file `path`, atomically: a temp file made in its (checked) folder
+    with O_EXCL (no link can be there), fsynced, renamed over (which replaces a link, never
+    writes through it), STATE_FILE_MODE."""
+    make_state_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.vaultwatch-tmp")
+    fd = open_state(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def copy_to_state(src: Path, dst: Path) -> None:
+    """A copy of `src` as the state file `dst` (git's index into our copy of it), never
+    written through a link at `dst`."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dst)
+    fd = open_state(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+        shutil.copyfileobj(inp, out)
 
 
 # State files are read as untrusted input: a synced or unzipped `.git` can hold anything, and
@@ -440,7 +543,10 @@ class StateDamaged(VaultwatchError, ValueError):
 
 def read_state(path: Path, limit: int = STATE_READ_MAX) -> bytes:
     """The bytes of the state file `path`. FileNotFoundError when it is missing; StateDamaged
-    when it is a symlink, not a regular file, or over `limit` bytes."""
+    when it is a symlink (or in a state folder that is one), not a regular file, or over
+    `limit` bytes."""
+    if through_link(path):
+        raise StateDamaged(f"{path.name} is in a state folder that is a symbolic link")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -520,8 +626,7 @@ _HELD = threading.local()
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
-    d = make_state_dir(state_dir(root))
-    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
+    fd = open_state(state_dir(root) / "write.lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _HELD.fds = (*getattr(_HELD, "fds", ()), fd)
@@ -717,9 +822,8 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
     another holder. True when it is linked to our marker (crash-safe), False when the file
     system has no hard links (then taken by O_EXCL, as git does). Raises IndexBusy."""
     lock, marker = _index_lock(root), _index_marker(root)
-    make_state_dir(marker.parent)
     _release_dead_index_lock(root)
-    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, STATE_FILE_MODE))
+    os.close(open_state(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
     linked = True
     deadline = time.monotonic() + wait_s
     delay = 0.005
@@ -759,10 +863,10 @@ class OwnerIndex:
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
-            if not self.copy.exists():
+            if self.copy.is_symlink() or not self.copy.exists():
                 # after an install(), under the same lock (a write holds it across the owner's
                 # snapshot and its own commit): the next change starts from the index in place
-                shutil.copyfile(self.index, self.copy)
+                copy_to_state(self.index, self.copy)
             git(self.root, *args, env={"GIT_INDEX_FILE": str(self.copy)}, input=input)
 
     def install(self) -> None:
@@ -782,7 +886,7 @@ def owner_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> Iterator[Owner
         with contextlib.suppress(FileNotFoundError):
             os.unlink(idx.copy)
         if idx.exists:
-            shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody else changes it
+            copy_to_state(idx.index, idx.copy)  # read under the lock: nobody else changes it
         yield idx
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -97,6 +97,8 @@ def check_private(path: Path, *, want_socket: bool = False) -> None:
     """The state folder and the socket must be ours and closed to others: a socket another user
     made (or could reach) would let them read the notes we send or answer in the server's name."""
     st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):  # it would lead to someone else's socket or folder
+        raise Unusable(f"{path} is a symbolic link, not a {'socket' if want_socket else 'folder'}")
     kind_ok = stat.S_ISSOCK(st.st_mode) if want_socket else stat.S_ISDIR(st.st_mode)
     if not kind_ok:
         raise Unusable(f"{path} is not a {'socket' if want_socket else 'folder'}")
@@ -115,7 +117,7 @@ def socket_address(path: Path) -> str:
     text = os.fsdecode(path)
     if len(os.fsencode(text)) < 100:
         return text
-    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     return f"/proc/self/fd/{fd}/{path.name}"
 
 
@@ -151,7 +153,9 @@ def try_connect(sdir: Path) -> socket.socket | None:
 @contextlib.contextmanager
 def start_lock(sdir: Path, wait: float = START_WAIT_S) -> Any:
     """One starter at a time, so ten clients opened at once start one resident."""
-    fd = os.open(sdir / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # never through a link (issue 27): the lock file would be made wherever it points
+    check_private(sdir)
+    fd = os.open(sdir / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -176,7 +180,11 @@ def spawn_resident(
     messages in resident.log): it outlives the client that started it. With no state folder
     yet (no repo: the resident makes it) its first words are lost, the rest logged."""
     log = (
-        os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.open(
+            sdir / LOG_NAME,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
         if sdir is not None
         else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     )

@@ -55,6 +55,7 @@ from server.core.gitrepo import (
     GitError,
     IndexBusy,
     OwnerIndex,
+    StateDamaged,
     commit_message,
     filtered_paths,
     git,
@@ -66,11 +67,13 @@ from server.core.gitrepo import (
     make_state_dir,
     operation_in_progress,
     owner_index,
+    read_state,
     state_dir,
     state_file,
     trailer_value,
     wait_for_index,
     write_lock,
+    write_state,
 )
 from server.notes.config import Config
 from server.notes.note import BOM
@@ -182,9 +185,7 @@ def temp_dir(root: Path, path: Path) -> Path:
     can stage the temp file while it exists, and recovery removes one a crash left."""
     d = state_dir(root) / "tmp"
     try:
-        if not d.is_dir():
-            make_state_dir(d.parent)
-            d.mkdir(mode=0o700, exist_ok=True)
+        make_state_dir(d)  # never a link (OSError: then beside the note)
         near = path.parent
         while not near.exists() and near != root and near.parent != near:
             near = near.parent  # a new note's folder is made on its parent's filesystem
@@ -265,9 +266,10 @@ def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
 
 
 def _read_text(path: Path) -> str | None:
+    """A small state file's text; None when missing, damaged or a link (never read through)."""
     try:
-        return path.read_text(encoding="ascii").strip()
-    except (FileNotFoundError, UnicodeDecodeError):
+        return read_state(path, 4096).decode("ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError, StateDamaged):
         return None
 
 
@@ -536,7 +538,7 @@ class Store:
         intent: dict[str, object] = {"pid": os.getpid(), "tool": tool, "files": files}
         if commit is not None:
             intent["commit"] = commit
-        atomic_write(self.intent_path, json.dumps(intent).encode())
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def intent_commits(self, entries: list[tuple[str, str | None]]) -> None:
         """Add to the recorded intent the exact blobs its commit will hold (a file under a git
@@ -544,7 +546,7 @@ class Store:
         the commit and `drop_intent` knows the commit landed and keeps it."""
         intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
         intent["commit"] = [[p, b] for p, b in entries]
-        atomic_write(self.intent_path, json.dumps(intent).encode())
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def drop_intent(self) -> None:
         """The recorded intent is done with (committed, or undone by its own writer)."""
@@ -697,7 +699,7 @@ class Store:
                     for w, b, t in zip(writes, blobs, temps, strict=True)
                 ],
             }
-            atomic_write(self.intent_path, json.dumps(intent).encode())
+            write_state(self.intent_path, json.dumps(intent).encode())
             crash_point("intent")
             for w, tmp in zip(writes, temps, strict=True):
                 if tmp is not None and w.new is not None:
@@ -821,15 +823,16 @@ class Store:
             data = late if (w.rel == rel and late is not None) else w.old
             self._put_back(target, w.new, data)
 
-    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> None:
+    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> bool:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
         lease as the write itself is (see _lease), so a save the owner makes into our copy
-        meanwhile is never dropped: a file that is no longer ours is left as it is."""
+        meanwhile is never dropped: a file that is no longer ours is left as it is. False when
+        it was left so (changed, being saved, or held by another program's lease)."""
         try:
             fd = _open_if_exists(target)
         except BlockingIOError:  # another program's lease: it is busy with the file, leave it
             log.warning("%s is held by another program; left as it is, not put back", target)
-            return
+            return False
         leased = False
         try:
             if fd is not None:
@@ -837,10 +840,10 @@ class Store:
                     leased = _lease(fd, str(target))
                 except WriteRace:
                     log.warning("%s is being saved; left as it is, not put back", target)
-                    return
+                    return False
             now = _read_fd(fd) if fd is not None else None
             if now != ours or (leased and fd is not None and _lease_broken(fd)):
-                return  # edited again since we replaced it: that edit is newer, keep it
+                return False  # edited again since we replaced it: that edit is newer, keep it
             if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
@@ -854,6 +857,8 @@ class Store:
                 if saved != ours:
                     log.warning("a save into %s landed while it was put back; kept", target)
                     atomic_write(target, saved, temp_dir(self.root, target))
+                    return False
+            return True
         finally:
             if fd is not None:
                 if leased:
@@ -1046,7 +1051,7 @@ class Store:
         again = bool(intent.get("recovering"))
         if not committed and not again:
             intent["recovering"] = os.getpid()
-            atomic_write(intent_path, json.dumps(intent).encode())
+            write_state(intent_path, json.dumps(intent).encode())
         if not committed:
             for f in files:
                 target = self.root / f["path"]
@@ -1144,6 +1149,8 @@ def commit_blobs(
             continue
         lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
     info = ("\n".join(lines) + "\n").encode()
+    if index.is_symlink():  # git would read the file it names as our index: never
+        os.unlink(index)
     cached = index.exists() and _read_text(marker) == head  # holds HEAD's tree already
     # The marker says "the private index holds exactly this commit's tree". It goes before the
     # index is changed and comes back only once the branch holds what the index holds: a crash
@@ -1225,7 +1232,7 @@ def commit_blobs(
                 f"git's index could not be updated ({exc}); nothing was committed"
             ) from exc
     try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
-        atomic_write(marker, sha.encode())
+        write_state(marker, sha.encode())
     except OSError as exc:
         log.warning("private index marker not written: %s", exc)
         with contextlib.suppress(OSError):
