@@ -1062,12 +1062,15 @@ class Store:
                 if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
                     kept.append(f["path"])  # changed by someone since: leave it alone
                     continue
+                # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
+                # writers of ours out, not the owner's editor; one saving into the dead
+                # writer's copy between our look and our rename lost its words (issue 27).
+                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
+                if not self._put_back(target, current, data):
+                    kept.append(f["path"])  # being saved, or changed at that moment
+                    continue
                 if f["old"] is None:
-                    target.unlink()
                     _prune_parents(self.root, f["path"])  # folders a killed move made
-                else:
-                    data = git(self.root, "cat-file", "blob", f["old"]).stdout
-                    atomic_write(target, data, temp_dir(self.root, target))
                 restored.append(f["path"])
                 crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
