@@ -35,15 +35,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from app.services.actions import ActionError
+from app.services.cell_wrap import cells, hanging
+from app.services.history import Commit, FileChange
+from app.services.wording import plural
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import StateLinked
 from server.core.safetext import visible
 
-from .actions import ActionError
-from .history import Commit, FileChange
-
 if TYPE_CHECKING:
-    from .review import NetDiff, Review
+    from app.services.review import NetDiff, Review
 
 COMMANDS = (
     "review",
@@ -140,7 +141,7 @@ def _keep_listed(root: Path, sha: str) -> None:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from .review import _head, mark_reviewed, net_diffs, summaries
+    from app.services.review import _head, mark_reviewed, net_diffs, summaries
 
     args.vault, args.path = _vault_and_path(args.where)
     root = _vault(args.vault)
@@ -152,12 +153,12 @@ def _review(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"marked_commits": count, "paths": paths}))
         else:
-            print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+            print(f"marked {plural(count, 'AI commit')} reviewed in {plural(len(paths), 'note')}")
             # with no notes named, what is still unreviewed is what came after the listing
             left = summaries(root).unreviewed_commits if upto and not args.mark_reviewed else 0
             if left and upto:
                 print(
-                    f"{left} AI commit(s) not marked: they landed after the listing at "
+                    f"{plural(left, 'AI commit')} not marked: they landed after the listing at "
                     f"{upto[:12]}; run `vaultwatch review` to see them"
                 )
         return 0
@@ -221,11 +222,12 @@ def _review(args: argparse.Namespace) -> int:
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     paint = _painter(args.color)
+    wrap = _terminal_width()
     shown = [
         paint(
             "",
-            f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
-            f"with AI changes ({what})",
+            f"{plural(review.unreviewed_commits, 'unreviewed AI commit')}; "
+            f"{plural(len(review.notes), 'note')} with AI changes ({what})",
         )
     ]
     for n, d in zip(review.notes, diffs, strict=True):
@@ -235,7 +237,7 @@ def _review(args: argparse.Namespace) -> int:
         shown.append(
             paint(
                 "",
-                f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
+                f"  {plural(len(n.commits), 'AI commit')}, +{d.added} −{d.removed}, "
                 f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
                 f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}",
             )
@@ -245,15 +247,16 @@ def _review(args: argparse.Namespace) -> int:
             run: object = None  # whose lines these are: said once above each run, as git blame
             for ln in h.lines:
                 text = ln.text.rstrip("\n")
+                colour = {"+": "green", "-": "red"}.get(ln.kind, "")
                 if ln.kind == " ":
                     run = None
-                    shown.append(paint("", f"  {ln.kind} {text}"))
-                    continue
-                who = _who(ln.commit)
-                if who != run:
-                    shown.append(paint("yellow", f"  ┌ {who}"))
-                    run = who
-                shown.append(paint("green" if ln.kind == "+" else "red", f"  {ln.kind} {text}"))
+                else:
+                    who = _who(ln.commit)
+                    if who != run:
+                        shown.append(paint("yellow", f"  ┌ {who}"))
+                        run = who
+                # the gutter once per line: a wrapped row is not another changed line
+                shown += [paint(colour, row) for row in hanging(f"  {ln.kind} ", text, wrap)]
     if review.notes and tip:
         shown.append("")
         shown.append(
@@ -288,6 +291,14 @@ def _painter(choice: str) -> Callable[[str, str], str]:
         return f"\x1b[{COLOURS[colour]}m{text}\x1b[0m" if on and colour else text
 
     return paint
+
+
+def _terminal_width() -> int | None:
+    """Rows are wrapped to the terminal's width on a terminal (CJK prose has no spaces for the
+    pager to break at); piped, lines stay whole."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
 def _page(text: str, choice: str) -> None:
@@ -369,7 +380,7 @@ def _reads(args: argparse.Namespace) -> int:
 
 
 def _context(args: argparse.Namespace) -> int:
-    from .context_preview import mark_reviewed, preview
+    from app.services.context_preview import mark_reviewed, preview
 
     root = _vault(args.vault)
     p = preview(root)
@@ -424,7 +435,10 @@ def _digest(
     out = [f"## AI changes {what}", ""]
     shown = [(n, d) for n, d in zip(review.notes, diffs, strict=True) if not private(n.path)]
     hidden = len(review.notes) - len(shown)
-    out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    out.append(
+        f"{plural(len(review.notes), 'note')}, "
+        f"{plural(review.unreviewed_commits, 'unreviewed AI commit')}."
+    )
     if hidden:
         out.append(f"{hidden} of them private: left out here (`vaultwatch review` shows them).")
     out.append("")
@@ -432,14 +446,14 @@ def _digest(
         stem = Path(n.path).with_suffix("").as_posix()
         out.append(f"### [[{stem}|{n.title}]]")
         out.append("")
-        out.append(f"- `{n.path}`: {len(n.commits)} AI commit(s), +{d.added} −{d.removed}")
+        out.append(f"- `{n.path}`: {plural(len(n.commits), 'AI commit')}, +{d.added} −{d.removed}")
         out.append(
             f"- by {', '.join(n.clients) or '?'} with {', '.join(n.tools)}, "
             f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
         )
         owner = sum(1 for h in d.hunks for ln in h.lines if ln.kind != " " and ln.owner)
         if owner:
-            out.append(f"- {owner} changed line(s) in this span are yours")
+            out.append(f"- {plural(owner, 'changed line')} in this span are yours")
         out += ["", "```diff", d.unified().rstrip("\n"), "```", ""]
     return "\n".join(out)
 
@@ -461,8 +475,8 @@ def _print_changes(changes: list[FileChange]) -> None:
 
 
 def _revert(args: argparse.Namespace) -> int:
-    from .history import read_commits
-    from .revert import offered, revert
+    from app.services.history import read_commits
+    from app.services.revert import offered, revert
 
     vault, (sha,) = _split(
         args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH] (one commit at a time)"
@@ -497,7 +511,7 @@ def _undo(args: argparse.Namespace) -> int:
     """The AI's lines in one hunk of a note's review diff taken back, as the dashboard's `u`
     does (the same service, the same refusals). SHA names an AI commit with lines in that hunk:
     the hunk is the one the owner read (`vaultwatch review PATH` numbers them)."""
-    from .review import hunk_text, net_diff, plan_undo, undo_hunk
+    from app.services.review import hunk_text, net_diff, plan_undo, undo_hunk
 
     vault, (sha,) = _split(args.args, 1, "vaultwatch undo [VAULT] SHA --path PATH --hunk N")
     root = _vault(vault)
@@ -524,8 +538,8 @@ def _undo(args: argparse.Namespace) -> int:
 
 
 def _mv(args: argparse.Namespace) -> int:
-    from .file_actions import apply_move
-    from .owner_flows import apply_plan, move_preview
+    from app.services.file_actions import apply_move
+    from app.services.owner_flows import apply_plan, move_preview
 
     vault, (src, dst) = _split(args.args, 2, "vaultwatch mv [VAULT] SRC DST [--dry-run]")
     root = _vault(vault)
@@ -541,8 +555,8 @@ def _mv(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from .file_actions import apply_remove
-    from .owner_flows import apply_plan, delete_preview
+    from app.services.file_actions import apply_remove
+    from app.services.owner_flows import apply_plan, delete_preview
 
     vault, (path,) = _split(args.args, 1, "vaultwatch rm [VAULT] PATH [--yes]")
     root = _vault(vault)
@@ -580,8 +594,8 @@ def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from .recording_trend import trend_table, weekly
-    from .stats import client_table, compute, describe, measure_table, week_table
+    from app.services.recording_trend import trend_table, weekly
+    from app.services.stats import client_table, compute, describe, measure_table, week_table
 
     root = _vault(args.vault)
     stats = compute(root, args.since)
@@ -593,7 +607,10 @@ def _stats(args: argparse.Namespace) -> int:
     print(f"Write statistics · {describe(stats)}")
     quiet = sum(1 for w in stats.weeks if w.quiet)
     for title, (headings, rows) in (
-        ("per week" + (f" ({quiet} quiet week(s) left out)" if quiet else ""), week_table(stats)),
+        (
+            "per week" + (f" ({plural(quiet, 'quiet week')} left out)" if quiet else ""),
+            week_table(stats),
+        ),
         ("trend", measure_table(stats)),
         ("per client", client_table(stats)),
         *([("practice recordings per week", trend_table(recorded))] if recorded else []),
@@ -604,25 +621,18 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _width(text: str) -> int:
-    """Terminal cells: a Chinese, Japanese or Korean character takes two."""
-    import unicodedata
-
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _columns(headings: list[str], rows: list[list[str | int]]) -> list[str]:
     """Aligned columns (counts right, text left), measured in terminal cells."""
     table = [headings, *[[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]]
     right = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
-    widths = [max(_width(r[i]) for r in table) for i in range(len(headings))]
+    widths = [max(cells(r[i]) for r in table) for i in range(len(headings))]
     out = []
     for r in table:
-        cells = []
+        padded = []
         for i, cell in enumerate(r):
-            pad = " " * (widths[i] - _width(cell))
-            cells.append(pad + cell if right[i] else cell + pad)
-        out.append("  ".join(cells))
+            pad = " " * (widths[i] - cells(cell))
+            padded.append(pad + cell if right[i] else cell + pad)
+        out.append("  ".join(padded))
     return out
 
 
@@ -664,9 +674,8 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _transcribe(args: argparse.Namespace) -> int:
+    from app.services.recordings import measure_file, write_into
     from server.services.transcribe import TranscribeError
-
-    from .recordings import measure_file, write_into
 
     raw_vault, (raw_file,) = _split(args.args, 1, "vaultwatch transcribe [VAULT] FILE")
     given = Path(raw_vault).expanduser().absolute()
@@ -720,9 +729,9 @@ def _recording_lines(m: dict[str, Any]) -> list[str]:
             " · ".join(f"{_clock(p['start'])} {p['seconds']:g} s" for p in m["pauses"]) or "none",
         ),
     ]
-    width = max(_width(k) for k, _ in rows)
+    width = max(cells(k) for k, _ in rows)
     head = f"{Path(m['file']).name} · {_clock(m['duration_s'])} · {m['language']} · {m['model']}"
-    out = [head, *[f"{k}{' ' * (width - _width(k))}  {v}" for k, v in rows], "", "transcript"]
+    out = [head, *[f"{k}{' ' * (width - cells(k))}  {v}" for k, v in rows], "", "transcript"]
     out += [f"  [{_clock(s['start'])}] {s['text']}" for s in m["segments"] if s["text"]]
     return out
 
@@ -731,7 +740,7 @@ def _recording_lines(m: dict[str, Any]) -> list[str]:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    from .feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
+    from app.services.feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
 
     if args.action == "add":
         vault, (path,) = _split(args.args, 1, "vaultwatch feedback add [VAULT] PATH -m TEXT")
@@ -886,7 +895,7 @@ def command_help() -> list[tuple[str, str]]:
 
 
 def _since_help() -> str:
-    from .stats import SINCE_HELP
+    from app.services.stats import SINCE_HELP
 
     return SINCE_HELP
 

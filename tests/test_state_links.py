@@ -91,7 +91,7 @@ async def everything(connect: Any, root: Path) -> list[str]:
     """The AI reading and writing, the owner's shell commands, and what the dashboard opens
     (its port and token files, the journal it follows, the resident's log): every opener of a
     state file. The refusals, as said."""
-    from app.supervisor import ServerSupervisor, remember_port, remembered_port
+    from app.services.supervisor import ServerSupervisor, remember_port, remembered_port
     from server.core.gitrepo import state_dir
     from server.protocol.http_serve import read_or_create_token
     from server.protocol.relay import Unusable, start_lock
