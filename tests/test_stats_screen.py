@@ -112,9 +112,9 @@ async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
         await until(pilot, lambda: bool(app.feed.rows))
         screen = StatsScreen(root, events=held(app, [gate]))
         await app.push_screen(screen)
-        await pilot.pause(0.2)
         # drawn before anything is counted: the title says so, the tables are empty, the keys
-        # are there
+        # are there (waited for: under load the footer is drawn a frame later)
+        await until(pilot, lambda: "Period" in screen_text(app).splitlines()[-1])
         assert screen.stats is None
         assert title(app).strip() == "Write statistics · counting 12 weeks…"
         assert all(t.row_count == 0 for t in screen.query(DataTable))
