@@ -10,6 +10,7 @@ from textual.content import Content
 
 from app.services.feed import Row
 from app.services.view_rows import Filters
+from app.ui.widgets.cells import plural
 from app.ui.widgets.timeline import Timeline
 
 
@@ -56,7 +57,7 @@ class TimelinePane(Timeline):
         if not f.active:
             self.border_title = None
             return
-        count = f"{len(rows):,} rows" if rows else "no matches"
+        count = plural(len(rows), "row") if rows else "no matches"
         self.border_title = Content.styled(
             f" {f.describe()} · {count} (esc clears) ", "bold $text-warning"
         )
