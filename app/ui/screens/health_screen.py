@@ -35,6 +35,7 @@ from app.ui.navigation import desk
 from app.ui.widgets.cells import Cell, cut_middle, note_label
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.preview import preview_body
+from app.ui.widgets.wrapped import Wrapped
 from server.notes.note import decode
 from server.services import health
 from server.services.health import TITLES, Finding, Report
@@ -53,6 +54,32 @@ def detail_text(f: Finding) -> str:
     return f.reason
 
 
+class NoteBody(LinesView):
+    """The note's lines, its marked line kept in view whenever the body is laid out again (a
+    resize, the dialog's first layouts) until the owner scrolls it: placed once, after the
+    first refresh, it could land before the dialog's last layout and stay at line 1 (audit 3
+    N7, 80x24), and a resize to a smaller terminal left the line below the fold."""
+
+    def __init__(self, at: int | None, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.at = at
+        self._placed: int | None = None  # the scroll we set; another is the owner's
+
+    def place(self) -> None:
+        """The marked line three rows from the top (as far as the text goes)."""
+        if not self.at or not self.size.height:
+            return
+        self._layout()  # the wrapped rows of each line, for the screen row of the marked one
+        row = self._starts[min(self.at, len(self._starts) - 1) - 1]
+        self.scroll_to(y=max(0, row - 3), animate=False, immediate=True)
+        self._placed = round(self.scroll_y)
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        if self._placed is None or self._placed == round(self.scroll_y):
+            self.call_after_refresh(self.place)  # once the new height is the one scrolled in
+
+
 class NoteModal(ModalScreen[None]):
     """A note's text with line numbers, its finding's line marked and scrolled into view."""
 
@@ -68,23 +95,18 @@ class NoteModal(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
-            yield LinesView(id="dialog-body")
+            # wrapped by cells, between CJK characters: `…写作.md:19` never splits as `:1` / `9`
+            yield Wrapped(Content.styled(self.title_text, "bold"), id="dialog-title")
+            yield NoteBody(self.at, id="dialog-body")
             yield Static(
                 Content("↑/↓ PgUp/PgDn scroll · esc closes"), id="dialog-foot", classes="hint"
             )
 
     def on_mount(self) -> None:
-        view = self.query_one("#dialog-body", LinesView)
+        view = self.query_one("#dialog-body", NoteBody)
         view.update(self.body)
         if self.at:
-            self.call_after_refresh(self._scroll_to_line)
-
-    def _scroll_to_line(self) -> None:
-        view = self.query_one("#dialog-body", LinesView)
-        view._layout()  # the wrapped rows of each line, for the screen row of the marked one
-        row = view._starts[min(self.at or 1, len(view._starts) - 1) - 1]
-        view.scroll_to(y=max(0, row - 3), animate=False)
+            self.call_after_refresh(view.place)
 
 
 def note_lines(root: Path, path: str, at: int | None) -> list[Content]:

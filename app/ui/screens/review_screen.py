@@ -28,7 +28,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from app.services.actions import ActionError
 from app.services.feedback import Feedback, add_feedback, list_feedback
-from app.services.history import Commit
+from app.services.history import Commit, NotAPeriod
 from app.services.review import (
     WORKTREE,
     Hunk,
@@ -40,6 +40,7 @@ from app.services.review import (
     net_diffs,
     plan_undo,
     revert_note,
+    revert_note_changes,
     summaries,
     undo_hunk,
     write_marks,
@@ -56,7 +57,7 @@ from app.ui.widgets.cells import (
     rich_style,
     short_names,
 )
-from app.ui.widgets.diffview import ADD, DEL, HUNK
+from app.ui.widgets.diffview import ADD, DEL, HUNK, render_lines
 from app.ui.widgets.editor import edit_note
 from app.ui.widgets.feedback_lines import feedback_lines
 from app.ui.widgets.header import StatusHeader
@@ -548,8 +549,10 @@ class ReviewScreen(Screen[None]):
         try:
             review = summaries(self.root, since)
         except ActionError as exc:
+            # in the words of the box it was typed in: the shell's `--since` is no option here
+            why = f"{exc.since!r} {exc.why}" if isinstance(exc, NotAPeriod) else str(exc)
             with contextlib.suppress(RuntimeError):
-                self.app.call_from_thread(self._not_a_period, since, str(exc))
+                self.app.call_from_thread(self._not_a_period, since, why)
             return
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._listed, review, since, stamp)
@@ -671,6 +674,7 @@ class ReviewScreen(Screen[None]):
                 else f"No AI changes {period_words(self.since)}."
             )
             pane.update([Content(words), Content.styled("p changes the period.", "$text-muted")])
+            pane.border_title = None  # the last note's "2 hunks" stayed over "Nothing to review"
             return
         shown = self.shown
         if shown is not None and shown.note == note:
@@ -848,15 +852,14 @@ class ReviewScreen(Screen[None]):
         try:
             return await asyncio.to_thread(fn, *args)
         except ActionError as exc:
+            # said once, in the status line: a toast on top of it hid the reason (audit 3 N14)
             self.say(f"{what} refused: {exc}", "error")
-            self.notify(str(exc), title=f"{what} refused", severity="error", timeout=10)
             return None
         finally:
             self._busy = False
 
     def _after(self, message: str) -> None:
-        self.say(message)
-        self.notify(message, timeout=4)
+        self.say(message)  # the status line only: a toast covered it at 80 columns
         self.shown = None
         self.load()
         self.dash.poll()  # the header's count and the timeline follow at once
@@ -914,8 +917,9 @@ class ReviewScreen(Screen[None]):
         except ActionError as e:
             self.say(f"undo refused: {e}", "error")
             return
-        title = f"Undo the AI's lines in hunk {s.hunk + 1} of {s.note.path}?"
+        title = f"Undo the AI's lines in hunk {s.hunk + 1}?"
         body = [
+            Content.styled(s.note.path, "bold"),  # not in the title: a long path left `?` alone
             Content("One commit as you (Vaultwatch-Action: undo). Your lines stay as they are."),
             Content(""),
             *render_hunk(h, s.hunk, len(s.diff.hunks), False),
@@ -937,10 +941,20 @@ class ReviewScreen(Screen[None]):
         if note.reviewed:
             self.say(f"{note.path} has no unreviewed AI changes to revert", "warning")
             return
-        title = f"Revert every unreviewed AI change to {note.path}?"
+        # planned first, nothing written: what it takes back is shown, and a revert that
+        # cannot apply is refused here, not after y
+        changes = await self._run("revert", revert_note_changes, self.root, note.path)
+        if changes is None:
+            return
+        # the path once, in the diff's file line (in the title too, a long one wrapped and left
+        # the `?` on a line of its own); what it changes first: at 80x24 the body shows ~8 lines
+        title = "Revert every unreviewed AI change to this note?"
         body = [
             Content("One commit as you; only this note; your own commits stay."),
             Content(""),
+            Content("The revert will change:"),
+            *render_lines(changes, context=1),
+            Content(f"It takes back {plural(len(note.commits), 'AI commit')}:"),
             *[Content(f"{c.short}  {c.subject}  ({c.client or '?'})") for c in note.commits],
         ]
         if not await self.app.push_screen_wait(ConfirmModal(title, body, yes="Revert")):
