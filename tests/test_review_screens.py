@@ -28,7 +28,7 @@ from app.ui.widgets.header import HeaderFacts, ServerState, segments
 from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
 
-from .conftest import git
+from .conftest import git, workers_done
 from .test_dashboard import footer, footer_fits, until
 from .test_review import W, owner_edit
 from .test_screens import screen_text
@@ -236,7 +236,7 @@ async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
         screen = await open_review(pilot)
         first = notes_listed(app)[0]
         await shown(pilot, first)
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause(0.3)
         assert fills == 1
         assert reads.count(first) == 1, reads

@@ -99,7 +99,7 @@ class MainScreen(OwnerActions):
             "cost",
             "Reads",
             show=False,
-            tooltip="what the AI reads",  # context cost, most read, unread, get_context
+            tooltip="what the AI reads: cost, most read, context",
         ),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding(
