@@ -172,7 +172,9 @@ async def open_screen(pilot: Any, key: str) -> None:
 async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     app: Dashboard = pilot.app
     for _ in range(200):
-        if app.feed.rows:
+        # the rows, and the timeline to show them in (under load the feed was read before the
+        # main screen was composed: NoMatches '#timeline')
+        if app.feed.rows and app.main.query("#timeline"):
             break
         await pilot.pause(0.05)
     row = next(
