@@ -144,3 +144,98 @@ async def test_a_branch_moved_by_another_git_mid_write_is_written_again_not_fail
     assert moved and git(root, "rev-parse", f"{r['commit']}^").strip() == moved[0]
     assert "+- ai line" in git(root, "show", "--format=", r["commit"])
     assert git(root, "status", "--porcelain") == ""
+
+
+# The owner's rebase held at its todo list: its state folder (.git/rebase-merge) is written,
+# the branch it will move at its end is read, and its first step that needs git's index
+# (checking out its base) is still to come. The plugin's rebase passes the same point, just
+# without stopping there.
+HELD_EDITOR = """#!/bin/sh
+touch "{dir}/reached"
+i=0
+while [ ! -e "{dir}/go" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done
+"""
+
+
+async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_half_way(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A rebase that begins while our write holds git's index lock (after our last look for
+    one, before our commit moves the branch) read the branch as it was. Let go on, it
+    rebased the old branch and, at its very end, could not move a branch that had moved
+    ("could not update refs/heads/…"): left half-way, HEAD detached, AI writes refused until
+    the owner acted, and the owner's `git rebase --abort` then dropped the AI's commit. Now
+    the write keeps the lock until the rebase's first step that needs it, where it fails
+    before it has changed anything; the plugin's next sync rebases the new branch."""
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "up")
+    (root / "u.md").write_text("upstream\n")
+    git(root, "add", "u.md")
+    git(root, "commit", "-qm", "upstream note")
+    git(root, "checkout", "-q", "-")
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    before = git(root, "rev-parse", "HEAD").strip()
+    editor = tmp_path / "editor.sh"
+    editor.write_text(HELD_EDITOR.format(dir=tmp_path))
+    editor.chmod(0o755)
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": str(editor)}
+    rebase: list[subprocess.Popen[str]] = []
+    real_replace = os.replace
+
+    def rebase_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
+        if str(dst) == str(root / "a.md") and not rebase:
+            # our write holds git's index lock, its commit not yet made: the rebase begins
+            rebase.append(
+                subprocess.Popen(
+                    ["git", "-C", str(root), "rebase", "-i", "up"],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            end = time.monotonic() + 60
+            while not (tmp_path / "reached").exists():
+                assert rebase[0].poll() is None, rebase[0].communicate()
+                assert time.monotonic() < end, "the rebase never reached its todo list"
+                time.sleep(0.01)
+            assert (root / ".git/rebase-merge").is_dir()
+        real_replace(src, dst, *a, **kw)
+
+    def go_once_the_branch_moved() -> None:
+        end = time.monotonic() + 60
+        while _run(root, "rev-parse", branch).stdout.strip() == before:
+            if time.monotonic() > end:
+                break
+            time.sleep(0.01)
+        # the plugin's `git status` (it refreshes git's index when it can take the lock: the
+        # entries our commit put there carry no file times yet, and a checkout would take
+        # them for changes of the owner's)
+        _run(root, "status", "--porcelain")
+        (tmp_path / "go").touch()
+
+    monkeypatch.setattr(os, "replace", rebase_then_replace)
+    t = threading.Thread(target=go_once_the_branch_moved)
+    t.start()
+    try:
+        async with connect(root) as s:
+            r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    finally:
+        (tmp_path / "go").touch()
+        t.join(60)
+        monkeypatch.setattr(os, "replace", real_replace)
+    out, err = rebase[0].communicate(timeout=60)
+    # the rebase stopped before it began: nothing of it is left, the branch is the AI's commit
+    assert not (root / ".git/rebase-merge").exists(), (out, err, _run(root, "status").stdout)
+    assert rebase[0].returncode != 0 and "index.lock" in err, err
+    assert git(root, "symbolic-ref", "HEAD").strip() == branch
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"]
+    assert git(root, "status", "--porcelain") == ""
+    # the next sync rebases the branch as it is now, the AI's commit with it
+    again = _run(root, "rebase", "up")
+    assert again.returncode == 0, again
+    assert "- ai line" in (root / "a.md").read_text()
+    log = git(root, "log", "--format=%an %s", "up..")
+    assert "Claude append_section: a.md § Log" in log, log

@@ -34,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from .conftest import git
+from .test_faults import HOG, HOG_S, HOGS
 from .test_transports import HttpServer
 
 AI_SECONDS = float(os.environ.get("VAULTWATCH_OBSIDIAN_SECONDS", "8"))
@@ -178,6 +179,8 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
     logs = {name: tmp_path / f"{name}.log" for name in ("plugin-a", "plugin-b", "owner")}
 
     a, b = HttpServer(root), HttpServer(other)
+    # every core busy (as on a loaded CI machine): the windows between two gits' steps open up
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(HOG_S)]) for _ in range(HOGS)]
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", PLUGIN, str(root), mode, str(stop), str(logs["plugin-a"])]
@@ -212,6 +215,9 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
 
         results = anyio.run(both)
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait(30)
         stop.write_text("")
         for p in procs:
             p.wait(60)

@@ -376,6 +376,27 @@ def operation_in_progress(root: Path) -> tuple[str, str] | None:
     for marker, command, what in IN_PROGRESS:
         if (g / marker).exists():
             return command, what
+    # A cherry-pick or revert of several commits keeps .git/sequencer between its picks, with
+    # no *_HEAD file until one stops; like a rebase's, its next pick needs git's index.
+    if (g / "sequencer").is_dir():
+        with contextlib.suppress(OSError):
+            if (g / "sequencer" / "todo").read_text(errors="replace").lstrip().startswith("rev"):
+                return "revert", "a revert"
+        return "cherry-pick", "a cherry-pick"
+    return None
+
+
+def rebase_orig_head(root: Path) -> str | None:
+    """The commit a rebase in progress started from (what it will move its branch from when it
+    ends: the branch as it was when the rebase read it), '' while the rebase has not written it
+    yet, None when no rebase is in progress."""
+    g = git_dir(root)
+    for state in ("rebase-merge", "rebase-apply"):
+        if (g / state).is_dir():
+            try:
+                return (g / state / "orig-head").read_text(errors="replace").strip()
+            except OSError:
+                return ""
     return None
 
 
@@ -609,6 +630,44 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
                 os.unlink(marker)
 
 
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns) of git's index: git replaces it by a rename, so
+# the same stamp is the same file
+IndexStamp = tuple[int, int, int, int]
+
+
+def _index_stamp(st: os.stat_result) -> IndexStamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class PreparedIndex(NamedTuple):
+    """git's index with `info` (`update-index --index-info` lines) applied, built on a copy
+    (`copy`) BEFORE git's index lock is taken, from the index whose stamp is `source` (None: no
+    index). `owner_index(prepared=...)` puts it in place under the lock if the index is still
+    that one, so git's lock is held only for the moment of the swap."""
+
+    info: bytes
+    copy: Path
+    source: IndexStamp | None
+
+
+def prepare_index(root: Path, info: bytes) -> PreparedIndex:
+    """A copy of git's index as it is now, with `info` applied (see PreparedIndex). Caller
+    holds the write lock (the copy's path is shared by our writers)."""
+    index = git_dir(root) / "index"
+    copy = state_dir(root) / "index.next"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(copy)
+    try:
+        src = open(index, "rb")  # noqa: SIM115 - the stamp is of the very file copied
+    except FileNotFoundError:
+        return PreparedIndex(info, copy, None)
+    with src, open(copy, "wb") as dst:
+        source = _index_stamp(os.fstat(src.fileno()))
+        shutil.copyfileobj(src, dst)
+    git(root, "update-index", "--index-info", env={"GIT_INDEX_FILE": str(copy)}, input=info)
+    return PreparedIndex(info, copy, source)
+
+
 class OwnerIndex:
     """git's index held under git's own lock. `git(...)` runs a git command on a copy of it
     (GIT_INDEX_FILE); `install()` puts the copy in place. Leaving without `install()` leaves
@@ -620,6 +679,7 @@ class OwnerIndex:
         self.copy = state_dir(root) / "index.next"
         self.exists = self.index.exists()  # no index at all (a bare start): left so
         self.installed = False
+        self.stale = False  # a PreparedIndex was made again under the lock (the index moved)
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
@@ -636,17 +696,30 @@ class OwnerIndex:
 
 
 @contextmanager
-def owner_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> Iterator[OwnerIndex]:
+def owner_index(
+    root: Path, wait_s: float = INDEX_LOCK_WAIT_S, prepared: PreparedIndex | None = None
+) -> Iterator[OwnerIndex]:
     """Change git's index as git does: under .git/index.lock (IndexBusy when another git
     command keeps it past `wait_s`), through a copy renamed over it. Caller holds the write
-    lock (so the marker of a dead holder can be told from a live one)."""
+    lock (so the marker of a dead holder can be told from a live one).
+
+    With `prepared`, the copy is that one, already changed, when git's index is still the one
+    it was built from; otherwise (another git wrote the index since) it is built again here,
+    from the index as it is under the lock."""
     linked = _take_index_lock(root, wait_s)
     idx = OwnerIndex(root)
     try:
+        current: IndexStamp | None = None
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(idx.copy)
-        if idx.exists:
-            shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody else changes it
+            current = _index_stamp(os.stat(idx.index))
+        if prepared is None or current != prepared.source:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(idx.copy)
+            if idx.exists:
+                shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody changes it
+            if prepared is not None:
+                idx.stale = True
+                idx.git("update-index", "--index-info", input=prepared.info)
         yield idx
     finally:
         with contextlib.suppress(FileNotFoundError):
