@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from server.core.gitrepo import RefUpdate
+
 from .conftest import git
 
 pytestmark = pytest.mark.anyio
@@ -122,25 +124,21 @@ async def test_a_branch_moved_by_another_git_mid_write_is_written_again_not_fail
     root = make_vault({"a.md": NOTE})
     branch = git(root, "symbolic-ref", "HEAD").strip()
     moved: list[str] = []
-    real_run = subprocess.run
+    real_move = RefUpdate.move
 
-    def run_after_a_move(cmd: Any, *a: Any, **kw: Any) -> Any:
-        # just before our compare-and-swap on the branch (our first `git update-ref`)
-        if "update-ref" in cmd and branch in cmd and not moved and "-m" in cmd:
+    def move_after_a_move(self: RefUpdate, ref: str, new: str, old: str) -> None:
+        # just before our compare-and-swap on the branch
+        if ref == branch and not moved:
             tree = _run(root, "rev-parse", "HEAD^{tree}").stdout.strip()
-            made = real_run(
-                ["git", "-C", str(root), "commit-tree", tree, "-p", "HEAD", "-m", "merge done"],
-                capture_output=True,
-                text=True,
-            )
+            made = _run(root, "commit-tree", tree, "-p", "HEAD", "-m", "merge done")
             moved.append(made.stdout.strip())
-            real_run(["git", "-C", str(root), "update-ref", branch, moved[0]], check=True)
-        return real_run(cmd, *a, **kw)
+            git(root, "update-ref", branch, moved[0])
+        real_move(self, ref, new, old)
 
-    monkeypatch.setattr(subprocess, "run", run_after_a_move)
+    monkeypatch.setattr(RefUpdate, "move", move_after_a_move)
     async with connect(root) as s:
         r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
-    monkeypatch.setattr(subprocess, "run", real_run)
+    monkeypatch.setattr(RefUpdate, "move", real_move)
     assert moved and git(root, "rev-parse", f"{r['commit']}^").strip() == moved[0]
     assert "+- ai line" in git(root, "show", "--format=", r["commit"])
     assert git(root, "status", "--porcelain") == ""

@@ -148,20 +148,7 @@ def _commits(root: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "merge",
-        pytest.param(
-            "rebase",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="known open (issue 27, SECURITY.md): the plugin's rebase can meet our "
-                "index lock between two picks and stop half-way; AI writes then refuse after 20 s",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["merge", "rebase"])
 def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mode: str) -> None:
     root = make_vault(
         {"a/ai.md": NOTE.format(t="A"), "a/owner.md": NOTE.format(t="O"), "b/ai.md": "# B\n"}

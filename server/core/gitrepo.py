@@ -80,6 +80,36 @@ def git(
     return proc
 
 
+class RefUpdate:
+    """`git update-ref --stdin` started ahead and told what to do only when the caller is
+    ready: its start (the fork, exec and setup, most of its time, and far more on a loaded
+    machine) is paid before, so a branch moved under git's index lock moves in the moment git
+    takes to lock, check and rename the ref. Every way out calls `move` or `cancel` once."""
+
+    def __init__(self, root: Path, message: str) -> None:
+        self.args = ("update-ref", "-m", message, "--stdin")
+        self.proc = subprocess.Popen(
+            _argv(root, self.args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            pass_fds=tuple(getattr(_HELD, "fds", ())),
+        )
+
+    def move(self, ref: str, new: str, old: str) -> None:
+        """`ref` from `old` to `new` (compare-and-swap); GitError, nothing moved, otherwise."""
+        _, err = self.proc.communicate(f"update {ref} {new} {old}\n".encode())
+        if self.proc.returncode != 0:
+            said = err.decode(errors="replace").strip()
+            raise GitError(f"git update-ref failed: {said}")
+
+    def cancel(self) -> None:
+        """Nothing to update: git reads an empty list, moves nothing and ends."""
+        if self.proc.returncode is None:
+            self.proc.communicate(b"")
+
+
 def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
     """The bytes of many `rev:path` blobs through one `git cat-file --batch` (None: no such
     file at that commit, or an empty spec)."""

@@ -55,6 +55,7 @@ from server.core.gitrepo import (
     GitError,
     IndexBusy,
     OwnerIndex,
+    RefUpdate,
     commit_message,
     filtered_paths,
     git,
@@ -647,14 +648,16 @@ class Store:
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
-        held: list[tuple[FileWrite, int | None]] = []
+        held: list[tuple[FileWrite, int | None, Stamp | None]] = []  # fd, stamp when checked
         leased: set[int] = set()  # fds we hold a read lease on (see _lease)
         # every fd opened below, closed on every way out: one left open by a failed rename
         # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
         opened: list[int] = []
+        update: RefUpdate | None = None
         try:
-            branch, head = head_branch(self.root)
+            branch, head = self._branch_head()
             refs = _ref_stamp(self.root, branch)
+            update = _ref_update(self.root, message)  # git starts while the rest is made
             head_blobs, snapped = self._snapshot_entries(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
             )
@@ -728,10 +731,14 @@ class Store:
                             race.expected = w.old
                             raise
                     # Under the lease no program can open the file for writing without waiting
-                    # for us: what is read here is what the rename replaces.
+                    # for us: what is read here is what the rename replaces. No program has it
+                    # open for writing either (the kernel grants the lease only then), so no
+                    # save is half-way: the bytes the plan read are enough, a save since of the
+                    # same text (a new stamp) changes nothing. Without a lease, the stamp too.
                     current = _read_fd(fd) if fd is not None else None
+                    seen = stamp_of(os.fstat(fd)) if fd is not None else None
                     changed = current != w.old or (
-                        fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
+                        fd not in leased and w.stamp is not None and seen != w.stamp
                     )
                     if not changed and fd is not None and fd in leased and _lease_broken(fd):
                         changed = True  # a save is waiting to write into it: let it, plan again
@@ -742,17 +749,15 @@ class Store:
                     else:
                         os.replace(tmp, target)
                     renamed.append(w)
-                    held.append((w, fd))
+                    held.append((w, fd, seen))
                     crash_point("renamed")
-                for folder in sorted({(self.root / w.disk).parent for w in renamed}):
-                    _fsync_dir(folder)
                 # Someone who opened a file just before we replaced it writes into the old copy
                 # (or truncates it, their write still to come): their words would vanish with
                 # it. With a lease they were held in open() and it shows: let them go, wait
                 # until they have closed the file, put what they saved back and stop. Without
                 # one, a change to the old copy is all there is to see. (Our rename changed the
                 # old copy's ctime, not its size or mtime.)
-                for w, fd in held:
+                for w, fd, seen in held:
                     if fd is None:
                         continue
                     if fd in leased:
@@ -765,13 +770,18 @@ class Store:
                             )
                             raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
                     st = os.fstat(fd)
-                    moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
+                    moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
                     if moved or _read_fd(fd) != w.old:
                         late_bytes = _settled_fd(fd, w.old)
                         raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
-                _move_branch(self.root, branch, head, shas[-1], idx, message)
+                _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
+            # The renames made durable once git's lock is let go (a directory's fsync can take
+            # longer than all of the above): the journal of the file system keeps them in
+            # order with the branch's move meanwhile, and the write reports only after this.
+            for folder in sorted({(self.root / w.disk).parent for w in renamed}):
+                _fsync_dir(folder)
         except (OSError, GitError, WriteRace, StoreError) as exc:
             for fd in leased:
                 _unlease(fd)
@@ -799,6 +809,8 @@ class Store:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
+            if update is not None:
+                update.cancel()  # moved already, or not to move: git ends either way
             for fd in leased:
                 _unlease(fd)
             for fd in opened:
@@ -822,6 +834,19 @@ class Store:
         stored = _hash_files(self.root, [t for _, t in temps])
         if stored != [blob_id(w.new or b"") for w, _ in temps]:
             raise GitError("git stored different bytes than were written")
+
+    def _branch_head(self) -> tuple[str, str]:
+        """(branch ref, HEAD sha). A HEAD detached by a rebase begun since check_repo looked
+        (or for a moment by any git) is GitBusy: waited for, and the write planned again."""
+        try:
+            return head_branch(self.root)
+        except StoreError:
+            op = operation_in_progress(self.root)
+            if op is not None:
+                raise _busy_in_progress(*op, 0) from None
+            if self._on_branch():
+                raise _busy_index(0) from None  # back on a branch already: plan again
+            raise
 
     def _on_branch(self) -> bool:
         head = (git_dir(self.root) / "HEAD").read_text(encoding="utf-8", errors="replace")
@@ -1162,11 +1187,15 @@ def commit_blobs(
     branch, head = head_branch(root)
     [sha] = commit_objects(root, head, [(entries, message, author)])
     prepared = prepare_index(root, _index_info(root, entries))
-    # git's index lock only for the moment the branch moves and the index is swapped: if
-    # another git command keeps it, IndexBusy, nothing is committed, the index is as it was
-    with owner_index(root, prepared=prepared) as idx:
-        crash_point("index_locked")  # .git/index.lock is ours
-        _move_branch(root, branch, head, sha, idx, message)
+    update = _ref_update(root, message)
+    try:
+        # git's index lock only for the moment the branch moves and the index is swapped: if
+        # another git command keeps it, IndexBusy, nothing is committed, the index is as it was
+        with owner_index(root, prepared=prepared) as idx:
+            crash_point("index_locked")  # .git/index.lock is ours
+            _move_branch(root, branch, head, sha, idx, update)
+    finally:
+        update.cancel()
     _mark_private_index(root, sha)
     crash_point("commit_done")
     return sha
@@ -1250,15 +1279,20 @@ def _index_info(root: Path, entries: list[tuple[str, str | None]]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _ref_update(root: Path, message: str) -> RefUpdate:
+    """A `git update-ref` started ahead for the commit with `message` (see RefUpdate)."""
+    return RefUpdate(root, f"commit: {message.split(chr(10), 1)[0]}")
+
+
 def _move_branch(
-    root: Path, branch: str, head: str, sha: str, idx: OwnerIndex, message: str
+    root: Path, branch: str, head: str, sha: str, idx: OwnerIndex, update: RefUpdate
 ) -> None:
-    """The branch from `head` to `sha` (compare-and-swap) and git's index swapped for the one
-    `idx` holds, while git's index lock is ours: the owner's index never shows the commit's
-    change staged for removal. BranchMoved, nothing changed, when the branch is elsewhere."""
-    subject = message.split("\n", 1)[0]
+    """The branch from `head` to `sha` (compare-and-swap, by `update`) and git's index swapped
+    for the one `idx` holds, while git's index lock is ours: the owner's index never shows the
+    commit's change staged for removal. BranchMoved, nothing changed, when the branch is
+    elsewhere."""
     try:
-        git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
+        update.move(branch, sha, head)
     except GitError as exc:
         now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
         if now.stdout.decode().strip() != head:
