@@ -4,20 +4,27 @@ atomically, one git commit as the AI, and a recorded intent so a crash mid-write
 Order of a write (all under the vault's flock):
   1. wait (within the call's budget) while git is busy or mid-merge/rebase; refuse if it stays
      so, or HEAD is detached                                          (nothing touched yet)
-  2. take git's own .git/index.lock and check 1 again under it; held until 6 is done
-  3. snapshot: commit the human's uncommitted edits to these paths as the human
-  4. record this write's own intent file: each path with its previous and new blob ids
-  5. write each file to a temp file (under .git/vaultwatch/tmp), fsync, rename over
-  6. git commit exactly these paths as the AI, with the trailers; git's index updated
+  2. plan the snapshot of the owner's uncommitted edits to these paths (their exact bytes)
+  3. record this write's own intent file: each path with its previous and new blob ids
+  4. write each file to a temp file (under .git/vaultwatch/tmp), fsync; build both commits
+     (the owner's snapshot, then the AI's) and git's next index, all without moving anything
+  5. take git's own .git/index.lock; look again for an operation in progress and for a moved
+     branch (either: let the lock go at once, wait, plan again)
+  6. rename each temp file over its note; move the branch to the AI's commit (compare-and-swap,
+     snapshot and AI commit in one move); swap in git's index; let the lock go
   7. remove the intent file
-Steps 3-6 are one step for every other git process on the vault: each git command that stages
-or commits (`git add -A` in the Obsidian Git plugin's backup) and each that starts a rebase or
-merge must take .git/index.lock first, and fails (or waits) while we hold it. So no AI line is
-ever staged by someone else's `git add -A` between our rename and our commit, and no AI commit
-lands on a branch a rebase is about to reset. (The alternative, commit first and rename after,
-would leave HEAD ahead of the file on a crash, and commit a change a late owner save then
-forces us to take back.)
-A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
+Steps 5-6 are one step for every other git process on the vault: each git command that stages
+or commits (`git add -A` in the Obsidian Git plugin's backup) must take .git/index.lock first,
+and fails (or waits) while we hold it. So no AI line is ever staged by someone else's `git add
+-A` between our rename and our commit. And the lock is held for that moment only (the renames,
+one ref update, one rename of the index): a rebase or merge takes the same lock at each of its
+steps and stops where it meets it, some half-way; we never take it while one is in progress
+(looked for before and after taking it), and a rebase that begins while we hold it is held at
+its first step, where it fails before it has changed anything (`_hold_for_a_rebase_begun`).
+What remains is in SECURITY.md. (The alternative, commit first and rename after, would leave
+HEAD ahead of the file on a crash, and commit a change a late owner save then forces us to
+take back.)
+A failure in 3-6 restores the previous contents before returning. A crash leaves the intent
 file; the next writer (any process, under the lock: the AI's writes and the owner's actions
 all start with `Store.begin`) or the next start puts the files back unless the human changed
 them since. The owner's moves, creates and deletes and the snapshot record an intent too.
@@ -25,7 +32,9 @@ The steps are fault hooks (`server/core/faults.py`): the crash matrix kills a wr
 
 A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
 the plan read: an editor that saves by truncate-then-write passes through an empty file, and
-re-saving identical text changes no byte, so bytes alone cannot tell a save in progress.
+re-saving identical text changes no byte, so bytes alone cannot tell a save in progress. At
+the rename, under a read lease (granted only while no program has the file open for writing:
+no save is in progress), the bytes are enough.
 """
 
 from __future__ import annotations
@@ -181,8 +190,9 @@ def temp_dir(root: Path, path: Path) -> Path:
     even one a crash left. A rename is atomic only within one filesystem, so that folder is used
     only when it is on the note's; otherwise (a worktree's or submodule's git dir on another
     disk, a note folder that is a mount point) the temp file goes beside the note as before.
-    That fallback stays safe: the whole write holds git's index.lock, so no other git command
-    can stage the temp file while it exists, and recovery removes one a crash left."""
+    That fallback stays safe: such a temp file is made only once the write holds git's
+    index.lock (`Store.apply`), so no other git command can stage it while it exists, and
+    recovery removes one a crash left."""
     d = state_dir(root) / "tmp"
     try:
         if not d.is_dir():
