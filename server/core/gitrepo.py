@@ -87,9 +87,8 @@ class RefUpdate:
     takes to lock, check and rename the ref. Every way out calls `move` or `cancel` once."""
 
     def __init__(self, root: Path, message: str) -> None:
-        self.args = ("update-ref", "-m", message, "--stdin")
         self.proc = subprocess.Popen(
-            _argv(root, self.args),
+            _argv(root, ("update-ref", "-m", message, "--stdin")),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -709,7 +708,6 @@ class OwnerIndex:
         self.copy = state_dir(root) / "index.next"
         self.exists = self.index.exists()  # no index at all (a bare start): left so
         self.installed = False
-        self.stale = False  # a PreparedIndex was made again under the lock (the index moved)
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
@@ -748,7 +746,6 @@ def owner_index(
             if idx.exists:
                 shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody changes it
             if prepared is not None:
-                idx.stale = True
                 idx.git("update-index", "--index-info", input=prepared.info)
         yield idx
     finally:

@@ -665,8 +665,10 @@ class Store:
         opened: list[int] = []
         update: RefUpdate | None = None
         try:
+            # what git changes when it moves the branch, as it is before the branch is read
+            named = (git_dir(self.root) / "HEAD").read_text(errors="replace").strip()[5:]
+            refs = _ref_stamp(self.root, named)
             branch, head = self._branch_head()
-            refs = _ref_stamp(self.root, branch)
             update = _ref_update(self.root, message)  # git starts while the rest is made
             head_blobs, snapped = self._snapshot_entries(
                 paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
@@ -723,7 +725,7 @@ class Store:
                     raise _busy_in_progress(*op, 0)
                 if not self._on_branch():
                     raise _busy_index(0)  # not a rebase, yet detached: check_repo says why
-                if _ref_stamp(self.root, branch) != refs:
+                if branch != named or _ref_stamp(self.root, named) != refs:
                     raise BranchMoved(f"{branch} moved while the write was being prepared")
                 self._write_temps(late)
                 for w, tmp in zip(writes, temps, strict=True):
