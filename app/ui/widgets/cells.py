@@ -1,0 +1,210 @@
+"""Text cut to a number of terminal cells (a Chinese character takes two), the one rule every
+screen uses for paths, names and clients that do not fit their column; and the short names
+tools go by where their full names do not fit (Stats' columns, the review list)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual.content import Content
+from textual.style import Style
+
+from app.services.wording import plural as plural  # the screens' plural is the shell's
+
+ELLIPSIS = "…"
+
+
+def cut_middle(text: str, width: int) -> str:
+    """`text` in at most `width` cells: whole when it fits, else its start and its end, half
+    the room each, around an ellipsis (a folder's top and the file name with its extension
+    stay: two notes in one deep folder still read apart); never cut to nothing."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[: max(width, 0)]
+    room = width - 1
+    head, used = "", 0
+    for ch in text:
+        w = cell_len(ch)
+        if used + w > room // 2:
+            break
+        head, used = head + ch, used + w
+    tail = ""
+    for ch in reversed(text[len(head) :]):
+        w = cell_len(ch)
+        if used + w > room:
+            break
+        tail, used = ch + tail, used + w
+    return head + ELLIPSIS + tail
+
+
+def cut_end(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut at its end with an ellipsis (as `fit` cuts)."""
+    return fit(Content(text), width).plain.rstrip() if cell_len(text) > width else text
+
+
+def distinct_cuts(
+    names: Iterable[str], width: int, cut: Callable[[str, int], str] = cut_middle
+) -> dict[str, str]:
+    """Each name in at most `width` cells, two different names never printed alike: names
+    that `cut` makes read the same (`claude-…` for claude-code and claude-desktop,
+    `行前准备…算表.md` for two budget notes) lose the start they share and show where they
+    differ (`…code`, `…desktop`; `…预算表.md`, `…行李表.md`). A name that fits stays whole."""
+    names = list(dict.fromkeys(names))
+    out = {n: cut(n, width) for n in names}
+    for _ in range(3):  # bounded: each round resolves the clashes the last one left
+        by_label: dict[str, list[str]] = {}
+        for n, label in out.items():
+            by_label.setdefault(label, []).append(n)
+        clashes = [group for group in by_label.values() if len(group) > 1]
+        if not clashes:
+            break
+        for group in clashes:
+            shared = len(_common_prefix(group))
+            for n in group:
+                if cell_len(n) <= width:
+                    continue  # whole already: the others give way
+                rest = n[shared:]
+                out[n] = ELLIPSIS + cut_middle(rest, max(1, width - 1))
+    return out
+
+
+class Distinct:
+    """`distinct_cuts` of a set of names as a cut function (`cut(name, width)`), worked out
+    once per width when first asked: the timeline draws a few lines at a time of thousands."""
+
+    def __init__(self, names: Iterable[str], cut: Callable[[str, int], str] = cut_middle) -> None:
+        self.names = list(dict.fromkeys(names))
+        self.cut = cut
+        self._by_width: dict[int, dict[str, str]] = {}
+
+    def __call__(self, name: str, width: int) -> str:
+        cuts = self._by_width.get(width)
+        if cuts is None:
+            cuts = self._by_width[width] = distinct_cuts(self.names, width, self.cut)
+        return cuts.get(name) or self.cut(name, width)
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    first, last = min(names), max(names)
+    i = 0
+    while i < min(len(first), len(last)) and first[i] == last[i]:
+        i += 1
+    return first[:i]
+
+
+def fit(content: Content, width: int) -> Content:
+    """`content` in exactly `width` cells: padded, or cut at its end with the ellipsis right
+    after the last character that fits. Content.truncate pads a cut in a wide character's
+    middle with a space before its `…` (`2026-09-01-孤立 …`); here the spare cell goes after."""
+    if content.cell_length <= width:
+        return content.pad_right(width - content.cell_length)
+    if width <= 0:
+        return Content("")
+    end, used = 0, 0
+    for ch in content.plain:
+        w = cell_len(ch)
+        if used + w > width - 1:
+            break
+        end, used = end + 1, used + w
+    cut = content[:end] + ELLIPSIS
+    return cut.pad_right(width - cut.cell_length)
+
+
+def note_label(
+    path: str, width: int, more: int = 0, cuts: Callable[[str, int], str] | None = None
+) -> Content:
+    """A note in at most `width` cells: its file name first (and `+2` for two more notes),
+    then its folder, muted. The folder is shortened first, and dropped when fewer than four
+    cells are left for it; then the name's middle (or as `cuts` cuts names, which knows the
+    other notes on screen: `distinct_cuts`)."""
+    folder, _, name = path.rpartition("/")
+    width = max(8, width)
+    cut = cuts or cut_middle
+    if more:
+        name = f"{cut(name, width - len(str(more)) - 2)} +{more}"
+    name = cut(name, width)
+    room = width - cell_len(name) - 2
+    if not folder or room < 4:
+        return Content(name)
+    return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
+
+
+class Cell:
+    """A table cell that knows its width. DataTable measures every cell of every row it is
+    given (even under a column of fixed width), and a Content cell is rendered to segments, its
+    styles parsed again, only to be measured: 10,000 cells of the Reads screen took most of a
+    second to add, and 150 rows of the review list a third of its opening. `Cell(*parts)` is
+    plain text in set styles (give it text already cut to its column, `cut_middle`);
+    `Cell.of(content)` a Content, rendered only when drawn."""
+
+    __slots__ = ("content", "parts", "width")
+
+    def __init__(self, *parts: str | tuple[str, RichStyle | None]) -> None:
+        self.parts = [(p, None) if isinstance(p, str) else p for p in parts]
+        self.content: Content | None = None
+        self.width = sum(cell_len(text) for text, _ in self.parts)
+
+    @classmethod
+    def of(cls, content: Content) -> Cell:
+        cell = cls()
+        cell.content, cell.width = content, content.cell_length
+        return cell
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.width, self.width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.content is not None:
+            yield self.content.__rich__()
+            return
+        for text, style in self.parts:
+            yield Segment(text, style)
+
+    @property
+    def plain(self) -> str:
+        if self.content is not None:
+            return self.content.plain
+        return "".join(text for text, _ in self.parts)
+
+    def __str__(self) -> str:
+        return self.plain
+
+
+def rich_style(style: str) -> RichStyle:
+    """A Textual style (theme variables such as `$text-success` too) as a Rich style, for
+    `Cell`: parsed once per table fill instead of once per cell."""
+    return Style.parse(style).rich_style
+
+
+def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+    """The cells these columns take: each its widest value or heading, padded by one cell on
+    both sides (as the insight screens write them: numbers with thousands separators)."""
+    return sum(
+        max(
+            cell_len(f"{v:,}" if isinstance(v, int) else str(v)) for v in (h, *(r[i] for r in rows))
+        )
+        + 2
+        for i, h in enumerate(headings)
+    )
+
+
+def short_names(tools: Sequence[str]) -> dict[str, str]:
+    """A short heading per tool: its first word (`append` for append_section) where no other
+    tool starts with it, else that word and the others' initials (`replace_s`, `replace_d`);
+    the name itself where that is no shorter, or where two would still read the same."""
+    first = Counter(t.split("_")[0] for t in tools)
+    short = {}
+    for t in tools:
+        head, *rest = t.split("_")
+        name = head if first[head] == 1 else "_".join([head, "".join(w[:1] for w in rest)])
+        short[t] = name if rest and cell_len(name) < cell_len(t) else t
+    seen = Counter(short.values())
+    return {t: name if seen[name] == 1 else t for t, name in short.items()}
