@@ -237,3 +237,46 @@ async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_hal
     assert "- ai line" in (root / "a.md").read_text()
     log = git(root, "log", "--format=%an %s", "up..")
     assert "Claude append_section: a.md § Log" in log, log
+
+
+async def test_a_merge_our_lock_stopped_before_it_merged_is_cleared_not_committed(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git merge` (the plugin's sync in merge mode) refreshes git's index before it merges
+    anything. Meeting our index lock there it stops, "Unable to write index.", yet leaves
+    MERGE_HEAD with nothing merged; the plugin's next backup (`git add -A`, `git commit`)
+    then recorded a merge whose tree left the other side's notes out (seen in
+    test_obsidian_git.py[merge]: another machine's AI lines gone from the vault). The write
+    that stopped it clears that state, as `git merge --abort` would; the next sync merges."""
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "o.md").write_text("theirs\n")
+    git(root, "add", "o.md")
+    git(root, "commit", "-qm", "the other machine's note")
+    git(root, "checkout", "-q", "-")
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    merged: list[subprocess.CompletedProcess[str]] = []
+    real_replace = os.replace
+
+    def merge_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
+        if str(dst) == str(root / "a.md") and not merged:
+            merged.append(_run(root, "merge", "other", "-m", "sync"))  # our lock is held
+        real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", merge_then_replace)
+    async with connect(root) as s:
+        r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    monkeypatch.setattr(os, "replace", real_replace)
+    [stopped] = merged
+    assert stopped.returncode != 0 and "Unable to write index" in stopped.stderr, stopped
+    assert not (root / ".git/MERGE_HEAD").exists()  # cleared: nothing was merged
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"]
+    # the plugin's next backup and sync: a real merge, the other side's note in the tree
+    _run(root, "add", "-A")
+    _run(root, "commit", "-m", "vault backup")
+    again = _run(root, "merge", "other", "-m", "sync")
+    assert again.returncode == 0, again
+    assert (root / "o.md").read_text() == "theirs\n"
+    assert "- ai line" in (root / "a.md").read_text()
+    assert git(root, "status", "--porcelain") == ""

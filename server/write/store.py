@@ -593,6 +593,8 @@ class Store:
         if not wait_for_index(self.root, INDEX_LOCK_WAIT_S if wait_index else 0):
             raise _busy_index(INDEX_LOCK_WAIT_S if wait_index else 0)
         busy = operation_in_progress(self.root)
+        if busy is not None and busy[0] == "merge" and _clear_a_merge_stopped_by_us(self.root):
+            busy = operation_in_progress(self.root)
         if busy is not None:
             # a rebase also detaches HEAD: it is the rebase that is reported, and waited for
             raise _busy_in_progress(*busy, 0)
@@ -717,6 +719,7 @@ class Store:
             if op is not None:
                 raise _busy_in_progress(*op, 0)
             # From here to the end of the block git's index lock is ours: as short as it can be
+            _HELD_AT[self.root] = (time.time_ns(), 0)
             with owner_index(self.root, prepared=prepared) as idx:
                 # An operation that began before we took the lock shows now; we let the lock go
                 # at once (it needs the lock for its next step), and wait for it to end.
@@ -789,6 +792,8 @@ class Store:
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
+            _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
+            _clear_a_merge_stopped_by_us(self.root)
             # The renames made durable once git's lock is let go (a directory's fsync can take
             # longer than all of the above): the journal of the file system keeps them in
             # order with the branch's move meanwhile, and the write reports only after this.
@@ -821,6 +826,8 @@ class Store:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
+            if _HELD_AT.get(self.root, (0, 1))[1] == 0:  # let go on a way out
+                _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
             if update is not None:
                 update.cancel()  # moved already, or not to move: git ends either way
             for fd in leased:
@@ -1351,6 +1358,58 @@ def _hold_for_a_rebase_begun(root: Path, new: str) -> None:
             log.warning("a rebase begun during our commit kept going for %.0f s", REBASE_HOLD_S)
             return
         time.sleep(_GIT_POLL_S)
+
+
+# When a write last took and let go git's index lock on each vault (wall clock, ns; 0: still
+# held), so that a merge it stopped can be told by the time git wrote MERGE_HEAD.
+_HELD_AT: dict[Path, tuple[int, int]] = {}
+# how long after we let the lock go a stopped merge may still be writing its MERGE_HEAD (a
+# process descheduled on a loaded machine), and the coarseness of file times
+_MERGE_LATE_NS = 2_000_000_000
+_FILE_TIME_NS = 20_000_000
+
+
+def _clear_a_merge_stopped_by_us(root: Path) -> bool:
+    """`git merge` refreshes git's index before it merges anything; when it cannot take the
+    index lock (ours, for the moment of a write) it gives up, "Unable to write index.", yet
+    leaves MERGE_HEAD behind with nothing merged (git 2.39). The next `git commit` (the Obsidian
+    Git plugin's backup) would then record a merge whose tree leaves the other side's changes
+    out: lines another machine committed vanish from the notes (they stay in history). Such a
+    state, written while our lock was held or just after, with nothing staged (git's index is
+    HEAD's tree, no conflict) and no other operation under way, is cleared as
+    `git merge --abort` would clear it; the plugin's next sync merges again. Under git's index
+    lock, so that the plugin's commit cannot record it meanwhile. True when it was cleared."""
+    held = _HELD_AT.get(root)
+    if held is None:
+        return False
+    g = git_dir(root)
+    try:
+        written = os.stat(g / "MERGE_HEAD").st_mtime_ns
+    except OSError:
+        return False
+    end = held[1] or time.time_ns()
+    if not held[0] - _FILE_TIME_NS <= written <= end + _MERGE_LATE_NS:
+        return False
+    if any(os.path.lexists(g / m) for m in ("rebase-merge", "rebase-apply", "sequencer")):
+        return False
+    if any(os.path.lexists(g / m) for m in ("CHERRY_PICK_HEAD", "REVERT_HEAD")):
+        return False
+    if git(root, "diff-index", "--cached", "--quiet", "HEAD", check=False).returncode != 0:
+        return False  # something merged, staged or in conflict: the owner's to finish
+    try:
+        with owner_index(root):
+            try:
+                if os.stat(g / "MERGE_HEAD").st_mtime_ns != written:
+                    return False
+            except FileNotFoundError:
+                return False  # committed or aborted meanwhile
+            for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(g / name)
+    except IndexBusy:
+        return False
+    log.warning("a git merge stopped by our index lock before it merged anything was cleared")
+    return True
 
 
 def _mark_private_index(root: Path, sha: str) -> None:
