@@ -848,9 +848,18 @@ class OwnerIndex:
         self.installed = True
 
 
+class IndexMoved(GitError):
+    """git's index was written by another git after a PreparedIndex was made from it; the
+    lock was let go at once (see owner_index's `stale_ok`)."""
+
+
 @contextmanager
 def owner_index(
-    root: Path, wait_s: float = INDEX_LOCK_WAIT_S, prepared: PreparedIndex | None = None
+    root: Path,
+    wait_s: float = INDEX_LOCK_WAIT_S,
+    prepared: PreparedIndex | None = None,
+    first: Callable[[], None] | None = None,
+    stale_ok: bool = True,
 ) -> Iterator[OwnerIndex]:
     """Change git's index as git does: under .git/index.lock (IndexBusy when another git
     command keeps it past `wait_s`), through a copy renamed over it. Caller holds the write
@@ -858,13 +867,20 @@ def owner_index(
 
     With `prepared`, the copy is that one, already changed, when git's index is still the one
     it was built from; otherwise (another git wrote the index since) it is built again here,
-    from the index as it is under the lock."""
+    from the index as it is under the lock, or, without `stale_ok`, IndexMoved with the lock
+    let go at once (the caller prepares again outside it). `first` runs the moment the lock is
+    taken, before anything else (a look for an operation in progress: what it raises lets the
+    lock go at once)."""
     linked = _take_index_lock(root, wait_s)
     idx = OwnerIndex(root)
     try:
+        if first is not None:
+            first()
         current: IndexStamp | None = None
         with contextlib.suppress(FileNotFoundError):
             current = _index_stamp(os.stat(idx.index))
+        if prepared is not None and current != prepared.source and not stale_ok:
+            raise IndexMoved("git's index was written meanwhile")
         if prepared is None or current != prepared.source:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(idx.copy)

@@ -63,6 +63,7 @@ from server.core.gitrepo import (
     TOOL,
     GitError,
     IndexBusy,
+    IndexMoved,
     OwnerIndex,
     RefUpdate,
     commit_message,
@@ -712,20 +713,33 @@ class Store:
                 who = human_identity(self.root)
                 steps.insert(0, (snapped, _snapshot_message([p for p, _ in snapped]), who))
             shas = commit_objects(self.root, head, steps)
-            prepared = prepare_index(self.root, _index_info(self.root, entries))
-            # Checked again just before git's lock is taken: a rebase that has begun since the
-            # plan needs that lock between its picks; it is waited for, never met.
-            op = operation_in_progress(self.root)
-            if op is not None:
-                raise _busy_in_progress(*op, 0)
-            # From here to the end of the block git's index lock is ours: as short as it can be
-            _HELD_AT[self.root] = (time.time_ns(), 0)
-            with owner_index(self.root, prepared=prepared) as idx:
-                # An operation that began before we took the lock shows now; we let the lock go
-                # at once (it needs the lock for its next step), and wait for it to end.
+            info = _index_info(self.root, entries)
+
+            def no_operation() -> None:
+                # A rebase that has begun since the plan needs git's lock between its picks:
+                # looked for just before the lock is taken, and again the moment it is ours (it
+                # is let go at once), then waited for, never met.
                 op = operation_in_progress(self.root)
                 if op is not None:
                     raise _busy_in_progress(*op, 0)
+
+            # From here to the end of the block git's index lock is ours: as short as it can be.
+            # git's index written by another git since it was prepared (a `git status`): made
+            # again outside the lock, twice at most, then under it.
+            for attempt in range(3):
+                prepared = prepare_index(self.root, info)
+                no_operation()
+                _HELD_AT[self.root] = (time.time_ns(), 0)
+                try:
+                    lock = owner_index(
+                        self.root, prepared=prepared, first=no_operation, stale_ok=attempt == 2
+                    )
+                    idx = lock.__enter__()
+                except IndexMoved:
+                    continue
+                break
+            with contextlib.ExitStack() as holding:
+                holding.push(lock)
                 if not self._on_branch():
                     raise _busy_index(0)  # not a rebase, yet detached: check_repo says why
                 if branch != named or _ref_stamp(self.root, named) != refs:
