@@ -751,7 +751,7 @@ def _release_dead_index_lock(root: Path) -> None:
         os.unlink(marker)
 
 
-def _take_index_lock(root: Path, wait_s: float) -> bool:
+def _take_index_lock(root: Path, wait_s: float, before: Callable[[], None] | None = None) -> bool:
     """Take .git/index.lock as git does (created only if absent), waiting up to `wait_s` for
     another holder. True when it is linked to our marker (crash-safe), False when the file
     system has no hard links (then taken by O_EXCL, as git does). Raises IndexBusy."""
@@ -764,6 +764,15 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
     delay = 0.005
     while True:
         try:
+            if before is not None:
+                # each try, not only the first: waiting for the lock, we must not take it
+                # between two steps of an operation that began meanwhile (a rebase's picks)
+                try:
+                    before()
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(marker)
+                    raise
             if linked:
                 os.link(marker, lock)
             else:
@@ -871,7 +880,7 @@ def owner_index(
     let go at once (the caller prepares again outside it). `first` runs the moment the lock is
     taken, before anything else (a look for an operation in progress: what it raises lets the
     lock go at once)."""
-    linked = _take_index_lock(root, wait_s)
+    linked = _take_index_lock(root, wait_s, first)
     idx = OwnerIndex(root)
     try:
         if first is not None:

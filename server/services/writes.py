@@ -25,7 +25,7 @@ import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths
+from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths, operation_in_progress
 from server.core.linediff import Opcode, opcodes
 from server.core.redact import mask_secrets, secrets_in
 from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
@@ -987,6 +987,13 @@ def apply(
                     # git took its index or began an operation after the check: nothing was
                     # written; wait for it as above, then plan again on what it left
                     if time.monotonic() >= deadline:
+                        raise
+                    store.check_repo(deadline)
+                except Rejected:
+                    # planned while a rebase or merge begun after the check rewrote the notes
+                    # (a note missing for a moment of its checkout): what the plan read is not
+                    # the vault; waited for, then planned again on what it left
+                    if operation_in_progress(vault.root) is None or time.monotonic() >= deadline:
                         raise
                     store.check_repo(deadline)
                 except WriteRace as race:
