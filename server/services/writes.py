@@ -25,7 +25,7 @@ import pydantic
 import yaml
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths, operation_in_progress
+from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths
 from server.core.linediff import Opcode, opcodes
 from server.core.redact import mask_secrets, secrets_in
 from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
@@ -57,6 +57,7 @@ from server.write.store import (
     Store,
     StoreError,
     WriteRace,
+    git_moment,
     read_stable,
 )
 from server.write.validate import (
@@ -981,6 +982,7 @@ def apply(
             answered = _checked_answers(vault, answers or [])
             attempt = 0
             while True:
+                moment = git_moment(vault.root)
                 try:
                     return _apply_once(vault, store, tool, client, ops, message, answered)
                 except GitBusy:
@@ -993,7 +995,7 @@ def apply(
                     # planned while a rebase or merge begun after the check rewrote the notes
                     # (a note missing for a moment of its checkout): what the plan read is not
                     # the vault; waited for, then planned again on what it left
-                    if operation_in_progress(vault.root) is None or time.monotonic() >= deadline:
+                    if git_moment(vault.root) == moment or time.monotonic() >= deadline:
                         raise
                     store.check_repo(deadline)
                 except WriteRace as race:

@@ -1426,6 +1426,21 @@ def _clear_a_merge_stopped_by_us(root: Path) -> bool:
     return True
 
 
+def git_moment(root: Path) -> tuple[object, ...]:
+    """What a rebase or merge changes as it goes (its marker, HEAD, ORIG_HEAD), in a few stat
+    calls: two equal moments around a plan say no such operation ran meanwhile."""
+    g = git_dir(root)
+    out: list[object] = [operation_in_progress(root)]
+    for f in ("HEAD", "ORIG_HEAD"):
+        try:
+            st = os.stat(g / f)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_mtime_ns))
+    return tuple(out)
+
+
 def _mark_private_index(root: Path, sha: str) -> None:
     """The branch has moved to `sha`, which the private index holds: say so (upkeep only, a
     lost marker costs a read-tree)."""
