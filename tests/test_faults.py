@@ -232,7 +232,7 @@ def test_sigkill_at_random_points_fifty_times(make_vault: Any) -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("state", ["index_lock", "detached", "merge", "rebase"])
+@pytest.mark.parametrize("state", ["index_lock", "detached", "merge", "rebase", "sequencer"])
 async def test_git_states_that_refuse_writes(
     connect: Any, make_vault: Any, state: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -245,11 +245,16 @@ async def test_git_states_that_refuse_writes(
         git(root, "checkout", "-q", "--detach")
     elif state == "merge":
         (root / ".git/MERGE_HEAD").write_text(git(root, "rev-parse", "HEAD"))
+    elif state == "sequencer":  # `git cherry-pick A B` between its picks: no *_HEAD file yet
+        (root / ".git/sequencer").mkdir()
+        (root / ".git/sequencer/todo").write_text(f"pick {git(root, 'rev-parse', 'HEAD')}")
     else:
         (root / ".git/rebase-merge").mkdir()
     async with connect(root) as s:
         msg = await s.error("append_section", path="a.md", heading="Log", content="x")
         assert "nothing was written" in msg and "owner" in msg
+        if state == "sequencer":
+            assert "cherry-pick" in msg, msg
         events = read_all(root / ".git/vaultwatch/events.jsonl")
         assert events[-1]["kind"] == "error" and events[-1]["code"] in (
             "git_busy",

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from server.core.gitrepo import RefUpdate
+
 from .conftest import git
 
 pytestmark = pytest.mark.anyio
@@ -122,25 +124,159 @@ async def test_a_branch_moved_by_another_git_mid_write_is_written_again_not_fail
     root = make_vault({"a.md": NOTE})
     branch = git(root, "symbolic-ref", "HEAD").strip()
     moved: list[str] = []
-    real_run = subprocess.run
+    real_move = RefUpdate.move
 
-    def run_after_a_move(cmd: Any, *a: Any, **kw: Any) -> Any:
-        # just before our compare-and-swap on the branch (our first `git update-ref`)
-        if "update-ref" in cmd and branch in cmd and not moved and "-m" in cmd:
+    def move_after_a_move(self: RefUpdate, ref: str, new: str, old: str) -> None:
+        # just before our compare-and-swap on the branch
+        if ref == branch and not moved:
             tree = _run(root, "rev-parse", "HEAD^{tree}").stdout.strip()
-            made = real_run(
-                ["git", "-C", str(root), "commit-tree", tree, "-p", "HEAD", "-m", "merge done"],
-                capture_output=True,
-                text=True,
-            )
+            made = _run(root, "commit-tree", tree, "-p", "HEAD", "-m", "merge done")
             moved.append(made.stdout.strip())
-            real_run(["git", "-C", str(root), "update-ref", branch, moved[0]], check=True)
-        return real_run(cmd, *a, **kw)
+            git(root, "update-ref", branch, moved[0])
+        real_move(self, ref, new, old)
 
-    monkeypatch.setattr(subprocess, "run", run_after_a_move)
+    monkeypatch.setattr(RefUpdate, "move", move_after_a_move)
     async with connect(root) as s:
         r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
-    monkeypatch.setattr(subprocess, "run", real_run)
+    monkeypatch.setattr(RefUpdate, "move", real_move)
     assert moved and git(root, "rev-parse", f"{r['commit']}^").strip() == moved[0]
     assert "+- ai line" in git(root, "show", "--format=", r["commit"])
+    assert git(root, "status", "--porcelain") == ""
+
+
+# The owner's rebase held at its todo list: its state folder (.git/rebase-merge) is written,
+# the branch it will move at its end is read, and its first step that needs git's index
+# (checking out its base) is still to come. The plugin's rebase passes the same point, just
+# without stopping there.
+HELD_EDITOR = """#!/bin/sh
+touch "{dir}/reached"
+i=0
+while [ ! -e "{dir}/go" ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done
+"""
+
+
+async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_half_way(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A rebase that begins while our write holds git's index lock (after our last look for
+    one, before our commit moves the branch) read the branch as it was. Let go on, it
+    rebased the old branch and, at its very end, could not move a branch that had moved
+    ("could not update refs/heads/…"): left half-way, HEAD detached, AI writes refused until
+    the owner acted, and the owner's `git rebase --abort` then dropped the AI's commit. Now
+    the write keeps the lock until the rebase's first step that needs it, where it fails
+    before it has changed anything; the plugin's next sync rebases the new branch."""
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "up")
+    (root / "u.md").write_text("upstream\n")
+    git(root, "add", "u.md")
+    git(root, "commit", "-qm", "upstream note")
+    git(root, "checkout", "-q", "-")
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    before = git(root, "rev-parse", "HEAD").strip()
+    editor = tmp_path / "editor.sh"
+    editor.write_text(HELD_EDITOR.format(dir=tmp_path))
+    editor.chmod(0o755)
+    env = {**os.environ, "GIT_SEQUENCE_EDITOR": str(editor)}
+    rebase: list[subprocess.Popen[str]] = []
+    real_replace = os.replace
+
+    def rebase_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
+        if str(dst) == str(root / "a.md") and not rebase:
+            # our write holds git's index lock, its commit not yet made: the rebase begins
+            rebase.append(
+                subprocess.Popen(
+                    ["git", "-C", str(root), "rebase", "-i", "up"],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            end = time.monotonic() + 60
+            while not (tmp_path / "reached").exists():
+                assert rebase[0].poll() is None, rebase[0].communicate()
+                assert time.monotonic() < end, "the rebase never reached its todo list"
+                time.sleep(0.01)
+            assert (root / ".git/rebase-merge").is_dir()
+        real_replace(src, dst, *a, **kw)
+
+    def go_once_the_branch_moved() -> None:
+        end = time.monotonic() + 60
+        while _run(root, "rev-parse", branch).stdout.strip() == before:
+            if time.monotonic() > end:
+                break
+            time.sleep(0.01)
+        # the plugin's `git status` (it refreshes git's index when it can take the lock: the
+        # entries our commit put there carry no file times yet, and a checkout would take
+        # them for changes of the owner's)
+        _run(root, "status", "--porcelain")
+        (tmp_path / "go").touch()
+
+    monkeypatch.setattr(os, "replace", rebase_then_replace)
+    t = threading.Thread(target=go_once_the_branch_moved)
+    t.start()
+    try:
+        async with connect(root) as s:
+            r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    finally:
+        (tmp_path / "go").touch()
+        t.join(60)
+        monkeypatch.setattr(os, "replace", real_replace)
+    out, err = rebase[0].communicate(timeout=60)
+    # the rebase stopped before it began: nothing of it is left, the branch is the AI's commit
+    assert not (root / ".git/rebase-merge").exists(), (out, err, _run(root, "status").stdout)
+    assert rebase[0].returncode != 0 and "index.lock" in err, err
+    assert git(root, "symbolic-ref", "HEAD").strip() == branch
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"]
+    assert git(root, "status", "--porcelain") == ""
+    # the next sync rebases the branch as it is now, the AI's commit with it
+    again = _run(root, "rebase", "up")
+    assert again.returncode == 0, again
+    assert "- ai line" in (root / "a.md").read_text()
+    log = git(root, "log", "--format=%an %s", "up..")
+    assert "Claude append_section: a.md § Log" in log, log
+
+
+async def test_a_merge_our_lock_stopped_before_it_merged_is_cleared_not_committed(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git merge` (the plugin's sync in merge mode) refreshes git's index before it merges
+    anything. Meeting our index lock there it stops, "Unable to write index.", yet leaves
+    MERGE_HEAD with nothing merged; the plugin's next backup (`git add -A`, `git commit`)
+    then recorded a merge whose tree left the other side's notes out (seen in
+    test_obsidian_git.py[merge]: another machine's AI lines gone from the vault). The write
+    that stopped it clears that state, as `git merge --abort` would; the next sync merges."""
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "other")
+    (root / "o.md").write_text("theirs\n")
+    git(root, "add", "o.md")
+    git(root, "commit", "-qm", "the other machine's note")
+    git(root, "checkout", "-q", "-")
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    merged: list[subprocess.CompletedProcess[str]] = []
+    real_replace = os.replace
+
+    def merge_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
+        if str(dst) == str(root / "a.md") and not merged:
+            merged.append(_run(root, "merge", "other", "-m", "sync"))  # our lock is held
+        real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", merge_then_replace)
+    async with connect(root) as s:
+        r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    monkeypatch.setattr(os, "replace", real_replace)
+    [stopped] = merged
+    assert stopped.returncode != 0 and "Unable to write index" in stopped.stderr, stopped
+    assert not (root / ".git/MERGE_HEAD").exists()  # cleared: nothing was merged
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"]
+    # the plugin's next backup and sync: a real merge, the other side's note in the tree
+    _run(root, "add", "-A")
+    _run(root, "commit", "-m", "vault backup")
+    again = _run(root, "merge", "other", "-m", "sync")
+    assert again.returncode == 0, again
+    assert (root / "o.md").read_text() == "theirs\n"
+    assert "- ai line" in (root / "a.md").read_text()
     assert git(root, "status", "--porcelain") == ""

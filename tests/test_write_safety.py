@@ -276,10 +276,11 @@ def test_killed_mid_batch_is_rolled_back_on_restart(make_vault: Any, after: int)
     for i in range(6):
         assert "batch line" not in (root / f"n{i}.md").read_text()
     assert not (root / "brand-new.md").exists()
-    # the human's edit was snapshotted before the batch began, so it survives in git
+    # the human's edit is put back as it was: its snapshot lands in the same move of the branch
+    # as the batch's commit, or (killed before it) not at all, and the edit stays theirs, pending
     assert "human edit" in (root / "n2.md").read_text()
     assert _git(root, "log", "--format=%s") == head_before  # no AI commit landed
-    assert _git(root, "status", "--porcelain") == ""
+    assert _git(root, "status", "--porcelain") == " M n2.md\n"
     ev = [e for e in read_all(root / ".git/vaultwatch/events.jsonl") if e["kind"] == "recovered"]
     assert len(ev) == 1 and sorted(ev[0]["paths"]) == sorted(restored)
     assert not list((root / ".git/vaultwatch").glob("intent*.json"))

@@ -210,6 +210,35 @@ def git(
     return proc
 
 
+class RefUpdate:
+    """`git update-ref --stdin` started ahead and told what to do only when the caller is
+    ready: its start (the fork, exec and setup, most of its time, and far more on a loaded
+    machine) is paid before, so a branch moved under git's index lock moves in the moment git
+    takes to lock, check and rename the ref. Every way out calls `move` or `cancel` once."""
+
+    def __init__(self, root: Path, message: str) -> None:
+        self.proc = subprocess.Popen(
+            _argv(root, ("update-ref", "-m", message, "--stdin")),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(),
+            pass_fds=tuple(getattr(_HELD, "fds", ())),
+        )
+
+    def move(self, ref: str, new: str, old: str) -> None:
+        """`ref` from `old` to `new` (compare-and-swap); GitError, nothing moved, otherwise."""
+        _, err = self.proc.communicate(f"update {ref} {new} {old}\n".encode())
+        if self.proc.returncode != 0:
+            said = err.decode(errors="replace").strip()
+            raise GitError(f"git update-ref failed: {said}")
+
+    def cancel(self) -> None:
+        """Nothing to update: git reads an empty list, moves nothing and ends."""
+        if self.proc.returncode is None:
+            self.proc.communicate(b"")
+
+
 def cat_blobs(root: Path, specs: list[str]) -> list[bytes | None]:
     """The bytes of many `rev:path` blobs through one `git cat-file --batch` (None: no such
     file at that commit, or an empty spec)."""
@@ -738,6 +767,27 @@ def operation_in_progress(root: Path) -> tuple[str, str] | None:
     for marker, command, what in IN_PROGRESS:
         if (g / marker).exists():
             return command, what
+    # A cherry-pick or revert of several commits keeps .git/sequencer between its picks, with
+    # no *_HEAD file until one stops; like a rebase's, its next pick needs git's index.
+    if (g / "sequencer").is_dir():
+        with contextlib.suppress(OSError):
+            if (g / "sequencer" / "todo").read_text(errors="replace").lstrip().startswith("rev"):
+                return "revert", "a revert"
+        return "cherry-pick", "a cherry-pick"
+    return None
+
+
+def rebase_orig_head(root: Path) -> str | None:
+    """The commit a rebase in progress started from (what it will move its branch from when it
+    ends: the branch as it was when the rebase read it), '' while the rebase has not written it
+    yet, None when no rebase is in progress."""
+    g = git_dir(root)
+    for state in ("rebase-merge", "rebase-apply"):
+        if (g / state).is_dir():
+            try:
+                return (g / state / "orig-head").read_text(errors="replace").strip()
+            except OSError:
+                return ""
     return None
 
 
@@ -942,7 +992,7 @@ def _release_dead_index_lock(root: Path) -> None:
         os.unlink(marker)
 
 
-def _take_index_lock(root: Path, wait_s: float) -> bool:
+def _take_index_lock(root: Path, wait_s: float, before: Callable[[], None] | None = None) -> bool:
     """Take .git/index.lock as git does (created only if absent), waiting up to `wait_s` for
     another holder. True when it is linked to our marker (crash-safe), False when the file
     system has no hard links (then taken by O_EXCL, as git does). Raises IndexBusy."""
@@ -954,6 +1004,15 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
     delay = 0.005
     while True:
         try:
+            if before is not None:
+                # each try, not only the first: waiting for the lock, we must not take it
+                # between two steps of an operation that began meanwhile (a rebase's picks)
+                try:
+                    before()
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(marker)
+                    raise
             if linked:
                 os.link(marker, lock)
             else:
@@ -972,6 +1031,44 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
             linked = False  # no hard links here: git's own way, without the crash marker
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(marker)
+
+
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns) of git's index: git replaces it by a rename, so
+# the same stamp is the same file
+IndexStamp = tuple[int, int, int, int]
+
+
+def _index_stamp(st: os.stat_result) -> IndexStamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class PreparedIndex(NamedTuple):
+    """git's index with `info` (`update-index --index-info` lines) applied, built on a copy
+    (`copy`) BEFORE git's index lock is taken, from the index whose stamp is `source` (None: no
+    index). `owner_index(prepared=...)` puts it in place under the lock if the index is still
+    that one, so git's lock is held only for the moment of the swap."""
+
+    info: bytes
+    copy: Path
+    source: IndexStamp | None
+
+
+def prepare_index(root: Path, info: bytes) -> PreparedIndex:
+    """A copy of git's index as it is now, with `info` applied (see PreparedIndex). Caller
+    holds the write lock (the copy's path is shared by our writers)."""
+    index = git_dir(root) / "index"
+    copy = state_dir(root) / "index.next"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(copy)
+    try:
+        src = open(index, "rb")  # noqa: SIM115 - the stamp is of the very file copied
+    except FileNotFoundError:
+        return PreparedIndex(info, copy, None)
+    with src, os.fdopen(open_state(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as dst:
+        source = _index_stamp(os.fstat(src.fileno()))
+        shutil.copyfileobj(src, dst)
+    git(root, "update-index", "--index-info", env={"GIT_INDEX_FILE": str(copy)}, input=info)
+    return PreparedIndex(info, copy, source)
 
 
 class OwnerIndex:
@@ -1000,18 +1097,47 @@ class OwnerIndex:
         self.installed = True
 
 
+class IndexMoved(GitError):
+    """git's index was written by another git after a PreparedIndex was made from it; the
+    lock was let go at once (see owner_index's `stale_ok`)."""
+
+
 @contextmanager
-def owner_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> Iterator[OwnerIndex]:
+def owner_index(
+    root: Path,
+    wait_s: float = INDEX_LOCK_WAIT_S,
+    prepared: PreparedIndex | None = None,
+    first: Callable[[], None] | None = None,
+    stale_ok: bool = True,
+) -> Iterator[OwnerIndex]:
     """Change git's index as git does: under .git/index.lock (IndexBusy when another git
     command keeps it past `wait_s`), through a copy renamed over it. Caller holds the write
-    lock (so the marker of a dead holder can be told from a live one)."""
-    linked = _take_index_lock(root, wait_s)
+    lock (so the marker of a dead holder can be told from a live one).
+
+    With `prepared`, the copy is that one, already changed, when git's index is still the one
+    it was built from; otherwise (another git wrote the index since) it is built again here,
+    from the index as it is under the lock, or, without `stale_ok`, IndexMoved with the lock
+    let go at once (the caller prepares again outside it). `first` runs the moment the lock is
+    taken, before anything else (a look for an operation in progress: what it raises lets the
+    lock go at once)."""
+    linked = _take_index_lock(root, wait_s, first)
     idx = OwnerIndex(root)
     try:
+        if first is not None:
+            first()
+        current: IndexStamp | None = None
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(idx.copy)
-        if idx.exists:
-            copy_to_state(idx.index, idx.copy)  # read under the lock: nobody else changes it
+            current = _index_stamp(os.stat(idx.index))
+        if prepared is not None and current != prepared.source and not stale_ok:
+            raise IndexMoved("git's index was written meanwhile")
+        if prepared is None or current != prepared.source:
+            if idx.exists:
+                copy_to_state(idx.index, idx.copy)  # read under the lock: nobody changes it
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(idx.copy)
+            if prepared is not None:
+                idx.git("update-index", "--index-info", input=prepared.info)
         yield idx
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -35,6 +35,7 @@ from server.write.store import (
     Store,
     StoreError,
     WriteRace,
+    git_moment,
 )
 from server.write.write_ops import (
     WRITE_OPS,
@@ -120,12 +121,20 @@ def apply(
             answered = _checked_answers(vault, answers or [])
             attempt = 0
             while True:
+                moment = git_moment(vault.root)
                 try:
                     return _apply_once(vault, store, tool, client, ops, message, answered)
                 except GitBusy:
                     # git took its index or began an operation after the check: nothing was
                     # written; wait for it as above, then plan again on what it left
                     if time.monotonic() >= deadline:
+                        raise
+                    store.check_repo(deadline)
+                except Rejected:
+                    # planned while a rebase or merge begun after the check rewrote the notes
+                    # (a note missing for a moment of its checkout): what the plan read is not
+                    # the vault; waited for, then planned again on what it left
+                    if git_moment(vault.root) == moment or time.monotonic() >= deadline:
                         raise
                     store.check_repo(deadline)
                 except WriteRace as race:

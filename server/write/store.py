@@ -4,20 +4,27 @@ atomically, one git commit as the AI, and a recorded intent so a crash mid-write
 Order of a write (all under the vault's flock):
   1. wait (within the call's budget) while git is busy or mid-merge/rebase; refuse if it stays
      so, or HEAD is detached                                          (nothing touched yet)
-  2. take git's own .git/index.lock and check 1 again under it; held until 6 is done
-  3. snapshot: commit the human's uncommitted edits to these paths as the human
-  4. record this write's own intent file: each path with its previous and new blob ids
-  5. write each file to a temp file (under .git/vaultwatch/tmp), fsync, rename over
-  6. git commit exactly these paths as the AI, with the trailers; git's index updated
+  2. plan the snapshot of the owner's uncommitted edits to these paths (their exact bytes)
+  3. record this write's own intent file: each path with its previous and new blob ids
+  4. write each file to a temp file (under .git/vaultwatch/tmp), fsync; build both commits
+     (the owner's snapshot, then the AI's) and git's next index, all without moving anything
+  5. take git's own .git/index.lock; look again for an operation in progress and for a moved
+     branch (either: let the lock go at once, wait, plan again)
+  6. rename each temp file over its note; move the branch to the AI's commit (compare-and-swap,
+     snapshot and AI commit in one move); swap in git's index; let the lock go
   7. remove the intent file
-Steps 3-6 are one step for every other git process on the vault: each git command that stages
-or commits (`git add -A` in the Obsidian Git plugin's backup) and each that starts a rebase or
-merge must take .git/index.lock first, and fails (or waits) while we hold it. So no AI line is
-ever staged by someone else's `git add -A` between our rename and our commit, and no AI commit
-lands on a branch a rebase is about to reset. (The alternative, commit first and rename after,
-would leave HEAD ahead of the file on a crash, and commit a change a late owner save then
-forces us to take back.)
-A failure in 4-5 restores the previous contents before returning. A crash leaves the intent
+Steps 5-6 are one step for every other git process on the vault: each git command that stages
+or commits (`git add -A` in the Obsidian Git plugin's backup) must take .git/index.lock first,
+and fails (or waits) while we hold it. So no AI line is ever staged by someone else's `git add
+-A` between our rename and our commit. And the lock is held for that moment only (the renames,
+one ref update, one rename of the index): a rebase or merge takes the same lock at each of its
+steps and stops where it meets it, some half-way; we never take it while one is in progress
+(looked for before and after taking it), and a rebase that begins while we hold it is held at
+its first step, where it fails before it has changed anything (`_hold_for_a_rebase_begun`).
+What remains is in SECURITY.md. (The alternative, commit first and rename after, would leave
+HEAD ahead of the file on a crash, and commit a change a late owner save then forces us to
+take back.)
+A failure in 3-6 restores the previous contents before returning. A crash leaves the intent
 file; the next writer (any process, under the lock: the AI's writes and the owner's actions
 all start with `Store.begin`) or the next start puts the files back unless the human changed
 them since. The owner's moves, creates and deletes and the snapshot record an intent too.
@@ -25,7 +32,9 @@ The steps are fault hooks (`server/core/faults.py`): the crash matrix kills a wr
 
 A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
 the plan read: an editor that saves by truncate-then-write passes through an empty file, and
-re-saving identical text changes no byte, so bytes alone cannot tell a save in progress.
+re-saving identical text changes no byte, so bytes alone cannot tell a save in progress. At
+the rename, under a read lease (granted only while no program has the file open for writing:
+no save is in progress), the bytes are enough.
 """
 
 from __future__ import annotations
@@ -54,7 +63,9 @@ from server.core.gitrepo import (
     TOOL,
     GitError,
     IndexBusy,
+    IndexMoved,
     OwnerIndex,
+    RefUpdate,
     StateDamaged,
     commit_message,
     filtered_paths,
@@ -67,7 +78,9 @@ from server.core.gitrepo import (
     make_state_dir,
     operation_in_progress,
     owner_index,
+    prepare_index,
     read_state,
+    rebase_orig_head,
     state_dir,
     state_file,
     trailer_value,
@@ -181,8 +194,9 @@ def temp_dir(root: Path, path: Path) -> Path:
     even one a crash left. A rename is atomic only within one filesystem, so that folder is used
     only when it is on the note's; otherwise (a worktree's or submodule's git dir on another
     disk, a note folder that is a mount point) the temp file goes beside the note as before.
-    That fallback stays safe: the whole write holds git's index.lock, so no other git command
-    can stage the temp file while it exists, and recovery removes one a crash left."""
+    That fallback stays safe: such a temp file is made only once the write holds git's
+    index.lock (`Store.apply`), so no other git command can stage it while it exists, and
+    recovery removes one a crash left."""
     d = state_dir(root) / "tmp"
     try:
         make_state_dir(d)  # never a link (OSError: then beside the note)
@@ -585,6 +599,8 @@ class Store:
         if not wait_for_index(self.root, INDEX_LOCK_WAIT_S if wait_index else 0):
             raise _busy_index(INDEX_LOCK_WAIT_S if wait_index else 0)
         busy = operation_in_progress(self.root)
+        if busy is not None and busy[0] == "merge" and _clear_a_merge_stopped_by_us(self.root):
+            busy = operation_in_progress(self.root)
         if busy is not None:
             # a rebase also detaches HEAD: it is the rebase that is reported, and waited for
             raise _busy_in_progress(*busy, 0)
@@ -637,47 +653,37 @@ class Store:
         self, writes: list[FileWrite], *, message: str, author: tuple[str, str], tool: str
     ) -> str:
         """The write path with any author and message (the AI's writes, the owner's reverts):
-        snapshot, intent, temp files, rename over (or unlink), one commit of exactly these
-        paths, all under git's own index lock (see the module's doc). Caller holds the lock and
-        has run check_repo. GitBusy when another git holds the index or began an operation
-        since: nothing is written."""
-        try:
-            with owner_index(self.root) as idx:
-                # the index.lock now is ours; an operation that began before we took it shows
-                op = operation_in_progress(self.root)
-                if op is not None:
-                    raise _busy_in_progress(*op, 0)
-                if not self._on_branch():
-                    raise _busy_index(0)  # not a rebase, yet detached: check_repo says why
-                return self._apply_indexed(idx, writes, message=message, author=author, tool=tool)
-        except IndexBusy as exc:
-            raise _busy_index(INDEX_LOCK_WAIT_S) from exc
+        the owner's pending edits to these paths snapshotted, intent, temp files, rename over
+        (or unlink), one commit of exactly these paths (after the snapshot's, in the same move
+        of the branch). Caller holds the lock and has run check_repo.
 
-    def _on_branch(self) -> bool:
-        head = (git_dir(self.root) / "HEAD").read_text(encoding="utf-8", errors="replace")
-        return head.strip().startswith("ref: ")
-
-    def _apply_indexed(
-        self,
-        idx: OwnerIndex,
-        writes: list[FileWrite],
-        *,
-        message: str,
-        author: tuple[str, str],
-        tool: str,
-    ) -> str:
+        Everything that can be made beforehand is: the commits, git's next index, the temp
+        files. git's own index lock is held only for the last step, the renames, the branch
+        moved and the index swapped (see the module's doc): another git's rebase or merge needs
+        that lock at each of its steps and stops half-way when it is taken. GitBusy when another
+        git holds the index, is in the middle of an operation or moved the branch since the
+        plan: nothing is written."""
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
-        held: list[tuple[FileWrite, int | None]] = []
+        held: list[tuple[FileWrite, int | None, Stamp | None]] = []  # fd, stamp when checked
         leased: set[int] = set()  # fds we hold a read lease on (see _lease)
         # every fd opened below, closed on every way out: one left open by a failed rename
         # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
         opened: list[int] = []
+        update: RefUpdate | None = None
         try:
-            head_blobs = self.snapshot(
-                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}, idx=idx
+            # what git changes when it moves the branch, as it is before the branch is read
+            named = (git_dir(self.root) / "HEAD").read_text(errors="replace").strip()[5:]
+            refs = _ref_stamp(self.root, named)
+            branch, head = self._branch_head()
+            update = _ref_update(self.root, message)  # git starts while the rest is made
+            head_blobs, snapped = self._snapshot_entries(
+                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
             )
+            gone = {p for p, b in snapped if b is None}
+            in_head = {**head_blobs, **{p: b for p, b in snapped if b is not None}}
+            self._store_old_blobs(writes, {p: b for p, b in in_head.items() if p not in gone})
             # The intent (with the temp names) is on disk before any temp file exists, so a
             # crash at any point leaves nothing that recovery does not know about.
             temps = [
@@ -685,7 +691,6 @@ class Store:
                 for w in writes
             ]
             blobs = [blob_id(w.new) if w.new is not None else None for w in writes]
-            self._store_old_blobs(writes, head_blobs)
             intent = {
                 "pid": os.getpid(),
                 "tool": tool,
@@ -701,76 +706,119 @@ class Store:
             }
             write_state(self.intent_path, json.dumps(intent).encode())
             crash_point("intent")
-            for w, tmp in zip(writes, temps, strict=True):
-                if tmp is not None and w.new is not None:
-                    _write_temp(tmp, self.root / w.disk, w.new)
-            made = [t for t in temps if t is not None]
-            stored = _hash_files(self.root, made) if made else []
-            if stored != [b for b in blobs if b is not None]:
-                raise GitError("git stored different bytes than were written")
+            # A temp file beside its note (our state folder on another file system) would be
+            # in the working tree for `git add -A` to take: made under git's index lock only.
+            made = [(w, t) for w, t in zip(writes, temps, strict=True) if t is not None]
+            late = [(w, t) for w, t in made if Path(t).parent == (self.root / w.disk).parent]
+            self._write_temps([(w, t) for w, t in made if (w, t) not in late])
             crash_point("temps")
-            for w, tmp in zip(writes, temps, strict=True):
-                target = self.root / w.disk
+            entries = [(w.disk, b) for w, b in zip(writes, blobs, strict=True)]
+            steps = [(entries, message, author)]
+            if snapped:
+                who = human_identity(self.root)
+                steps.insert(0, (snapped, _snapshot_message([p for p, _ in snapped]), who))
+            shas = commit_objects(self.root, head, steps)
+            info = _index_info(self.root, entries)
+
+            def no_operation() -> None:
+                # A rebase that has begun since the plan needs git's lock between its picks:
+                # looked for just before the lock is taken, and again the moment it is ours (it
+                # is let go at once), then waited for, never met.
+                op = operation_in_progress(self.root)
+                if op is not None:
+                    raise _busy_in_progress(*op, 0)
+
+            # From here to the end of the block git's index lock is ours: as short as it can be.
+            # git's index written by another git since it was prepared (a `git status`): made
+            # again outside the lock, twice at most, then under it.
+            for attempt in range(3):
+                prepared = prepare_index(self.root, info)
+                no_operation()
+                _HELD_AT[self.root] = (time.time_ns(), 0)
                 try:
-                    fd = _open_if_exists(target)
-                except BlockingIOError:  # leased by another program since the plan
-                    raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
-                if fd is not None:
-                    opened.append(fd)
+                    lock = owner_index(
+                        self.root, prepared=prepared, first=no_operation, stale_ok=attempt == 2
+                    )
+                    idx = lock.__enter__()
+                except IndexMoved:
+                    continue
+                break
+            with contextlib.ExitStack() as holding:
+                holding.push(lock)
+                if not self._on_branch():
+                    raise _busy_index(0)  # not a rebase, yet detached: check_repo says why
+                if branch != named or _ref_stamp(self.root, named) != refs:
+                    raise BranchMoved(f"{branch} moved while the write was being prepared")
+                self._write_temps(late)
+                for w, tmp in zip(writes, temps, strict=True):
+                    target = self.root / w.disk
                     try:
-                        if _lease(fd, w.rel):
-                            leased.add(fd)
-                    except WriteRace as race:
-                        race.expected = w.old
-                        raise
-                # Under the lease no program can open the file for writing without waiting
-                # for us: what is read here is what the rename replaces.
-                current = _read_fd(fd) if fd is not None else None
-                changed = current != w.old or (
-                    fd is not None and w.stamp is not None and stamp_of(os.fstat(fd)) != w.stamp
-                )
-                if not changed and fd is not None and fd in leased and _lease_broken(fd):
-                    changed = True  # a save is waiting to write into it: let it, plan again
-                if changed:
-                    raise WriteRace(w.rel, w.old, current)
-                if tmp is None:
-                    os.unlink(target)
-                else:
-                    os.replace(tmp, target)
-                renamed.append(w)
-                held.append((w, fd))
-                crash_point("renamed")
+                        fd = _open_if_exists(target)
+                    except BlockingIOError:  # leased by another program since the plan
+                        raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
+                    if fd is not None:
+                        opened.append(fd)
+                        try:
+                            if _lease(fd, w.rel):
+                                leased.add(fd)
+                        except WriteRace as race:
+                            race.expected = w.old
+                            raise
+                    # Under the lease no program can open the file for writing without waiting
+                    # for us: what is read here is what the rename replaces. No program has it
+                    # open for writing either (the kernel grants the lease only then), so no
+                    # save is half-way: the bytes the plan read are enough, a save since of the
+                    # same text (a new stamp) changes nothing. Without a lease, the stamp too.
+                    current = _read_fd(fd) if fd is not None else None
+                    seen = stamp_of(os.fstat(fd)) if fd is not None else None
+                    changed = current != w.old or (
+                        fd not in leased and w.stamp is not None and seen != w.stamp
+                    )
+                    if not changed and fd is not None and fd in leased and _lease_broken(fd):
+                        changed = True  # a save is waiting to write into it: let it, plan again
+                    if changed:
+                        raise WriteRace(w.rel, w.old, current)
+                    if tmp is None:
+                        os.unlink(target)
+                    else:
+                        os.replace(tmp, target)
+                    renamed.append(w)
+                    held.append((w, fd, seen))
+                    crash_point("renamed")
+                # Someone who opened a file just before we replaced it writes into the old copy
+                # (or truncates it, their write still to come): their words would vanish with
+                # it. With a lease they were held in open() and it shows: let them go, wait
+                # until they have closed the file, put what they saved back and stop. Without
+                # one, a change to the old copy is all there is to see. (Our rename changed the
+                # old copy's ctime, not its size or mtime.)
+                for w, fd, seen in held:
+                    if fd is None:
+                        continue
+                    if fd in leased:
+                        broken = _lease_broken(fd)
+                        _unlease(fd)
+                        leased.discard(fd)
+                        if broken:
+                            late_bytes = (
+                                _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, w.old)
+                            )
+                            raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
+                    st = os.fstat(fd)
+                    moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
+                    if moved or _read_fd(fd) != w.old:
+                        late_bytes = _settled_fd(fd, w.old)
+                        raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
+                crash_point("index_locked")  # renamed, the commit built, the index lock ours
+                _move_branch(self.root, branch, head, shas[-1], idx, update)
+            sha = shas[-1]
+            _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
+            _clear_a_merge_stopped_by_us(self.root)
+            # The renames made durable once git's lock is let go (a directory's fsync can take
+            # longer than all of the above): the journal of the file system keeps them in
+            # order with the branch's move meanwhile, and the write reports only after this.
             for folder in sorted({(self.root / w.disk).parent for w in renamed}):
                 _fsync_dir(folder)
-            # Someone who opened a file just before we replaced it writes into the old copy
-            # (or truncates it, their write still to come): their words would vanish with it.
-            # With a lease they were held in open() and it shows: let them go, wait until
-            # they have closed the file, put what they saved back and stop. Without one, a
-            # change to the old copy is all there is to see. (Our rename changed the old
-            # copy's ctime, not its size or mtime.)
-            for w, fd in held:
-                if fd is None:
-                    continue
-                if fd in leased:
-                    broken = _lease_broken(fd)
-                    _unlease(fd)
-                    leased.discard(fd)
-                    if broken:
-                        late = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, w.old)
-                        raise WriteRace(w.rel, w.old, late, restore=late)
-                st = os.fstat(fd)
-                moved = w.stamp is not None and (st.st_size, st.st_mtime_ns) != w.stamp[1:3]
-                if moved or _read_fd(fd) != w.old:
-                    late = _settled_fd(fd, w.old)
-                    raise WriteRace(w.rel, w.old, late, restore=late)
-            sha = commit_blobs(
-                self.root,
-                [(w.disk, b) for w, b in zip(writes, blobs, strict=True)],
-                message,
-                author,
-                idx=idx,
-            )
-        except (OSError, GitError, WriteRace) as exc:
+        except (OSError, GitError, WriteRace, StoreError) as exc:
             for fd in leased:
                 _unlease(fd)
             restore = exc.restore if isinstance(exc, WriteRace) else None
@@ -783,7 +831,7 @@ class Store:
                         os.unlink(tmp)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.intent_path)
-            if isinstance(exc, WriteRace):
+            if isinstance(exc, (WriteRace, StoreError)):
                 raise
             if isinstance(exc, BranchMoved):  # waited for and made again by the caller
                 raise GitBusy(
@@ -793,17 +841,54 @@ class Store:
                     "Call again in a moment.",
                 ) from exc
             if isinstance(exc, IndexBusy):
-                raise StoreError("git_busy", str(exc)) from exc
+                raise _busy_index(INDEX_LOCK_WAIT_S) from exc
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise StoreError("write_failed", f"the write failed and was undone: {detail}") from exc
         finally:
+            if _HELD_AT.get(self.root, (0, 1))[1] == 0:  # let go on a way out
+                _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
+            if update is not None:
+                update.cancel()  # moved already, or not to move: git ends either way
             for fd in leased:
                 _unlease(fd)
             for fd in opened:
                 os.close(fd)
+        _mark_private_index(self.root, sha)
+        crash_point("commit_done")
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
             os.unlink(self.intent_path)
+        if snapped:
+            snap_paths = [p for p, _ in snapped]
+            self.journal.append(Commit("snapshot", snap_paths, shas[0], chars=0), client="human")
         return sha
+
+    def _write_temps(self, temps: list[tuple[FileWrite, str]]) -> None:
+        """Each write's new bytes in its temp file, fsynced; checked stored by git as written."""
+        if not temps:
+            return
+        for w, tmp in temps:
+            assert w.new is not None
+            _write_temp(tmp, self.root / w.disk, w.new)
+        stored = _hash_files(self.root, [t for _, t in temps])
+        if stored != [blob_id(w.new or b"") for w, _ in temps]:
+            raise GitError("git stored different bytes than were written")
+
+    def _branch_head(self) -> tuple[str, str]:
+        """(branch ref, HEAD sha). A HEAD detached by a rebase begun since check_repo looked
+        (or for a moment by any git) is GitBusy: waited for, and the write planned again."""
+        try:
+            return head_branch(self.root)
+        except StoreError:
+            op = operation_in_progress(self.root)
+            if op is not None:
+                raise _busy_in_progress(*op, 0) from None
+            if self._on_branch():
+                raise _busy_index(0) from None  # back on a branch already: plan again
+            raise
+
+    def _on_branch(self) -> bool:
+        head = (git_dir(self.root) / "HEAD").read_text(encoding="utf-8", errors="replace")
+        return head.strip().startswith("ref: ")
 
     def _store_old_blobs(self, writes: list[FileWrite], in_head: dict[str, str]) -> None:
         """Make sure git has every previous content, so recovery can always restore it. After
@@ -879,10 +964,41 @@ class Store:
         self,
         paths: list[str],
         expect: dict[str, tuple[str, bytes | None, Stamp | None]] | None = None,
-        idx: OwnerIndex | None = None,
     ) -> dict[str, str]:
-        """Commit the owner's uncommitted edits to `paths` as the owner. Returns HEAD's blob of
-        each path afterwards (what the write starts from).
+        """Commit the owner's uncommitted edits to `paths` as the owner (the dashboard's
+        actions; the AI's writes commit the snapshot with their own change, see `apply`).
+        Returns HEAD's blob of each path afterwards."""
+        head_blobs, entries = self._snapshot_entries(paths, expect)
+        if not entries:
+            return head_blobs
+        changed = [p for p, _ in entries]
+        # A snapshot changes no file, but a crash between moving the branch and putting git's
+        # index in place would leave the owner's edit staged for removal: its intent lets
+        # recovery tidy the index (files: as they are, before and after).
+        # (each entry's blob is the file's exact bytes as they are: _snapshot_entries)
+        self._write_intent(
+            "snapshot",
+            [{"path": p, "old": now, "new": now, "tmp": None} for p, now in entries],
+            commit=[[p, b] for p, b in entries],
+        )
+        try:
+            sha = commit_blobs(
+                self.root, entries, _snapshot_message(changed), human_identity(self.root)
+            )
+        finally:
+            self.drop_intent()  # committed, or failed with the branch where it was
+        self.journal.append(Commit("snapshot", changed, sha, chars=0), client="human")
+        gone = {p for p, b in entries if b is None}
+        after = {**head_blobs, **{p: b for p, b in entries if b is not None}}
+        return {p: b for p, b in after.items() if p not in gone}
+
+    def _snapshot_entries(
+        self,
+        paths: list[str],
+        expect: dict[str, tuple[str, bytes | None, Stamp | None]] | None = None,
+    ) -> tuple[dict[str, str], list[tuple[str, str | None]]]:
+        """HEAD's blob of each path, and the owner's uncommitted edits to `paths` as entries
+        for a commit (path, blob; None: deleted), [] when there are none. Commits nothing.
 
         `expect` is what a write planned on, per path: (rel, bytes, stamp). The snapshot
         commits exactly those bytes, and only while the file still is them (same stamp, and git
@@ -924,7 +1040,7 @@ class Store:
             elif data is None and p in head_blobs:
                 gone.append(p)
         if not dirty and not gone:
-            return head_blobs
+            return head_blobs, []
         # One git for every file (none when no file differs): in a vault without conversions
         # each blob is the bytes' own, already stored, and the only git run, as before.
         try:
@@ -962,35 +1078,12 @@ class Store:
                 found[p] = blob
         dirty = [p for p in dirty if p in found]
         if not dirty and not gone:
-            return head_blobs
+            return head_blobs, []
         entries: list[tuple[str, str | None]] = [(p, found[p]) for p in dirty]
         entries += [(p, None) for p in gone]
         for p in gone:  # still gone: a file put back meanwhile is planned again
             _still(self.root / p, *expect[p])
-        changed = [p for p, _ in entries]
-        subject = "snapshot: " + (changed[0] if len(changed) == 1 else f"{len(changed)} files")
-        # A snapshot changes no file, but a crash between moving the branch and putting git's
-        # index in place would leave the owner's edit staged for removal: its intent lets
-        # recovery tidy the index (files: as they are, before and after).
-        snapped = [(p, blob_id(d) if (d := expect[p][1]) is not None else None) for p in changed]
-        self._write_intent(
-            "snapshot",
-            [{"path": p, "old": now, "new": now, "tmp": None} for p, now in snapped],
-            commit=[[p, b] for p, b in entries],
-        )
-        try:
-            sha = commit_blobs(
-                self.root,
-                entries,
-                commit_message(subject, {ACTION: "snapshot"}),
-                human_identity(self.root),
-                idx=idx,
-            )
-        finally:
-            self.drop_intent()  # committed, or failed with the branch where it was
-        self.journal.append(Commit("snapshot", changed, sha, chars=0), client="human")
-        after = {**head_blobs, **{p: b for p, b in entries if b is not None}}
-        return {p: b for p, b in after.items() if p not in gone}
+        return head_blobs, entries
 
     # -- recovery -------------------------------------------------------------------------------
 
@@ -1128,30 +1221,47 @@ def commit_blobs(
     entries: list[tuple[str, str | None]],
     message: str,
     author: tuple[str, str],
-    idx: OwnerIndex | None = None,
 ) -> str:
     """Commit exactly these paths, whatever else the working tree or git's index holds: HEAD +
     these (path, blob; None removes the path) -> a tree (in a private index) -> a commit by
     `author` -> the branch, moved only if it still points where it did (compare-and-swap).
     The real index is then set to HEAD for these paths. Caller holds the write lock.
 
-    The one way anything of ours commits: the AI's writes, the owner's snapshots, reverts and
-    undos (through `Store.apply`) and the owner's moves, creates and deletes. `idx`: git's index
-    lock already held by the caller (the write path holds it across its whole write)."""
+    The owner's moves, creates, deletes and snapshots from the dashboard commit this way; the
+    write path (`Store.apply`: the AI's writes, the owner's reverts and undos) is built of the
+    same three steps: `commit_objects`, `prepare_index`, `_move_branch` under git's lock."""
+    branch, head = head_branch(root)
+    [sha] = commit_objects(root, head, [(entries, message, author)])
+    prepared = prepare_index(root, _index_info(root, entries))
+    update = _ref_update(root, message)
+    try:
+        # git's index lock only for the moment the branch moves and the index is swapped: if
+        # another git command keeps it, IndexBusy, nothing is committed, the index is as it was
+        with owner_index(root, prepared=prepared) as idx:
+            crash_point("index_locked")  # .git/index.lock is ours
+            _move_branch(root, branch, head, sha, idx, update)
+    finally:
+        update.cancel()
+    _mark_private_index(root, sha)
+    crash_point("commit_done")
+    return sha
+
+
+def commit_objects(
+    root: Path, head: str, steps: list[tuple[list[tuple[str, str | None]], str, tuple[str, str]]]
+) -> list[str]:
+    """One commit per step (entries, message, author), each on the one before, the first on
+    `head`: its tree is its parent's with the step's entries applied (path, blob; None removes
+    the path). Built in a private index; no ref moves, git's index is untouched. Caller holds
+    the write lock."""
     # A private index, kept between writes (all of them under the write lock): when it
     # already holds HEAD's tree, read-tree is skipped and write-tree reuses its cached
     # subtrees, which is most of the cost of a commit in a large vault.
     index = state_dir(root) / "commit.index"
     marker = state_dir(root) / "commit.index.head"
     env = {"GIT_INDEX_FILE": str(index)}
-    branch, head = head_branch(root)
-    lines = []
-    for path, blob in entries:
-        if blob is None:  # mode 0 takes the path out of the index
-            lines.append(f"0 {'0' * 40}\t{path}")
-            continue
-        lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
-    info = ("\n".join(lines) + "\n").encode()
+    infos = [_index_info(root, entries) for entries, _, _ in steps]
+    named = {p for entries, _, _ in steps for p, _ in entries}
     if index.is_symlink():  # git would read the file it names as our index: never
         os.unlink(index)
     cached = index.exists() and _read_text(marker) == head  # holds HEAD's tree already
@@ -1163,15 +1273,15 @@ def commit_blobs(
     with contextlib.suppress(FileNotFoundError):
         os.unlink(marker)
     try:
-        tree = _private_tree(root, env, head, info, cached)
+        trees = _private_trees(root, env, head, infos, cached)
         # Read afresh from HEAD, the index holds HEAD and these entries by construction; a
         # cached one is checked (one git run, through the subtrees that differ only).
-        if cached and not _changed_paths(root, head, tree) <= {p for p, _ in entries}:
+        if cached and not _changed_paths(root, head, trees[-1]) <= named:
             # Something else is in the private index (whatever put it there): never commit it.
             # Built again from HEAD alone, and refused if even that names other paths.
             log.warning("private index held paths this commit does not name; rebuilt from HEAD")
-            tree = _private_tree(root, env, head, info, False)
-            extra = _changed_paths(root, head, tree) - {p for p, _ in entries}
+            trees = _private_trees(root, env, head, infos, False)
+            extra = _changed_paths(root, head, trees[-1]) - named
             if extra:
                 raise GitError(
                     "the commit would change paths it does not name "
@@ -1183,74 +1293,217 @@ def commit_blobs(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(index)
         raise
-    sha = (
-        git(
-            root,
-            *NO_SIGN,
-            "commit-tree",
-            tree,
-            "-p",
-            head,
-            "-F",
-            "-",
-            env=identity_env(*author),
-            input=message.encode(),
+    shas: list[str] = []
+    parent = head
+    for tree, (_, message, author) in zip(trees, steps, strict=True):
+        parent = (
+            git(
+                root,
+                *NO_SIGN,
+                "commit-tree",
+                tree,
+                "-p",
+                parent,
+                "-F",
+                "-",
+                env=identity_env(*author),
+                input=message.encode(),
+            )
+            .stdout.decode()
+            .strip()
         )
-        .stdout.decode()
-        .strip()
-    )
-    subject = message.split("\n", 1)[0]
-    # git's own index: these paths as the new commit has them (nothing of the owner's is
-    # staged there: the snapshot committed it). Built before the branch moves, under git's
-    # index lock, and put in place right after: the owner's index never shows the commit's
-    # change staged for removal. If another git command keeps the lock, IndexBusy: nothing is
-    # committed and the index is as it was.
-    with contextlib.ExitStack() as stack:
-        if idx is None:
-            idx = stack.enter_context(owner_index(root))
-        idx.git("update-index", "--index-info", input=info)
-        crash_point("index_locked")  # .git/index.lock is ours
-        try:
-            git(root, "update-ref", "-m", f"commit: {subject}", branch, sha, head)
-        except GitError as exc:
-            now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
-            if now.stdout.decode().strip() != head:
-                # another git moved the branch without the index lock (a merge or rebase
-                # finishing): nothing of ours is committed; the write is made again on it
-                raise BranchMoved(
-                    f"{branch} moved while the commit was being made; nothing was committed"
-                ) from exc
-            raise
-        crash_point("branch_moved")
-        try:
-            idx.install()  # a rename inside .git, under the lock
-        except OSError as exc:
-            # Not put in place: move the branch back (it moved a moment ago, under our
-            # locks), so the write fails as a whole rather than leave the index behind it.
-            back = git(root, "update-ref", branch, head, sha, check=False)
-            if back.returncode != 0:
-                log.warning("git's index not updated after commit %s: %s", sha, exc)
-                return sha
-            raise GitError(
-                f"git's index could not be updated ({exc}); nothing was committed"
+        shas.append(parent)
+    return shas
+
+
+def _index_info(root: Path, entries: list[tuple[str, str | None]]) -> bytes:
+    """`git update-index --index-info` lines for these entries (None: the path goes)."""
+    lines = []
+    for path, blob in entries:
+        if blob is None:  # mode 0 takes the path out of the index
+            lines.append(f"0 {'0' * 40}\t{path}")
+            continue
+        lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _ref_update(root: Path, message: str) -> RefUpdate:
+    """A `git update-ref` started ahead for the commit with `message` (see RefUpdate)."""
+    return RefUpdate(root, f"commit: {message.split(chr(10), 1)[0]}")
+
+
+def _move_branch(
+    root: Path, branch: str, head: str, sha: str, idx: OwnerIndex, update: RefUpdate
+) -> None:
+    """The branch from `head` to `sha` (compare-and-swap, by `update`) and git's index swapped
+    for the one `idx` holds, while git's index lock is ours: the owner's index never shows the
+    commit's change staged for removal. BranchMoved, nothing changed, when the branch is
+    elsewhere."""
+    try:
+        update.move(branch, sha, head)
+    except GitError as exc:
+        now = git(root, "rev-parse", "-q", "--verify", branch, check=False)
+        if now.stdout.decode().strip() != head:
+            # another git moved the branch without the index lock (a merge or rebase
+            # finishing): nothing of ours is committed; the write is made again on it
+            raise BranchMoved(
+                f"{branch} moved while the commit was being made; nothing was committed"
             ) from exc
-    try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
+        raise
+    crash_point("branch_moved")
+    try:
+        idx.install()  # a rename inside .git, under the lock
+    except OSError as exc:
+        # Not put in place: move the branch back (it moved a moment ago, under our
+        # locks), so the write fails as a whole rather than leave the index behind it.
+        back = git(root, "update-ref", branch, head, sha, check=False)
+        if back.returncode != 0:
+            log.warning("git's index not updated after commit %s: %s", sha, exc)
+            return
+        raise GitError(f"git's index could not be updated ({exc}); nothing was committed") from exc
+    _hold_for_a_rebase_begun(root, sha)
+
+
+# How long the index lock is kept, at most, for a rebase that began while it was ours (see
+# _hold_for_a_rebase_begun): its next step needs the lock, so it ends within moments.
+REBASE_HOLD_S = 10.0
+
+
+def _hold_for_a_rebase_begun(root: Path, new: str) -> None:
+    """Called holding git's index lock, the branch just moved to `new`. A rebase that has begun
+    meanwhile (its state folder appeared while the lock was ours: we looked when we took it)
+    read the branch before our commit: left to run on, it would rebase the branch as it was,
+    and at its very end fail to move a branch that is no longer where it read it ("could not
+    update refs/heads/..."), half-way, HEAD detached, until the owner acts (whose `git rebase
+    --abort` then drops our commit). Its next step, checking out its base, needs the index lock:
+    kept until then, the rebase fails there, before it has changed anything, and removes its
+    state (the plugin tries again at its next sync). A rebase that read our commit is let go."""
+    deadline = time.monotonic() + REBASE_HOLD_S
+    while True:
+        orig = rebase_orig_head(root)
+        if orig is None or orig == new:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("a rebase begun during our commit kept going for %.0f s", REBASE_HOLD_S)
+            return
+        time.sleep(_GIT_POLL_S)
+
+
+# When a write last took and let go git's index lock on each vault (wall clock, ns; 0: still
+# held), so that a merge it stopped can be told by the time git wrote MERGE_HEAD.
+_HELD_AT: dict[Path, tuple[int, int]] = {}
+# how long after we let the lock go a stopped merge may still be writing its MERGE_HEAD (a
+# process descheduled on a loaded machine), and the coarseness of file times
+_MERGE_LATE_NS = 2_000_000_000
+_FILE_TIME_NS = 20_000_000
+
+
+def _clear_a_merge_stopped_by_us(root: Path) -> bool:
+    """`git merge` refreshes git's index before it merges anything; when it cannot take the
+    index lock (ours, for the moment of a write) it gives up, "Unable to write index.", yet
+    leaves MERGE_HEAD behind with nothing merged (git 2.39). The next `git commit` (the Obsidian
+    Git plugin's backup) would then record a merge whose tree leaves the other side's changes
+    out: lines another machine committed vanish from the notes (they stay in history). Such a
+    state, written while our lock was held or just after, with nothing staged (git's index is
+    HEAD's tree, no conflict) and no other operation under way, is cleared as
+    `git merge --abort` would clear it; the plugin's next sync merges again. Under git's index
+    lock, so that the plugin's commit cannot record it meanwhile. True when it was cleared."""
+    held = _HELD_AT.get(root)
+    if held is None:
+        return False
+    g = git_dir(root)
+    try:
+        written = os.stat(g / "MERGE_HEAD").st_mtime_ns
+    except OSError:
+        return False
+    end = held[1] or time.time_ns()
+    if not held[0] - _FILE_TIME_NS <= written <= end + _MERGE_LATE_NS:
+        return False
+    if any(os.path.lexists(g / m) for m in ("rebase-merge", "rebase-apply", "sequencer")):
+        return False
+    if any(os.path.lexists(g / m) for m in ("CHERRY_PICK_HEAD", "REVERT_HEAD")):
+        return False
+    if git(root, "diff-index", "--cached", "--quiet", "HEAD", check=False).returncode != 0:
+        return False  # something merged, staged or in conflict: the owner's to finish
+    try:
+        with owner_index(root):
+            try:
+                if os.stat(g / "MERGE_HEAD").st_mtime_ns != written:
+                    return False
+            except FileNotFoundError:
+                return False  # committed or aborted meanwhile
+            for name in ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "AUTO_MERGE"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(g / name)
+    except IndexBusy:
+        return False
+    log.warning("a git merge stopped by our index lock before it merged anything was cleared")
+    return True
+
+
+def git_moment(root: Path) -> tuple[object, ...]:
+    """What a rebase or merge changes as it goes (its marker, HEAD, ORIG_HEAD), in a few stat
+    calls: two equal moments around a plan say no such operation ran meanwhile."""
+    g = git_dir(root)
+    out: list[object] = [operation_in_progress(root)]
+    for f in ("HEAD", "ORIG_HEAD"):
+        try:
+            st = os.stat(g / f)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_mtime_ns))
+    return tuple(out)
+
+
+def _mark_private_index(root: Path, sha: str) -> None:
+    """The branch has moved to `sha`, which the private index holds: say so (upkeep only, a
+    lost marker costs a read-tree)."""
+    marker = state_dir(root) / "commit.index.head"
+    try:
         write_state(marker, sha.encode())
     except OSError as exc:
         log.warning("private index marker not written: %s", exc)
         with contextlib.suppress(OSError):
             os.unlink(marker)
-    crash_point("commit_done")
-    return sha
 
 
-def _private_tree(root: Path, env: dict[str, str], head: str, info: bytes, cached: bool) -> str:
-    """The tree of HEAD with `info`'s entries applied, built in the private index (`env`):
-    from HEAD's tree read afresh unless `cached` (the index is known to hold it)."""
+def _snapshot_message(changed: list[str]) -> str:
+    subject = "snapshot: " + (changed[0] if len(changed) == 1 else f"{len(changed)} files")
+    return commit_message(subject, {ACTION: "snapshot"})
+
+
+def _ref_stamp(root: Path, branch: str) -> list[tuple[int, int, int] | None]:
+    """What git changes when it moves `branch` (its loose ref, packed-refs, a reftable's list)
+    or HEAD, as (inode, size, mtime): a few stat calls to tell, under git's index lock and
+    without running git, that the branch is where the plan read it."""
+    g = git_dir(root)
+    common = g
+    with contextlib.suppress(OSError):
+        common = (g / (g / "commondir").read_text().strip()).resolve()
+    out: list[tuple[int, int, int] | None] = []
+    for f in (g / "HEAD", common / branch, common / "packed-refs", common / "reftable/tables.list"):
+        try:
+            st = os.stat(f)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def _private_trees(
+    root: Path, env: dict[str, str], head: str, infos: list[bytes], cached: bool
+) -> list[str]:
+    """The trees of HEAD with each of `infos` applied in turn, built in the private index
+    (`env`): from HEAD's tree read afresh unless `cached` (the index is known to hold it)."""
     if not cached:
         git(root, "read-tree", head, env=env)
-    git(root, "update-index", "--index-info", env=env, input=info)
-    return git(root, "write-tree", env=env).stdout.decode().strip()
+    trees = []
+    for info in infos:
+        git(root, "update-index", "--index-info", env=env, input=info)
+        trees.append(git(root, "write-tree", env=env).stdout.decode().strip())
+    return trees
 
 
 def _changed_paths(root: Path, head: str, tree: str) -> set[str]:
