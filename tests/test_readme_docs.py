@@ -1,7 +1,8 @@
-"""Every relative link in the README, SECURITY.md and docs/ leads somewhere: the file exists and,
-when the link names a heading (`reference.md#health`), the heading does too, spelt as GitHub
-spells its anchors. The README points into docs/ for everything it leaves out, so a renamed
-heading or a moved file would otherwise strand the reader silently."""
+"""The README and docs/ hold together. Every relative link in the README, SECURITY.md and docs/
+leads somewhere: the file exists and, when the link names a heading (`reference.md#health`), the
+heading does too, spelt as GitHub spells its anchors (the README points into docs/ for
+everything it leaves out, so a renamed heading or a moved file would otherwise strand the reader
+silently). And the test command the README gives is the one CI runs."""
 
 from __future__ import annotations
 
@@ -95,3 +96,16 @@ def test_the_checker_reports_a_missing_file_and_a_missing_heading(tmp_path: Path
     assert len(broken) == 3, broken
     assert "no file docs/missing.md" in broken[0]
     assert "#health" in broken[1] and "#nowhere" in broken[2]
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """`.ci/run` runs "the README's test command": the README must still give it, as a command
+    line of its own in a shell block, so what a newcomer runs is what CI runs."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    runs = [ln.strip() for ln in ci if ln.strip().startswith('"${UV[@]}" run pytest')]
+    assert runs, ".ci/run no longer runs pytest through uv: update this test with it"
+    command = runs[-1].replace('"${UV[@]}"', "uv")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```sh\n(.*?)^```", readme, re.M | re.S)
+    lines = {ln.split("#", 1)[0].strip() for b in blocks for ln in b.splitlines()}
+    assert command in lines, f"the README gives no `{command}` line, which .ci/run runs"
