@@ -35,14 +35,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from app.services.actions import ActionError
+from app.services.history import Commit, FileChange
 from server.core.errors import VaultwatchError
 from server.core.safetext import visible
 
-from .actions import ActionError
-from .history import Commit, FileChange
-
 if TYPE_CHECKING:
-    from .review import NetDiff, Review
+    from app.services.review import NetDiff, Review
 
 COMMANDS = (
     "review",
@@ -139,7 +138,7 @@ def _keep_listed(root: Path, sha: str) -> None:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from .review import _head, mark_reviewed, net_diffs, summaries
+    from app.services.review import _head, mark_reviewed, net_diffs, summaries
 
     args.vault, args.path = _vault_and_path(args.where)
     root = _vault(args.vault)
@@ -368,7 +367,7 @@ def _reads(args: argparse.Namespace) -> int:
 
 
 def _context(args: argparse.Namespace) -> int:
-    from .context_preview import mark_reviewed, preview
+    from app.services.context_preview import mark_reviewed, preview
 
     root = _vault(args.vault)
     p = preview(root)
@@ -460,8 +459,8 @@ def _print_changes(changes: list[FileChange]) -> None:
 
 
 def _revert(args: argparse.Namespace) -> int:
-    from .history import read_commits
-    from .revert import offered, revert
+    from app.services.history import read_commits
+    from app.services.revert import offered, revert
 
     vault, (sha,) = _split(
         args.args, 1, "vaultwatch revert [VAULT] SHA [--path PATH] (one commit at a time)"
@@ -496,7 +495,7 @@ def _undo(args: argparse.Namespace) -> int:
     """The AI's lines in one hunk of a note's review diff taken back, as the dashboard's `u`
     does (the same service, the same refusals). SHA names an AI commit with lines in that hunk:
     the hunk is the one the owner read (`vaultwatch review PATH` numbers them)."""
-    from .review import hunk_text, net_diff, plan_undo, undo_hunk
+    from app.services.review import hunk_text, net_diff, plan_undo, undo_hunk
 
     vault, (sha,) = _split(args.args, 1, "vaultwatch undo [VAULT] SHA --path PATH --hunk N")
     root = _vault(vault)
@@ -523,8 +522,8 @@ def _undo(args: argparse.Namespace) -> int:
 
 
 def _mv(args: argparse.Namespace) -> int:
-    from .file_actions import apply_move
-    from .owner_flows import apply_plan, move_preview
+    from app.services.file_actions import apply_move
+    from app.services.owner_flows import apply_plan, move_preview
 
     vault, (src, dst) = _split(args.args, 2, "vaultwatch mv [VAULT] SRC DST [--dry-run]")
     root = _vault(vault)
@@ -540,8 +539,8 @@ def _mv(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from .file_actions import apply_remove
-    from .owner_flows import apply_plan, delete_preview
+    from app.services.file_actions import apply_remove
+    from app.services.owner_flows import apply_plan, delete_preview
 
     vault, (path,) = _split(args.args, 1, "vaultwatch rm [VAULT] PATH [--yes]")
     root = _vault(vault)
@@ -579,8 +578,8 @@ def _outcome(args: argparse.Namespace, done: Any, extra: dict[str, Any]) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from .recording_trend import trend_table, weekly
-    from .stats import client_table, compute, describe, measure_table, week_table
+    from app.services.recording_trend import trend_table, weekly
+    from app.services.stats import client_table, compute, describe, measure_table, week_table
 
     root = _vault(args.vault)
     stats = compute(root, args.since)
@@ -663,9 +662,8 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _transcribe(args: argparse.Namespace) -> int:
+    from app.services.recordings import measure_file, write_into
     from server.services.transcribe import TranscribeError
-
-    from .recordings import measure_file, write_into
 
     raw_vault, (raw_file,) = _split(args.args, 1, "vaultwatch transcribe [VAULT] FILE")
     given = Path(raw_vault).expanduser().absolute()
@@ -730,7 +728,7 @@ def _recording_lines(m: dict[str, Any]) -> list[str]:
 
 
 def _feedback(args: argparse.Namespace) -> int:
-    from .feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
+    from app.services.feedback import add_feedback, close_feedback, list_feedback, reopen_feedback
 
     if args.action == "add":
         vault, (path,) = _split(args.args, 1, "vaultwatch feedback add [VAULT] PATH -m TEXT")
@@ -885,7 +883,7 @@ def command_help() -> list[tuple[str, str]]:
 
 
 def _since_help() -> str:
-    from .stats import SINCE_HELP
+    from app.services.stats import SINCE_HELP
 
     return SINCE_HELP
 

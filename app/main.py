@@ -15,13 +15,13 @@ def main(argv: list[str] | None = None) -> None:
     ignore_lease_breaks()  # reverts and undos take file leases, as the server's writes do
     # A first word that is exactly a command name runs it; anything else is the vault folder
     # (a folder named like a command opens as `vaultwatch ./review`).
-    from .cli import COMMANDS
+    from app.cli import COMMANDS
 
     if argv and argv[0] in COMMANDS:
-        from .cli import run
+        from app.cli import run
 
         run(argv)
-    from .cli import command_help
+    from app.cli import command_help
 
     ap = argparse.ArgumentParser(
         prog="vaultwatch",
@@ -50,12 +50,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
 
+    from app.services.supervisor import ServerSupervisor
+    from app.ui.dashboard import Dashboard
     from server.core.gitrepo import ensure_repo
     from server.notes.bundled import make_demo_vault
     from server.notes.config import ConfigError, load_config
-
-    from .supervisor import ServerSupervisor
-    from .ui.dashboard import Dashboard
 
     root = make_demo_vault() if args.demo else Path(args.vault).expanduser().absolute()
     if not root.is_dir():
@@ -74,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app.run()
     finally:
-        sup.stop()
+        sup.stop(end_resident=args.demo)
     if args.demo:
         print(f"vaultwatch: {finish_demo(root, args.keep)}", file=sys.stderr)
 
@@ -100,8 +99,8 @@ def _demo_app() -> type:
 
     from textual import work
 
-    from .demo import run_script
-    from .ui.dashboard import Dashboard
+    from app.services.demo import run_script
+    from app.ui.dashboard import Dashboard
 
     class _Demo(Dashboard):
         def on_mount(

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from app.ui.dashboard import POLL_SECONDS, Dashboard
-from app.ui.lines import LinesView
-from app.ui.timeline import Timeline
+from app.ui.widgets.lines import LinesView
+from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import CLIENT, TOOL, commit_message
 
 from .stats import ms

@@ -47,7 +47,7 @@ async def _screen(root: Path) -> tuple[float, float, float | None]:
     for the interpreter, which would blur a later measure)."""
     from textual.worker import Worker
 
-    from app.ui.health_screen import HealthScreen
+    from app.ui.screens.health_screen import HealthScreen
 
     class Timed(HealthScreen):
         painted: float | None = None
@@ -58,7 +58,12 @@ async def _screen(root: Path) -> tuple[float, float, float | None]:
             return super().recheck()
 
     class Bench(App[None]):
-        pass
+        """Hands the screen a Vault as the dashboard does (app.ui.navigation)."""
+
+        def vault(self) -> Vault:
+            return opened
+
+    opened = Vault(root)
 
     app = Bench()
     rest: float | None = None
@@ -72,6 +77,7 @@ async def _screen(root: Path) -> tuple[float, float, float | None]:
             await asyncio.sleep(0.01)
         await pilot.pause()
         filled = time.perf_counter() - t0
+    opened.close()
     assert screen.painted is not None
     return screen.painted - t0, filled, rest
 

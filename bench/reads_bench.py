@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from app.context_preview import preview
+from app.services.context_preview import preview
 from app.ui.dashboard import Dashboard
-from app.ui.reads import ReadsScreen
+from app.ui.screens.reads import ReadsScreen
 from server.core.gitrepo import ensure_repo
 from server.services.reads import context_cost, cost_per_day, reads_report
 from server.vault import Vault

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from app.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
+from app.services.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
 from server.core.gitrepo import CLIENT, TOOL, commit_message
 
 from .frames import Frames, drawn, until
@@ -91,7 +91,7 @@ async def _screen(root: Path, iters: int) -> dict[str, float]:
     from textual.widgets import DataTable
 
     from app.ui.dashboard import Dashboard
-    from app.ui.review_screen import ReviewScreen
+    from app.ui.screens.review_screen import ReviewScreen
 
     app = Dashboard(root, poll_seconds=0.5)
     lists: tuple[list[float], list[float]] = ([], [])
@@ -164,7 +164,7 @@ def run(iters: int = 5) -> dict[str, Any]:
             text=True,
             check=True,
         ).stdout.strip()
-        from app.review import _log, write_marks
+        from app.services.review import _log, write_marks
 
         old = [m.commit for m in _log(root, cut) if m.commit.is_ai]
         t = time.perf_counter()

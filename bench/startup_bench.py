@@ -166,7 +166,7 @@ async def first_paint(vault: Path, server_first: bool) -> tuple[float, float]:
     """(first paint, server up) in seconds from the start, with a real server child: the app
     starting it after its first paint, or (`server_first`, how app/main.py did it before) the
     server started and awaited before the app runs."""
-    from app.supervisor import ServerSupervisor
+    from app.services.supervisor import ServerSupervisor
     from app.ui.dashboard import Dashboard
 
     t0 = time.perf_counter()
@@ -197,7 +197,7 @@ PAINT_CHILD = """
 import json, sys, time
 from pathlib import Path
 import anyio
-from app.supervisor import ServerSupervisor
+from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 
 async def paint() -> None:

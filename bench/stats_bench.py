@@ -1,6 +1,6 @@
 """Write statistics on a vault with 10,000 commits (two AI clients, six tools, the owner's edits
 and reverts, spread over 14 months up to now) and 20,000 journal events (reads, conflicts,
-rejections with three codes, no-ops): `app.stats.compute`, `vaultwatch stats` as a subprocess
+rejections with three codes, no-ops): `app.services.stats.compute`, `vaultwatch stats` as a subprocess
 (table and --json), and the stats screen opening under Pilot (drawn with its counting state,
 counted, drawn with the figures: wall and CPU, the first `S` and the median of the next).
 Printed only (`uv run python -m bench --only stats`)."""
@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.stats import compute
+from app.services.stats import compute
 from server.core.gitrepo import commit_message
 
 from .stats import ms
@@ -133,7 +133,7 @@ PHASES = (
 def _phases(marks: Phase) -> Iterator[None]:
     """Times at which the stats screen is first drawn, has counted, and is first drawn with its
     figures (wall and process CPU: the UI thread, the count's thread; git runs apart)."""
-    from app.ui.stats_screen import StatsScreen
+    from app.ui.screens.stats_screen import StatsScreen
 
     def now() -> tuple[float, float]:
         return time.perf_counter(), time.process_time()
@@ -163,7 +163,7 @@ async def _screen(root: Path, iters: int) -> list[Phase]:
     history loaded, once and `iters` times more; then once on all history. Each: the phases,
     from the key."""
     from app.ui.dashboard import Dashboard
-    from app.ui.stats_screen import StatsScreen
+    from app.ui.screens.stats_screen import StatsScreen
 
     out: list[Phase] = []
     marks: Phase = {}
@@ -213,7 +213,7 @@ def run(iters: int = 5) -> dict[str, Any]:
         s = compute(root)
         res["compute_first_s"], res["compute_first_cpu_s"] = time.perf_counter() - t, _cpu() - c
         print(
-            f"  app.stats.compute, all history, first run (every commit diffed) "
+            f"  app.services.stats.compute, all history, first run (every commit diffed) "
             f"{ms(res['compute_first_s'])}; CPU {ms(res['compute_first_cpu_s'])}"
         )
         print(
@@ -231,7 +231,7 @@ def run(iters: int = 5) -> dict[str, Any]:
             res[f"compute_{since or 'all'}_s"] = min(times)
             res[f"compute_{since or 'all'}_cpu_s"] = min(cpu)
             print(
-                f"  app.stats.compute, {label:<14} (budget 1 s) best {ms(min(times))}, "
+                f"  app.services.stats.compute, {label:<14} (budget 1 s) best {ms(min(times))}, "
                 f"max {ms(max(times))}; CPU (git included) {ms(min(cpu))}"
             )
         exe = str(Path(sys.executable).parent / "vaultwatch")

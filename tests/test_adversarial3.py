@@ -139,7 +139,7 @@ async def test_the_dashboard_draws_control_characters_as_symbols(
 async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
     connect: Any, make_vault: Any, tmp_path: Path
 ) -> None:
-    from app.review import note_view
+    from app.services.review import note_view
     from server.core.gitrepo import git as our_git
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n"})
@@ -184,7 +184,7 @@ async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
 async def test_a_line_separator_in_a_name_neither_makes_a_note_nor_moves_a_mark(
     connect: Any, make_vault: Any
 ) -> None:
-    from app.review import summaries
+    from app.services.review import summaries
 
     root = make_vault({"notes/plan.md": "# Plan\n\n## Steps\n- owner step\n"})
     decoy = "notes/plan.md\u2028 (summary).md"
@@ -212,7 +212,7 @@ async def test_review_marks_git_cannot_read_show_everything_with_a_warning(
 ) -> None:
     import json
 
-    from app.review import NOTES_REF, summaries
+    from app.services.review import NOTES_REF, summaries
 
     root = make_vault({"a.md": "# A\n\n## Log\n", "b.md": "# B\n\n## Log\n"})
     first = head(root)
@@ -328,7 +328,7 @@ async def test_mark_reviewed_marks_the_commits_the_listing_showed(
 ) -> None:
     import json
 
-    from app.review import summaries
+    from app.services.review import summaries
 
     root = make_vault({"todo.md": "# Todo\n\n## Log\n- owner item\n"})
     async with connect(root) as s:
@@ -420,7 +420,7 @@ async def test_the_markdown_digest_leaves_out_notes_private_now(
 def test_review_of_two_rewrites_of_a_large_note_comes_back(make_vault: Any) -> None:
     import threading
 
-    from app.review import net_diffs, summaries
+    from app.services.review import net_diffs, summaries
 
     n = 60_000  # 1.9 MB: two replace_docs of it made review run past 500 s
     lines = [f"line {i} of a long note, some words to make it wide\n" for i in range(n)]

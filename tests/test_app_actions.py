@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.history import commit_changes, read_commits
-from app.revert import RevertConflict, revert
+from app.services.history import commit_changes, read_commits
+from app.services.revert import RevertConflict, revert
 
 from .conftest import git
 

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from app.supervisor import ServerSupervisor, snippets
+from app.services.supervisor import ServerSupervisor, snippets
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -107,7 +107,7 @@ def test_a_dashboard_killed_outright_leaves_no_server_behind(
             sys.executable,
             "-c",
             (
-                "import sys, time; from pathlib import Path; from app.supervisor import ServerSupervisor\n"
+                "import sys, time; from pathlib import Path; from app.services.supervisor import ServerSupervisor\n"
                 f"s = ServerSupervisor(Path({str(root)!r})); s.start()\n"
                 f"Path({str(pid_file)!r}).write_text(str(s.proc.pid)); time.sleep(600)\n"
             ),

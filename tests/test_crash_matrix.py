@@ -38,9 +38,16 @@ from typing import Any
 
 import pytest
 
-from app.file_actions import NewNote, apply_create, apply_move, apply_remove, plan_move, plan_remove
-from app.revert import revert
-from app.review import mark_reviewed, revert_note, undo_hunk
+from app.services.file_actions import (
+    NewNote,
+    apply_create,
+    apply_move,
+    apply_remove,
+    plan_move,
+    plan_remove,
+)
+from app.services.revert import revert
+from app.services.review import mark_reviewed, revert_note, undo_hunk
 from server.core.faults import FAULT_ENV
 from server.core.gitrepo import ensure_repo
 from server.notes.note import content_hash

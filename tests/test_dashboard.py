@@ -22,17 +22,17 @@ from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.widgets._footer import FooterKey
 
-from app.owner_flows import move_preview
-from app.supervisor import ServerSupervisor
+from app.services.owner_flows import move_preview
+from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard, exit_words, stopped_reason
-from app.ui.file_dialogs import DestinationPrompt, FileFinder
-from app.ui.insights import TagsScreen
-from app.ui.lines import LinesView
-from app.ui.main_screen import DiffPane, MainScreen
-from app.ui.modals import ConfirmModal, HelpModal
-from app.ui.reads import ReadsScreen
-from app.ui.revert_dialog import BlockersModal
-from app.ui.timeline import Timeline, when
+from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder
+from app.ui.dialogs.modals import ConfirmModal, HelpModal
+from app.ui.dialogs.revert_dialog import BlockersModal
+from app.ui.screens.insights import TagsScreen
+from app.ui.screens.main_screen import DiffPane, MainScreen
+from app.ui.screens.reads import ReadsScreen
+from app.ui.widgets.lines import LinesView
+from app.ui.widgets.timeline import Timeline, when
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
@@ -609,8 +609,8 @@ async def test_a_theme_switch_repaints_the_open_diff(
 
 
 def test_server_sessions_fold_to_one_row_per_process() -> None:
-    from app.feed import event_row
-    from app.view_rows import fold_sessions
+    from app.services.feed import event_row
+    from app.services.view_rows import fold_sessions
 
     events = [
         {"kind": "server_started", "pid": 1, "ts": "2026-01-15T10:00:00Z", "transport": "http"},

@@ -13,10 +13,10 @@ import pytest
 from textual.widgets import Button, Checkbox, Static
 
 from app.ui.dashboard import Dashboard
-from app.ui.lines import LinesView
-from app.ui.modals import ConfirmModal
-from app.ui.revert_dialog import BlockersModal
-from app.ui.timeline import Timeline, cells
+from app.ui.dialogs.modals import ConfirmModal
+from app.ui.dialogs.revert_dialog import BlockersModal
+from app.ui.widgets.lines import LinesView
+from app.ui.widgets.timeline import Timeline, cells
 from server.core.gitrepo import operation_in_progress
 
 from .conftest import git

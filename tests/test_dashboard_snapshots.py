@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.ui.dashboard import Dashboard
-from app.ui.timeline import Timeline
+from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import ensure_repo
 
 WHEN = "2026-01-15T10:{:02d}:00+00:00"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from app.supervisor import ServerSupervisor
+from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 
 from .test_dashboard import until
@@ -114,20 +114,20 @@ LAZY = (
     "server.services.writes",
     "server.write.write_ops",
     "server.vault",
-    "app.ui.file_dialogs",
-    "app.ui.health_screen",
-    "app.ui.insights",
-    "app.ui.reads",
-    "app.ui.review_screen",
-    "app.ui.stats_screen",
+    "app.ui.dialogs.file_dialogs",
+    "app.ui.screens.health_screen",
+    "app.ui.screens.insights",
+    "app.ui.screens.reads",
+    "app.ui.screens.review_screen",
+    "app.ui.screens.stats_screen",
 )
 PAINT = """
 import json, sys
 from pathlib import Path
 import anyio
 from app.ui.dashboard import Dashboard
-from app.ui.main_screen import DiffPane
-from app.ui.timeline import Timeline
+from app.ui.screens.main_screen import DiffPane
+from app.ui.widgets.timeline import Timeline
 
 LAZY = tuple(sys.argv[2].split(","))
 

@@ -18,9 +18,9 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
-from app.ui.insights import TagsScreen
-from app.ui.review_screen import ReviewScreen
-from app.ui.timeline import Timeline, fit_line, widths
+from app.ui.screens.insights import TagsScreen
+from app.ui.screens.review_screen import ReviewScreen
+from app.ui.widgets.timeline import Timeline, fit_line, widths
 from server.protocol.tools import build_server
 from server.vault import Vault
 
@@ -301,11 +301,11 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
     """Every screen walked at 80x24; on each, every list and scrolling pane takes j/k, g/G
     (the timeline's `g` is Tags, and the tags list's `g` closes it: Home there), Home/End and
     ctrl+d/ctrl+u. The tags and reads lists ignored j/k; the review list Home/End."""
-    from app.ui.health_screen import HealthScreen
-    from app.ui.lines import LinesView
-    from app.ui.note_screen import NoteScreen
-    from app.ui.reads import ReadsScreen
-    from app.ui.stats_screen import StatsScreen
+    from app.ui.screens.health_screen import HealthScreen
+    from app.ui.screens.note_screen import NoteScreen
+    from app.ui.screens.reads import ReadsScreen
+    from app.ui.screens.stats_screen import StatsScreen
+    from app.ui.widgets.lines import LinesView
 
     app = Dashboard(keys_vault, poll_seconds=60)
     failures: list[str] = []
@@ -393,7 +393,7 @@ async def test_the_header_stops_saying_serving_once_the_server_dies(
 
     from textual.widgets import Static
 
-    from app.supervisor import ServerSupervisor
+    from app.services.supervisor import ServerSupervisor
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = make_vault({"w.md": "# W\n"})
@@ -423,7 +423,7 @@ async def test_a_note_the_owner_deleted_is_not_left_to_review(
     """N6: a note with unreviewed AI changes that the owner deletes (`x`: plan_remove and
     apply_remove) leaves the review and the header's count, as a reverted change does; its diff
     was the owner's delete under the AI's headers."""
-    from app.file_actions import apply_remove, plan_remove
+    from app.services.file_actions import apply_remove, plan_remove
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = make_vault({"a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n\n## Log\n- one\n"})
@@ -449,7 +449,7 @@ async def test_an_undo_the_owner_blocked_is_refused_before_the_confirm(
 ) -> None:
     """N14: the owner changed a line the AI wrote in the hunk: `u` says why the undo is refused
     and asks nothing (the confirm promised "your lines stay" and then the undo was refused)."""
-    from app.ui.modals import ConfirmModal
+    from app.ui.dialogs.modals import ConfirmModal
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = make_vault({"a.md": "# A\n\n## Log\n- one\n"})

@@ -11,7 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.diffview import (
+from app.services.history import FileChange, commit_changes_upto
+from app.ui.widgets.diffview import (
     RICH_LINES,
     WORD_ADD,
     LineMatcher,
@@ -19,7 +20,6 @@ from app.diffview import (
     render_lines,
     render_split,
 )
-from app.history import FileChange, commit_changes_upto
 
 lines = st.lists(
     st.sampled_from(["a", "b", "c", "# h", "", "- x", "unique1", "unique2"]), max_size=40
@@ -148,7 +148,7 @@ def test_wrapped_unified_lines_keep_their_gutter() -> None:
     in the line's colours (a repeated `+` read as two changed lines: audit 3 N10)."""
     from textual.content import Content
 
-    from app.ui.lines import hang
+    from app.ui.widgets.lines import hang
 
     ch = FileChange("n.md", "M", None, "a\n", "a\n" + "added words " * 10 + "\n")
     added = next(c for c in render_lines([ch]) if c.plain.startswith("+ "))
@@ -221,11 +221,11 @@ def test_chinese_prose_wraps_between_characters_in_the_split_diff_and_pairs() ->
 
 
 def test_one_wrapping_rule_for_cells_and_cjk() -> None:
-    """app.cell_wrap: rows within the width in cells, breaks between CJK characters and at
+    """app.services.cell_wrap: rows within the width in cells, breaks between CJK characters and at
     spaces, never before closing or after opening punctuation, a long URL cut at the width."""
     from rich.cells import cell_len
 
-    from app.cell_wrap import wrap_text
+    from app.services.cell_wrap import wrap_text
 
     text = "他说：「先把问题定义清楚。」然后再讨论方案，最后写 CRDT notes down."
     for width in range(8, 30):  # narrower, `楚。」` (6 cells) alone must be cut

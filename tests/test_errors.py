@@ -15,7 +15,12 @@ from server.notes.filters import QueryError
 from server.notes.paths import PathRefused
 from server.services.writes import Conflict, Rejected
 
-HEADLESS = ("app.ui", "app.diffview", "app.settings", "app.main")  # Textual: not needed here
+HEADLESS = (
+    "app.ui",
+    "app.ui.widgets.diffview",
+    "app.ui.settings",
+    "app.main",
+)  # Textual: not needed here
 # The stdio relay imports only the standard library (a new conversation must not pay for our
 # package's imports: tests/test_resident.py holds it), so its one error cannot derive from ours.
 STDLIB_ONLY = ("server.protocol.relay",)

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from app import feed as feed_mod
-from app.feed import Feed
-from app.history import read_commits
+from app.services import feed as feed_mod
+from app.services.feed import Feed
+from app.services.history import read_commits
 from app.ui.dashboard import Dashboard
-from app.ui.timeline import Timeline
+from app.ui.widgets.timeline import Timeline
 
 from .conftest import git
 from .test_dashboard import until
@@ -192,7 +192,7 @@ def test_a_killed_servers_recall_figure_is_not_shown() -> None:
     import os
     import subprocess
 
-    from app.ui.header import recall_progress
+    from app.ui.widgets.header import recall_progress
 
     gone = subprocess.Popen(["true"])
     gone.wait()

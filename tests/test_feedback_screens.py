@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from app.feedback import add_feedback, list_feedback
-from app.ui.feedback_screen import CommentModal, FeedbackScreen
-from app.ui.note_screen import NoteScreen
-from app.ui.review_screen import ReviewDiff
+from app.services.feedback import add_feedback, list_feedback
+from app.ui.dialogs.comment import CommentModal
+from app.ui.screens.feedback_screen import FeedbackScreen
+from app.ui.screens.note_screen import NoteScreen
+from app.ui.screens.review_screen import ReviewDiff
 
 from .test_dashboard import until
 from .test_review_screens import app_on, header, open_review, settings_home, shown

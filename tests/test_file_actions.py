@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.actions import ActionError
-from app.file_actions import (
+from app.services.actions import ActionError
+from app.services.file_actions import (
     apply_create,
     apply_move,
     apply_remove,
@@ -19,7 +19,7 @@ from app.file_actions import (
     plan_move,
     plan_remove,
 )
-from app.revert import revert
+from app.services.revert import revert
 
 from .conftest import git
 

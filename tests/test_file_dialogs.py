@@ -12,10 +12,10 @@ import pytest
 from textual.widgets import Input
 
 from app.ui.dashboard import Dashboard
-from app.ui.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm, rank
-from app.ui.lines import LinesView
-from app.ui.modals import ConfirmModal
-from app.ui.timeline import Timeline
+from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm, rank
+from app.ui.dialogs.modals import ConfirmModal
+from app.ui.widgets.lines import LinesView
+from app.ui.widgets.timeline import Timeline
 
 from .conftest import git
 from .test_dashboard import until

@@ -181,7 +181,7 @@ async def test_the_dashboards_revert_preview_never_rewrites_the_index(
 ) -> None:
     """The dashboard's revert preview compares the note on disk with HEAD: with its stat data
     out of date, `git diff` would take .git/index.lock and rewrite the index on the side."""
-    from app.revert import RevertConflict, plan_revert
+    from app.services.revert import RevertConflict, plan_revert
 
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     async with connect(root) as s:

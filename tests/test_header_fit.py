@@ -6,9 +6,9 @@ from pathlib import Path
 
 from textual.content import Content
 
-from app.ui.header import HeaderFacts, ServerState
-from app.ui.header import segments as header_segments
-from app.ui.header_fit import Segment, fit
+from app.ui.widgets.header import HeaderFacts, ServerState
+from app.ui.widgets.header import segments as header_segments
+from app.ui.widgets.header_fit import Segment, fit
 
 
 def segments() -> list[Segment]:

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable, Static
 
-from app.ui.cells import cut_middle, note_label
 from app.ui.dashboard import Dashboard
-from app.ui.file_dialogs import DestinationPrompt
-from app.ui.health_screen import HealthScreen, NoteModal
-from app.ui.lines import LinesView
-from app.ui.modals import ConfirmModal
+from app.ui.dialogs.file_dialogs import DestinationPrompt
+from app.ui.dialogs.modals import ConfirmModal
+from app.ui.screens.health_screen import HealthScreen, NoteModal
+from app.ui.widgets.cells import cut_middle, note_label
+from app.ui.widgets.lines import LinesView
+from server.vault import Vault
 
 from .conftest import git
 from .test_dashboard import until
@@ -193,7 +194,12 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
             shown.append(("whole", _title(self) + "\n" + table_text(self), report))
 
     class Host(App[None]):
-        pass
+        """A bare app that hands the screen a Vault as the dashboard does (app.ui.navigation)."""
+
+        def vault(self) -> Vault:
+            return opened
+
+    opened = Vault(vault)
 
     app = Host()
     async with app.run_test(size=(120, 36)) as pilot:
@@ -205,6 +211,7 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
         (_, first, partial), (_, whole, report) = shown
         assert "looking for near-duplicates…" in first
         assert "looking for" not in whole and "looking for" not in _title(screen)
+        opened.close()
         for heading in ("Broken links (6)", "Orphans (1)", "Stale open items (1)"):
             assert heading in first and heading in whole
         assert not partial.duplicates_checked and not partial.by_kind("duplicate")
@@ -366,7 +373,7 @@ async def test_deleting_one_of_a_near_duplicate_pair_lists_both(
     """The picker was filled with the second path, so only that one was listed."""
     monkeypatch.delenv("VAULTWATCH_SEMANTIC", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    from app.ui.file_dialogs import FileFinder
+    from app.ui.dialogs.file_dialogs import FileFinder
 
     same = "# Offline sync\n\nOffline sync merges every replica's edits with a causal clock.\n"
     root = make_vault(

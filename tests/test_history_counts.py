@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.history import line_counts
+from app.services.history import line_counts
 
 from .conftest import git, head
 

@@ -13,7 +13,7 @@ import pytest
 from rich.cells import cell_len
 
 from app.ui.dashboard import Dashboard
-from app.ui.modals import ConnectModal, Snippet, SnippetScroll, shell_lines, shell_words
+from app.ui.dialogs.modals import ConnectModal, Snippet, SnippetScroll, shell_lines, shell_words
 from server.protocol.connect import claude_mcp_add_http
 
 from .test_dashboard import until

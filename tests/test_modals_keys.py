@@ -11,7 +11,7 @@ from rich.cells import cell_len
 from textual.widgets import Button
 
 from app.ui.dashboard import Dashboard
-from app.ui.modals import ConfirmModal, HelpModal
+from app.ui.dialogs.modals import ConfirmModal, HelpModal
 
 from .test_dashboard import footer, until
 from .test_dashboard_revert import select, timeline

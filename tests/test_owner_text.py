@@ -149,7 +149,7 @@ async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
     assert all(blob for _, _, blob in history)
     assert _ai_commits_add_one_line_each(root) == counts["commit"]
     # the dashboard's revert of the newest AI commit takes out its line, nothing else
-    from app.revert import revert
+    from app.services.revert import revert
 
     before = (root / "note.md").read_text()
     newest = git(root, "log", "--author=Claude", "-1", "--format=%H").strip()

@@ -20,7 +20,7 @@ from mcp.types import Implementation
 from rich.cells import cell_len
 
 from app import cli
-from app.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
+from app.services.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
 from server.core.gitrepo import state_dir
 from server.protocol.tools import build_server
 from server.services.context import context_text
@@ -39,7 +39,7 @@ from server.write.journal import estimate_tokens, read_all
 from .conftest import git
 
 if TYPE_CHECKING:
-    from app.ui.reads import ReadsScreen
+    from app.ui.screens.reads import ReadsScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -236,7 +236,7 @@ async def test_not_read_in_n_days_by_the_journals_own_times(vault: Path) -> None
 async def test_a_moved_note_keeps_its_reads_under_its_new_name(vault: Path) -> None:
     """Moving a note in the dashboard made it 'never read' and dropped it from the most read.
     A note made at the old name afterwards is a new note: the old reads are not its."""
-    from app.file_actions import apply_move, plan_move
+    from app.services.file_actions import apply_move, plan_move
 
     async with client(vault) as s:
         await s.text("read_doc", path="study/a.md")
@@ -667,8 +667,8 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
     the journal appears in none of them."""
     from textual.widgets import DataTable
 
-    from app.ui.cells import note_label
     from app.ui.dashboard import Dashboard
+    from app.ui.widgets.cells import note_label
 
     from .test_dashboard import until
 
@@ -744,7 +744,7 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
 async def open_reads(app: Any, pilot: Any, events: int) -> ReadsScreen:
     """The Reads screen (`$`) once the dashboard has `events` journal events, with its report
     and context preview counted."""
-    from app.ui.reads import ReadsScreen
+    from app.ui.screens.reads import ReadsScreen
 
     from .test_dashboard import until
 
@@ -765,13 +765,18 @@ async def reads_without_vault(
     draws from the events, once its load has failed."""
     from textual.app import App
 
-    from app.ui.reads import ReadsScreen
+    from app.ui.screens.reads import ReadsScreen
 
     from .test_dashboard import until
 
     screen = ReadsScreen(tmp_path / "gone", events)
 
     class Host(App[None]):
+        """A bare app that hands the screen a Vault as the dashboard does (app.ui.navigation)."""
+
+        def vault(self) -> Vault:
+            return Vault(tmp_path / "gone")
+
         def on_mount(self) -> None:
             self.push_screen(screen)
 
@@ -871,7 +876,7 @@ async def test_a_client_is_named_as_stats_names_it_whatever_its_version(vault: P
     """Claude Code 2.0.9 and 2.1.0 are one assistant: the journal keeps the version, but the
     cost today, the last 30 days and the most read name the client as Stats does (one
     function says how), so an upgrade does not start a new row."""
-    from app import stats
+    from app.services import stats
     from server.core.clients import client_name
 
     assert stats.client_name is client_name  # one home for a client's display name

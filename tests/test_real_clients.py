@@ -332,7 +332,7 @@ def test_claude_code_connects_with_the_readme_snippets(
 def test_claude_code_connects_with_the_dashboards_snippet(
     node: Path, home: Path, vault: Path, tmp_path: Path
 ) -> None:
-    from app.supervisor import ServerSupervisor, snippets
+    from app.services.supervisor import ServerSupervisor, snippets
 
     project = tmp_path / "project2"
     project.mkdir()

@@ -1,6 +1,6 @@
 """Review marks and stats after a rebase (the Obsidian Git plugin's sync in rebase mode): AI
 commits get new shas with the same author, date, message and patch. A change the owner marked
-reviewed stays reviewed, and a change is counted once (app/rewritten.py)."""
+reviewed stays reviewed, and a change is counted once (app/services/rewritten.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.review import NOTES_REF, mark_reviewed, summaries
-from app.stats import compute
+from app.services.review import NOTES_REF, mark_reviewed, summaries
+from app.services.stats import compute
 
 from .conftest import git
 

@@ -1,4 +1,4 @@
-"""The owner's revert (app/revert.py) on real repos, with AI commits made by the real server:
+"""The owner's revert (app/services/revert.py) on real repos, with AI commits made by the real server:
 it never leaves git mid-operation, commits exactly the revert, names the blockers by line, and
 every dashboard action can itself be undone."""
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from app.actions import ActionError
-from app.file_actions import (
+from app.services.actions import ActionError
+from app.services.file_actions import (
     apply_create,
     apply_move,
     apply_remove,
@@ -22,8 +22,8 @@ from app.file_actions import (
     plan_move,
     plan_remove,
 )
-from app.history import read_commits, reverted_by
-from app.revert import (
+from app.services.history import read_commits, reverted_by
+from app.services.revert import (
     NothingToRevert,
     RevertConflict,
     abort_operation,
@@ -207,7 +207,7 @@ async def test_a_recreated_file_is_a_conflict_not_a_loss(connect: Any, vault: Pa
 REVERT_SCRIPT = """
 import sys
 from pathlib import Path
-from app.revert import revert
+from app.services.revert import revert
 revert(Path(sys.argv[1]), [sys.argv[2]])
 """
 

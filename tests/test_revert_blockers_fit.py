@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual.widgets import Checkbox
 
 from app.ui.dashboard import Dashboard
-from app.ui.revert_dialog import BlockerBox, BlockersModal
+from app.ui.dialogs.revert_dialog import BlockerBox, BlockersModal
 
 from .conftest import git
 from .test_dashboard import until

@@ -1,4 +1,4 @@
-"""Review (app/review.py) on real repos: AI writes through the real server, the owner's edits
+"""Review (app/services/review.py) on real repos: AI writes through the real server, the owner's edits
 between them; marks in the notes ref, net diffs with every line attributed, hunk undo."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.actions import ActionError
-from app.revert import revert
-from app.review import (
+from app.services.actions import ActionError
+from app.services.revert import revert
+from app.services.review import (
     NOTES_REF,
     mark_reviewed,
     net_diff,
@@ -140,7 +140,7 @@ async def test_batch_over_three_notes_reviewed_one_note_at_a_time(
 
 
 MARK_SCRIPT = (
-    "import sys; from pathlib import Path; from app.review import mark_reviewed; "
+    "import sys; from pathlib import Path; from app.services.review import mark_reviewed; "
     "print(mark_reviewed(Path(sys.argv[1]), sys.argv[2:] or None))"
 )
 
@@ -161,7 +161,7 @@ async def test_marks_survive_a_restart_and_two_processes_share_them(
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from app.review import "
+            "import sys; from pathlib import Path; from app.services.review import "
             "summaries; print([n.path for n in summaries(Path(sys.argv[1])).notes])",
             str(vault),
         ],
@@ -285,7 +285,7 @@ async def test_marking_many_commits_is_one_notes_commit(connect: Any, vault: Pat
 
 def owner_move(root: Path, old: str, new: str) -> str:
     """The dashboard's move (`m`): one owner commit git sees as a rename."""
-    from app.file_actions import apply_move, plan_move
+    from app.services.file_actions import apply_move, plan_move
 
     return apply_move(root, plan_move(root, old, new))
 

@@ -16,16 +16,17 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
-from app.review import NOTES_REF, mark_reviewed, summaries
-from app.ui import review_screen
-from app.ui.cells import cut_middle
+from app.services.review import NOTES_REF, mark_reviewed, summaries
 from app.ui.dashboard import Dashboard
-from app.ui.header import HeaderFacts, ServerState, segments
-from app.ui.header_fit import fit
-from app.ui.lines import LinesView
-from app.ui.main_screen import MainScreen
-from app.ui.note_screen import NoteScreen, obsidian_url
-from app.ui.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
+from app.ui.screens import review_screen
+from app.ui.screens.main_screen import MainScreen
+from app.ui.screens.note_screen import NoteScreen
+from app.ui.screens.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
+from app.ui.widgets.cells import cut_middle
+from app.ui.widgets.editor import obsidian_url
+from app.ui.widgets.header import HeaderFacts, ServerState, segments
+from app.ui.widgets.header_fit import fit
+from app.ui.widgets.lines import LinesView
 
 from .conftest import git
 from .test_dashboard import footer, footer_fits, until
@@ -547,7 +548,7 @@ async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
 
 
 def test_wrap_breaks_chinese_between_characters_and_words_at_spaces() -> None:
-    from app.ui.lines import wrap
+    from app.ui.widgets.lines import wrap
 
     def plain(c: Content, width: int) -> list[str]:
         rows = wrap(c, width)

@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from textual.widgets import Input, Select
 
-from app.supervisor import ServerSupervisor, connect_notes, remembered_port, snippets
+from app.services.supervisor import ServerSupervisor, connect_notes, remembered_port, snippets
 from app.ui.dashboard import Dashboard
-from app.ui.file_dialogs import NewNoteForm
-from app.ui.insights import TagsScreen
-from app.ui.lines import LinesView
-from app.ui.main_screen import MainScreen
-from app.ui.modals import ConfirmModal, ConnectModal, HelpModal
-from app.ui.reads import ReadsScreen
-from app.ui.timeline import Timeline
+from app.ui.dialogs.file_dialogs import NewNoteForm
+from app.ui.dialogs.modals import ConfirmModal, ConnectModal, HelpModal
+from app.ui.screens.insights import TagsScreen
+from app.ui.screens.main_screen import MainScreen
+from app.ui.screens.reads import ReadsScreen
+from app.ui.widgets.lines import LinesView
+from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
@@ -296,7 +296,7 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
 
 
 def test_timeline_columns_never_narrower_on_a_wider_timeline() -> None:
-    from app.ui.timeline import widths
+    from app.ui.widgets.timeline import widths
 
     for total in range(30, 260):
         assert all(a >= b for a, b in zip(widths(total), widths(total - 1), strict=True)), total

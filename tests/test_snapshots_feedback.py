@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 import pytest
 
-from app.feedback import add_feedback
-from app.ui.feedback_screen import FeedbackScreen
-from app.ui.note_screen import NoteScreen
+from app.services.feedback import add_feedback
+from app.ui.screens.feedback_screen import FeedbackScreen
+from app.ui.screens.note_screen import NoteScreen
 from server.write import feedback as store
 
 from .conftest import git

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from app.ui.dashboard import Dashboard
-from app.ui.health_screen import HealthScreen
+from app.ui.screens.health_screen import HealthScreen
 
 from .conftest import write_files
 from .test_dashboard_snapshots import SIZES, open_screen, settle

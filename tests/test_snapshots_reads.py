@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.context_preview import REVIEWED, mark_reviewed, preview
+from app.services.context_preview import REVIEWED, mark_reviewed, preview
 
 from .test_dashboard_snapshots import (
     LONG,

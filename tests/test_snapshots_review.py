@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from app.ui.note_screen import NoteScreen
-from app.ui.review_screen import ReviewScreen
+from app.ui.screens.note_screen import NoteScreen
+from app.ui.screens.review_screen import ReviewScreen
 
 from .test_dashboard_snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
 

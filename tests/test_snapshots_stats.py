@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import DataTable
 
-from app.revert import revert
+from app.services.revert import revert
 from app.ui.dashboard import Dashboard
 from server.core.gitrepo import commit_message, state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected

@@ -1,4 +1,4 @@
-"""Write statistics (`app.stats`, `vaultwatch stats`, the stats screen) on scripted vaults whose
+"""Write statistics (`app.services.stats`, `vaultwatch stats`, the stats screen) on scripted vaults whose
 counts are known: AI writes by two clients through the real server (the SDK's in-memory client),
 the owner's own commit, a revert and an undo, a hash conflict, rejections with two codes and
 no-ops; and the interview-prep owner's week (52 append_section, 47 batch, 25 edit_text,
@@ -22,12 +22,12 @@ import pytest
 from mcp import Client
 from mcp.types import Implementation
 
-from app.actions import ActionError
-from app.revert import revert
-from app.review import undo_hunk
-from app.stats import compute, period_start, week_of
+from app.services.actions import ActionError
+from app.services.revert import revert
+from app.services.review import undo_hunk
+from app.services.stats import compute, period_start, week_of
 from app.ui.dashboard import Dashboard
-from app.ui.stats_screen import HEADLINE, StatsScreen, short_names
+from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names
 from server.core.gitrepo import commit_message
 from server.protocol.tools import build_server
 from server.vault import Vault
@@ -548,7 +548,7 @@ def test_line_counts_are_kept_per_commit(owners_vault: Path) -> None:
     """The AI's line counts are asked of git once per commit and kept in the state folder
     (0600, shas and numbers only); a later run counts the same, and a commit made since is
     diffed and added. A damaged or foreign file is ignored and rewritten, never trusted."""
-    from app.stats import LINES_FILE
+    from app.services.stats import LINES_FILE
 
     kept = owners_vault / ".git" / "vaultwatch" / LINES_FILE
     first = compute(owners_vault, now=NOW).as_json()
@@ -592,7 +592,7 @@ def test_line_counts_are_kept_per_commit(owners_vault: Path) -> None:
 def test_line_counts_of_a_rewritten_history_are_dropped(owners_vault: Path) -> None:
     """Counts of commits no longer in the history (a rewritten branch) leave the kept file on
     the next whole-history count; a count over part of it keeps them."""
-    from app.stats import LINES_FILE
+    from app.services.stats import LINES_FILE
 
     kept = owners_vault / ".git" / "vaultwatch" / LINES_FILE
     compute(owners_vault, now=NOW)

@@ -22,7 +22,7 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from app.ui.dashboard import Dashboard
-from app.ui.stats_screen import HEADLINE, StatsScreen, short_names
+from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names
 from server.core.gitrepo import commit_message, state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.ui.modals import ConfirmModal
+from app.ui.dialogs.modals import ConfirmModal
 
 from .conftest import git, head
 

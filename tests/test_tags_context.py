@@ -163,11 +163,16 @@ async def test_dashboard_tags_screen_and_list_tags_give_the_same_trends(
 ) -> None:
     """One trend rule (`server.services.tags`): the Tags screen marks, counts and orders the tags as
     list_tags and get_context's tags block do, on the same vault and day."""
-    from app.ui.insights import MARKS, tag_trends
+    from app.services.tag_trends import MARKS, tag_trends
+    from server.vault import Vault
 
     (vault / "sessions" / "h.md").write_text(session(-20, "CRDT, caching, typescript"))
     (vault / "tags.yaml").write_text("- crdt\n- caching\n- 架构\n- never-used\n- TypeScript\n")
-    screen, notes = tag_trends(vault)
+    opened = Vault(vault)
+    try:
+        screen, notes = tag_trends(opened)
+    finally:
+        opened.close()
     async with connect(vault) as s:
         listed = (await s.call("list_tags", days=30))["tags"]
         top = (await s.call("get_context"))["blocks"][4]["tags"]

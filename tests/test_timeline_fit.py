@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from rich.cells import cell_len
 from textual.content import Content
 
-from app.feed import Row
-from app.ui.cells import fit
-from app.ui.timeline import cells, fit_line, widths
+from app.services.feed import Row
+from app.ui.widgets.cells import fit
+from app.ui.widgets.timeline import cells, fit_line, widths
 
 WHEN = datetime(2026, 12, 4, 12, 29, 51, tzinfo=UTC)
 

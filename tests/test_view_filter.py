@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.feed import Row
-from app.view_rows import Filters, commits_mentioning, finder, visible
+from app.services.feed import Row
+from app.services.view_rows import Filters, commits_mentioning, finder, visible
 
 from .conftest import git
 

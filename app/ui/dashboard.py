@@ -9,7 +9,8 @@ import gc
 import signal
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, time
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,23 +25,23 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 
+from app.services.feed import Feed, Row
+from app.services.feedback import FeedbackCount
+from app.services.review_watch import ReviewWatch
+from app.services.supervisor import ServerSupervisor
+from app.ui import settings
+from app.ui.dialogs.modals import HelpModal, help_entries
+from app.ui.screens.main_screen import MainScreen, VaultChanged
+from app.ui.widgets.header import HeaderFacts, ServerState, config_time
+from app.ui.widgets.shown import ShowControls
 from server.core.gitrepo import operation_in_progress
 from server.notes.config import ConfigStore
 
-from .. import settings
-from ..feed import Feed, Row
-from ..feedback import FeedbackCount
-from ..review_watch import ReviewWatch
-from ..supervisor import ServerSupervisor
-from .header import HeaderFacts, ServerState, config_time
-from .main_screen import MainScreen, VaultChanged
-from .modals import HelpModal, help_entries
-from .shown import ShowControls
-
 if TYPE_CHECKING:
-    from .feedback_screen import FeedbackScreen
-    from .insights import TagsScreen
-    from .review_screen import ReviewScreen
+    from app.ui.screens.feedback_screen import FeedbackScreen
+    from app.ui.screens.insights import TagsScreen
+    from app.ui.screens.review_screen import ReviewScreen
+    from server.vault import Vault
 
 # journal stat + one rev-parse: cheap. How soon a new row shows: `uv run python -m bench --only
 # dashboard` (a new event / commit on screen).
@@ -105,6 +106,8 @@ class Dashboard(App[None]):
         self._polling = threading.Lock()
         self._git_op: tuple[str, str] | None = None  # the git operation the header last showed
         self.review_watch = ReviewWatch(root)
+        self._vault: Vault | None = None  # one for every screen: vault()
+        self._vault_lock = threading.Lock()
         self._review_prompted = False  # the launch prompt shows once
         self._feed_shown = False  # the timeline has been filled once
         self._feed_frozen = False  # the whole history is in: its objects left the collector
@@ -285,16 +288,69 @@ class Dashboard(App[None]):
     # module was never imported is not the screen shown, and is not imported to find that out.
 
     def _review_shown(self) -> ReviewScreen | None:
-        mod = sys.modules.get("app.ui.review_screen")
+        mod = sys.modules.get("app.ui.screens.review_screen")
         shown = mod is not None and isinstance(self.screen, mod.ReviewScreen)
         return cast("ReviewScreen", self.screen) if shown else None
 
     def _tags_shown(self) -> TagsScreen | None:
-        mod = sys.modules.get("app.ui.insights")
+        mod = sys.modules.get("app.ui.screens.insights")
         shown = mod is not None and isinstance(self.screen, mod.TagsScreen)
         return cast("TagsScreen", self.screen) if shown else None
 
+    # The way between screens (app.ui.navigation.Desk): the screens other than the main one load
+    # when first opened, not for the first paint.
+
+    def open_review(self) -> None:
+        from app.ui.screens.review_screen import ReviewScreen
+
+        self.push_screen(ReviewScreen(self.root))
+
+    def open_note(self, path: str) -> None:
+        from app.ui.screens.note_screen import NoteScreen
+
+        self.push_screen(NoteScreen(self.root, path))
+
+    def open_feedback(self) -> None:
+        from app.ui.screens.feedback_screen import FeedbackScreen
+
+        self.push_screen(FeedbackScreen(self.root))
+
+    def open_health(self) -> None:
+        from app.ui.screens.health_screen import HealthScreen
+
+        self.push_screen(HealthScreen(self.root, today=self.today))
+
+    def open_reads(self) -> None:
+        from app.ui.screens.reads import ReadsScreen
+
+        self.push_screen(ReadsScreen(self.root, self.feed.events, self.today))
+
+    def open_stats(self) -> None:
+        from app.ui.screens.stats_screen import StatsScreen
+
+        today = self.today  # pinned by tests, as for the tags screen
+        now = datetime.combine(today, time(12)).astimezone() if today else None
+        self.push_screen(StatsScreen(self.root, events=lambda: list(self.feed.events), now=now))
+
+    def open_tags(self, picked: Callable[[tuple[str, list[str]] | None], None]) -> None:
+        from app.ui.screens.insights import TagsScreen
+
+        self.push_screen(TagsScreen(self.vault(), today=self.today), picked)
+
+    def vault(self) -> Vault:
+        """The one Vault every screen reads through, opened on first use (in the asking
+        thread: opening reads the config and the note index, never on the first paint)."""
+        with self._vault_lock:
+            if self._vault is None:
+                from server.vault import Vault  # not for the first paint: no screen needs it yet
+
+                self._vault = Vault(self.root, client="vaultwatch-dashboard")
+            return self._vault
+
     def on_unmount(self) -> None:
+        with self._vault_lock:
+            if self._vault is not None:
+                self._vault.close()
         gc.unfreeze()  # the app's objects are collectable again (tests run many apps in one process)
 
     def on_vault_changed(self, _: VaultChanged) -> None:

@@ -1,6 +1,6 @@
 """The owner's feedback to the AI, kept in the vault's git beside the review marks. One home for
 its storage format: the dashboard and the `vaultwatch feedback` commands write it (through
-app.feedback), get_context and the write tools read it (through services.feedback).
+app.services.feedback), get_context and the write tools read it (through services.feedback).
 
 Where it lives: the notes ref `refs/notes/vaultwatch-feedback` (a commit chain of its own, never
 a commit on the branch, never in a note, never in app settings). Its tree holds

@@ -1,0 +1,1 @@
+"""The owner's services: plain Python the screens and the shell commands call; no Textual."""

@@ -1,0 +1,1 @@
+"""Widgets and renderers the screens share."""
