@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from app.services.actions import ActionError
+from app.services.cell_wrap import cells, hanging
 from app.services.history import Commit, FileChange
+from app.services.wording import plural
 from server.core.errors import VaultwatchError
 from server.core.safetext import visible
 
@@ -150,12 +152,12 @@ def _review(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"marked_commits": count, "paths": paths}))
         else:
-            print(f"marked {count} AI commit(s) reviewed in {len(paths)} note(s)")
+            print(f"marked {plural(count, 'AI commit')} reviewed in {plural(len(paths), 'note')}")
             # with no notes named, what is still unreviewed is what came after the listing
             left = summaries(root).unreviewed_commits if upto and not args.mark_reviewed else 0
             if left and upto:
                 print(
-                    f"{left} AI commit(s) not marked: they landed after the listing at "
+                    f"{plural(left, 'AI commit')} not marked: they landed after the listing at "
                     f"{upto[:12]}; run `vaultwatch review` to see them"
                 )
         return 0
@@ -219,11 +221,12 @@ def _review(args: argparse.Namespace) -> int:
         return 0
     what = "unreviewed" if args.since == "last" else f"since {args.since}"
     paint = _painter(args.color)
+    wrap = _terminal_width()
     shown = [
         paint(
             "",
-            f"{review.unreviewed_commits} unreviewed AI commit(s); {len(review.notes)} note(s) "
-            f"with AI changes ({what})",
+            f"{plural(review.unreviewed_commits, 'unreviewed AI commit')}; "
+            f"{plural(len(review.notes), 'note')} with AI changes ({what})",
         )
     ]
     for n, d in zip(review.notes, diffs, strict=True):
@@ -233,7 +236,7 @@ def _review(args: argparse.Namespace) -> int:
         shown.append(
             paint(
                 "",
-                f"  {len(n.commits)} AI commit(s), +{d.added} −{d.removed}, "
+                f"  {plural(len(n.commits), 'AI commit')}, +{d.added} −{d.removed}, "
                 f"{', '.join(n.tools)} · {', '.join(n.clients)}, "
                 f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}",
             )
@@ -243,15 +246,16 @@ def _review(args: argparse.Namespace) -> int:
             run: object = None  # whose lines these are: said once above each run, as git blame
             for ln in h.lines:
                 text = ln.text.rstrip("\n")
+                colour = {"+": "green", "-": "red"}.get(ln.kind, "")
                 if ln.kind == " ":
                     run = None
-                    shown.append(paint("", f"  {ln.kind} {text}"))
-                    continue
-                who = _who(ln.commit)
-                if who != run:
-                    shown.append(paint("yellow", f"  ┌ {who}"))
-                    run = who
-                shown.append(paint("green" if ln.kind == "+" else "red", f"  {ln.kind} {text}"))
+                else:
+                    who = _who(ln.commit)
+                    if who != run:
+                        shown.append(paint("yellow", f"  ┌ {who}"))
+                        run = who
+                # the gutter once per line: a wrapped row is not another changed line
+                shown += [paint(colour, row) for row in hanging(f"  {ln.kind} ", text, wrap)]
     if review.notes and tip:
         shown.append("")
         shown.append(
@@ -286,6 +290,14 @@ def _painter(choice: str) -> Callable[[str, str], str]:
         return f"\x1b[{COLOURS[colour]}m{text}\x1b[0m" if on and colour else text
 
     return paint
+
+
+def _terminal_width() -> int | None:
+    """Rows are wrapped to the terminal's width on a terminal (CJK prose has no spaces for the
+    pager to break at); piped, lines stay whole."""
+    import shutil
+
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else None
 
 
 def _page(text: str, choice: str) -> None:
@@ -422,7 +434,10 @@ def _digest(
     out = [f"## AI changes {what}", ""]
     shown = [(n, d) for n, d in zip(review.notes, diffs, strict=True) if not private(n.path)]
     hidden = len(review.notes) - len(shown)
-    out.append(f"{len(review.notes)} note(s), {review.unreviewed_commits} unreviewed AI commit(s).")
+    out.append(
+        f"{plural(len(review.notes), 'note')}, "
+        f"{plural(review.unreviewed_commits, 'unreviewed AI commit')}."
+    )
     if hidden:
         out.append(f"{hidden} of them private: left out here (`vaultwatch review` shows them).")
     out.append("")
@@ -430,14 +445,14 @@ def _digest(
         stem = Path(n.path).with_suffix("").as_posix()
         out.append(f"### [[{stem}|{n.title}]]")
         out.append("")
-        out.append(f"- `{n.path}`: {len(n.commits)} AI commit(s), +{d.added} −{d.removed}")
+        out.append(f"- `{n.path}`: {plural(len(n.commits), 'AI commit')}, +{d.added} −{d.removed}")
         out.append(
             f"- by {', '.join(n.clients) or '?'} with {', '.join(n.tools)}, "
             f"{n.first.astimezone():%Y-%m-%d %H:%M} – {n.last.astimezone():%Y-%m-%d %H:%M}"
         )
         owner = sum(1 for h in d.hunks for ln in h.lines if ln.kind != " " and ln.owner)
         if owner:
-            out.append(f"- {owner} changed line(s) in this span are yours")
+            out.append(f"- {plural(owner, 'changed line')} in this span are yours")
         out += ["", "```diff", d.unified().rstrip("\n"), "```", ""]
     return "\n".join(out)
 
@@ -591,7 +606,10 @@ def _stats(args: argparse.Namespace) -> int:
     print(f"Write statistics · {describe(stats)}")
     quiet = sum(1 for w in stats.weeks if w.quiet)
     for title, (headings, rows) in (
-        ("per week" + (f" ({quiet} quiet week(s) left out)" if quiet else ""), week_table(stats)),
+        (
+            "per week" + (f" ({plural(quiet, 'quiet week')} left out)" if quiet else ""),
+            week_table(stats),
+        ),
         ("trend", measure_table(stats)),
         ("per client", client_table(stats)),
         *([("practice recordings per week", trend_table(recorded))] if recorded else []),
@@ -602,25 +620,18 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _width(text: str) -> int:
-    """Terminal cells: a Chinese, Japanese or Korean character takes two."""
-    import unicodedata
-
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _columns(headings: list[str], rows: list[list[str | int]]) -> list[str]:
     """Aligned columns (counts right, text left), measured in terminal cells."""
     table = [headings, *[[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]]
     right = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
-    widths = [max(_width(r[i]) for r in table) for i in range(len(headings))]
+    widths = [max(cells(r[i]) for r in table) for i in range(len(headings))]
     out = []
     for r in table:
-        cells = []
+        padded = []
         for i, cell in enumerate(r):
-            pad = " " * (widths[i] - _width(cell))
-            cells.append(pad + cell if right[i] else cell + pad)
-        out.append("  ".join(cells))
+            pad = " " * (widths[i] - cells(cell))
+            padded.append(pad + cell if right[i] else cell + pad)
+        out.append("  ".join(padded))
     return out
 
 
@@ -717,9 +728,9 @@ def _recording_lines(m: dict[str, Any]) -> list[str]:
             " · ".join(f"{_clock(p['start'])} {p['seconds']:g} s" for p in m["pauses"]) or "none",
         ),
     ]
-    width = max(_width(k) for k, _ in rows)
+    width = max(cells(k) for k, _ in rows)
     head = f"{Path(m['file']).name} · {_clock(m['duration_s'])} · {m['language']} · {m['model']}"
-    out = [head, *[f"{k}{' ' * (width - _width(k))}  {v}" for k, v in rows], "", "transcript"]
+    out = [head, *[f"{k}{' ' * (width - cells(k))}  {v}" for k, v in rows], "", "transcript"]
     out += [f"  [{_clock(s['start'])}] {s['text']}" for s in m["segments"] if s["text"]]
     return out
 

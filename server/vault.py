@@ -7,9 +7,7 @@ a message written for whoever called (the MCP layer passes them to the model as 
 from __future__ import annotations
 
 import difflib
-import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -19,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from server.core.errors import VaultwatchError
 from server.core.gitrepo import secure_state, state_dir
 from server.index.doc_index import DocIndex
+from server.index.recall_lifecycle import CATCH_UP_S, RecallLifecycle
 from server.index.search import SearchIndex
 from server.index.watch import TreeWatcher
-from server.notes.config import Config, ConfigProblem, ConfigStore, SemanticConfig
+from server.notes.config import Config, ConfigProblem, ConfigStore
 from server.notes.entry import Entry, classify
 from server.notes.note import Doc, ReadResult, read_note
 from server.notes.parsecache import ParseCache
@@ -32,11 +31,6 @@ from server.write.store import Store
 
 if TYPE_CHECKING:  # numpy and the embedder load only when recall is first used
     from server.index.semantic import SemanticIndex
-
-log = logging.getLogger("vaultwatch.vault")
-SEMANTIC_RETRY_S = 60.0  # a recall that could not be set up is tried again after this long
-CATCH_UP_S = 5.0  # how soon the dashboard's server embeds a note the owner saved
-INDEXING_RETRY_S = 2.0  # after recall's indexing failed, the next tool call this much later retries
 
 
 class VaultError(VaultwatchError):
@@ -67,14 +61,7 @@ class Vault:
         self.modified = ModifiedTimes(self.root)
         self.search = SearchIndex(self.state / "index.sqlite", self.root)
         self.store = Store(self.root, self.journal)
-        self._semantic: SemanticIndex | None = None
-        self._semantic_key: Any = None
-        self._semantic_lock = threading.Lock()
-        self._semantic_starter: threading.Thread | None = None
-        self._closing = False  # set by close: recall starts nothing after it
-        self._semantic_failed_at = 0.0
-        # (config key, what broke, when to try again): recall could not be set up
-        self._semantic_broken: tuple[Any, str, float] | None = None
+        self.recall = RecallLifecycle(self, on_progress=self._semantic_progress)
 
     def check_present(self) -> None:
         """Refuse every call once the vault folder is gone (moved, deleted or replaced) since
@@ -136,6 +123,9 @@ class Vault:
         if self._glob_warnings is not None and self._glob_warnings[0] is cfg:
             return self._glob_warnings[1]
         waiting = set(cfg.private)
+        # Not the one walk of files (notes/walk.py): this asks whether any *name* matches a
+        # glob, a folder's or a symlink's as much as a file's, inside private folders too, and
+        # stops at the first match of each; `matches_any` compares in NFC itself.
         stack = [""]
         while stack and waiting:
             rel_dir = stack.pop()
@@ -226,261 +216,45 @@ class Vault:
             )
         return entries
 
-    # -- meaning (recall) ------------------------------------------------------------------------
+    # -- meaning (recall): its lifecycle is server/index/recall_lifecycle.py ----------------------
 
     def semantic(self) -> SemanticIndex | None:
-        """The embedding index the config asks for. None when recall is off, or when it cannot
-        be set up (`semantic_unavailable` says why): recall is one tool, and every tool call
-        comes through here first, so its problems must never become theirs. A different model
-        or backend configured means a different index, never mixed vectors."""
-        sc = self.config.semantic
-        if not self.semantic_wanted():
-            return None
-        key = (sc.model, sc.backend, sc.url, sc.path, sc.collection)
-        with self._semantic_lock:
-            if self._semantic is None or self._semantic_key != key:
-                broken = self._semantic_broken
-                if broken is not None and broken[0] == key and time.monotonic() < broken[2]:
-                    return None  # not retried on every call (a Qdrant server down would slow all)
-                if self._semantic is not None:
-                    self._semantic.stop(wait=5.0)  # the old model's indexer, if it still runs
-                    self._semantic.close()
-                    self._semantic = None
-                try:
-                    self._semantic = self._open_semantic(sc)
-                except Exception as exc:
-                    why = (
-                        exc.message
-                        if isinstance(exc, VaultwatchError)
-                        else f"{type(exc).__name__}: {exc}"
-                    )
-                    self._semantic_broken = (key, why, time.monotonic() + SEMANTIC_RETRY_S)
-                    log.warning("recall is unavailable: %s", why)
-                    return None
-                self._semantic_key, self._semantic_broken = key, None
-            return self._semantic
+        """The embedding index the config asks for, or None (`semantic_unavailable` says why)."""
+        return self.recall.semantic()
 
     def semantic_unavailable(self) -> str:
-        """Why semantic() gave None, for recall's answer."""
-        broken = self._semantic_broken
-        cfg = self.config
-        sc = cfg.semantic
-        if cfg.recall_problems:
-            first = cfg.recall_problems[0]
-            return (
-                f"recall is off: the config's semantic block is wrong ({first}); use search_text, "
-                f"and tell the owner to correct {first.file} (it applies on the next call)"
-            )
-        off_by_env = os.environ.get("VAULTWATCH_SEMANTIC") == "off"
-        if sc.enabled and not off_by_env and broken is not None:
-            return (
-                f"recall is unavailable: its index could not be opened ({broken[1]}); use "
-                "search_text, and tell the owner"
-            )
-        if off_by_env:  # the true reason: the config may well say enabled
-            also = " (the config's semantic.enabled is false too)" if not sc.enabled else ""
-            return (
-                "recall is off for this server: it was started with the environment variable "
-                f"VAULTWATCH_SEMANTIC=off{also}. Use search_text instead; recall comes back "
-                "when the owner restarts the server without that variable"
-            )
-        return (
-            "recall is off in this vault (semantic.enabled: false in the config); use "
-            "search_text, or ask the owner to set semantic.enabled: true"
-        )
+        return self.recall.unavailable()
 
-    def _open_semantic(self, sc: SemanticConfig) -> SemanticIndex:
-        from server.index.embedders import make_embedder
-        from server.index.semantic import SemanticIndex
-        from server.index.vectors import QdrantVectors, SqliteVectors
+    def semantic_wanted(self) -> bool:
+        return self.recall.wanted()
 
-        embedder = make_embedder(sc.model)
-        store: SqliteVectors | QdrantVectors
-        if sc.backend == "qdrant":
-            store = qdrant = QdrantVectors(
-                sc.collection or "vaultwatch-" + re.sub(r"[^\w-]", "_", self.root.name),
-                embedder.name,
-                embedder.dim,
-                url=sc.url,
-                path=str(self.state / sc.path) if sc.path else None,
-                api_key=os.environ.get(sc.api_key_env) if sc.api_key_env else None,
-            )
-            self._copy_local_vectors(qdrant, embedder.name, embedder.dim)
-        else:
-            store = SqliteVectors(self.state / "index.sqlite", embedder.name, embedder.dim)
-        return SemanticIndex(embedder, store, self.root, self._semantic_progress)
+    def note_meta(self, doc: Doc) -> dict[str, Any]:
+        return self.recall.note_meta(doc)
 
-    def _copy_local_vectors(self, store: Any, model: str, dim: int) -> None:
-        """Switching to Qdrant copies the vectors this machine already has (same model), so
-        nothing is embedded twice; notes whose stat changed are re-embedded as usual."""
-        from server.index.vectors import SqliteVectors
+    def start_semantic_soon(self) -> None:
+        self.recall.start_soon()
 
-        if store.load():
-            return
-        local = SqliteVectors(self.state / "index.sqlite", model, dim)
-        try:
-            have = local.load()
-        finally:
-            local.close()
-        if have:
-            entries = self.entries()
-            for n in have.values():
-                if n.path in entries:
-                    n.meta = self.note_meta(entries[n.path].doc)
-            store.put([n for n in have.values() if n.path in entries])
+    def start_semantic(self) -> None:
+        self.recall.start()
+
+    def keep_semantic_current(self, every: float = CATCH_UP_S) -> None:
+        self.recall.keep_current(every)
+
+    def semantic_after_write(self, paths: list[str]) -> None:
+        self.recall.after_write(paths)
 
     def _semantic_progress(self, indexed: int, total: int) -> None:
         self.journal.append(SemanticProgress(self.config.semantic.model, indexed, total))
-
-    def note_meta(self, doc: Doc) -> dict[str, Any]:
-        e = self.entries().get(doc.path)
-        return {
-            "title": doc.title,
-            "type": e.type if e else None,
-            "tags": list(doc.tags),
-            "date": e.day.isoformat() if e and e.day else None,
-        }
-
-    def semantic_wanted(self) -> bool:
-        return self.config.semantic.enabled and os.environ.get("VAULTWATCH_SEMANTIC") != "off"
-
-    def start_semantic_soon(self) -> None:
-        """start_semantic, called after each tool call; the first time (numpy and the embedder
-        still to import: `uv run python -m bench --only semantic`, cold start) it runs in a
-        thread, so no call waits for recall's set-up."""
-        if not self.semantic_wanted() or self._closing:
-            return
-        if self._semantic is not None:
-            self._start_semantic_logged()  # cheap once built: returns when already indexing
-            return
-        with self._semantic_lock:
-            if self._semantic_starter is not None and self._semantic_starter.is_alive():
-                return
-            self._semantic_starter = threading.Thread(
-                target=self._start_semantic_logged, name="semantic-start", daemon=True
-            )
-            self._semantic_starter.start()
-
-    def _start_semantic_logged(self) -> None:
-        try:
-            self.start_semantic()
-        except Exception:  # recall reports its own state; no other tool fails for it
-            log.exception("semantic indexing could not start")
-
-    def start_semantic(self) -> None:
-        """Embed the vault in the background (called on the first tool call, so never before
-        the MCP handshake: clients give a server 30-60 s to start)."""
-        try:
-            sem = self.semantic()
-        except VaultError:
-            return  # recall itself says why; every other tool works on
-        if sem is None or sem.ready or sem.indexing:
-            return
-        if sem.error is not None:
-            # A failure (a full disk, a busy index) is not for ever: try again, a while after.
-            if time.monotonic() - self._semantic_failed_at < INDEXING_RETRY_S:
-                return
-            sem.error = None
-
-        docs = {p: e.doc for p, e in self.entries().items()}
-        sem.total = len(docs)  # so a recall right now can say "0 of N", not "0 of 0"
-
-        def run() -> None:
-            try:
-                sem.reconcile(docs, self.note_meta)
-                if sem.stopping:
-                    return  # stopped part-way: not ready, and nothing to report
-                sem.ready = True
-                self._semantic_progress(sem.indexed, sem.total)
-            except Exception as exc:  # the notes are fine; recall says what broke
-                self._semantic_failed_at = time.monotonic()
-                sem.error = f"{type(exc).__name__}: {exc}"
-                log.exception("semantic indexing failed")
-
-        with self._semantic_lock:
-            if self._closing:  # close already looked for an indexer to stop: start none
-                return
-            sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
-            sem.thread.start()
-
-    def keep_semantic_current(self, every: float = CATCH_UP_S) -> None:
-        """Embed the owner's edits as they are saved, not when a client next calls recall: the
-        dashboard's server (--index-now) may have no client at all, and the header's recall
-        figure and health's near-duplicates read what it has embedded."""
-
-        def loop() -> None:
-            while not self._closing:
-                time.sleep(every)
-                try:
-                    self._semantic_catch_up()
-                except Exception:  # the next round tries again; no tool depends on this
-                    log.exception("keeping recall current failed")
-
-        threading.Thread(target=loop, name="semantic-catch-up", daemon=True).start()
-
-    def _semantic_catch_up(self) -> None:
-        sem = self._semantic
-        if sem is None or not sem.ready or sem.error or sem.indexing or self._closing:
-            return
-        before = self.index.generation
-        docs = {p: e.doc for p, e in self.entries().items()}
-        generation = self.index.generation
-        if sem.in_step(generation):
-            return
-
-        def run() -> None:
-            try:
-                # these docs are that generation only if no refresh ran meanwhile
-                done = sem.reconcile(
-                    docs, self.note_meta, generation=generation if generation == before else None
-                )
-                if done and not sem.stopping:
-                    self._semantic_progress(sem.indexed, sem.total)
-            except Exception:  # recall embeds these before its next query anyway
-                log.exception("embedding the owner's changes failed")
-
-        with self._semantic_lock:
-            # as the indexer itself: close() stops and waits for it, so the process never
-            # exits inside the model's native code
-            if self._closing or sem.indexing:
-                return
-            sem.thread = threading.Thread(target=run, name="semantic-index", daemon=True)
-            sem.thread.start()
-
-    def semantic_after_write(self, paths: list[str]) -> None:
-        """Written means findable by meaning too: embed the written notes before returning."""
-        sem = self.semantic()
-        if sem is None:
-            return
-        entries = self.entries()
-        try:
-            sem.reconcile(
-                {p: entries[p].doc for p in paths if p in entries}, self.note_meta, partial=True
-            )
-        except Exception:  # the write is committed; the next reconcile embeds these notes
-            log.exception("embedding the written notes failed")
 
     def close(self, wait: float = 5.0) -> bool:
         """Stop recall's background indexer (waiting up to `wait` seconds) and close the indexes.
         False when the indexer is still running: its store is then left open for it, and the
         process must leave with os._exit (see cli.stop)."""
-        deadline = time.monotonic() + wait
-        # Not under _semantic_lock: opening recall holds it, and may take long (a model, a
-        # Qdrant server that does not answer). The starter checks the flag under it.
-        self._closing = True
-        starter = self._semantic_starter
-        # recall's starter (first tool call) may be about to start the indexer: wait for it,
-        # or an indexer started after this look would run on into the interpreter's shutdown
-        if starter is not None:
-            starter.join(max(0.0, deadline - time.monotonic()))
-        sem = self._semantic
-        stopped = not (starter is not None and starter.is_alive()) and (
-            sem is None or sem.stop(max(0.0, deadline - time.monotonic()))
-        )
+        stopped = self.recall.stop(time.monotonic() + wait)
         self.index.close()
         self.search.close()
-        if sem is not None and stopped:
-            sem.close()
+        if stopped:
+            self.recall.close()
         return stopped
 
     def resolve(self, raw: str, *, must_exist: bool = True) -> VaultPath:

@@ -340,7 +340,7 @@ async def test_mark_reviewed_marks_the_commits_the_listing_showed(
     assert r.returncode == 0, r.stderr
     left = summaries(root)
     assert left.unreviewed_commits == 1, r.stdout
-    assert "1 AI commit(s) not marked" in r.stdout
+    assert "1 AI commit not marked" in r.stdout
     # --upto names the listing explicitly (the JSON listing gives it)
     listing = json.loads(vaultwatch_cli(root, "review", "--json").stdout)
     async with connect(root) as s:

@@ -149,3 +149,50 @@ async def test_undo_one_hunk_from_the_shell_with_the_dashboards_refusals(
     assert ok.returncode == 0, ok.stderr
     assert (vault / "w.md").read_text() == "# W\n\n## Log\n- one\n"
     assert "Vaultwatch-Action: undo" in git(vault, "log", "-1", "--format=%B")
+
+
+async def test_review_wraps_cjk_prose_on_a_terminal_with_the_gutter_once(
+    connect: Any, vault: Path, tmp_path: Path
+) -> None:
+    """A Chinese line longer than the terminal is wrapped between characters (the pager has no
+    space to break at), the rows after the first indented under the text, not given another
+    `+`; piped, the line stays whole as git's does."""
+    import re
+
+    from app.services.cell_wrap import cells
+
+    prose = "行前准备清单：护照、签证、保险、现金、充电器、转换插头、常用药品、雨伞、" * 3
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content=f"- {prose}")
+    seen = tmp_path / "paged"
+    pager = tmp_path / "pager.sh"
+    pager.write_text(f"#!/bin/sh\ncat > {seen}\n")
+    pager.chmod(0o755)
+    on_a_terminal(vault, "review", "w.md", env={"PAGER": str(pager), "LINES": "5"})
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", r) for r in seen.read_text().splitlines()]
+    at = next(i for i, r in enumerate(lines) if r.startswith("  + - 行前"))
+    rows = [lines[at]]
+    for r in lines[at + 1 :]:
+        if not r.startswith("    "):
+            break
+        rows.append(r)
+    assert len(rows) == 3, lines  # 3 × 38 characters in rows of at most 80 cells
+    assert "".join(r[4:] for r in rows) == f"- {prose}".rstrip()  # nothing lost or added
+    assert all(cells(r) <= 80 for r in rows), [cells(r) for r in rows]
+    assert not any(r.lstrip().startswith("+") for r in rows[1:])  # the gutter once
+    piped = run(vault, "review", "w.md")
+    assert f"  + - {prose}\n" in piped.stdout  # whole when piped
+
+
+def test_the_shell_measures_a_decomposed_name_as_the_screens_do() -> None:
+    """A macOS (NFD) name: `é` is `e` and a combining accent, one cell. The shell's tables
+    counted the accent as a cell of its own and pushed the next column out of line."""
+    import unicodedata
+
+    from rich.cells import cell_len
+
+    from app.cli import _columns
+
+    name = unicodedata.normalize("NFD", "café-notes.md")
+    rows = _columns(["note", "reads"], [[name, 3], ["plain.md", 12]])
+    assert len({cell_len(r) for r in rows}) == 1, rows  # every row as wide: columns line up

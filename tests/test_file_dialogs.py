@@ -166,7 +166,7 @@ async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -
         await find(pilot, "x", "inbox mock")
         await screen_is(pilot, ConfirmModal)
         body = app.screen.query_one("#dialog-body", LinesView).plain
-        assert "2 link(s) to it will break" in body and "index.md:1  [[2026-12-01-mock]]" in body
+        assert "2 links to it will break" in body and "index.md:1  [[2026-12-01-mock]]" in body
         await pilot.press("y")
         await until(pilot, lambda: any(r.kind == "remove" for r in app.visible_rows()))
         assert not (vault / "inbox/2026-12-01-mock.md").exists()

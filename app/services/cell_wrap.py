@@ -21,6 +21,23 @@ CLOSING = frozenset("，。、；：？！）》」』】〉…—,.;:?!)]}%'\"�
 OPENING = frozenset("（《「『【〈“‘([{")
 
 
+def cells(text: str) -> int:
+    """Terminal cells `text` takes: the one measure of the screens and the shell (a CJK
+    character takes two, a combining mark of a decomposed (NFD) macOS name none)."""
+    return cell_len(text)
+
+
+def hanging(prefix: str, text: str, width: int | None) -> list[str]:
+    """`prefix` + `text` in rows of at most `width` cells, the rows after the first indented
+    under the text (a diff's `+`/`-` gutter is shown once per line, not once per row); as one
+    row when `width` is None (piped output is not wrapped, as git's is not)."""
+    if width is None:
+        return [prefix + text]
+    indent = cells(prefix)
+    rows = wrap_text(text, max(10, width - indent)) if text else [""]
+    return [prefix + rows[0], *(" " * indent + r for r in rows[1:])]
+
+
 def units(text: str) -> Iterator[tuple[int, int, int]]:
     """The pieces a row may not break inside, as (start, end of the visible part, end with the
     spaces after it): a word of narrow characters, or one wide (CJK) character, each with the

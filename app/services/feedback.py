@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.services.actions import ActionError
+from app.services.wording import plural
 from server.core.gitrepo import git
 from server.notes.paths import PathRefused, normalize_rel
 from server.write.feedback import (
@@ -74,7 +75,7 @@ def _line_text(root: Path, rel: str, line: int) -> str:
     lines = text.splitlines()
     if not 1 <= line <= len(lines):
         raise ActionError(
-            f"{rel} has {len(lines)} line(s); --line {line} is not one of them; nothing saved"
+            f"{rel} has {plural(len(lines), 'line')}; --line {line} is not one of them; nothing saved"
         )
     return lines[line - 1]
 

@@ -39,6 +39,7 @@ from server.notes.entry import classify
 from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
+from server.notes.walk import walk_files
 from server.write.journal import Journal
 from server.write.store import (
     Store,
@@ -55,16 +56,12 @@ from server.write.validate import new_problems, problems
 
 
 def vault_files(root: Path) -> list[str]:
-    """Every file as Obsidian sees the vault: no dot-folders (.git, .obsidian, .trash)."""
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        rel = os.path.relpath(dirpath, root)
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                path = name if rel == "." else f"{rel}/{name}"
-                out.append(unicodedata.normalize("NFC", path.replace(os.sep, "/")))
-    return out
+    """Every file as Obsidian sees the vault: no dot-folders (.git, .obsidian, .trash), names
+    in NFC, by the one walk (server/notes/walk.py). Two differences, on purpose: the owner's
+    private files are listed (these are the owner's own actions), and so is every symlink that
+    is not a real folder, whatever it points to (a folder too): a move or delete must see a link to refuse acting
+    through it (`refuse_links`), and a link's name is taken."""
+    return [f.rel for f in walk_files(root, every_link=True)]
 
 
 def folders_of(files: list[str]) -> list[str]:

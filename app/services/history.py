@@ -5,37 +5,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 from app.services.actions import ActionError
 from server.core.gitrepo import (
-    ACTION,
-    CLIENT,
-    REVERTS,
-    TOOL,
+    LogRecord,
     cat_blobs,
     git,
-    trailer_field,
-    trailer_values,
+    read_log,
 )
 
-FIELD, RECORD = "\x1f", "\x1e"
-FORMAT = FIELD.join(
-    [
-        "%H",
-        "%an",
-        "%ae",
-        "%at",
-        "%s",
-        trailer_field(TOOL),
-        trailer_field(CLIENT),
-        trailer_field(ACTION),
-        trailer_field(REVERTS, "%x2C"),
-    ]
-)
+# A commit's fields as the history reads them (server/core/gitrepo.py's one `git log` reader).
+COMMIT_FIELDS = ("sha", "author", "email", "time", "subject", "tool", "client", "action", "reverts")
 
 
 @dataclass(frozen=True)
@@ -65,43 +49,30 @@ def read_commits(
 ) -> list[Commit]:
     """Newest first, through one git process (timed on 10,000 commits by
     `uv run python -m bench --only dashboard`: whole history loaded)."""
-    args = ["log", f"--format={RECORD}{FORMAT}", "--name-only", "-z", "--no-renames"]
+    args = ["--name-only", "-z", "--no-renames"]
     if limit:
         args.append(f"-n{limit}")
     if skip:
         args.append(f"--skip={skip}")
-    try:
-        # --end-of-options: `rev` can come from the owner's shell (`revert -- --output=FILE`
-        # made git log write a file: adversarial pass 3, N14)
-        out = git(root, *args, "--end-of-options", rev).stdout.decode("utf-8", "replace")
-    except RuntimeError:
-        return []  # an unborn branch has no history yet
-    commits = []
-    for rec in out.split(RECORD)[1:]:
-        head, _, rest = rec.partition("\x00")
-        commit = parse_commit(head.split(FIELD), rest)
-        if commit is not None:
-            commits.append(commit)
-    return commits
+    # --end-of-options: `rev` can come from the owner's shell (`revert -- --output=FILE`
+    # made git log write a file: adversarial pass 3, N14)
+    records = read_log(root, COMMIT_FIELDS, *args, "--end-of-options", rev)
+    return [commit_of(r) for r in records or []]  # None: an unborn branch has no history yet
 
 
-def parse_commit(parts: list[str], names: str) -> Commit | None:
-    """One `FORMAT` record (its fields) and the NUL-separated file names after it."""
-    if len(parts) < 9:
-        return None
-    sha, an, ae, at, subject, tool, client, action, reverts = (p.strip() for p in parts[:9])
-    files = tuple(f.strip("\n") for f in names.split("\x00") if f.strip("\n"))
+def commit_of(rec: LogRecord) -> Commit:
+    """A `git log` record (read with COMMIT_FIELDS, files if it has them) as a Commit."""
     return Commit(
-        sha,
-        an,
-        ae,
-        datetime.fromtimestamp(int(at), UTC),
-        subject,
-        tool or None,
-        client or None,
-        action or None,
-        files,
-        trailer_values(reverts),
+        rec.sha,
+        rec.author,
+        rec.email,
+        datetime.fromtimestamp(rec.time, UTC),
+        rec.subject,
+        rec.tool,
+        rec.client,
+        rec.action,
+        rec.files,
+        rec.reverts,
     )
 
 
@@ -268,20 +239,7 @@ def line_counts(root: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
 def file_versions(root: Path, path: str, limit: int = 30) -> list[tuple[Commit, str]]:
     """The newest commits that changed `path`, newest first, each with the file's text after
     it ("" where it deleted the file): what a conflict's detail compares."""
-    try:
-        out = git(root, "log", f"-n{limit}", f"--format={RECORD}{FORMAT}", "--", path).stdout
-    except RuntimeError:
-        return []
-    commits = []
-    for rec in out.decode("utf-8", "replace").split(RECORD)[1:]:
-        parts = [p.strip() for p in rec.split(FIELD)]
-        if len(parts) < 8:
-            continue
-        sha, an, ae, at, subject, tool, client, action = parts[:8]
-        when = datetime.fromtimestamp(int(at), UTC)
-        commit = Commit(
-            sha, an, ae, when, subject, tool or None, client or None, action or None, (path,)
-        )
-        commits.append(commit)
+    records = read_log(root, COMMIT_FIELDS, f"-n{limit}", "--", path)
+    commits = [replace(commit_of(r), files=(path,)) for r in records or []]
     texts = _cat(root, [f"{c.sha}:{path}" for c in commits])
     return list(zip(commits, texts, strict=True))

@@ -23,6 +23,7 @@ from app.services.revert import (
     recover,
     revert,
 )
+from app.services.wording import plural
 from server.notes.config import CONFIG_NAMES, Config, ConfigError, load_config
 
 Tone = Literal["", "bold", "warning"]
@@ -253,7 +254,10 @@ def delete_preview(root: Path, path: str) -> tuple[RemovePlan, Preview]:
     recover(root)  # nor of what the owner deletes
     plan = plan_remove(root, path)
     if plan.backlinks:
-        lines = [Line(f"{len(plan.backlinks)} link(s) to it will break:", "warning"), Line("")]
+        lines = [
+            Line(f"{plural(len(plan.backlinks), 'link')} to it will break:", "warning"),
+            Line(""),
+        ]
         lines += [Line(f"  {src}:{n}  {text}") for src, n, text in plan.backlinks[:BACKLINKS_MOST]]
     else:
         lines = [Line("No note links to it.")]

@@ -38,33 +38,28 @@ from typing import NamedTuple
 
 from app.services.actions import ActionError
 from app.services.history import (
-    FIELD,
-    FORMAT,
-    RECORD,
+    COMMIT_FIELDS,
     Commit,
     cat_blobs,
-    parse_commit,
+    commit_of,
     parse_since,
     reverted_by,
 )
 from app.services.revert import owner_commit, recover, recover_first, revert
 from app.services.rewritten import NOTES_REF, follow_rebases, twins
+from app.services.wording import plural
 from server.core.faults import crash_point
 from server.core.gitrepo import (
     ACTION,
-    REVERTS,
-    REVERTS_PATH,
-    TOOL,
     UNDOES,
     Rename,
     commit_message,
     git,
     human_identity,
     printable,
+    read_log,
     renames,
     state_dir,
-    trailer_field,
-    trailer_values,
 )
 from server.core.linediff import opcodes
 from server.write.journal import Journal
@@ -133,34 +128,24 @@ def _log(
 ) -> list[Marked]:
     """Commits with their files (and, given `marks`, what is marked reviewed in each), newest
     first, through one `git log` (with `stdin`: exactly these commits)."""
-    fmt = f"{RECORD}{FORMAT}{FIELD}%P{FIELD}"
     if stdin is not None and not stdin:
         return []
     extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-    r = git(
+    records = read_log(
         root,
-        "log",
+        (*COMMIT_FIELDS, "parents"),
         "--no-notes",
-        f"--format={fmt}",
         "--name-only",
         "-z",
         "--no-renames",
         *extra,
         *args,
-        check=False,
         input=("\n".join(stdin) + "\n").encode() if stdin else None,
     )
-    if r.returncode != 0:
-        return []  # an unborn branch
     out = []
-    for rec in r.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
-        head, _, names = rec.partition("\x00")
-        parts = head.split(FIELD)
-        commit = parse_commit(parts[:9], names)
-        if commit is None or len(parts) < 10:
-            continue
-        note = marks.notes.get(commit.sha, "") if marks else ""
-        out.append(Marked(commit, tuple(parts[9].split()), frozenset(parse_note(note))))
+    for rec in records or []:  # None: an unborn branch
+        note = marks.notes.get(rec.sha, "") if marks else ""
+        out.append(Marked(commit_of(rec), rec.parents, frozenset(parse_note(note))))
     return out
 
 
@@ -182,37 +167,24 @@ class _Head:
     settled: bool  # its note says every file of it is reviewed
 
 
-_SCAN = FIELD.join(
-    [
-        "%H",
-        trailer_field(TOOL),
-        trailer_field(REVERTS, "%x2C"),
-        trailer_field(REVERTS_PATH, "%x1d"),
-    ]
-)
+_SCAN = ("sha", "tool", "reverts", "reverts_path")
 
 
 def _scan(root: Path, marks: Marks, *rng: str) -> list[_Head]:
     """Every commit in the range with what review needs to pick the few to read in full: one
     `git log` without file lists (timed by `uv run python -m bench --only review`)."""
-    fmt = f"--format={RECORD}{_SCAN}"
-    r = git(root, "log", "--no-notes", fmt, *rng, check=False)
-    if r.returncode != 0:
-        return []
     out = []
-    for rec in r.stdout.decode("utf-8", "replace").split(RECORD)[1:]:
-        parts = rec.split(FIELD)
-        if len(parts) < 4:
-            continue
-        sha, tool, reverts, paths = (p.strip() for p in parts[:4])
-        note = marks.notes.get(sha, "")
-        pr = []
-        for value in trailer_values(paths, "\x1d"):
-            target, _, path = value.partition(" ")
-            if target and path:
-                pr.append((target, path))
-        undoes = trailer_values(reverts)
-        out.append(_Head(sha, bool(tool), undoes, tuple(pr), ALL_REVIEWED in note.split("\n")))
+    for rec in read_log(root, _SCAN, "--no-notes", *rng) or []:
+        note = marks.notes.get(rec.sha, "")
+        out.append(
+            _Head(
+                rec.sha,
+                rec.tool is not None,
+                rec.reverts,
+                rec.path_reverts,
+                ALL_REVIEWED in note.split("\n"),
+            )
+        )
     return out
 
 
@@ -748,7 +720,7 @@ def write_marks(
         old = git(root, "rev-parse", "-q", "--verify", NOTES_REF, check=False).stdout.strip()
         have = _existing_notes(root, list(marks)) if old else {}
         stream = []
-        msg = f"vaultwatch: {len(marks)} commit(s) reviewed\n".encode()
+        msg = f"vaultwatch: {plural(len(marks), 'commit')} reviewed\n".encode()
         stream.append(
             f"commit {NOTES_REF}\ncommitter {name} <{email}> {int(now.timestamp())} +0000\n".encode()
             + b"data %d\n" % len(msg)

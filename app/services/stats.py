@@ -29,41 +29,34 @@ from pathlib import Path
 from typing import Any
 
 from app.services.actions import ActionError
-from app.services.history import FIELD, RECORD, Commit, parse_since, since_time
+from app.services.history import Commit, commit_of, parse_since, since_time
 from app.services.rewritten import once_each
 from server.core.clients import client_name
 from server.core.gitrepo import (
-    ACTION,
-    CLIENT,
-    REVERTS,
-    REVERTS_PATH,
-    TOOL,
-    UNDOES,
+    RECORD,
     git,
     git_stream,
+    log_format,
     make_state_dir,
+    parse_log,
     state_dir,
-    trailer_field,
-    trailer_values,
 )
 from server.write.journal import parse_time, read_all
 
 REVERT_ACTIONS = ("revert", "undo")  # owner commits that take back earlier changes
 EVENT_KINDS = ("conflict", "rejected", "noop")  # what the journal adds to git's picture
-# one git log: the commit's own fields, then the targets of an undo and of a one-file revert
-_FORMAT = RECORD + FIELD.join(
-    [
-        "%H",
-        "%at",
-        trailer_field(TOOL),
-        trailer_field(CLIENT),
-        trailer_field(ACTION),
-        trailer_field(REVERTS, "%x2C"),
-        trailer_field(UNDOES, "%x2C"),
-        trailer_field(REVERTS_PATH, "%x1d"),
-        # who wrote it when, and what it says: equal for a rebased commit and its original
-        "%an %ae %ad %s",
-    ]
+# one git log: the commit's own fields, the targets of a revert or an undo, and its identity
+# (server/core/gitrepo.py's one `git log` reader)
+_FIELDS = (
+    "sha",
+    "time",
+    "tool",
+    "client",
+    "action",
+    "reverts",
+    "undoes",
+    "reverts_path",
+    "ident",
 )
 BARS = "▁▂▃▄▅▆▇█"
 SINCE_HELP = "today, 7d, 4w (this week and the 3 before), YYYY-MM-DD or a commit"
@@ -236,7 +229,7 @@ class _Log:
 
     def __init__(self, root: Path, *args: str, stdin: list[str] | None = None) -> None:
         extra = ["--no-walk=unsorted", "--stdin"] if stdin is not None else []
-        cmd = ["log", f"--format={_FORMAT}", "-z", *extra, *args]
+        cmd = ["log", f"--format={log_format(_FIELDS)}", "-z", *extra, *args]
         self._proc = git_stream(root, *cmd, stdin=bool(stdin))
         if stdin:  # `--no-walk --stdin` reads every name before it writes anything
             assert self._proc.stdin is not None
@@ -248,36 +241,9 @@ class _Log:
         out = self._proc.stdout.read()
         if self._proc.wait() != 0:
             return []  # an unborn branch: no history yet
-        return list(filter(None, map(_row, out.decode("utf-8", "replace").split(RECORD))))
-
-
-def _row(record: str) -> _Row | None:
-    """One commit's record: its sha, time and trailers (the targets of a revert or undo)."""
-    parts = record.split(FIELD)
-    if len(parts) < 8:
-        return None
-    sha, at, tool, client, action, reverts = map(str.strip, parts[:6])
-    if not at.isdigit():
-        return None
-    commit = Commit(
-        sha,
-        "",
-        "",
-        datetime.fromtimestamp(int(at), UTC),
-        "",
-        tool or None,
-        client or None,
-        action or None,
-        (),
-        trailer_values(reverts) if reverts else (),
-    )
-    ident = parts[8].strip("\x00\n ") if len(parts) > 8 else ""
-    if not (reverts or parts[6].strip() or parts[7].strip("\x00\n ")):
-        return _Row(commit, (), ident)  # most commits: no revert or undo trailer
-    undoes = trailer_values(parts[6])
-    one_file = [v.split(" ", 1)[0] for v in trailer_values(parts[7].rstrip("\x00\n"), "\x1d")]
-    targets = tuple(dict.fromkeys([*commit.reverts, *one_file, *undoes]))
-    return _Row(commit, targets, ident)
+        records = parse_log(out.decode("utf-8", "replace"), _FIELDS)
+        # a commit's sha, time and trailers only: author, subject and files stay empty
+        return [_Row(commit_of(r), r.took_back, r.ident) for r in records]
 
 
 # -- the AI's line counts, kept per commit ---------------------------------------------------------

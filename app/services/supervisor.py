@@ -104,8 +104,10 @@ class ServerSupervisor:
         return url
 
     def _spawn(self, root: Path, sdir: Path) -> subprocess.Popen[bytes]:
-        """The resident as this dashboard's child: its own session (stopping it stops what it
-        started, and it outlives the dashboard for its other clients), messages in its log."""
+        """The resident as this dashboard's child: its own process group (stopping it stops what
+        it started; the terminal's ^C and hangup miss it, so it outlives the dashboard for its
+        other clients), messages in its log. Not its own session: a lone process in a session
+        of its own waits longer for a core under load (Linux autogroups; see relay.spawn_resident)."""
         if self._stopped:  # the dashboard quit while this start was on its way
             raise Unusable("vaultwatch-server was stopped before it started")
         log = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -115,7 +117,7 @@ class ServerSupervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
-                start_new_session=True,
+                process_group=0,
             )
         finally:
             os.close(log)

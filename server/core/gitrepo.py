@@ -13,7 +13,7 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -211,6 +211,129 @@ def trailer_values(field: str, separator: str = ",") -> tuple[str, ...]:
     return tuple(v.strip() for v in field.split(separator) if v.strip())
 
 
+# -- commits as `git log` prints them: one record format and one reader ---------------------------
+# Every reader of commits and their trailers (the history, review, stats, feedback) asks for the
+# fields it needs by name; the placeholders, separators and parsing of each are written here once.
+FIELD, RECORD = "\x1f", "\x1e"  # between a record's fields; before each record
+PATH_SEPARATOR = "\x1d"  # between Vaultwatch-Reverts-Path values (a path may hold a comma)
+LOG_FIELDS: dict[str, str] = {
+    "sha": "%H",
+    "parents": "%P",
+    "author": "%an",
+    "email": "%ae",
+    "time": "%at",  # author time: kept by a rebase
+    "subject": "%s",
+    # who wrote it when, and what it says: equal for a rebased commit and its original
+    "ident": "%an %ae %ad %s",
+    "tool": trailer_field(TOOL),
+    "client": trailer_field(CLIENT),
+    "action": trailer_field(ACTION),
+    "reverts": trailer_field(REVERTS, "%x2C"),
+    "reverts_path": trailer_field(REVERTS_PATH, "%x1d"),
+    "undoes": trailer_field(UNDOES, "%x2C"),
+    "answers": trailer_field(ANSWERS, "%x2C"),
+}
+
+
+class LogRecord(NamedTuple):
+    """One commit as `git log` printed the fields asked for (the others stay empty). A tuple:
+    stats reads 10,000 of them per run."""
+
+    sha: str = ""
+    parents: tuple[str, ...] = ()
+    author: str = ""
+    email: str = ""
+    time: int = 0  # epoch seconds
+    subject: str = ""
+    ident: str = ""
+    tool: str | None = None  # Vaultwatch-Tool: present on every AI commit
+    client: str | None = None
+    action: str | None = None
+    reverts: tuple[str, ...] = ()  # the commits a revert undoes
+    reverts_path: tuple[str, ...] = ()  # "<sha> <path>": one file's change taken back
+    undoes: tuple[str, ...] = ()  # the AI commits whose lines an undo took back
+    answers: tuple[str, ...] = ()  # the owner's feedback ids an AI write answers
+    files: tuple[str, ...] = ()  # with `--name-only -z`
+
+    @property
+    def path_reverts(self) -> tuple[tuple[str, str], ...]:
+        """(commit, path) of each one-file revert (a value without both is no such revert)."""
+        pairs = (v.partition(" ") for v in self.reverts_path)
+        return tuple((sha, path) for sha, _, path in pairs if sha and path)
+
+    @property
+    def took_back(self) -> tuple[str, ...]:
+        """Every commit a revert or an undo took back, whole or one file of it."""
+        if not (self.reverts or self.reverts_path or self.undoes):
+            return ()
+        one_file = (v.split(" ", 1)[0] for v in self.reverts_path)
+        return tuple(dict.fromkeys([*self.reverts, *one_file, *self.undoes]))
+
+
+def _values(v: str) -> tuple[str, ...]:
+    return trailer_values(v) if v else ()
+
+
+def _optional(v: str) -> str | None:
+    return v or None
+
+
+# How each field's text becomes its value (a field not named here is its text, stripped). A
+# ValueError (a time that is not a number) drops the record.
+_CONVERT: dict[str, Callable[[str], Any]] = {
+    "time": int,
+    "parents": lambda v: tuple(v.split()),
+    "tool": _optional,
+    "client": _optional,
+    "action": _optional,
+    "reverts": _values,
+    "undoes": _values,
+    "answers": _values,
+    "reverts_path": lambda v: trailer_values(v, PATH_SEPARATOR) if v else (),
+}
+_FILES = LogRecord._fields.index("files")
+
+
+def log_format(fields: tuple[str, ...]) -> str:
+    """The `git log --format` value for these fields (names of LOG_FIELDS)."""
+    return RECORD + FIELD.join(LOG_FIELDS[f] for f in fields)
+
+
+def parse_log(out: str, fields: tuple[str, ...]) -> list[LogRecord]:
+    """The records `git log --format=<log_format(fields)>` printed, newest first; with
+    `--name-only -z`, each with its files (the NUL-separated names after its fields)."""
+    slots = [(LogRecord._fields.index(f), _CONVERT.get(f)) for f in fields]
+    empty = list(LogRecord())
+    records = []
+    for rec in out.split(RECORD)[1:]:
+        head, _, names = rec.partition("\x00")
+        parts = head.split(FIELD)
+        if len(parts) < len(slots):
+            continue
+        row = empty.copy()
+        try:
+            for (i, convert), part in zip(slots, parts, strict=False):
+                text = part.strip()
+                row[i] = convert(text) if convert is not None else text
+        except ValueError:
+            continue
+        if names:
+            row[_FILES] = tuple(f.strip("\n") for f in names.split("\x00") if f.strip("\n"))
+        records.append(LogRecord._make(row))
+    return records
+
+
+def read_log(
+    root: Path, fields: tuple[str, ...], *args: str, input: bytes | None = None
+) -> list[LogRecord] | None:
+    """`git log` with these fields and `args` (revisions, `--name-only -z`, ...), or None when
+    git fails (an unborn branch: no history yet)."""
+    r = git(root, "log", f"--format={log_format(fields)}", *args, check=False, input=input)
+    if r.returncode != 0:
+        return None
+    return parse_log(r.stdout.decode("utf-8", "replace"), fields)
+
+
 # The vault's git dir, asked of git once per process and vault when `.git` is a file, and the
 # vault each state folder belongs to (make_state_dir must know it: the state folder of a
 # worktree or a submodule is not inside the vault folder).
@@ -347,6 +470,8 @@ def secure_state(root: Path) -> None:
     """The state folder at STATE_DIR_MODE and everything in it at STATE_FILE_MODE (folders at
     STATE_DIR_MODE): run at every start, so vaults made by earlier versions are fixed too."""
     top = make_state_dir(state_dir(root))
+    # Not the vault walk (server/notes/walk.py, a layer above): this is the state folder inside
+    # .git, every file of it, dot-names included; only links are left alone (chmod follows them).
     for dirpath, dirnames, filenames in os.walk(top):
         with contextlib.suppress(OSError):
             os.chmod(dirpath, STATE_DIR_MODE)

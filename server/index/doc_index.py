@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import threading
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.notes.note import Doc, parse_doc
+from server.notes.walk import file_stat, walk_files
 
 if TYPE_CHECKING:  # the owner (the vault) hands in the watcher; only its type is named here
     from server.index.watch import TreeWatcher
@@ -88,56 +88,25 @@ class DocIndex:
     def _walk(
         self, want: Callable[[str, bool], bool], start: tuple[str, str] = ("", "")
     ) -> Iterator[tuple[str, str, os.stat_result]]:
-        """(rel, disk rel, stat) of every wanted regular file under `start`, watching folders."""
+        """(rel, disk rel, stat) of every wanted regular file under `start`, watching folders
+        (the one walk of notes/walk.py: its names, dot-folders and symlink rules)."""
         watcher = self._watcher
-        stack = [start]
-        while stack:
-            rel_dir, disk_dir = stack.pop()
-            abs_dir = os.path.join(self.root, disk_dir) if disk_dir else str(self.root)
-            if watcher is not None:
-                watcher.watch(rel_dir, disk_dir, abs_dir)
-            try:
-                it = os.scandir(abs_dir)
-            except OSError:
-                continue
-            with it:
-                for entry in it:
-                    name = entry.name
-                    if name.startswith("."):
-                        continue
-                    disk_rel = f"{disk_dir}/{name}" if disk_dir else name
-                    nfc = name if name.isascii() else unicodedata.normalize("NFC", name)
-                    rel = f"{rel_dir}/{nfc}" if rel_dir else nfc
-                    try:
-                        is_dir = entry.is_dir(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if is_dir:
-                        if want(rel, True):
-                            stack.append((rel, disk_rel))
-                        continue
-                    if not want(rel, False):
-                        continue
-                    st = self._stat(entry.path, entry)
-                    if st is not None:
-                        yield rel, disk_rel, st
+        for f in walk_files(
+            self.root,
+            want=want,
+            target_ok=self._target_ok,
+            start=start,
+            on_folder=watcher.watch if watcher is not None else None,
+            on_link=self._saw_link,
+        ):
+            yield f.rel, f.disk, f.stat
 
-    def _stat(self, abs_path: str, entry: os.DirEntry[str] | None = None) -> os.stat_result | None:
-        try:
-            if entry is not None and not entry.is_symlink():
-                st = entry.stat(follow_symlinks=False)
-            else:
-                lst = os.lstat(abs_path)
-                if lst.st_mode & 0o170000 == 0o120000:  # a symlink: its target must be inside
-                    self._symlinks = True  # and its changes cannot be watched
-                    if not self._target_ok(os.path.realpath(abs_path)):
-                        return None  # outside, hidden (.git/...) or private: see target_ok
-                    st = os.stat(abs_path)
-                else:
-                    st = lst
-        except OSError:
-            return None
-        return st if st.st_mode & 0o170000 == 0o100000 else None
+    def _saw_link(self) -> None:
+        self._symlinks = True  # its target's changes cannot be watched: walk every refresh
+
+    def _stat(self, abs_path: str) -> os.stat_result | None:
+        found = file_stat(abs_path, self._target_ok, on_link=self._saw_link)
+        return found[0] if found is not None else None
 
     def _update(self, rel: str, disk_rel: str, st: os.stat_result, stats: ScanStats) -> bool:
         old = self._entries.get(rel)

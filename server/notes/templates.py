@@ -7,9 +7,10 @@ near-duplicates, and the lines a note shares with one are not what the note says
 from __future__ import annotations
 
 import json
-import os
 import unicodedata
 from pathlib import Path
+
+from server.notes.walk import walk_files
 
 SETTINGS = (
     (".obsidian/templates.json", "folder"),
@@ -46,14 +47,14 @@ def template_texts(root: Path, folders: tuple[str, ...], limit: int = 200) -> li
         base = root / folder
         if not base.is_dir() or base.is_symlink():
             continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if len(out) >= limit:
-                    return out
-                if name.lower().endswith(".md") and not name.startswith("."):
-                    try:
-                        out.append(Path(dirpath, name).read_text(encoding="utf-8"))
-                    except (OSError, UnicodeDecodeError):
-                        continue
+        # the one walk (notes/walk.py): no dot-names, no symlinked folder, a symlinked file
+        # only when it points inside the vault, and no fifo (opening one waits for ever)
+        for f in walk_files(root, start=(folder, folder)):
+            if len(out) >= limit:
+                return out
+            if f.rel.lower().endswith(".md"):
+                try:
+                    out.append((root / f.disk).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError):
+                    continue
     return out

@@ -10,6 +10,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from server.protocol.toolkit import client_name  # one reader of the client's name
 from server.services.prompts import DESCRIPTIONS, render_remember, render_start
 from server.vault import Vault
 from server.write import journal
@@ -17,8 +18,6 @@ from server.write.journal import estimate_tokens
 
 
 def register_prompts(mcp: MCPServer, vault: Vault, *, read_only: bool = False) -> None:
-    from server.protocol.tools import client_name  # one reader of the client's name
-
     @mcp.prompt(name="start", title="Start on the vault", description=DESCRIPTIONS["start"])
     def start(ctx: Context) -> str:
         vault.check_present()

@@ -392,6 +392,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--log", action="store_true", help="messages to .git/vaultwatch/resident.log")
     args = ap.parse_args(argv)
     no_core_dumps()
+    # a relay starts us in its client's session (relay.spawn_resident says why): the hangup of
+    # that client's terminal is not ours to die of; its other clients still talk to us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     logging.basicConfig(
         level=logging.WARNING,
         stream=sys.stderr,

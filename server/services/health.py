@@ -40,6 +40,7 @@ from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
 from server.notes.superseded import DATE_FIELD, is_superseded
 from server.notes.templates import in_folders, template_folders, template_texts
+from server.notes.walk import walk_files
 from server.services.cross_language import cross_language_pairs, written_in_cjk
 from server.services.supersede import successor
 from server.write.validate import problems as note_problems
@@ -288,24 +289,11 @@ def unignore(root: Path, finding_id: str) -> str | None:
 # -- the checks ------------------------------------------------------------------------------------
 
 
-def _all_files(root: Path) -> Iterator[str]:
+def all_files(root: Path) -> Iterator[str]:
     """Every file of the vault outside dot-folders (private ones included: a link into a
-    private folder must resolve there, to be left out, not be called broken)."""
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
-                for e in it:
-                    if e.name.startswith("."):
-                        continue
-                    rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(rel)
-                    else:
-                        yield rel
-        except OSError:
-            continue
+    private folder must resolve there, to be left out, not be called broken), as the one walk
+    (notes/walk.py) names them; a symlink is a file when it points inside the vault."""
+    return (f.rel for f in walk_files(root))
 
 
 @dataclass
@@ -388,7 +376,7 @@ def _links(
 ) -> tuple[list[Finding], dict[str, int], set[str]]:
     """(broken links, incoming link count per note, notes with a link that resolves)."""
     private = vault.policy.is_private
-    index = LinkIndex(_all_files(vault.root))
+    index = LinkIndex(all_files(vault.root))
     broken: list[Finding] = []
     lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
     incoming: dict[str, int] = {}

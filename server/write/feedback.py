@@ -40,9 +40,8 @@ from server.core.gitrepo import (
     git,
     human_identity,
     identity_env,
+    read_log,
     renames,
-    trailer_field,
-    trailer_values,
 )
 
 FEEDBACK_REF = "refs/notes/vaultwatch-feedback"
@@ -243,24 +242,18 @@ def _answers(root: Path, items: list[Feedback]) -> dict[str, list[tuple[str, int
     if not items:
         return {}
     since = min(_epoch(i.created) for i in items) - 86_400  # committer clocks may lag a little
-    fmt = f"%H%x1f%at%x1f{trailer_field(ANSWERS, '%x2C')}"
-    r = git(
+    records = read_log(
         root,
-        "log",
+        ("sha", "time", "answers"),
         f"--since={since}",
         "--fixed-strings",
         f"--grep={ANSWERS}:",
-        f"--format={fmt}",
         "HEAD",
-        check=False,
     )
     out: dict[str, list[tuple[str, int]]] = {}
-    for line in r.stdout.decode("utf-8", "replace").splitlines():
-        parts = line.split("\x1f")
-        if len(parts) != 3:
-            continue
-        for fid in trailer_values(parts[2]):
-            out.setdefault(fid, []).append((parts[0], int(parts[1] or 0)))
+    for rec in records or []:
+        for fid in rec.answers:
+            out.setdefault(fid, []).append((rec.sha, rec.time))
     return out
 
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import posixpath
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +22,7 @@ from server.notes.links import Link, LinkIndex
 from server.notes.note import UNCLOSED_FENCE, Doc
 from server.notes.paths import PathPolicy, PathRefused
 from server.notes.superseded import is_superseded_value
+from server.notes.walk import walk_files
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ def missing_attachments(links: tuple[Link, ...], note_path: str, policy: PathPol
         if not target.startswith("/") and _visible_file(policy, near):
             continue
         if index is None:
-            index = LinkIndex(_visible_files(policy))
+            index = LinkIndex(visible_files(policy))
         if index.resolve(link, note_path) is None:
             missing.append(target)
     return missing
@@ -275,22 +274,14 @@ def _visible_file(policy: PathPolicy, rel: str) -> bool:
         return False
 
 
-def _visible_files(policy: PathPolicy) -> set[str]:
+def visible_files(policy: PathPolicy) -> set[str]:
     """The path of every file outside dot-folders and private folders (symlinks by their
-    target's rule)."""
-    out: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(policy.root):
-        rel_dir = os.path.relpath(dirpath, policy.root).replace(os.sep, "/")
-        rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = [
-            d for d in dirnames if not d.startswith(".") and not policy.is_private(rel_dir + d)
-        ]
-        for name in filenames:
-            rel = rel_dir + name
-            if name.startswith(".") or policy.is_private(rel):
-                continue
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) and not policy.target_allowed(os.path.realpath(full)):
-                continue
-            out.add(unicodedata.normalize("NFC", rel))
-    return out
+    target's rule), as the one walk (notes/walk.py) names them."""
+    return {
+        f.rel
+        for f in walk_files(
+            policy.root,
+            want=lambda rel, is_dir: not policy.is_private(rel),
+            target_ok=policy.target_allowed,
+        )
+    }

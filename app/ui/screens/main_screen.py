@@ -38,6 +38,7 @@ from app.services.view_rows import GROUPS, Filters, commits_mentioning, finder, 
 from app.ui.dialogs.modals import ConfirmModal, ConnectModal
 from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.navigation import Desk, desk
+from app.ui.widgets.cells import plural
 from app.ui.widgets.details import commit_header, event_detail
 from app.ui.widgets.diffview import render_commit
 from app.ui.widgets.header import StatusHeader
@@ -197,7 +198,13 @@ class MainScreen(Screen[None]):
             "x", "delete_file", "Delete", show=False, tooltip="delete a file (git rm; revertable)"
         ),
         Binding("g", "tags", "Tags", show=False, tooltip="tag trends"),
-        Binding("dollar_sign", "cost", "Cost", show=False, tooltip="context cost today"),
+        Binding(
+            "dollar_sign",
+            "cost",
+            "Reads",
+            show=False,
+            tooltip="what the AI reads: cost, most read, context",
+        ),
         Binding("S", "stats", "Stats", show=False, tooltip="write statistics per week and client"),
         Binding(
             "v",
@@ -341,7 +348,7 @@ class MainScreen(Screen[None]):
         if not f.active:
             t.border_title = None
             return
-        count = f"{len(rows):,} rows" if rows else "no matches"
+        count = plural(len(rows), "row") if rows else "no matches"
         t.border_title = Content.styled(
             f" {f.describe()} · {count} (esc clears) ", "bold $text-warning"
         )

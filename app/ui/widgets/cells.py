@@ -16,6 +16,8 @@ from rich.style import Style as RichStyle
 from textual.content import Content
 from textual.style import Style
 
+from app.services.wording import plural as plural  # the screens' plural is the shell's
+
 ELLIPSIS = "…"
 
 
@@ -192,11 +194,6 @@ def others_width(headings: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
         + 2
         for i, h in enumerate(headings)
     )
-
-
-def plural(n: int, word: str) -> str:
-    """`1 note`, `2 notes`, `1,234 notes`."""
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def short_names(tools: Sequence[str]) -> dict[str, str]:

@@ -1,0 +1,88 @@
+"""What of the vault config outlives a config that does not load: its private and protected
+rules, kept in .git/vaultwatch/ (never a note, never committed), and the `Config` that stands in
+for the vault's own until it loads again: never wider than the last good one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from server.core.gitrepo import GitError, load_state_json, state_dir
+from server.notes.config_model import Config
+from server.notes.paths import PathRefused, normalize_glob
+
+LAST_GOOD = "last_good_rules.json"
+
+
+def _last_good_path(root: Path) -> Path:
+    """In the vault's own git dir (a worktree's is not `<root>/.git`, which is then a file:
+    the rules were silently never kept there)."""
+    try:
+        return state_dir(root) / LAST_GOOD
+    except GitError:  # a `.git` file that points nowhere: nowhere to keep them
+        return root / ".git" / "vaultwatch" / LAST_GOOD
+
+
+def rules_of(cfg: Config) -> dict[str, Any]:
+    """What of a config must outlive a broken one: what is private and what is the owner's."""
+    return {
+        "private": list(cfg.private),
+        "protected": list(cfg.protected_paths()),
+        "rules": cfg.rules,
+        "vocabulary": cfg.tags.vocabulary,
+        "source": cfg.source,
+    }
+
+
+def read_last_good(root: Path) -> dict[str, Any] | None:
+    try:
+        data = load_state_json(_last_good_path(root))
+    except (OSError, ValueError):  # StateDamaged is a ValueError
+        return None
+    ok = isinstance(data, dict) and all(
+        isinstance(data.get(k), list) and all(isinstance(v, str) for v in data[k])
+        for k in ("private", "protected")
+    )
+    return data if ok else None
+
+
+def write_last_good(root: Path, rules: dict[str, Any]) -> None:
+    """Kept in .git/vaultwatch/ (never a note, never committed), written atomically, 0600."""
+    path = _last_good_path(root)
+    if not path.parent.parent.is_dir():
+        return  # not a git repo (yet): nowhere private to keep it
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{LAST_GOOD}.", suffix=".vaultwatch-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(rules, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def stand_in(root: Path, loaded_at: str) -> Config:
+    """The config while the vault's own does not load: never wider than the last good one."""
+    kept = read_last_good(root)
+    if kept is None:
+        return Config(standing_in="closed", loaded_at=loaded_at)
+    rules = kept.get("rules")
+    try:  # kept by an older version as written in the config: spelt as the matcher reads them
+        private = tuple(normalize_glob(g) for g in kept["private"])
+    except PathRefused:
+        return Config(standing_in="closed", loaded_at=loaded_at)
+    return Config(
+        rules=rules if isinstance(rules, str) and rules else "CLAUDE.md",
+        private=private,
+        protected=tuple(kept["protected"]),
+        standing_in="last_good",
+        loaded_at=loaded_at,
+    )
