@@ -191,7 +191,7 @@ def test_the_shell_measures_a_decomposed_name_as_the_screens_do() -> None:
 
     from rich.cells import cell_len
 
-    from app.cli import _columns
+    from app.cli.common import _columns
 
     name = unicodedata.normalize("NFD", "café-notes.md")
     rows = _columns(["note", "reads"], [[name, 3], ["plain.md", 12]])

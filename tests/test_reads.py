@@ -709,7 +709,8 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
         width = screen.widths["most"]
         assert rows(screen, "most") == [note_label(n.path, width).plain for n in report.most]
         assert [n.path for n in report.most] == [LONG, "study/a.md"]
-        assert screen.focused is screen.query_one("#most", DataTable)
+        # the list takes the focus once drawn (after a refresh): waited for, not assumed
+        await until(pilot, lambda: screen.focused is screen.query_one("#most", DataTable))
 
         await pilot.press("3")
         await until(pilot, lambda: bool(screen.query("#unread")))
