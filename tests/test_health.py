@@ -412,6 +412,23 @@ def test_near_pairs_are_the_closest_pairs_and_every_pair_is_counted() -> None:
     assert sorted((i, j) for _, i, j in pairs) == sorted((i, j) for _, i, j in brute)
 
 
+def test_near_pairs_at_several_thresholds_are_those_of_each_alone() -> None:
+    """One pass of the product for the near-duplicates and the same-subject pairs (health asks
+    both of one matrix): each threshold's pairs and count are exactly near_pairs' own."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    centres = rng.normal(size=(20, 24))
+    mat = np.vstack([centres[k % 20] + rng.normal(scale=0.35, size=24) for k in range(400)])
+    mat = np.vstack([mat, rng.normal(size=(100, 24))]).astype(np.float32)
+    for block in (37, 1024):
+        both = health.near_pairs_at(mat, [0.85, 0.75], cap=60, block=block)
+        for (pairs, total), threshold in zip(both, (0.85, 0.75), strict=True):
+            alone, alone_total = health.near_pairs(mat, threshold, cap=60, block=block)
+            assert total == alone_total and total > 60
+            assert sorted(pairs) == sorted(alone)
+
+
 def test_near_pairs_of_notes_all_alike_are_capped_and_the_rest_counted() -> None:
     """Every note like every other (the bench vault's generated notes are close to this):
     the output is the cap, not the 124,750 pairs, and the count of all of them is exact."""

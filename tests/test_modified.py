@@ -143,18 +143,13 @@ FILTERS: dict[str, tuple[dict[str, str | bytes], dict[str, str]]] = {
     # CRLF on disk, LF in the blob
     "autocrlf": ({"a.md": CRLF}, {"core.autocrlf": "true"}),
     "eol attribute": ({"a.md": CRLF, ".gitattributes": "*.md text eol=crlf\n"}, {}),
-    # lower case on disk, upper case in the blob
-    "clean filter": (
-        {"a.md": "# a\n\nline\n", ".gitattributes": "*.md filter=upper\n"},
-        {"filter.upper.clean": "tr a-z A-Z", "filter.upper.smudge": "cat"},
-    ),
 }
 
 
 @pytest.mark.parametrize("case", list(FILTERS))
 def test_git_filters_leave_the_decision_to_git(tmp_path: Path, case: str) -> None:
-    """A file git stores as other bytes than it has on disk (CRLF under autocrlf or eol=crlf, a
-    clean filter) is as committed to git: git status decides, not the blob id of its bytes."""
+    """A file git stores as other bytes than it has on disk (CRLF under autocrlf or eol=crlf) is
+    as committed to git: git status decides, not the blob id of its bytes."""
     files, config = FILTERS[case]
     root = _repo(tmp_path, files, config)
     vault = Vault(root)
@@ -168,6 +163,34 @@ def test_git_filters_leave_the_decision_to_git(tmp_path: Path, case: str) -> Non
         assert _day(vault, "a.md") == TODAY
     finally:
         vault.close()
+
+
+def test_a_clean_filter_is_never_run_to_date_a_note(tmp_path: Path) -> None:
+    """A clean filter is a program the vault's git config names: the server never runs one
+    (issue 27). A note under a filter is as committed while git's index says its stat is
+    unchanged (the owner's git refreshed it, running the filter itself); once its stat changes
+    only the filter could tell, so it is dated by its mtime: lower case on disk, upper case in
+    the blob."""
+    marker = tmp_path / "filter-ran"
+    root = _repo(
+        tmp_path,
+        {"a.md": "# a\n\nline\n", ".gitattributes": "*.md filter=upper\n"},
+        {"filter.upper.clean": f"sh -c 'echo ran >> {marker}; tr a-z A-Z'"},
+    )
+    old = dt.datetime.fromisoformat(OLD).timestamp()
+    os.utime(root / "a.md", (old, old))  # saved long ago: not racily clean in the index
+    _git(root, "update-index", "--refresh")  # the owner's git, with the owner's filter
+    marker.unlink()
+    vault = Vault(root)
+    try:
+        assert _day(vault, "a.md") == "2025-01-05"
+        _touch_later(root / "a.md", b"# a\n\nline\n")  # saved again, unchanged
+        assert _day(vault, "a.md") == TODAY
+        _touch_later(root / "a.md", b"# a\n\nother line\n")
+        assert _day(vault, "a.md") == TODAY
+    finally:
+        vault.close()
+    assert not marker.exists(), "the server ran the vault's clean filter"
 
 
 def test_the_same_bytes_with_other_line_ends_are_a_change_without_filters(tmp_path: Path) -> None:

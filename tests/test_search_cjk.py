@@ -56,9 +56,11 @@ def test_chinese_queries_without_spaces_find_their_notes(tmp_path: Path) -> None
     for m in r["misses"]:
         print("  miss:", m)
     assert n >= 30
-    # 37 of 40 (0.425 before issue 28). The three misses ask in words the notes do not use
-    # (改写 for 重写, 请求头 for 请求标头): no rule about where words stand finds those; recall does.
-    assert f / n >= 0.92, r["misses"]
+    # 39 of 40 (0.425 before issue 28, 0.925 with every pair required). Two of the three that
+    # ask in words the notes do not use (改写 for 重写, 请求头 for 请求标头) are found by the
+    # relaxed match (most of the word's pairs, search_query.relaxed_query); 改写响应头 holds
+    # one group of three in its note (响应): no such rule finds that, recall by meaning does.
+    assert f / n >= 0.95, r["misses"]
     assert r["found"]["title"] == r["count"]["title"], r["misses"]
 
 

@@ -112,9 +112,9 @@ async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
         await until(pilot, lambda: bool(app.feed.rows))
         screen = StatsScreen(root, events=held(app, [gate]))
         await app.push_screen(screen)
-        await pilot.pause(0.2)
         # drawn before anything is counted: the title says so, the tables are empty, the keys
-        # are there
+        # are there (waited for: under load the footer is drawn a frame later)
+        await until(pilot, lambda: "Period" in screen_text(app).splitlines()[-1])
         assert screen.stats is None
         assert title(app).strip() == "Write statistics · counting 12 weeks…"
         assert all(t.row_count == 0 for t in screen.query(DataTable))
@@ -362,6 +362,10 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
             assert weeks.region.right <= size[0]
             line = _row(screen_text(app), "week")
             assert line[: len(HEADLINE)] == [*HEADLINE], (since, line)
+            # a week table cut at the right says so in its heading, not by a scrollbar alone
+            heading = next(ln for ln in screen_text(app).splitlines() if "per week" in ln)
+            cut = weeks.max_scroll_x > 0
+            assert ("more columns to the right" in heading) == cut, (size, since, heading)
             trend = screen.query_one("#stats-trend", DataTable)
             assert [c.label.plain for c in trend.ordered_columns][-1] == "total"
             totals = {r["measure"].strip(): r["total"] for r in cells(trend)}

@@ -37,6 +37,7 @@ from app.cli.insights import _context, _health, _reads, _stats
 from app.cli.recordings import _transcribe
 from app.cli.review import _review
 from app.services.actions import ActionError
+from server.core.gitrepo import StateLinked
 
 COMMANDS = (
     "review",
@@ -209,7 +210,7 @@ def _run(argv: Sequence[str]) -> NoReturn:
     try:
         code = HANDLERS[args.command](args)
         sys.stdout.flush()
-    except (Refused, ActionError) as exc:
+    except (Refused, ActionError, StateLinked) as exc:  # a state link: refused, as any
         print(f"vaultwatch {args.command}: {_one_line(str(exc))}", file=sys.stderr)
         raise SystemExit(1) from None
     except BrokenPipeError:

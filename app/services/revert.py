@@ -46,6 +46,7 @@ from server.core.gitrepo import (
     commit_message,
     git,
     human_identity,
+    make_state_dir,
     operation_in_progress,
     printable,
     state_dir,
@@ -240,9 +241,7 @@ def _read(root: Path, rel: str) -> bytes | None:
 
 def _scratch(root: Path) -> Path:
     """Merge inputs stay inside the vault's .git (a private note's text never goes to /tmp)."""
-    d = state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return make_state_dir(state_dir(root))  # never a link: the text would go where it points
 
 
 class _Conflict(Exception):

@@ -56,6 +56,7 @@ from server.core.gitrepo import (
     commit_message,
     git,
     human_identity,
+    open_state,
     printable,
     read_log,
     renames,
@@ -673,9 +674,7 @@ def net_diff(root: Path, path: str, since: str = "last") -> NetDiff:
 
 @contextlib.contextmanager
 def _marks_lock(root: Path) -> Iterator[None]:
-    d = state_dir(root)
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / "review.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_state(state_dir(root) / "review.lock", os.O_RDWR | os.O_CREAT)  # never a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

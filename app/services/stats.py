@@ -39,6 +39,7 @@ from server.core.gitrepo import (
     log_format,
     make_state_dir,
     parse_log,
+    read_state,
     state_dir,
 )
 from server.write.journal import parse_time, read_all
@@ -269,8 +270,8 @@ def _load_lines(root: Path) -> dict[str, tuple[int, int]]:
     global _last
     path = state_dir(root) / LINES_FILE
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_state(path)
+    except (OSError, ValueError):  # a link or not a regular file (StateDamaged): none kept
         return {}
     last = _last
     if last is not None and last[0] == path and last[1] == raw:

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.core.gitrepo import make_state_dir, state_dir
+from server.core.gitrepo import make_state_dir, open_state, read_state, state_dir, write_state
 from server.protocol.connect import claude_mcp_add_http
 from server.protocol.relay import LOG_NAME, Unusable, ask, log_tail, open_link, pid_alive, read_line
 
@@ -30,16 +30,15 @@ def remembered_port(root: Path) -> int:
     """The port this vault's dashboard served on last time (0: none), so a `claude mcp add`
     line copied once keeps working across launches."""
     try:
-        port = int(port_file(root).read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
+        port = int(read_state(port_file(root), 64).decode("utf-8").strip())
+    except (OSError, ValueError):  # StateDamaged (a link, too big) is a ValueError
         return 0
     return port if 0 < port < 65536 else 0
 
 
 def remember_port(root: Path, port: int) -> None:
-    with contextlib.suppress(OSError):  # a read-only .git only costs the memory
-        port_file(root).parent.mkdir(parents=True, exist_ok=True)
-        port_file(root).write_text(f"{port}\n", encoding="utf-8")
+    with contextlib.suppress(OSError):  # a read-only .git (or a link there) costs the memory
+        write_state(port_file(root), f"{port}\n".encode())
 
 
 @dataclass
@@ -78,7 +77,7 @@ class ServerSupervisor:
 
     @property
     def token(self) -> str:
-        return self.token_file.read_text(encoding="utf-8").strip()
+        return read_state(self.token_file, 4096).decode("utf-8").strip()
 
     def start(self, timeout: float = 60) -> str:
         self.phase = "starting"
@@ -110,7 +109,7 @@ class ServerSupervisor:
         of its own waits longer for a core under load (Linux autogroups; see relay.spawn_resident)."""
         if self._stopped:  # the dashboard quit while this start was on its way
             raise Unusable("vaultwatch-server was stopped before it started")
-        log = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        log = open_state(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             self.proc = subprocess.Popen(
                 [self.python, "-m", "server.protocol.resident", "--vault", str(root)],

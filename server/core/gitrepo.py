@@ -32,30 +32,157 @@ class GitError(VaultwatchError, RuntimeError):
 # Programs a vault's `.git` can name, which git would run on our reads and writes: hooks
 # (`reference-transaction` on every ref update, `post-index-change` on every index write, from
 # .git/hooks or a planted core.hooksPath), core.fsmonitor (run by `git status`, check-ignore,
-# update-index...), and textconv and external diff drivers (`log -p`, `blame`). A vault someone
-# else prepared (unzipped, synced) must not run its program because the AI read a note
-# (adversarial pass 3, N5). Every git call we make goes through `_argv`.
-SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# update-index...), textconv and external diff drivers (`log -p`, `blame`), gpg.program (a
+# commit signed under commit.gpgSign, a signed commit `git log` verifies under
+# log.showSignature), a submodule's own git (`git diff` of it under diff.submodule=diff, `git
+# submodule summary` under status.submoduleSummary), the fetch a partial clone makes for an
+# object it lacks (remote.*.uploadpack, core.sshCommand, credential.helper), and the clean,
+# smudge and process filters `.gitattributes` names (`git status` runs a clean filter on every
+# file whose stat changed). A vault someone else prepared (unzipped, synced) must not run its
+# program because the AI read a note (adversarial pass 3, N5; issue 27). Every git call we make
+# goes through `_argv` and `_env`.
+SAFE_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "diff.submodule=short",
+    "-c",
+    "status.submoduleSummary=false",
+    "-c",
+    "protocol.allow=never",
+)
+# The same in the environment, where it beats any config: no transport at all (a
+# `protocol.file.allow=always` in the vault's config beats `protocol.allow=never`; an empty
+# GIT_ALLOW_PROTOCOL list allows none), no lazy fetch (git 2.44 on), no pager, editor or askpass
+# program (git runs none of them on a pipe and with -m, but it costs nothing to be sure).
+SAFE_ENV = {
+    "GIT_ALLOW_PROTOCOL": "",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": ":",
+    "GIT_SEQUENCE_EDITOR": ":",
+    "GIT_ASKPASS": "",
+}
 _NO_DRIVERS = {
     "log": ("--no-textconv", "--no-ext-diff"),
     "show": ("--no-textconv", "--no-ext-diff"),
-    "diff": ("--no-textconv", "--no-ext-diff"),
+    "diff": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
     "diff-tree": ("--no-textconv", "--no-ext-diff"),
-    "diff-index": ("--no-textconv", "--no-ext-diff"),
-    "diff-files": ("--no-textconv", "--no-ext-diff"),
+    "diff-index": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
+    "diff-files": ("--no-textconv", "--no-ext-diff", "--ignore-submodules=all"),
     "blame": ("--no-textconv",),
+    # a submodule is checked by a `git status` run in it, under its own config (its filters)
+    "status": ("--ignore-submodules=all",),
 }
 
+# Commands that read no file of the working tree and check none out: no clean or smudge filter
+# can run in them. Every other command (status, add, update-index, reset, diff-index, blame...)
+# runs with every filter driver git's config names switched off (`_filters_off`).
+_NO_WORKTREE = frozenset(
+    {
+        "cat-file",  # unless --filters or --textconv (below)
+        "check-attr",
+        "check-ignore",
+        "commit-tree",
+        "config",
+        "diff-tree",
+        "fast-import",
+        "for-each-ref",
+        "init",
+        "log",
+        "ls-tree",
+        "merge-base",
+        "merge-file",
+        "mktree",
+        "notes",
+        "patch-id",
+        "rev-list",
+        "rev-parse",
+        "show",
+        "show-ref",
+        "symbolic-ref",
+        "update-ref",
+        "var",
+    }
+)
 
-def _argv(root: Path, args: tuple[str, ...]) -> list[str]:
-    """The git command line for `args` in `root`: hooks and fsmonitor off, and for the diff
-    family no textconv or external diff (inserted right after the subcommand)."""
+
+def _reads_worktree(command: str, rest: tuple[str, ...]) -> bool:
+    if command == "hash-object":
+        return "--no-filters" not in rest
+    if command == "cat-file":
+        return any(a.startswith(("--filters", "--textconv")) for a in rest)
+    return command not in _NO_WORKTREE
+
+
+def filter_drivers(root: Path) -> list[str]:
+    """The name of every filter driver git's config defines for this vault (the repository's,
+    the user's, the system's, what they include): `filter.<name>.clean`, `.smudge`, `.process`
+    or `.required`. GitError when git cannot read its config."""
+    proc = subprocess.run(
+        [
+            "git",
+            *SAFE_CONFIG,
+            "-C",
+            str(root),
+            "config",
+            "-z",
+            "--name-only",
+            "--get-regexp",
+            r"^filter\.",
+        ],
+        capture_output=True,
+        env=_env(),
+    )
+    if proc.returncode not in (0, 1):  # 1: none set
+        said = proc.stderr.decode(errors="replace").strip()
+        raise GitError(f"git config failed: {said}")
+    names = set()
+    for key in os.fsdecode(proc.stdout).split("\x00"):
+        head, dot, _var = key.strip("\n").rpartition(".")
+        if dot and head.lower().startswith("filter.") and len(head) > len("filter."):
+            names.add(head[len("filter.") :])
+    return sorted(names)
+
+
+def _filters_off(root: Path) -> list[str]:
+    """`-c` settings that make every filter driver git knows here run nothing: an empty command
+    is no filter to git, and a `required` one is then not an error. (Only the config can define
+    a driver; an attribute naming an undefined one does nothing.)"""
+    out: list[str] = []
+    for name in filter_drivers(root):
+        if "=" in name:  # `-c` splits at the first '=': the setting would name another key
+            raise GitError(
+                f"the vault's git config defines a filter driver named {name!r}; vaultwatch "
+                "cannot switch off a filter whose name holds '=' and runs no git beside it. "
+                f'Rename the driver (the [filter "{name}"] section and the .gitattributes '
+                "lines naming it)."
+            )
+        for var in ("clean", "smudge", "process"):
+            out += ["-c", f"filter.{name}.{var}="]
+        out += ["-c", f"filter.{name}.required=false"]
+    return out
+
+
+def _argv(root: Path, args: tuple[str, ...], filters: bool = False) -> list[str]:
+    """The git command line for `args` in `root`: SAFE_CONFIG; for the diff family no textconv
+    or external diff (inserted right after the subcommand); for a command that reads the
+    working tree, no clean, smudge or process filter, unless `filters` (the owner's own action
+    storing the owner's file as `git add` would: git-crypt encrypting on commit)."""
     i = 0
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] == "-c" else 1
-    if i < len(args) and args[i] in _NO_DRIVERS:
-        args = (*args[: i + 1], *_NO_DRIVERS[args[i]], *args[i + 1 :])
-    return ["git", *SAFE_CONFIG, "-C", str(root), *args]
+    command = args[i] if i < len(args) else ""
+    if command in _NO_DRIVERS:
+        args = (*args[: i + 1], *_NO_DRIVERS[command], *args[i + 1 :])
+    off = [] if filters or not _reads_worktree(command, args[i + 1 :]) else _filters_off(root)
+    return ["git", *SAFE_CONFIG, *off, "-C", str(root), *args]
 
 
 def git(
@@ -64,9 +191,12 @@ def git(
     env: dict[str, str] | None = None,
     check: bool = True,
     input: bytes | None = None,
+    filters: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
+    """git `args` in `root`, with every program the vault's `.git` could name switched off
+    (`_argv`); `filters` only for the owner's own actions (see `_argv`)."""
     proc = subprocess.run(
-        _argv(root, args),
+        _argv(root, args, filters),
         capture_output=True,
         env=_env(env),
         input=input,
@@ -116,6 +246,7 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_TERMINAL_PROMPT": "0",
         "LC_ALL": "C",
         "GIT_OPTIONAL_LOCKS": "0",
+        **SAFE_ENV,
         **(extra or {}),
     }
 
@@ -381,37 +512,140 @@ STATE_DIR_MODE = 0o700
 STATE_FILE_MODE = 0o600
 
 
+STATE_NAME = "vaultwatch"  # the state folder's name in the git dir
+
+
+class StateLinked(VaultwatchError, OSError):
+    """A state file or folder of ours is a symbolic link: refused, nothing written or read
+    through it. An OSError too: every `except OSError` that treats a broken state file as
+    upkeep lost (the journal, a cache) goes on treating it so."""
+
+    code = "state_link"
+
+
+def _linked(what: str, path: Path) -> StateLinked:
+    return StateLinked(
+        f"{what} in {path.parent} is a symbolic link: vaultwatch never writes or reads its "
+        "state through one (it would go where the link points); nothing was written through "
+        "it. Remove the link; vaultwatch remakes the file or folder."
+    )
+
+
+def _state_chain(d: Path) -> list[Path]:
+    """Every folder from the state folder `d` is in (the nearest one named STATE_NAME) down to
+    `d`; just `d` when it is in none (a --token-file of the owner's)."""
+    chain = [d]
+    for parent in d.parents:
+        if chain[-1].name == STATE_NAME:
+            break
+        chain.append(parent)
+    if chain[-1].name != STATE_NAME:
+        return [d]
+    chain.reverse()
+    return chain
+
+
+def through_link(path: Path) -> bool:
+    """Whether the state file `path` would be reached through a symbolic link: the state
+    folder or a folder of it down to `path`'s (the file itself is for O_NOFOLLOW to say)."""
+    return any(folder.is_symlink() for folder in _state_chain(path.parent))
+
+
 def make_state_dir(d: Path) -> Path:
     """The state folder `d` (state_dir: <vault>/.git/vaultwatch, or in the git dir a `.git`
-    file points to), made if missing, but never the vault folder itself: a vault moved or
-    deleted while a server runs must stay gone, not come back as an empty stub that a restarted
-    server would serve (git resolving it to whatever repository is above)."""
-    if d.is_symlink():
-        # everything we keep (the token, the commit index) would go wherever it points
-        raise NotADirectoryError(
-            20,
-            "the state folder is a symbolic link; remove the link (vaultwatch remakes it)",
-            str(d),
-        )
-    if not d.is_dir():
-        vault = _VAULT_OF.get(d, d.parent.parent)
-        if not vault.is_dir():
-            raise FileNotFoundError(2, "the vault folder is gone", str(vault))
-        d.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    file points to), or a folder inside it (tmp/, transcripts/), made if missing, but never
+    the vault folder itself: a vault moved or deleted while a server runs must stay gone, not
+    come back as an empty stub that a restarted server would serve (git resolving it to
+    whatever repository is above).
+
+    Every folder from the state folder down to `d` is checked to be a folder and no symbolic
+    link, each time (a link planted after the start too): everything we keep (the token, the
+    journal, the commit index, temp files of notes) would go wherever it points, and what we
+    read back would be someone else's. An OSError (ELOOP) that says so."""
+    for i, folder in enumerate(_state_chain(d)):
+        if folder.is_symlink():
+            raise _linked("the state folder" if i == 0 else f"{folder.name}/", folder)
+        if folder.is_dir():
+            continue
+        if i == 0:
+            vault = _VAULT_OF.get(folder, folder.parent.parent)
+            if not vault.is_dir():
+                raise FileNotFoundError(2, "the vault folder is gone", str(vault))
+            folder.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+        else:
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=STATE_DIR_MODE)
+            if folder.is_symlink():  # made by someone else between the two looks
+                raise _linked(f"{folder.name}/", folder)
     return d
+
+
+# SQLite opens these beside a database by name, following a link: a planted `index.sqlite-wal`
+# link would have SQLite write its log into the file it names.
+_SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
 def state_file(path: Path) -> Path:
     """Make sure the state file `path` exists with STATE_FILE_MODE before another program
     creates it with its own default (SQLite gives its -wal and -shm files the database's mode,
-    git writes an index with the umask's)."""
-    with contextlib.suppress(OSError):
-        os.chmod(path, STATE_FILE_MODE)
-        return path
+    git writes an index with the umask's). Its folders are checked (make_state_dir), and it,
+    or a SQLite file beside it, being a symbolic link is refused (OSError ELOOP): chmod, SQLite
+    and git would all follow it."""
     make_state_dir(path.parent)
+    for p in (path, *(path.with_name(path.name + side) for side in _SQLITE_SIDE)):
+        if p.is_symlink():
+            raise _linked(p.name, p)
     with contextlib.suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE))
+    fd = open_state(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.fchmod(fd, STATE_FILE_MODE)
+    finally:
+        os.close(fd)
     return path
+
+
+def open_state(path: Path, flags: int, mode: int = STATE_FILE_MODE) -> int:
+    """os.open of the state file `path`, never through a symbolic link: its folders checked
+    (make_state_dir, made if missing), the file itself opened with O_NOFOLLOW. The one way
+    anything of ours opens a state file to write it (or to lock it)."""
+    make_state_dir(path.parent)
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _linked(path.name, path) from None
+        raise
+
+
+def write_state(path: Path, data: bytes) -> None:
+    """`data` as the state file `path`, atomically: a temp file made in its (checked) folder
+    with O_EXCL (no link can be there), fsynced, renamed over (which replaces a link, never
+    writes through it), STATE_FILE_MODE."""
+    make_state_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.vaultwatch-tmp")
+    fd = open_state(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def copy_to_state(src: Path, dst: Path) -> None:
+    """A copy of `src` as the state file `dst` (git's index into our copy of it), never
+    written through a link at `dst`."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dst)
+    fd = open_state(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
+        shutil.copyfileobj(inp, out)
 
 
 # State files are read as untrusted input: a synced or unzipped `.git` can hold anything, and
@@ -432,7 +666,10 @@ class StateDamaged(VaultwatchError, ValueError):
 
 def read_state(path: Path, limit: int = STATE_READ_MAX) -> bytes:
     """The bytes of the state file `path`. FileNotFoundError when it is missing; StateDamaged
-    when it is a symlink, not a regular file, or over `limit` bytes."""
+    when it is a symlink (or in a state folder that is one), not a regular file, or over
+    `limit` bytes."""
+    if through_link(path):
+        raise StateDamaged(f"{path.name} is in a state folder that is a symbolic link")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -514,8 +751,7 @@ _HELD = threading.local()
 @contextmanager
 def write_lock(root: Path) -> Iterator[None]:
     """One writer at a time across every process on this vault (flock on write.lock)."""
-    d = make_state_dir(state_dir(root))
-    fd = os.open(d / "write.lock", os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
+    fd = open_state(state_dir(root) / "write.lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _HELD.fds = (*getattr(_HELD, "fds", ()), fd)
@@ -550,15 +786,20 @@ def ensure_repo(root: Path) -> bool:
         if git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).returncode == 0:
             return False
         git(root, "add", "-A")
+        # Added with no filter run (`_argv`): a file under a git filter (git-crypt) would go
+        # into history as its bytes on disk, which the filter exists to keep out. Left out of
+        # the import, untracked, for the owner to add with their own git.
+        staged = [os.fsdecode(p) for p in git(root, "ls-files", "-z").stdout.split(b"\x00") if p]
+        filtered = sorted(filtered_paths(root, staged))
+        if filtered:
+            git(root, "--literal-pathspecs", "rm", "-q", "--cached", "--", *filtered)
         name, email = human_identity(root)
-        # Without hooks, as every other commit of ours (commit-tree): a global pre-commit hook
-        # (git-secrets, talisman, the pre-commit framework) that refuses would otherwise stop
-        # every start, the repository left initialised with no commit. The owner's identity
-        # and the rest of their config (signing included) still apply.
+        # Without hooks or signing, as every other commit of ours (commit-tree, SAFE_CONFIG): a
+        # global pre-commit hook (git-secrets, talisman, the pre-commit framework) that refuses
+        # would otherwise stop every start, the repository left initialised with no commit,
+        # and a planted gpg.program would run. The owner's identity still applies.
         git(
             root,
-            "-c",
-            "core.hooksPath=/dev/null",
             "commit",
             "-q",
             "--allow-empty",
@@ -706,9 +947,8 @@ def _take_index_lock(root: Path, wait_s: float) -> bool:
     another holder. True when it is linked to our marker (crash-safe), False when the file
     system has no hard links (then taken by O_EXCL, as git does). Raises IndexBusy."""
     lock, marker = _index_lock(root), _index_marker(root)
-    make_state_dir(marker.parent)
     _release_dead_index_lock(root)
-    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, STATE_FILE_MODE))
+    os.close(open_state(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
     linked = True
     deadline = time.monotonic() + wait_s
     delay = 0.005
@@ -748,10 +988,10 @@ class OwnerIndex:
 
     def git(self, *args: str, input: bytes | None = None) -> None:
         if self.exists:
-            if not self.copy.exists():
+            if self.copy.is_symlink() or not self.copy.exists():
                 # after an install(), under the same lock (a write holds it across the owner's
                 # snapshot and its own commit): the next change starts from the index in place
-                shutil.copyfile(self.index, self.copy)
+                copy_to_state(self.index, self.copy)
             git(self.root, *args, env={"GIT_INDEX_FILE": str(self.copy)}, input=input)
 
     def install(self) -> None:
@@ -771,7 +1011,7 @@ def owner_index(root: Path, wait_s: float = INDEX_LOCK_WAIT_S) -> Iterator[Owner
         with contextlib.suppress(FileNotFoundError):
             os.unlink(idx.copy)
         if idx.exists:
-            shutil.copyfile(idx.index, idx.copy)  # read under the lock: nobody else changes it
+            copy_to_state(idx.index, idx.copy)  # read under the lock: nobody else changes it
         yield idx
     finally:
         with contextlib.suppress(FileNotFoundError):

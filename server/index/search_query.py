@@ -27,6 +27,9 @@ MAX_QUERY_CHARS = 1_000
 # A CJK run longer than this is a passage pasted in, not words typed: it is searched in one
 # piece (its words apart, each pair a group, cost 0.3 s at 1,000 characters; in one piece, 2 ms)
 MAX_APART_RUN = 32
+# A relaxed query (relaxed_query) reads one match per CJK group: beyond this many groups in
+# all, the query is a passage, not words typed, and is not relaxed
+MAX_RELAXED_GROUPS = 32
 
 
 class SearchError(VaultwatchError, ValueError):
@@ -177,6 +180,52 @@ def phrase_expression(pq: ParsedQuery) -> str | None:
     if not any(t.apart for t in pq.positive):
         return None
     return fts_expression(pq, whole=True)
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """The query with its long CJK words relaxed, for when too few notes hold every word
+    (search engines' "minimum should match"): such a word, typed without spaces, may have been
+    asked in other words than the note's (改写 where the note says 重写), so a note holding most
+    of its pairs may still be the one. `expr` finds the candidates: every other term as the
+    strict query has it (phrases, Latin words), each relaxed word's non-CJK pieces, at least one
+    of its CJK groups, and no exclusion; `parts` gives, per relaxed word, the FTS5 expression of
+    each CJK group (textfold.apart_groups) and how many of them a note must hold."""
+
+    expr: str
+    parts: tuple[tuple[tuple[str, ...], int], ...]
+
+
+def _group_expr(group: Group) -> str:
+    alts = [_fts_phrase([tok]) for tok in group]
+    return alts[0] if len(alts) == 1 else "(" + " OR ".join(alts) + ")"
+
+
+def relaxed_query(pq: ParsedQuery) -> Relaxed | None:
+    """The relaxed form of the query (see Relaxed), or None when no word of it can be relaxed.
+
+    Only an unquoted word whose CJK runs make at least three groups is relaxed, and a note must
+    still hold a strict majority of them (2 of 3, 3 of 4, 3 of 5): a four-character word such
+    as 请求标头 (two groups, 请求 and 标头) is never relaxed to one of its halves. Quoted
+    phrases, exclusions, Latin words and short CJK words stay exact."""
+    pos: list[str] = []
+    parts: list[tuple[tuple[str, ...], int]] = []
+    for t in pq.positive:
+        cjk = [g for g in t.apart or [] if all(CJK.fullmatch(tok) for tok, _ in g)]
+        if len(cjk) < 3:
+            pos.append(_fts_term(t, False))
+            continue
+        exprs = tuple(_group_expr(g) for g in cjk)
+        parts.append((exprs, len(cjk) // 2 + 1))
+        rest = [_group_expr(g) for g in t.apart or [] if g not in cjk]
+        pos.append("(" + " AND ".join([*rest, "(" + " OR ".join(exprs) + ")"]) + ")")
+    if not parts or sum(len(g) for g, _ in parts) > MAX_RELAXED_GROUPS:
+        return None
+    expr = " AND ".join(pos)
+    for t in pq.terms:
+        if t.negated:
+            expr = f"({expr}) NOT {_fts_phrase(t.tokens)}"
+    return Relaxed(expr, tuple(parts))
 
 
 def title_expression(pq: ParsedQuery) -> str | None:

@@ -4,14 +4,11 @@ for the vault's own until it loads again: never wider than the last good one."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from server.core.gitrepo import GitError, load_state_json, state_dir
+from server.core.gitrepo import GitError, load_state_json, state_dir, write_state
 from server.notes.config_model import Config
 from server.notes.paths import PathRefused, normalize_glob
 
@@ -55,18 +52,8 @@ def write_last_good(root: Path, rules: dict[str, Any]) -> None:
     path = _last_good_path(root)
     if not path.parent.parent.is_dir():
         return  # not a git repo (yet): nowhere private to keep it
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{LAST_GOOD}.", suffix=".vaultwatch-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(rules, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    # never through a link in the state folder: the rules would go where it points (issue 27)
+    write_state(path, json.dumps(rules, ensure_ascii=False).encode("utf-8"))
 
 
 def stand_in(root: Path, loaded_at: str) -> Config:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from server.core.gitrepo import state_dir
+from server.core.gitrepo import StateDamaged, open_state, read_state, state_dir
 from server.protocol.args import is_loopback
 from server.protocol.connect import claude_mcp_add_http
 from server.protocol.http_guard import TokenFile, guard
@@ -18,11 +18,13 @@ from server.protocol.http_guard import TokenFile, guard
 
 def read_or_create_token(path: Path) -> str:
     """The bearer token, created with mode 0600 on first use. Safe when two servers race."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = open_state(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        token = path.read_text(encoding="utf-8").strip()
+        try:  # never a link's target as the token (nor a token written through one)
+            token = read_state(path, 4096).decode("utf-8").strip()
+        except (StateDamaged, UnicodeDecodeError) as exc:
+            raise SystemExit(f"vaultwatch-server: token file {path}: {exc}; delete it") from None
         if token:
             return token
         raise SystemExit(

@@ -105,6 +105,8 @@ def check_private(path: Path, *, want_socket: bool = False) -> None:
     """The state folder and the socket must be ours and closed to others: a socket another user
     made (or could reach) would let them read the notes we send or answer in the server's name."""
     st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):  # it would lead to someone else's socket or folder
+        raise Unusable(f"{path} is a symbolic link, not a {'socket' if want_socket else 'folder'}")
     kind_ok = stat.S_ISSOCK(st.st_mode) if want_socket else stat.S_ISDIR(st.st_mode)
     if not kind_ok:
         raise Unusable(f"{path} is not a {'socket' if want_socket else 'folder'}")
@@ -123,7 +125,7 @@ def socket_address(path: Path) -> str:
     text = os.fsdecode(path)
     if len(os.fsencode(text)) < 100:
         return text
-    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     return f"/proc/self/fd/{fd}/{path.name}"
 
 
@@ -160,7 +162,9 @@ def try_connect(sdir: Path) -> socket.socket | None:
 @contextlib.contextmanager
 def start_lock(sdir: Path, wait: float = START_WAIT_S) -> Any:
     """One starter at a time, so ten clients opened at once start one resident."""
-    fd = os.open(sdir / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # never through a link (issue 27): the lock file would be made wherever it points
+    check_private(sdir)
+    fd = os.open(sdir / START_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -195,7 +199,11 @@ def spawn_resident(
     added +2.8 to +5.4 ms median with the resident in its own session, +0.3 to +0.4 ms in the
     client's."""
     log = (
-        os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.open(
+            sdir / LOG_NAME,
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+            0o600,
+        )
         if sdir is not None
         else os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
     )

@@ -36,7 +36,7 @@ import anyio
 import anyio.to_thread
 
 from server import __version__
-from server.core.gitrepo import ensure_repo, make_state_dir, state_dir
+from server.core.gitrepo import ensure_repo, make_state_dir, open_state, state_dir
 from server.protocol.cli import _raise_interrupt, no_core_dumps, open_vault, stop
 from server.protocol.relay import (
     EXIT_ANOTHER,
@@ -362,7 +362,7 @@ def take_vault(sdir: Path) -> tuple[int, socket.socket]:
     """The life lock (one resident per vault) and the listening socket, made 0600 as it is
     bound (umask), in the 0700 state folder. A socket file left by a dead resident is removed:
     holding the lock means no live resident serves it."""
-    fd = os.open(sdir / LIFE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = open_state(sdir / LIFE_LOCK, os.O_RDWR | os.O_CREAT)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -406,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     ensure_repo(root)  # a folder a client opened first: the repo (and its state folder) now
     sdir = make_state_dir(state_dir(root))
     if args.log:  # started by a relay: it outlives it, so its messages go to the vault's log
-        log_fd = os.open(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        log_fd = open_state(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         os.dup2(log_fd, 2)
         os.close(log_fd)
     lock_fd, listener = take_vault(sdir)

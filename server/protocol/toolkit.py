@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.core.budget import CUT, fit_result, paths_named
-from server.core.gitrepo import trailer_value
+from server.core.gitrepo import StateLinked, trailer_value
 from server.core.tool_names import ToolName
 from server.index.search import IndexUnavailable
 from server.notes.filters import QueryError
@@ -214,7 +214,7 @@ class ToolKit:
                     # Embedding starts with the first tool call (after the handshake) but
                     # never delays its answer; recall itself starts it too.
                     self.vault.start_semantic_soon()
-            except (VaultError, QueryError, ReadError, IndexUnavailable) as exc:
+            except (VaultError, QueryError, ReadError, IndexUnavailable, StateLinked) as exc:
                 message, code = cut_echoes(exc.message, args), exc.code
                 self.vault.journal.append(
                     journal.Error(name, code, message), client=client_name(ctx)

@@ -307,6 +307,7 @@ class _Parsed:
     fits: bool  # read_doc returns it whole in one call
     limit: int  # the budget `fits` was judged under
     anchors: tuple[set[str], set[str]] | None = None  # headings and ^blocks, when asked
+    cjk: bool | None = None  # written in a CJK script (cross_language), when asked
 
 
 _CACHE: dict[tuple[str, str], _Parsed] = {}
@@ -446,45 +447,111 @@ def near_pairs(
     blocked matrix product whatever the scores: a vault of look-alike notes has hundreds of
     thousands of such pairs (every one counted, `cap` kept), and each block gives at most
     `cap` candidates, taken only above the cap-th best score found so far."""
+    return near_pairs_at(mat, [threshold], cap, block)[0]
+
+
+class _Best:
+    """The best `cap` pairs at or above one threshold, and the count of all, block by block."""
+
+    def __init__(self, threshold: float, cap: int) -> None:
+        import numpy as np
+
+        self.threshold, self.cap, self.total = threshold, cap, 0
+        self.s = np.zeros(0, np.float32)
+        self.i = np.zeros(0, np.int64)
+        self.j = np.zeros(0, np.int64)
+        self.floor = threshold  # what a pair must reach to be kept; the cap-th best once full
+
+    def add(self, sims: np.ndarray, a: int) -> None:
+        import numpy as np
+
+        cap = self.cap
+        self.total += int(np.count_nonzero(sims >= self.threshold))
+        hit = sims >= self.floor if len(self.s) < cap else sims > self.floor
+        found = int(np.count_nonzero(hit))
+        if not found:
+            return
+        if found > cap:  # only the block's best `cap` can be among the best `cap` overall
+            rows, cols = np.unravel_index(np.argpartition(sims, -cap, axis=None)[-cap:], sims.shape)
+        else:
+            rows, cols = np.nonzero(hit)
+        self.s = np.concatenate([self.s, sims[rows, cols]])
+        self.i = np.concatenate([self.i, rows + a])
+        self.j = np.concatenate([self.j, cols + a])
+        if len(self.s) > cap:
+            top = np.argpartition(-self.s, cap - 1)[:cap]
+            self.s, self.i, self.j = self.s[top], self.i[top], self.j[top]
+        if len(self.s) >= cap:
+            self.floor = max(self.floor, float(self.s.min()))
+
+    def result(self) -> tuple[list[tuple[float, int, int]], int]:
+        pairs = list(zip(self.s.tolist(), self.i.tolist(), self.j.tolist(), strict=True))
+        return pairs, self.total
+
+
+def near_pairs_at(
+    mat: np.ndarray, thresholds: list[float], cap: int = MAX_DUPLICATES, block: int = BLOCK
+) -> list[tuple[list[tuple[float, int, int]], int]]:
+    """near_pairs for each threshold, from one pass of the matrix product (the product is the
+    cost: health asks for the near-duplicates and the same-subject pairs of one matrix)."""
     import numpy as np
 
     n = len(mat)
     norms = np.linalg.norm(mat, axis=1)
     mat = (mat / np.where(norms == 0, 1, norms)[:, None]).astype(np.float32)
-    total = 0
-    keep_s = np.zeros(0, np.float32)
-    keep_i = np.zeros(0, np.int64)
-    keep_j = np.zeros(0, np.int64)
-    floor = threshold  # what a pair must reach to be kept; the cap-th best once `cap` are kept
+    best = [_Best(t, cap) for t in thresholds]
     for a in range(0, n, block):
         # rows a..a+b against columns a.. only (half the work); in the b x b square where the
         # rows meet their own columns, the diagonal and below are pairs seen once already
         sims = mat[a : a + block] @ mat[a:].T
         b = sims.shape[0]
         sims[:, :b][np.tril_indices(b)] = -np.inf
-        total += int(np.count_nonzero(sims >= threshold))
-        hit = sims >= floor if len(keep_s) < cap else sims > floor
-        found = int(np.count_nonzero(hit))
-        if not found:
-            continue
-        if found > cap:  # only the block's best `cap` can be among the best `cap` overall
-            rows, cols = np.unravel_index(np.argpartition(sims, -cap, axis=None)[-cap:], sims.shape)
-        else:
-            rows, cols = np.nonzero(hit)
-        keep_s = np.concatenate([keep_s, sims[rows, cols]])
-        keep_i = np.concatenate([keep_i, rows + a])
-        keep_j = np.concatenate([keep_j, cols + a])
-        if len(keep_s) > cap:
-            top = np.argpartition(-keep_s, cap - 1)[:cap]
-            keep_s, keep_i, keep_j = keep_s[top], keep_i[top], keep_j[top]
-        if len(keep_s) >= cap:
-            floor = max(floor, float(keep_s.min()))
-    pairs = list(zip(keep_s.tolist(), keep_i.tolist(), keep_j.tolist(), strict=True))
-    return pairs, total
+        for k in best:
+            k.add(sims, a)
+    return [k.result() for k in best]
+
+
+class _Near:
+    """One check's whole-note vectors and near pairs: the near-duplicates and the same-subject
+    pairs are read from one matrix (the same notes when no template or superseded note sets
+    them apart), its product computed once for both thresholds: the product is the cost."""
+
+    def __init__(self, sem: Any, thresholds: list[float]) -> None:
+        self.sem, self.thresholds = sem, thresholds
+        self._vectors: dict[tuple[str, ...], tuple[list[str], np.ndarray, list[str]]] = {}
+        self._pairs: dict[tuple[str, ...], dict[float, tuple[list[Any], int]]] = {}
+
+    def vectors(self, docs: dict[str, Doc]) -> tuple[list[str], np.ndarray, list[str]]:
+        key = tuple(docs)
+        if key not in self._vectors:
+            self._vectors[key] = self.sem.whole_vectors(docs)
+        return self._vectors[key]
+
+    def pairs(
+        self, paths: list[str], mat: np.ndarray, threshold: float
+    ) -> tuple[list[tuple[float, int, int]], int]:
+        if threshold not in self.thresholds:
+            return near_pairs(mat, threshold)
+        key = tuple(paths)
+        if key not in self._pairs:
+            found = near_pairs_at(mat, self.thresholds)
+            self._pairs[key] = dict(zip(self.thresholds, found, strict=True))
+        return self._pairs[key][threshold]
+
+
+def _written_in_cjk(vault: Vault, e: Entry, limit: int) -> bool:
+    """cross_language.written_in_cjk of the note, kept in the parse cache with its text (the
+    judgment reads the note's opening: 10,000 notes cost seconds, each re-check nothing)."""
+    p = _parse(vault, e, limit)
+    if p is None:
+        return written_in_cjk(vault.root / e.doc.disk)
+    if p.cjk is None:
+        p.cjk = written_in_cjk(vault.root / e.doc.disk)
+    return p.cjk
 
 
 def _duplicates(
-    vault: Vault, entries: dict[str, Entry], threshold: float
+    vault: Vault, entries: dict[str, Entry], threshold: float, near: _Near | None = None
 ) -> tuple[list[Finding], str | None, bool, int]:
     """Near-duplicate pairs from recall's stored whole-note vectors: (findings, a warning,
     whether any were compared, how many pairs at or above the threshold are not listed).
@@ -497,11 +564,12 @@ def _duplicates(
     sem = vault.semantic()
     if sem is None:
         return [], f"near-duplicates not checked: {vault.semantic_unavailable()}", False, 0
+    near = near if near is not None else _Near(sem, [threshold])
     # a template is a skeleton, not a note of the owner's: never one of a pair
     folders = template_folders(vault.root)
     if folders:
         entries = {p: e for p, e in entries.items() if not in_folders(p, folders)}
-    paths, mat, missing = sem.whole_vectors({p: e.doc for p, e in entries.items()})
+    paths, mat, missing = near.vectors({p: e.doc for p, e in entries.items()})
     if len(paths) < 2:
         return (
             [],
@@ -521,11 +589,13 @@ def _duplicates(
         if missing
         else None
     )
-    found, total = near_pairs(mat, threshold)
+    found, total = near.pairs(paths, mat, threshold)
+    found = list(found)  # the cross-language pairs are added below: not to the shared list
     # a note and its counterpart in the other language score lower than two notes in one
     # language: scored by their own rule (cross_language), weighed with the others
     seen = {(i, j) for _, i, j in found}
-    cjk = [written_in_cjk(vault.root / entries[p].doc.disk) for p in paths]
+    limit = vault.config.limits.result_chars
+    cjk = [_written_in_cjk(vault, entries[p], limit) for p in paths]
     across = [x for x in cross_language_pairs(mat, cjk, threshold) if (x[1], x[2]) not in seen]
     found += across
     total += len(across)
@@ -658,27 +728,42 @@ def check(
     """Every finding in the vault now. Reads only; writes nothing. `duplicates=False` leaves
     the near-duplicates out (`with_duplicates` adds them): the screen shows the rest first."""
     started = time.monotonic()
-    found, warnings = _findings(vault, today or date.today())
-    report = _report(vault, found, warnings, include_ignored, started)
-    return with_duplicates(vault, report, include_ignored=include_ignored) if duplicates else report
+    # the notes read once for the whole check: each vault.entries() walks the vault again
+    entries = vault.entries()
+    found, warnings = _findings(vault, today or date.today(), entries)
+    report = _report(vault, found, warnings, include_ignored, started, len(entries))
+    if not duplicates:
+        return report
+    return with_duplicates(vault, report, include_ignored=include_ignored, entries=entries)
 
 
-def with_duplicates(vault: Vault, report: Report, *, include_ignored: bool = False) -> Report:
-    """`report` (made with `duplicates=False`) with the near-duplicates added."""
+def with_duplicates(
+    vault: Vault,
+    report: Report,
+    *,
+    include_ignored: bool = False,
+    entries: dict[str, Entry] | None = None,
+) -> Report:
+    """`report` (made with `duplicates=False`) with the near-duplicates added (`entries`: the
+    notes the report was made of, when the caller has them; read again otherwise)."""
     started = time.monotonic() - report.seconds
     seen = {f.id for f in report.findings}
     found = report.findings + [f for f in report.ignored if f.id not in seen]
-    dups, warning, checked, unlisted = _duplicates(
-        vault, vault.entries(), vault.config.health.duplicate_score
-    )
+    entries = vault.entries() if entries is None else entries
+    threshold = vault.config.health.duplicate_score
+    sem = vault.semantic() if vault.semantic_wanted() else None
+    near = _Near(sem, [threshold, SAME_SUBJECT]) if sem is not None else None
+    dups, warning, checked, unlisted = _duplicates(vault, entries, threshold, near)
     warnings = [*report.warnings, *([warning] if warning else [])]
-    dups += _same_subject(vault, vault.entries()) if checked else []
-    out = _report(vault, found + dups, warnings, include_ignored, started)
+    dups += _same_subject(vault, entries, near) if checked else []
+    out = _report(vault, found + dups, warnings, include_ignored, started, len(entries))
     out.duplicates_checked, out.duplicates_unlisted = checked, unlisted
     return out
 
 
-def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
+def _findings(
+    vault: Vault, today: date, entries: dict[str, Entry]
+) -> tuple[list[Finding], list[str]]:
     """Every finding but the near-duplicates, and the warnings so far."""
     cfg: Config = vault.config
     hc = cfg.health
@@ -686,7 +771,6 @@ def _findings(vault: Vault, today: date) -> tuple[list[Finding], list[str]]:
     if vault.config_notice:
         warnings.append(vault.config_notice)
     warnings += [f"health config: {p}" for p in cfg.health_problems]
-    entries = vault.entries()
     limit = cfg.limits.result_chars
     parsed = _parse_all(vault, entries, limit)
     found: list[Finding] = []
@@ -774,19 +858,18 @@ def _superseded(entries: dict[str, Entry]) -> list[Finding]:
     return out
 
 
-def _same_subject(vault: Vault, entries: dict[str, Entry]) -> list[Finding]:
+def _same_subject(vault: Vault, entries: dict[str, Entry], near: _Near | None) -> list[Finding]:
     """Pairs on one subject by recall's stored whole-note vectors (nothing is embedded; the
     near-duplicates' warning says when they are not there), the older note first: the newer
     may replace it, which the owner judges (contradiction is beyond a vector). Pairs close
     enough to be near-duplicates, and superseded notes, are listed as such instead."""
-    sem = vault.semantic() if vault.semantic_wanted() else None
     live = {p: e for p, e in entries.items() if not is_superseded(e.doc.frontmatter)}
-    if sem is None or len(live) < 2:
+    if near is None or len(live) < 2:
         return []
-    paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in live.items()})
+    paths, mat, _ = near.vectors({p: e.doc for p, e in live.items()})
     if len(paths) < 2:
         return []
-    pairs, _ = near_pairs(mat, SAME_SUBJECT)
+    pairs, _ = near.pairs(paths, mat, SAME_SUBJECT)
     top = vault.config.health.duplicate_score
     out = []
     for score, i, j in sorted(pairs, key=lambda x: -x[0]):
@@ -811,7 +894,12 @@ def _same_subject(vault: Vault, entries: dict[str, Entry]) -> list[Finding]:
 
 
 def _report(
-    vault: Vault, found: list[Finding], warnings: list[str], include_ignored: bool, started: float
+    vault: Vault,
+    found: list[Finding],
+    warnings: list[str],
+    include_ignored: bool,
+    started: float,
+    notes: int,
 ) -> Report:
     """The findings one per id, in order, the ignored ones set apart (or marked)."""
     ignored_ids, ignore_warning = load_ignored(vault.root)
@@ -829,7 +917,7 @@ def _report(
     ignored = [f for f in found if f.id in ignored_ids]
     shown = found if include_ignored else [f for f in found if f.id not in ignored_ids]
     return Report(
-        notes=len(vault.entries()),
+        notes=notes,
         findings=shown,
         ignored=ignored,
         warnings=warnings,

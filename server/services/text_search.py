@@ -16,6 +16,7 @@ from server.index.search_query import (
     parse,
     phrase_expression,
     query_key,
+    relaxed_query,
     snippets,
     title_expression,
     title_key,
@@ -35,6 +36,12 @@ MOST_RECENT = 1.0 + RECENCY * 1.0  # the largest recency factor, as score() comp
 # (停用插件), the notes that say it in one piece before those that hold its words apart.
 WHOLE_TIER = 10.0
 NAMED_TIER = 100.0
+# Fewer notes than this holding every word (a page's worth): a long CJK word typed without
+# spaces is relaxed (search_query.relaxed_query), the notes holding most of it listed after
+# those holding all of it, at most RELAXED_MAX of them. A fixed bound, not the page's size:
+# every page of one query then counts the same total.
+RELAX_BELOW = 10
+RELAXED_MAX = 100
 
 
 def score(
@@ -46,8 +53,9 @@ def score(
     whole: bool = False,
     named: bool = False,
 ) -> float:
-    """How well a note matches, higher is better. The body's bm25 is scaled by the query's best
-    body score (1.0 = the best match in the vault), a title holding every word adds
+    """How well a note matches, higher is better. The body's bm25 is scaled by the best body
+    score of its tier (1.0 = the best match in the vault; for a note holding a CJK word in one
+    piece, the best of those: see TopK), a title holding every word adds
     TITLE_WEIGHT: a strong weight, not a tier, so the note all about a word outranks short notes
     that only carry it in their title. The scale is taken over every match, before filters, so
     a filtered list keeps the unfiltered order. `whole` and `named` are tiers (WHOLE_TIER,
@@ -84,9 +92,15 @@ class TopK:
         self.offset, self.key = offset, key
         self.total = 0
         self.best: float | None = None
+        # the best body score of the notes holding every word in one piece: their scale, so
+        # that when they fill the page the notes holding the words apart are never read (the
+        # bm25 of every match was the cost: a CJK word in a third of 10,000 notes, in one
+        # piece in a sixth of those)
+        self.best_whole: float | None = None
         self.titles_left = 0
         self.whole: set[str] = set()
         self.named: set[str] = set()
+        self._titles: list[str] = []
         self.scored: list[tuple[float, str, Entry]] = []
         self._top: list[float] = []  # min-heap of the `need` best scores so far
         self.visited = 0  # matches scored (the bound's work; tests read it)
@@ -101,12 +115,28 @@ class TopK:
         self.whole = set(whole)
         # a title that is the query holds every word of it: the named are among `titles`
         self.named = {p for p in titles if (e := entries.get(p)) is not None and self._names(e)}
-        self.best, self.scored, self._top, self.visited = None, [], [], 0
+        self.best, self.best_whole, self.scored, self._top, self.visited = None, None, [], [], 0
+        self._titles = titles
         if self.offset >= self.total:
             return 0
         # enough rows for the bound to be met as a rule (about twice the page on the bench's
         # vaults); when it is not, the search index reads on (see SearchIndex.search)
         return None if self.need is None else 3 * self.need + 64
+
+    def whole_fills(self) -> bool:
+        """The notes holding every word in one piece (and any named like the query, all among
+        them) fill the page: only they need be read, best body score first. Asked after
+        `start`, before any match is visited; True means only those will be."""
+        if self.need is None or not self.named <= self.whole or len(self.whole) < self.need:
+            return False
+        entries, keep = self.entries, self.keep
+        kept = sum(
+            1 for p in self.whole if (e := entries.get(p)) is not None and (keep is None or keep(e))
+        )
+        if kept < self.need:
+            return False
+        self.titles_left = len(self.whole.intersection(self._titles))  # no title apart comes
+        return True
 
     def _names(self, e: Entry) -> bool:
         """The note's title or file name is the query (search_query.title_key). A name far
@@ -123,11 +153,14 @@ class TopK:
         best = self.best
         self.titles_left -= title
         whole, named = path in self.whole, path in self.named
+        if whole and self.best_whole is None:
+            self.best_whole = body  # the first of them is the best of them
         self.whole.discard(path)
         self.named.discard(path)
         e = self.entries.get(path)
         if e is not None and (self.keep is None or self.keep(e)):
-            s = score(body, best, title, e.modified_ns, self.now, whole, named)
+            scale = self.best_whole if whole and self.best_whole is not None else best
+            s = score(body, scale, title, e.modified_ns, self.now, whole, named)
             self.scored.append((-s, path, e))
             if self.need is not None:
                 if len(self._top) < self.need:
@@ -143,7 +176,10 @@ class TopK:
         kth, rest = self._top[0], body / best if best < 0 else 0.0
         if not kth > rest * MOST_RECENT:
             return Wants.ALL
-        marked = (rest + (TITLE_WEIGHT if self.titles_left else 0.0)) * MOST_RECENT
+        # a note in one piece still to come is scaled by the best of those (1.0 for the first)
+        bw = self.best_whole
+        top = max(rest, (body / bw if bw is not None and bw < 0 else 1.0) if self.whole else rest)
+        marked = (top + (TITLE_WEIGHT if self.titles_left else 0.0)) * MOST_RECENT
         marked += (WHOLE_TIER if self.whole else 0.0) + (NAMED_TIER if self.named else 0.0)
         if (self.titles_left or self.whole) and not kth > marked:
             return Wants.TITLES
@@ -201,6 +237,7 @@ def search_text(
     expr = fts_expression(pq)
     fp = fingerprint("s", query, type, folder, tags, include_superseded)
     off = read_cursor(cursor, fp)
+    relaxed: list[Entry] = []
     if expr is None:  # filters only: newest first
         ranked = sorted(
             (e for e in entries.values() if wanted.matches(e)),
@@ -218,14 +255,25 @@ def search_text(
         )
         try:
             vault.search.search(expr, title_expression(pq), top, phrase_expression(pq))
+            ranked, total = top.ranked(), top.total
+            rq = relaxed_query(pq) if total < RELAX_BELOW else None
+            found = vault.search.partial(expr, rq.expr, rq.parts, 4 * RELAXED_MAX) if rq else []
         except ValueError as exc:
             raise QueryError(
                 f'{exc}. Simplify the query: plain words, "phrases", -exclusions'
             ) from exc
-        ranked, total = top.ranked(), top.total
+        if found:
+            more = [e for p in found if (e := entries.get(p)) is not None and wanted.matches(e)]
+            relaxed = more[:RELAXED_MAX]
+    strict = total
+    total += len(relaxed)
+    # the page: the strict matches first (all of them ranked when the page reaches past them:
+    # TopK ranks `off + limit`), then the relaxed ones
+    shown = ranked[off : min(off + limit, strict)]
+    shown += relaxed[max(0, off - strict) : max(0, off + limit - strict)]
 
     items = []
-    for e in ranked[off : off + limit]:
+    for e in shown:
         item: dict[str, Any] = {
             "path": e.doc.path,
             "folder": e.doc.folder,
@@ -245,6 +293,18 @@ def search_text(
     budget = cfg.limits.result_chars - 600
     kept, nxt = page(items, off, budget, fp, total)
     result: dict[str, Any] = {"total": total, "hits": kept, "next_cursor": nxt}
+    if relaxed:
+        held = total - len(relaxed)
+        first = (
+            f"The first {held:,} hits hold every word; the {len(relaxed):,} after them"
+            if held
+            else f"No note holds every word; these {len(relaxed):,}"
+        )
+        result["hint"] = (
+            f"{first} hold most of the character pairs of a Chinese, Japanese or Korean word, "
+            "not all: the note may say it in other words. Put the word in quotes to find it "
+            "only as typed."
+        )
     if not total:
         result["hint"] = (
             "No note matched every term. Try fewer or shorter terms (terms are ANDed), "

@@ -298,6 +298,8 @@ def read_cached(path: Path) -> Transcript | None:
     """A cached transcript, or None. The file is state, not trust: a symlink, something other
     than a regular file, an oversized or malformed one is ignored (and redone)."""
     try:
+        if path.parent.is_symlink() or path.parent.parent.is_symlink():
+            return None  # transcripts/ or the state folder a link: another's files
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > CACHE_MAX_BYTES:
             return None
@@ -312,8 +314,7 @@ def _no_follow(path: str, flags: int) -> int:
 
 
 def write_cached(path: Path, t: Transcript) -> None:
-    make_state_dir(path.parent.parent)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
+    make_state_dir(path.parent)  # transcripts/ too: never a link
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, STATE_FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@ it can follow the file.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import logging
 import os
@@ -17,9 +18,9 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
-from server.core.gitrepo import STATE_FILE_MODE, make_state_dir
+from server.core.gitrepo import open_state, through_link
 from server.core.redact import mask_secrets
 
 log = logging.getLogger("vaultwatch.journal")
@@ -270,14 +271,10 @@ class Journal:
         event_out = _kept(line_fields)  # nothing we keep holds a secret: every field, the diff too
         line = (json.dumps(event_out, ensure_ascii=False, default=str) + "\n").encode("utf-8")
         try:
-            make_state_dir(self.path.parent)
-            # O_NOFOLLOW: a journal that is a symlink would append every event (attempted
-            # diffs included) to whatever file it names (adversarial pass 3, N15)
-            fd = os.open(
-                self.path,
-                os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW,
-                STATE_FILE_MODE,
-            )
+            # never through a link: a journal that is a symlink would append every event
+            # (attempted diffs included) to whatever file it names (adversarial pass 3, N15),
+            # a state folder that is one, to a journal anywhere (issue 27)
+            fd = open_state(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 os.write(fd, line)
             finally:
@@ -299,14 +296,17 @@ class JournalReader:
 
     def poll(self) -> list[dict[str, Any]]:
         try:
-            size = self.path.stat().st_size
+            fh = _open_journal(self.path)
         except FileNotFoundError:
             return []
-        if size < self.offset:  # truncated or replaced: start again
-            self.offset, self._partial = 0, b""
-        if size == self.offset:
+        if fh is None:
             return []
-        with self.path.open("rb") as fh:
+        with fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < self.offset:  # truncated or replaced: start again
+                self.offset, self._partial = 0, b""
+            if size == self.offset:
+                return []
             fh.seek(self.offset)
             chunk = fh.read(size - self.offset)
         self.offset += len(chunk)
@@ -335,11 +335,30 @@ def read_all(path: Path, kinds: Collection[str] | None = None) -> list[dict[str,
     return JournalReader(path).poll() if kinds is None else _of_kinds(path, kinds)
 
 
+def _open_journal(path: Path) -> BinaryIO | None:
+    """The journal opened to read, never through a symbolic link (it would show another
+    file's lines as our events): None for one that is a link (read as empty, with a warning)."""
+    try:
+        if through_link(path):
+            raise OSError(errno.ELOOP, "in a state folder that is a link")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        log.warning("%s is a symbolic link; not read (remove it: vaultwatch remakes it)", path)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 def _of_kinds(path: Path, kinds: Collection[str]) -> list[dict[str, Any]]:
     try:
-        data = path.read_bytes()
+        fh = _open_journal(path)
     except FileNotFoundError:
         return []
+    if fh is None:
+        return []
+    with fh:
+        data = fh.read()
     # the lines that spell one of the kinds (as json.dumps writes it): each place a name is
     # found, widened to its line, rather than a test of every line in Python
     names = re.compile(b"|".join(re.escape(json.dumps(k).encode()) for k in kinds) or b"(?!)")

@@ -19,7 +19,6 @@ mtime only when the file itself differs from HEAD).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -32,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.core.gitrepo import git, load_state_json, state_dir
+from server.core.gitrepo import git, load_state_json, state_dir, write_state
 
 log = logging.getLogger("vaultwatch.modified")
 
@@ -182,17 +181,11 @@ class ModifiedTimes:
             return None, {}
 
     def _save(self, head: str) -> None:
-        tmp = self._cache.with_name(f"modified.{os.getpid()}.tmp")
+        data = json.dumps({"head": head, "commits": self._commits}, ensure_ascii=False)
         try:
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"head": head, "commits": self._commits}, f, ensure_ascii=False)
-            os.replace(tmp, self._cache)
+            write_state(self._cache, data.encode("utf-8"))  # never through a link
         except OSError as exc:
             log.warning("could not keep commit times (%s); the next process reads git again", exc)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
     def _log(self, revs: str) -> dict[str, int] | None:
         args = ("log", "--format=%x01%ct", "--name-only", "-z", "--no-renames", revs, "--")

@@ -55,6 +55,7 @@ from server.core.gitrepo import (
     GitError,
     IndexBusy,
     OwnerIndex,
+    StateDamaged,
     commit_message,
     filtered_paths,
     git,
@@ -66,11 +67,13 @@ from server.core.gitrepo import (
     make_state_dir,
     operation_in_progress,
     owner_index,
+    read_state,
     state_dir,
     state_file,
     trailer_value,
     wait_for_index,
     write_lock,
+    write_state,
 )
 from server.notes.config import Config
 from server.notes.note import BOM
@@ -182,9 +185,7 @@ def temp_dir(root: Path, path: Path) -> Path:
     can stage the temp file while it exists, and recovery removes one a crash left."""
     d = state_dir(root) / "tmp"
     try:
-        if not d.is_dir():
-            make_state_dir(d.parent)
-            d.mkdir(mode=0o700, exist_ok=True)
+        make_state_dir(d)  # never a link (OSError: then beside the note)
         near = path.parent
         while not near.exists() and near != root and near.parent != near:
             near = near.parent  # a new note's folder is made on its parent's filesystem
@@ -234,11 +235,13 @@ def _hash_files(root: Path, paths: list[str]) -> list[str]:
     return out.stdout.decode().split()
 
 
-def _hash_as_git_stores(root: Path, paths: list[str]) -> list[str]:
+def _hash_as_git_stores(root: Path, paths: list[str], filters: bool = False) -> list[str]:
     """The blob `git add` would make of each file (relative to root): core.autocrlf, the
-    text/eol attributes and clean filters applied, each by its own path. With none of them set
-    it is the blob of the bytes, stored (-w) so that it can be committed as it is.
-    core.safecrlf is off here: a note with mixed line endings is compared, never refused."""
+    text/eol attributes applied, each by its own path, and its clean filter only for the
+    owner's own action (`filters`; the server never runs a program the vault's config names).
+    With none of them set it is the blob of the bytes, stored (-w) so that it can be committed
+    as it is. core.safecrlf is off here: a note with mixed line endings is compared, never
+    refused."""
     out = git(
         root,
         "-c",
@@ -247,6 +250,7 @@ def _hash_as_git_stores(root: Path, paths: list[str]) -> list[str]:
         "-w",
         "--stdin-paths",
         input="\n".join(paths).encode(),
+        filters=filters,
     )
     return out.stdout.decode().split()
 
@@ -262,9 +266,10 @@ def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
 
 
 def _read_text(path: Path) -> str | None:
+    """A small state file's text; None when missing, damaged or a link (never read through)."""
     try:
-        return path.read_text(encoding="ascii").strip()
-    except (FileNotFoundError, UnicodeDecodeError):
+        return read_state(path, 4096).decode("ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError, StateDamaged):
         return None
 
 
@@ -533,7 +538,7 @@ class Store:
         intent: dict[str, object] = {"pid": os.getpid(), "tool": tool, "files": files}
         if commit is not None:
             intent["commit"] = commit
-        atomic_write(self.intent_path, json.dumps(intent).encode())
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def intent_commits(self, entries: list[tuple[str, str | None]]) -> None:
         """Add to the recorded intent the exact blobs its commit will hold (a file under a git
@@ -541,7 +546,7 @@ class Store:
         the commit and `drop_intent` knows the commit landed and keeps it."""
         intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
         intent["commit"] = [[p, b] for p, b in entries]
-        atomic_write(self.intent_path, json.dumps(intent).encode())
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def drop_intent(self) -> None:
         """The recorded intent is done with (committed, or undone by its own writer)."""
@@ -694,7 +699,7 @@ class Store:
                     for w, b, t in zip(writes, blobs, temps, strict=True)
                 ],
             }
-            atomic_write(self.intent_path, json.dumps(intent).encode())
+            write_state(self.intent_path, json.dumps(intent).encode())
             crash_point("intent")
             for w, tmp in zip(writes, temps, strict=True):
                 if tmp is not None and w.new is not None:
@@ -818,15 +823,16 @@ class Store:
             data = late if (w.rel == rel and late is not None) else w.old
             self._put_back(target, w.new, data)
 
-    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> None:
+    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> bool:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
         lease as the write itself is (see _lease), so a save the owner makes into our copy
-        meanwhile is never dropped: a file that is no longer ours is left as it is."""
+        meanwhile is never dropped: a file that is no longer ours is left as it is. False when
+        it was left so (changed, being saved, or held by another program's lease)."""
         try:
             fd = _open_if_exists(target)
         except BlockingIOError:  # another program's lease: it is busy with the file, leave it
             log.warning("%s is held by another program; left as it is, not put back", target)
-            return
+            return False
         leased = False
         try:
             if fd is not None:
@@ -834,10 +840,10 @@ class Store:
                     leased = _lease(fd, str(target))
                 except WriteRace:
                     log.warning("%s is being saved; left as it is, not put back", target)
-                    return
+                    return False
             now = _read_fd(fd) if fd is not None else None
             if now != ours or (leased and fd is not None and _lease_broken(fd)):
-                return  # edited again since we replaced it: that edit is newer, keep it
+                return False  # edited again since we replaced it: that edit is newer, keep it
             if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
@@ -851,6 +857,8 @@ class Store:
                 if saved != ours:
                     log.warning("a save into %s landed while it was put back; kept", target)
                     atomic_write(target, saved, temp_dir(self.root, target))
+                    return False
+            return True
         finally:
             if fd is not None:
                 if leased:
@@ -890,6 +898,7 @@ class Store:
         it clean and so does this; no owner snapshot rewrites its line endings. What a snapshot
         commits is still the owner's exact bytes (see _hash_files).
         """
+        owners = expect is None
         if expect is None:
             expect = {}
             for p in paths:
@@ -919,7 +928,8 @@ class Store:
         # One git for every file (none when no file differs): in a vault without conversions
         # each blob is the bytes' own, already stored, and the only git run, as before.
         try:
-            seen = _hash_as_git_stores(self.root, dirty) if dirty else []
+            # the dashboard's actions (no plan) are the owner's: their git's clean filters run
+            seen = _hash_as_git_stores(self.root, dirty, owners) if dirty else []
         except GitError as exc:
             for p in dirty:  # "short read": the file changed while git read it
                 _still(self.root / p, *expect[p])
@@ -1041,7 +1051,7 @@ class Store:
         again = bool(intent.get("recovering"))
         if not committed and not again:
             intent["recovering"] = os.getpid()
-            atomic_write(intent_path, json.dumps(intent).encode())
+            write_state(intent_path, json.dumps(intent).encode())
         if not committed:
             for f in files:
                 target = self.root / f["path"]
@@ -1052,12 +1062,15 @@ class Store:
                 if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
                     kept.append(f["path"])  # changed by someone since: leave it alone
                     continue
+                # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
+                # writers of ours out, not the owner's editor; one saving into the dead
+                # writer's copy between our look and our rename lost its words (issue 27).
+                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
+                if not self._put_back(target, current, data):
+                    kept.append(f["path"])  # being saved, or changed at that moment
+                    continue
                 if f["old"] is None:
-                    target.unlink()
                     _prune_parents(self.root, f["path"])  # folders a killed move made
-                else:
-                    data = git(self.root, "cat-file", "blob", f["old"]).stdout
-                    atomic_write(target, data, temp_dir(self.root, target))
                 restored.append(f["path"])
                 crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
@@ -1139,6 +1152,8 @@ def commit_blobs(
             continue
         lines.append(f"{_git_mode(root / path)} {blob}\t{path}")
     info = ("\n".join(lines) + "\n").encode()
+    if index.is_symlink():  # git would read the file it names as our index: never
+        os.unlink(index)
     cached = index.exists() and _read_text(marker) == head  # holds HEAD's tree already
     # The marker says "the private index holds exactly this commit's tree". It goes before the
     # index is changed and comes back only once the branch holds what the index holds: a crash
@@ -1220,7 +1235,7 @@ def commit_blobs(
                 f"git's index could not be updated ({exc}); nothing was committed"
             ) from exc
     try:  # the branch has moved: from here on, upkeep only (a lost marker costs a read-tree)
-        atomic_write(marker, sha.encode())
+        write_state(marker, sha.encode())
     except OSError as exc:
         log.warning("private index marker not written: %s", exc)
         with contextlib.suppress(OSError):
@@ -1257,7 +1272,8 @@ def _git_mode(path: Path) -> str:
 
 def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
     """Each path with the blob of the file on disk now, stored in git (None: no such file, the
-    commit removes it); a symlink as its target text, as git keeps links."""
+    commit removes it); a symlink as its target text, as git keeps links. The owner's actions
+    only (move, delete, create): a file under a filter goes through the filter."""
     files = [p for p in paths if os.path.lexists(root / p) and not os.path.islink(root / p)]
     # a file under a git filter (git-crypt) is stored as `git add` stores it: its bytes on disk
     # are what the filter keeps out of history (the AI never writes such a file; the owner's
@@ -1267,7 +1283,7 @@ def disk_blobs(root: Path, paths: list[str]) -> list[tuple[str, str | None]]:
     through = [p for p in files if p in filtered]
     found = dict(zip(plain, _hash_files(root, plain), strict=True)) if plain else {}
     if through:
-        found.update(zip(through, _hash_as_git_stores(root, through), strict=True))
+        found.update(zip(through, _hash_as_git_stores(root, through, True), strict=True))
     for p in paths:
         if os.path.islink(root / p):
             link = os.fsencode(os.readlink(root / p))

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -45,9 +44,10 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 from app.services.context_preview import Preview, mark_reviewed, preview
 from app.services.stats import BARS
 from app.ui.navigation import desk
-from app.ui.widgets.cells import Cell, cut_middle, note_label, others_width, plural
+from app.ui.widgets.cells import cut_middle, note_label, others_width, plural
 from app.ui.widgets.keys import Table
 from app.ui.widgets.lines import LinesView
+from app.ui.widgets.table_fill import fill
 from server.notes.config import CONFIG_NAMES
 from server.services.reads import (
     BigRead,
@@ -129,39 +129,6 @@ def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
         return ""
     more = f" +{len(names) - 1}" if len(names) > 1 else ""
     return cut_middle(names[0], width - len(more)) + more
-
-
-def put(
-    table: DataTable[Any], headings: Sequence[str], rows: Sequence[Sequence[Any]], most: int = 60
-) -> None:
-    """Fill a table: columns as wide as their widest cell in terminal cells (a Chinese
-    character takes two; `most` caps one), counts right-aligned under their headings as on
-    the Stats screen (a column is of counts when its first row holds an int), the rest as
-    given: text, or Content (a note's label, a sparkline)."""
-    counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
-    cells = [
-        [
-            Cell(f"{c:,}")
-            if isinstance(c, int)
-            else Cell.of(c)
-            if isinstance(c, Content)
-            else Cell(str(c))
-            for c in row
-        ]
-        for row in rows
-    ]
-    widths = []
-    for i, heading in enumerate(headings):
-        width = min(most, max([cell_len(heading), *(r[i].width for r in cells)]))
-        table.add_column(Text(heading, justify="right" if counts[i] else "left"), width=width)
-        widths.append(width)
-    for row in cells:
-        table.add_row(
-            *(
-                Cell(" " * (widths[i] - c.width) + c.plain) if counts[i] else c
-                for i, c in enumerate(row)
-            )
-        )
 
 
 def context_files(p: Preview) -> list[str]:
@@ -422,7 +389,7 @@ class ReadsScreen(Screen[None]):
         table = self.query_one(id_, DataTable)
         at = table.cursor_row
         table.clear(columns=True)
-        put(table, headings, rows, most=most)
+        fill(table, headings, rows, most=most)
         if table.row_count:
             table.move_cursor(row=min(at, table.row_count - 1))
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rich.cells import cell_len
-from rich.style import Style as RichStyle
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -39,9 +37,9 @@ from app.services.stats import (
     measure_table,
     week_table,
 )
-from app.ui.widgets.cells import Cell as TableCell
 from app.ui.widgets.cells import cut_middle, others_width, short_names
 from app.ui.widgets.keys import Pane, Table
+from app.ui.widgets.table_fill import fill
 
 PERIODS: tuple[str | None, ...] = ("12w", "52w", None)  # `p` goes round them; None: all history
 PERIOD_WORDS = {"12w": "12 weeks", "52w": "52 weeks", None: "all history"}
@@ -58,39 +56,9 @@ NAME_WIDTH = 8  # the least a client's name is cut to
 TOOLS_NAME_WIDTH = 16  # ... beside its tools, which take the rest
 
 
-BOLD = RichStyle(bold=True)
 TREND_HEADING = "trend: weekly, oldest on the left"
-
-
-def put(
-    table: DataTable[Any],
-    headings: Sequence[str],
-    rows: Sequence[Sequence[Cell]],
-    bold_last: bool = False,
-) -> None:
-    """Fill a table: columns as wide as their widest cell in terminal cells (a Chinese
-    character takes two), counts right-aligned under their headings, text as it is (the
-    indent of a tool under its measure kept), the last row in bold when it is a total.
-    Each cell is plain text already padded to its column (`cells.Cell`): a rich Text cell is
-    wrapped, split and justified again at every draw, most of the screen's drawing time.
-    (`insights.fill` gives Content cells, which wrap and so drop leading spaces.)"""
-    counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
-    texts = [[f"{c:,}" if isinstance(c, int) else c for c in r] for r in rows]
-    widths = []
-    for i, heading in enumerate(headings):
-        width = max([cell_len(heading), *(cell_len(r[i]) for r in texts)])
-        label = Text(heading, justify="right" if counts[i] else "left")
-        table.add_column(label, width=width)
-        widths.append(width)
-    for n, row in enumerate(texts):
-        style = BOLD if bold_last and n == len(texts) - 1 else None
-        table.add_row(*(_cell(c, widths[i], counts[i], style) for i, c in enumerate(row)))
-
-
-def _cell(text: str, width: int, right: bool, style: RichStyle | None) -> TableCell:
-    """`text` padded to `width` cells, on the left when it is a count (right-aligned)."""
-    pad = " " * (width - cell_len(text))
-    return TableCell((pad + text if right else text + pad, style))
+WEEKS_HEADING = "per week, newest first"
+MORE_COLUMNS = " · more columns to the right: → scrolls"
 
 
 def tools_text(counts: Counter[str], names: dict[str, str]) -> str:
@@ -214,7 +182,7 @@ class StatsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(self._counting_title(), id="title")
         with Pane(id="stats-body"):
-            yield Static(Content("per week, newest first"), classes="heading")
+            yield Static(Content(WEEKS_HEADING), classes="heading", id="weeks-heading")
             yield StatsTable(
                 id="stats-weeks", cursor_type="row", fixed_columns=1, zebra_stripes=True
             )
@@ -323,6 +291,11 @@ class StatsScreen(Screen[None]):
         full = week_columns(stats)
         weeks = full if others_width(*full) <= room + 1 else week_columns(stats, names)
         self._table("#stats-weeks", *weeks, bold_last=True)
+        # a table wider than the screen says so where the eye is, not only by a scrollbar
+        cut = others_width(*weeks) > room + 1
+        self.query_one("#weeks-heading", Static).update(
+            Content(WEEKS_HEADING) + (Content.styled(MORE_COLUMNS, "$text-warning") if cut else "")
+        )
         # the trend: as wide as it needs; side by side with the clients, at most half
         wide = self.app.size.width >= WIDE
         trend_room = body // 2 - MARGIN - SCROLLBAR if wide else room
@@ -415,6 +388,6 @@ class StatsScreen(Screen[None]):
         table = self.query_one(selector, DataTable)
         at = table.cursor_row
         table.clear(columns=True)
-        put(table, headings, rows, bold_last)
+        fill(table, headings, rows, bold_last=bold_last)
         if table.row_count:
             table.move_cursor(row=min(at, table.row_count - 1))

@@ -1,10 +1,20 @@
-"""Filling a DataTable with columns measured in terminal cells: every insight screen's tables."""
+"""Filling a DataTable, the one way every screen's tables are filled: columns as wide as their
+widest cell in terminal cells (a Chinese character takes two; `most` caps one), counts
+right-aligned under right-aligned headings (a column is of counts when its first row holds an
+int), text as given (a tool's indent under its measure kept), Content as it is (a note's label,
+a sparkline), and the last row in bold when it is a total.
+
+Each cell is a `cells.Cell` padded to its column: DataTable measures a Content cell as one
+cell wide (every column was cut to its heading, `sys` for system-design), and a rich Text cell
+is wrapped, split and justified again at every draw, most of a screen's drawing time."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from rich.cells import cell_len
+from rich.style import Style as RichStyle
 from rich.text import Text
 from textual.content import Content
 from textual.widgets import DataTable
@@ -12,6 +22,7 @@ from textual.widgets import DataTable
 from app.ui.widgets.cells import Cell
 
 Value = Content | int | str
+BOLD = RichStyle(bold=True)
 
 
 def fill(
@@ -20,19 +31,35 @@ def fill(
     rows: Sequence[Sequence[Value]],
     keys: Sequence[str] | None = None,
     most: int = 60,
+    bold_last: bool = False,
 ) -> None:
-    """Columns as wide as their widest cell, measured in terminal cells (a Chinese character
-    takes two). DataTable measures a Content cell as one cell wide, so without explicit widths
-    every column was cut to its heading (`sys` for system-design). `most` caps one column."""
-    cells = [
-        [
-            c if isinstance(c, Content) else Content(f"{c:,}" if isinstance(c, int) else c)
-            for c in row
-        ]
-        for row in rows
-    ]
+    counts = [bool(rows) and isinstance(rows[0][i], int) for i in range(len(headings))]
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = []
     for i, heading in enumerate(headings):
-        width = max([Content(heading).cell_length, *(r[i].cell_length for r in cells)])
-        table.add_column(Text(heading), width=min(most, width))
+        width = min(most, max([cell_len(heading), *(r[i].width for r in cells)]))
+        table.add_column(Text(heading, justify="right" if counts[i] else "left"), width=width)
+        widths.append(width)
+    last = len(cells) - 1
     for n, row in enumerate(cells):
-        table.add_row(*map(Cell.of, row), key=keys[n] if keys else None)
+        style = BOLD if bold_last and n == last else None
+        table.add_row(
+            *(_padded(c, widths[i], counts[i], style) for i, c in enumerate(row)),
+            key=keys[n] if keys else None,
+        )
+
+
+def _cell(value: Value) -> Cell:
+    if isinstance(value, int):
+        return Cell(f"{value:,}")
+    if isinstance(value, Content):
+        return Cell.of(value)
+    return Cell(str(value))
+
+
+def _padded(cell: Cell, width: int, right: bool, style: RichStyle | None) -> Cell:
+    """Text padded to its column (on the left when it is a count); Content as it is."""
+    if cell.content is not None:
+        return cell
+    pad = " " * max(0, width - cell.width)
+    return Cell((pad + cell.plain if right else cell.plain + pad, style))
