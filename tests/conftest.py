@@ -236,3 +236,17 @@ def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
     )
+
+
+async def workers_done(app: Any) -> None:
+    """Every worker of `app` finished. An exclusive worker a newer ask replaced ends cancelled,
+    which `wait_for_complete` raises: that is the app working as meant, so the wait goes on
+    for the rest (bounded)."""
+    from textual.worker import WorkerCancelled
+
+    for _ in range(50):
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue

@@ -529,7 +529,11 @@ async def test_the_palette_offers_the_screens_commands(
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        wanted = ["Tag trends", "Context cost today", "AI rows on/off (a, h and e combine)"]
+        wanted = [
+            "Tag trends",
+            "What the AI reads: cost, most read, context",
+            "AI rows on/off (a, h and e combine)",
+        ]
         for title in [*wanted, "Connect a client (copy a snippet)", "Theme"]:
             assert title in titles
         await pilot.press("ctrl+p")

@@ -21,6 +21,8 @@ from app.ui.dashboard import Dashboard
 from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import ensure_repo
 
+from .conftest import workers_done
+
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
@@ -145,7 +147,7 @@ async def settle(pilot: Any, toasts: bool = False) -> None:
             break
         await pilot.pause(0.05)
     for _ in range(3):
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause(0.2)
         if not toasts:
             app.clear_notifications()

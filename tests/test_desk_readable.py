@@ -24,6 +24,8 @@ from app.ui.widgets.timeline import Timeline, fit_line, widths
 from server.protocol.tools import build_server
 from server.vault import Vault
 
+from .conftest import workers_done
+
 pytestmark = pytest.mark.anyio
 
 NUMBERS = "一二三四五六七八九十"
@@ -341,7 +343,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, kind), f"{kind.__name__}")
             await pilot.pause(0.3)
-            await app.workers.wait_for_complete()
+            await workers_done(app)
             await pilot.pause(0.2)
 
         t.focus()
@@ -353,7 +355,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         for tab in "1234":
             await pilot.press(tab)
             await pilot.pause(0.3)
-            await app.workers.wait_for_complete()
+            await workers_done(app)
             await walk(f"reads tab {tab}")
         await pilot.press("escape")
         t.focus()

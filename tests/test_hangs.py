@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from server.core.gitrepo import ensure_repo, state_dir
 from server.notes.note import content_hash
-from server.services import writes
+from server.services import write_checks
 from server.services.writes import apply, result_for
 from server.vault import Vault
 from server.write import edits
@@ -394,7 +394,7 @@ def apply_unified(old: list[str], diff: str) -> list[str]:
 @pytest.mark.parametrize("align", [1_000, 3, 0])
 def test_the_bounded_diff_turns_old_into_new(align: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether difflib aligns the changed stretch or lines are paired by position."""
-    monkeypatch.setattr(writes, "DIFF_ALIGN_LINES", align)
+    monkeypatch.setattr(write_checks, "DIFF_ALIGN_LINES", align)
     rng = random.Random(align)
     for _ in range(500):
         old = [rng.choice(["a\n", "b\n", "c\n", "- [ ] x\n", "\n"]) for _ in range(30)]
@@ -402,7 +402,7 @@ def test_the_bounded_diff_turns_old_into_new(align: int, monkeypatch: pytest.Mon
         for _ in range(rng.randrange(6)):
             k = rng.randrange(len(new) + 1)
             new[k : k + rng.randrange(2)] = rng.choice([[], ["x\n"], ["a\n", "y\n"]])
-        diff = writes.unified_diff(old, new, "n.md")
+        diff = write_checks.unified_diff(old, new, "n.md")
         assert apply_unified(old, diff) == new and (diff == "") == (old == new)
 
 

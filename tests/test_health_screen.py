@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.cells import cell_len
 from textual.widgets import DataTable, Static
 
 from app.ui.dashboard import Dashboard
@@ -21,6 +22,7 @@ from server.vault import Vault
 from .conftest import git
 from .test_dashboard import until
 from .test_health import FILES, LATER
+from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -405,3 +407,79 @@ async def test_deleting_one_of_a_near_duplicate_pair_lists_both(
         listed = app.screen.query_one("#matches", OptionList)
         assert listed.option_count == 2
         await pilot.press("escape")
+
+
+# -- audit 3: N7, N28 -------------------------------------------------------------------------------
+
+
+def marked_line_in_view(modal: NoteModal) -> bool:
+    view = modal.query_one("#dialog-body", LinesView)
+    assert modal.at is not None
+    row = view._starts[modal.at - 1]
+    return view.scroll_y <= row < view.scroll_y + view.scrollable_content_region.height
+
+
+async def test_open_keeps_the_findings_line_in_view_at_80x24(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N7: in the demo (`H`, the broken link, `o`) at 80x24 the note opened at line 1 with line
+    21 marked off screen; a terminal made smaller with the note open left it below the fold."""
+    from server.notes.bundled import make_demo_vault
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_demo_vault(tmp_path / "demo")
+    app = Dashboard(root, poll_seconds=60)
+    link = "applications/northwind-labs-backend-engineer.md"
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_health(pilot)
+        [finding] = [f for f in screen.shown_findings() if f.path == link]
+        await select(pilot, screen, finding.id)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, NoteModal))
+        modal = app.screen
+        assert isinstance(modal, NoteModal) and modal.at == 21
+        await until(pilot, lambda: marked_line_in_view(modal))
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: app.size == (80, 24))
+        await until(
+            pilot,
+            lambda: marked_line_in_view(modal),
+            describe=lambda: modal.query_one("#dialog-body", LinesView).scroll_y,
+        )
+        assert "21 They care about exactly-once effects" in screen_text(app)
+        view = modal.query_one("#dialog-body", LinesView)
+        await pilot.press("g")  # the owner's scroll is the owner's: a resize keeps it
+        await until(pilot, lambda: view.scroll_y == 0)
+        await pilot.resize_terminal(80, 23)
+        await until(pilot, lambda: app.size == (80, 23))
+        await pilot.pause(0.2)
+        assert view.scroll_y == 0
+
+
+async def test_the_open_notes_title_keeps_its_line_number_whole(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N28: at 80 columns a long Chinese path's title wrapped inside its line number
+    (`…技术文档写作.md:1` over `9`): the path wraps by cell_wrap's rule, `md:19` stays whole."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    # 64 cells of path: at 80 columns the title's row (66 cells) ends inside `:19`
+    path = "写作与表达/分布式系统设计/团队知识库/关于怎样写好技术文档写作.md"
+    assert cell_len(path) == 64
+    body = "".join(f"第{i}行\n" for i in range(1, 19)) + "见 [[不存在的笔记]]\n"
+    root = make_vault({path: body})
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_health(pilot)
+        [finding] = [f for f in screen.shown_findings() if f.kind == "broken_link"]
+        await select(pilot, screen, finding.id)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, NoteModal))
+        modal = app.screen
+        assert isinstance(modal, NoteModal) and modal.at == 19
+        await pilot.pause(0.2)
+        r = modal.query_one("#dialog-title").content_region
+        strips = app.screen._compositor.render_strips()[r.y : r.bottom]
+        rows = [strip.crop(r.x, r.right).text.strip() for strip in strips]  # by cells
+        assert len(rows) == 2, rows
+        assert any("md:19" in row for row in rows), rows
+        assert "".join(rows) == f"{path}:19", rows

@@ -67,3 +67,29 @@ async def test_blockers_show_author_and_time_whole_and_cut_the_path(
             assert "行动计划.md" in owner and "行动计划.md" in ai
         boxes = list(app.screen.query(Checkbox))
         assert [b.value for b in boxes] == [False, True]
+
+
+async def test_an_unticked_commit_has_no_x(connect: Any, make_vault: Any) -> None:
+    """N15: ticked and unticked boxes both drew an X, told apart only by its colour (151 against
+    17 on 59): the owner's unticked commit read as ticked. Now the X is the tick."""
+    vault = make_vault({LONG: "# 会议\n\n## 行动\n- 一\n"})
+    async with connect(vault) as s:
+        target = await s.call("append_section", path=LONG, heading="行动", content="- AI 的一行")
+        await s.call("edit_text", path=LONG, old="- AI 的一行", new="- AI 的一行，改过")
+        note = vault / LONG
+        note.write_text(note.read_text().replace("改过", "改过，我的话"))
+        git(vault, "commit", "-qam", f"编辑 {LONG}")
+    app = Dashboard(vault, poll_seconds=0.1)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, app, target["commit"])
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, BlockersModal))
+        await pilot.pause(0.1)
+        boxes = {b.id: b for b in app.screen.query(BlockerBox)}
+        mine, ai = boxes["blocker-0"], boxes["blocker-1"]
+        assert not mine.value and ai.value
+        assert "X" not in mine.render().plain[:3] and "X" in ai.render().plain[:3]
+        mine.focus()
+        await pilot.press("space")  # ticked by the owner: the X appears
+        await until(pilot, lambda: mine.value)
+        assert "X" in mine.render().plain[:3]

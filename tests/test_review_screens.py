@@ -28,7 +28,7 @@ from app.ui.widgets.header import HeaderFacts, ServerState, segments
 from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
 
-from .conftest import git
+from .conftest import git, workers_done
 from .test_dashboard import footer, footer_fits, until
 from .test_review import W, owner_edit
 from .test_screens import screen_text
@@ -236,7 +236,7 @@ async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
         screen = await open_review(pilot)
         first = notes_listed(app)[0]
         await shown(pilot, first)
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         await pilot.pause(0.3)
         assert fills == 1
         assert reads.count(first) == 1, reads
@@ -460,7 +460,7 @@ async def test_the_period_switch(connect: Any, vault: Path) -> None:
         await until(pilot, lambda: box.has_focus)
         box.value = "last tuesday"
         await pilot.press("enter")
-        await until(pilot, lambda: "not last, today" in screen_text(app))
+        await until(pilot, lambda: "'last tuesday' is not a period" in screen_text(app))
 
 
 # -- the note view ------------------------------------------------------------------------------
@@ -827,3 +827,140 @@ async def test_review_shows_a_moved_note_under_its_new_path(
         await until(pilot, lambda: notes_listed(app) == [])
         assert "undid hunk 1 of " in screen_text(app)
     assert (root / new).read_text() == ZH_VAULT[IDEA] and not (root / IDEA).exists()
+
+
+# -- audit 3: N8, N14's toast, N16, N17, N20 --------------------------------------------------------
+
+
+def toasts(app: Dashboard) -> list[str]:
+    """The toasts on screen (the app runs with `notifications=True`: Pilot hides them by
+    default): each covers the bottom right corner, the status line's end."""
+    from textual.widgets._toast import Toast
+
+    return [str(t.render()) for t in app.screen.query(Toast)]
+
+
+async def test_the_revert_confirm_shows_the_lines_it_takes_back(connect: Any, vault: Path) -> None:
+    """N8: `R`'s confirm listed the commits and not the diff the revert applies, while `r` and
+    `u` show theirs; now the net diff of the revert, the owner's line kept."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai one")
+        owner_edit(vault, "w.md", "free text", "free text, mine")
+        await s.call("append_section", path="w.md", heading="Log", content="- ai two")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        await shown(pilot, "w.md")
+        await pilot.press("R")
+        await until(pilot, lambda: app.screen is not screen)
+        body = app.screen.query_one("#dialog-body", LinesView).plain
+        assert "The revert will change:" in body, body
+        lines = body.splitlines()
+        assert "- - ai one" in lines and "- - ai two" in lines, body
+        assert not any(line.startswith("-") and "mine" in line for line in lines), body
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen is screen)
+    assert "- ai two" in (vault / "w.md").read_text()  # the confirm wrote nothing
+
+
+async def test_a_revert_that_cannot_apply_is_refused_before_the_confirm(
+    connect: Any, vault: Path
+) -> None:
+    """N8 (planned first): an owner's commit on the AI's line makes the revert impossible; it
+    was refused after y, now in the status line with no dialog."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai one")
+    owner_edit(vault, "w.md", "- ai one", "- ai one, corrected by me")
+    app = app_on(vault)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await open_review(pilot)
+        await shown(pilot, "w.md")
+        status = screen.query_one("#review-status", Static)
+        await pilot.press("R")
+        await until(pilot, lambda: "revert refused" in str(status.content))
+        assert app.screen is screen
+        assert not toasts(app)  # said once, where it stays: a toast hid the status line
+    assert "corrected by me" in (vault / "w.md").read_text()
+
+
+async def test_after_the_last_mark_nothing_says_hunks_or_hides_the_status(
+    connect: Any, vault: Path
+) -> None:
+    """N16: the diff's border kept `2 hunks` over "Nothing to review"; and (N14's tail) the
+    status line that says what was done was covered by a toast of the same words at 80x24."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="w.md", heading="Log", content="- ai one")
+        await s.call("edit_text", path="w.md", old="free text", new="free text, by AI")
+    app = app_on(vault)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await open_review(pilot)
+        await shown(pilot, "w.md")
+        pane = screen.query_one(ReviewDiff)
+        assert "hunk" in str(pane.border_title)
+        await pilot.press("space")
+        await until(pilot, lambda: "Nothing to review" in diff_text(app))
+        await pilot.pause(0.1)
+        assert not pane.border_title, pane.border_title
+        assert "hunk" not in screen_text(app)
+        assert "w.md: 2 AI commits marked reviewed" in screen_text(app)
+        assert not toasts(app), toasts(app)
+
+
+def on_screen(app: Dashboard, words: str) -> Callable[[], bool]:
+    return lambda: words in screen_text(app)
+
+
+async def test_the_date_box_answers_in_its_own_words(connect: Any, vault: Path) -> None:
+    """N17: a period typed in the review's box was answered `--since 'yesterday': not last,
+    ...`: an option of the shell the screen never showed, and `last`, which the box does not
+    take (p gives it)."""
+    async with connect(vault) as s:
+        await s.call("append_section", path="a.md", heading="Log", content="- ai in a")
+    app = app_on(vault)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await open_review(pilot)
+        box = screen.query_one("#review-since", Input)
+        for typed, said in (
+            ("yesterday", "'yesterday' is not a period: give today, a number of days (7d)"),
+            ("2999-01-01", "'2999-01-01' is in the future"),
+        ):
+            await pilot.press("d")
+            await until(pilot, lambda: box.has_focus)
+            box.value = typed
+            await pilot.press("enter")
+            await until(pilot, on_screen(app, said), describe=lambda: screen_text(app))
+            text = screen_text(app)
+            assert "--since" not in text and "not last" not in text, text
+            status = str(screen.query_one("#review-status", Static).content)
+            assert status.endswith("still showing since your last review"), status
+            await until(pilot, lambda: screen.since == "last" and screen.review is not None)
+
+
+async def test_the_obsidian_link_is_not_covered_at_80x24(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N20: with no desktop to open it, the note view printed the obsidian:// link at the bottom
+    and a toast over it; now the reason and the link in the status line, nothing on top."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    async with connect(vault) as s:
+        await s.call("append_section", path=LONG, heading="日志", content="- 一行")
+    app = app_on(vault)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await open_review(pilot)
+        await pilot.press("o")
+        await until(
+            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
+        )
+        await pilot.press("o")
+        url = obsidian_url(vault, LONG)
+        status = app.screen.query_one("#note-status", Static)
+        await until(pilot, lambda: url in str(status.content))
+        await pilot.pause(0.2)
+        assert not toasts(app), toasts(app)
+        assert "no desktop session" in str(status.content)
+        rows = screen_text(app).split("\n")
+        region = status.content_region
+        shown_link = "".join(rows[y].strip() for y in range(region.y, region.bottom))
+        assert url in shown_link, (url, shown_link)
+        assert app.clipboard == url

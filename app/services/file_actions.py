@@ -317,7 +317,8 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
     required fields, dates, allowed values), said in the form's words."""
     # the server's write path (pydantic, the vault's indexes) loads when a note is first made,
     # not with the dashboard (its first paint)
-    from server.services.writes import Rejected, note_path
+    from server.services.op_plans import note_path
+    from server.services.write_plan import Rejected
     from server.write.edits import render_new_note
 
     config = _config(root)

@@ -80,6 +80,17 @@ def commit_of(rec: LogRecord) -> Commit:
 # periods: what `--since` means (review and stats)
 
 
+class NotAPeriod(ActionError):
+    """A period that is none. `str()` says it in the shell's words (`--since 'x': ...`);
+    `why` without the option, for a screen whose box the owner typed it in (the review's date
+    box answered with `--since`, an option it never showed)."""
+
+    def __init__(self, since: str, why: str, shell: str) -> None:
+        super().__init__(shell)
+        self.since = since
+        self.why = why
+
+
 def since_time(since: str, now: datetime | None = None) -> datetime | None:
     """The moment a `--since` of today, Nd (days) or YYYY-MM-DD starts, in the owner's local
     time; None for any other word (a git revision, for the caller to resolve). ActionError for
@@ -93,12 +104,11 @@ def since_time(since: str, now: datetime | None = None) -> datetime | None:
         try:
             d = date.fromisoformat(since)
         except ValueError:
-            raise ActionError(f"{since} is not a date (YYYY-MM-DD)") from None
+            why = "is not a date (YYYY-MM-DD)"
+            raise NotAPeriod(since, why, f"{since} {why}") from None
         if d > now.date():  # a typo of the year, most likely: an empty period would hide it
-            raise ActionError(
-                f"--since {since} is in the future (today is {now:%Y-%m-%d}); give a date up "
-                "to today"
-            )
+            why = f"is in the future (today is {now:%Y-%m-%d}); give a date up to today"
+            raise NotAPeriod(since, why, f"--since {since} {why}")
         return datetime(d.year, d.month, d.day).astimezone()
     return None
 
@@ -114,9 +124,9 @@ def parse_since(root: Path, since: str) -> str | None:
         root, "rev-parse", "-q", "--verify", "--end-of-options", f"{since}^{{commit}}", check=False
     )
     if r.returncode != 0 or not since or since.startswith("-"):
-        raise ActionError(
-            f"--since {since!r}: not last, today, a number of days (7d), a date (YYYY-MM-DD) "
-            "or a commit"
+        kinds = "today, a number of days (7d), a date (YYYY-MM-DD) or a commit"
+        raise NotAPeriod(
+            since, f"is not a period: give {kinds}", f"--since {since!r}: not last, {kinds}"
         )
     return r.stdout.decode().strip()
 

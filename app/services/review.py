@@ -40,12 +40,13 @@ from app.services.actions import ActionError
 from app.services.history import (
     COMMIT_FIELDS,
     Commit,
+    FileChange,
     cat_blobs,
     commit_of,
     parse_since,
     reverted_by,
 )
-from app.services.revert import owner_commit, recover, recover_first, revert
+from app.services.revert import owner_commit, plan_revert, recover, recover_first, revert
 from app.services.rewritten import NOTES_REF, follow_rebases, twins
 from app.services.wording import plural
 from server.core.faults import crash_point
@@ -900,9 +901,26 @@ def marks_of(note: NoteSummary) -> dict[str, list[str]]:
     return {c.sha: [note.path_in(c.sha)] for c in note.commits}
 
 
+def revert_note_changes(root: Path, path: str) -> list[FileChange]:
+    """What `revert_note` would change, planned and nothing written: the note as it is now
+    against the note with its unreviewed AI changes taken back (the confirm showed the commits
+    and not the lines they take back). ActionError, with the reason, when it cannot apply."""
+    note = _to_revert(root, path)
+    recover(root)  # a dead writer's half-write is no part of what the owner is shown
+    return plan_revert(root, [c.sha for c in note.commits], path).changes()
+
+
 def revert_note(root: Path, path: str) -> str:
     """Revert every unreviewed AI change to this note as one owner commit (only this note's
     part of each commit; the owner's commits stay). The reverted changes count as reviewed."""
+    note = _to_revert(root, path)
+    sha = revert(root, [c.sha for c in note.commits], path)
+    write_marks(root, marks_of(note), {c.sha: c.files for c in note.commits})
+    return sha
+
+
+def _to_revert(root: Path, path: str) -> NoteSummary:
+    """The note's unreviewed AI changes, when a revert can take them back."""
     note = next((n for n in summaries(root).notes if n.path == path), None)
     if note is None:
         raise ActionError(f"no unreviewed AI changes to {path}; nothing to revert")
@@ -914,9 +932,7 @@ def revert_note(root: Path, path: str) -> str:
             "works on the path each commit wrote; nothing changed. Undo its hunks one by one "
             "(u) or edit the note."
         )
-    sha = revert(root, [c.sha for c in note.commits], path)
-    write_marks(root, marks_of(note), {c.sha: c.files for c in note.commits})
-    return sha
+    return note
 
 
 # ------------------------------------------------------------------------------------------------

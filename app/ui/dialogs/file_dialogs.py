@@ -20,7 +20,8 @@ from textual.widgets.option_list import Option
 
 from app.services.file_actions import ActionError, NewNote, doc_type, plan_create
 from server.notes.config import ConfigError, load_config
-from server.services.writes import Rejected, note_path
+from server.services.op_plans import note_path
+from server.services.write_plan import Rejected
 
 MAX_SHOWN = 200
 

@@ -15,9 +15,8 @@ from rich.cells import cell_len
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from app.services import owner_flows as flows
@@ -31,11 +30,10 @@ from app.services.file_actions import (
 )
 from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder
 from app.ui.dialogs.modals import ConfirmModal
+from app.ui.dialogs.note_at_line import NoteModal, note_lines
 from app.ui.navigation import desk
 from app.ui.widgets.cells import Cell, cut_middle, note_label
-from app.ui.widgets.lines import LinesView
 from app.ui.widgets.preview import preview_body
-from server.notes.note import decode
 from server.services import health
 from server.services.health import TITLES, Finding, Report
 
@@ -51,55 +49,6 @@ def detail_text(f: Finding) -> str:
     if f.kind == "orphan":
         return f"no links in or out · {f.days} days unchanged"
     return f.reason
-
-
-class NoteModal(ModalScreen[None]):
-    """A note's text with line numbers, its finding's line marked and scrolled into view."""
-
-    BINDINGS = [Binding("escape,q,o,enter", "screen.dismiss", "Close")]
-    AUTO_FOCUS = "#dialog-body"
-    DEFAULT_CSS = "NoteModal { align: center middle; }"  # the dialog shape of dashboard.tcss
-
-    def __init__(self, title: str, lines: list[Content], at: int | None) -> None:
-        super().__init__()
-        self.title_text = title
-        self.body = lines
-        self.at = at
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
-            yield LinesView(id="dialog-body")
-            yield Static(
-                Content("↑/↓ PgUp/PgDn scroll · esc closes"), id="dialog-foot", classes="hint"
-            )
-
-    def on_mount(self) -> None:
-        view = self.query_one("#dialog-body", LinesView)
-        view.update(self.body)
-        if self.at:
-            self.call_after_refresh(self._scroll_to_line)
-
-    def _scroll_to_line(self) -> None:
-        view = self.query_one("#dialog-body", LinesView)
-        view._layout()  # the wrapped rows of each line, for the screen row of the marked one
-        row = view._starts[min(self.at or 1, len(view._starts) - 1) - 1]
-        view.scroll_to(y=max(0, row - 3), animate=False)
-
-
-def note_lines(root: Path, path: str, at: int | None) -> list[Content]:
-    try:
-        text, _ = decode((root / path).read_bytes())
-    except OSError as exc:
-        return [Content.styled(f"cannot read {path}: {exc.strerror or exc}", "$text-error")]
-    rows = text.split("\n")
-    width = len(str(len(rows)))
-    out = []
-    for n, line in enumerate(rows, 1):
-        number = Content.styled(f"{n:>{width}} ", "$text-muted")
-        body = Content(line)
-        out.append(number + (body.stylize("reverse") if n == at else body))
-    return out
 
 
 class HealthScreen(Screen[None]):

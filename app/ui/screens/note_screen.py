@@ -25,12 +25,8 @@ from app.ui.widgets.cells import cut_middle, plural
 from app.ui.widgets.editor import edit_note, open_in_obsidian
 from app.ui.widgets.feedback_lines import feedback_lines
 from app.ui.widgets.keys import Table
-from app.ui.widgets.lines import LinesView
+from app.ui.widgets.note_text import NoteText
 from app.ui.widgets.table_fill import fill
-
-UNSAVED = "0" * 40  # git blame's commit for a line not committed yet
-AI_MARK = "bold $text-primary"
-AI_LINE = "on $primary 12%"
 
 
 def who(c: Commit) -> str:
@@ -159,40 +155,3 @@ class NoteScreen(Screen[None]):
     def action_obsidian(self) -> None:
         said = open_in_obsidian(self, self.root, self.path)
         self.query_one("#note-status", Static).update(Content(said))
-
-
-class NoteText(LinesView):
-    BINDINGS = [
-        Binding("j", "scroll_down", "Down", show=False),
-        Binding("k", "scroll_up", "Up", show=False),
-    ]
-
-    def show(self, view: NoteView) -> None:
-        """The note; a line wider than the pane wraps under its text, not under its number."""
-        self.hang_at = gutter(view)
-        self.update(note_lines(view))
-
-
-def gutter(view: NoteView) -> int:
-    """The characters before each line's text: its number, a space, the mark and its space."""
-    return len(str(len(view.blame))) + 4
-
-
-def note_lines(view: NoteView) -> list[Content]:
-    """The note, one row per line: its number, `AI` where the AI wrote it (`✎` where the owner
-    has not saved it to git yet), then the text."""
-    ai = {c.sha for c in view.history if c.is_ai}
-    width = gutter(view) - 4
-    out = []
-    for n, (sha, text) in enumerate(view.blame, 1):
-        number = Content.styled(f"{n:>{width}} ", "$text-muted")
-        if sha in ai:
-            line = number + Content.styled("AI ", AI_MARK) + Content(text).stylize(AI_LINE)
-        elif sha == UNSAVED:
-            line = number + Content.styled("✎  ", "$text-secondary") + Content(text)
-        else:
-            line = number + Content("   ") + Content(text)
-        out.append(line)
-    if not out:
-        out.append(Content.styled("(the note is empty or gone)", "italic"))
-    return out

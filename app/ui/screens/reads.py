@@ -24,7 +24,6 @@ counts are right-aligned under their headings, as on the Stats screen.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Sequence
 from datetime import date, datetime, time
 from pathlib import Path
@@ -41,130 +40,38 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
+from app.services.context_files import Stamp, context_files, files_stamp
 from app.services.context_preview import Preview, mark_reviewed, preview
-from app.services.stats import BARS
 from app.ui.navigation import desk
 from app.ui.widgets.cells import cut_middle, note_label, others_width, plural
 from app.ui.widgets.keys import Table
 from app.ui.widgets.lines import LinesView
+from app.ui.widgets.read_cells import (
+    CLIENT_WIDTH,
+    big_notes,
+    big_notes_width,
+    clients_cell,
+    clock,
+    label_width,
+    sparkline,
+    when,
+)
 from app.ui.widgets.table_fill import fill
-from server.notes.config import CONFIG_NAMES
 from server.services.reads import (
     BigRead,
     DailyCost,
     Reads,
     context_cost,
     cost_per_day,
-    local_time,
     reads_report,
 )
 from server.vault import Vault
 from server.write.journal import TOKEN_RULE
 
 UNREAD_DAYS = (7, 14, 30, 60, 90, 180, 365)
-CLIENT_WIDTH = 30  # a client's name, cut in the middle past it
 NOTE_WIDTH = 24  # the least the Not read tab's note column takes
 NARROW = 100  # below it, today's biggest results leave out their chars (the tokens say the size)
 TABS = ("cost", "most", "unread", "context")
-
-Stamp = tuple[object, ...]
-
-
-def clock(event: dict[str, Any]) -> str:
-    at = local_time(event)
-    return f"{at:%H:%M:%S}" if at is not None else ""
-
-
-def sparkline(values: list[int]) -> Content:
-    """One cell a day, the biggest day a full bar; a day without calls is a muted dot, so
-    the span of days shows and a lone bar sits on its own day."""
-    top = max(values) or 1
-    return Content.assemble(
-        *(
-            BARS[min(len(BARS) - 1, round(v / top * (len(BARS) - 1)))]
-            if v
-            else ("·", "$text-muted")
-            for v in values
-        )
-    )
-
-
-def label_width(path: str, more: int = 0) -> int:
-    """The cells `note_label` takes to show `path` whole (with `+more`): name, two spaces and
-    the folder with its slash. Counted, not drawn: the Most read tab has thousands of notes."""
-    suffix = len(f" +{more}") if more else 0
-    return cell_len(path) + suffix + (2 if "/" in path else 0)
-
-
-def big_notes_width(b: BigRead) -> int:
-    """The cells `big_notes` takes to show its note whole."""
-    hidden = len(f" · {b.hidden} private") if b.hidden else 0
-    if not b.paths:
-        return max(0, hidden - 3)
-    return label_width(b.paths[0], len(b.paths) - 1) + hidden
-
-
-def big_notes(b: BigRead, width: int) -> Content:
-    """The notes a big result named, private ones counted but never named."""
-    hidden = f"{b.hidden} private" if b.hidden else ""
-    if not b.paths:
-        return Content.styled(hidden, "$text-muted")
-    label = note_label(
-        b.paths[0], width - len(f" · {hidden}") if hidden else width, len(b.paths) - 1
-    )
-    return label + Content.styled(f" · {hidden}", "$text-muted") if hidden else label
-
-
-def when(at: datetime | None, year: int) -> str:
-    """Month, day and time; the date with its year for another year's."""
-    if at is None:
-        return "never"
-    return f"{at:%m-%d %H:%M}" if at.year == year else f"{at:%Y-%m-%d}"
-
-
-def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
-    """The client that read it most, and how many others."""
-    names = list(clients)
-    if not names:
-        return ""
-    more = f" +{len(names) - 1}" if len(names) > 1 else ""
-    return cut_middle(names[0], width - len(more)) + more
-
-
-def context_files(p: Preview) -> list[str]:
-    """What the preview was built from, as paths in the vault: the config, the rules file and
-    the notes its blocks name, and the folders they are in (a note added there may join a
-    list of recent notes). A preview that is no JSON names the config only."""
-    paths: list[str] = list(CONFIG_NAMES)
-    try:
-        data = json.loads(p.text)
-    except (ValueError, RecursionError):
-        data = {}
-    blocks = data.get("blocks") if isinstance(data, dict) else None
-    for block in blocks if isinstance(blocks, list) else []:
-        if not isinstance(block, dict):
-            continue
-        if isinstance(block.get("path"), str):
-            paths.append(block["path"])
-        docs = block.get("docs")
-        for doc in docs if isinstance(docs, list) else []:
-            if isinstance(doc, dict) and isinstance(doc.get("path"), str):
-                paths.append(doc["path"])
-    folders = [path.rpartition("/")[0] or "." for path in paths]
-    return list(dict.fromkeys([*paths, *folders]))
-
-
-def files_stamp(root: Path, paths: Sequence[str]) -> Stamp:
-    """The files as `stat` sees them (inode, time, size; None where missing): an editor that
-    saves by rename gives a new inode, one that writes in place a new time or size."""
-    out: list[object] = []
-    for rel in paths:
-        try:
-            st = (root / rel).stat()
-            out.append((st.st_ino, st.st_mtime_ns, st.st_size))
-        except OSError:
-            out.append(None)
-    return tuple(out)
 
 
 class ReadsScreen(Screen[None]):

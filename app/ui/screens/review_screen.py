@@ -11,12 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.cells import cell_len
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -28,10 +25,8 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from app.services.actions import ActionError
 from app.services.feedback import Feedback, add_feedback, list_feedback
-from app.services.history import Commit
+from app.services.history import NotAPeriod
 from app.services.review import (
-    WORKTREE,
-    Hunk,
     NetDiff,
     NoteSummary,
     Review,
@@ -40,6 +35,7 @@ from app.services.review import (
     net_diffs,
     plan_undo,
     revert_note,
+    revert_note_changes,
     summaries,
     undo_hunk,
     write_marks,
@@ -47,27 +43,24 @@ from app.services.review import (
 from app.ui.dialogs.comment import CommentModal
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.navigation import Desk, desk
-from app.ui.widgets.cells import (
-    Cell,
-    Distinct,
-    cut_middle,
-    note_label,
-    plural,
-    rich_style,
-    short_names,
-)
-from app.ui.widgets.diffview import ADD, DEL, HUNK
+from app.ui.widgets.cells import plural
+from app.ui.widgets.diffview import render_lines
 from app.ui.widgets.editor import edit_note
 from app.ui.widgets.feedback_lines import feedback_lines
 from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.keys import Table
-from app.ui.widgets.lines import LinesView
-from server.core.clients import client_name
+from app.ui.widgets.review_diff import OWNER_ADD as OWNER_ADD  # where tests and themes read it
+from app.ui.widgets.review_diff import (
+    ReviewDiff,
+    Shown,
+    hunk_quote,
+    hunk_span,
+    render_hunk,
+    render_net,
+)
+from app.ui.widgets.review_list import fill_notes
 
 PERIODS = ("last", "today", "7d")  # what `p` cycles through
-OWNER_ADD = "italic $text-secondary on $secondary 14%"
-OWNER_DEL = "italic $text-secondary on $secondary 8% strike"
-SELECTED = "bold reverse"
 
 
 def period_words(since: str) -> str:
@@ -76,297 +69,6 @@ def period_words(since: str) -> str:
         "today": "today",
         "7d": "the last 7 days",
     }.get(since, f"since {since}")
-
-
-def share(
-    room: int, needs: list[int], mins: list[int], order: list[tuple[int, int | None]]
-) -> list[int]:
-    """Column widths in `room` cells: each column what it needs up to its minimum, then what
-    is left to the columns in `order` (column, at most that wide), each up to its need; a
-    column never gets more than it needs (no blank cells while another is cut)."""
-    widths = [min(n, m) if m else n for n, m in zip(needs, mins, strict=True)]
-    left = room - sum(widths)
-    for i, cap in order:
-        most = needs[i] if cap is None else min(needs[i], cap)
-        give = max(0, min(most - widths[i], left))
-        widths[i] += give
-        left -= give
-    return [max(1, w) for w in widths]
-
-
-SCROLLBAR = 2  # the list's vertical scrollbar: columns wider than the room left scroll sideways
-TITLE_FROM = 100  # list widths from which the title has a column (at 80 it was cut to 3 cells)
-TITLE_LEAST = 10  # ... and the least it is given: a title cut shorter is dropped
-SPAN_FROM = 150  # list widths from which `when` says first to last, not only the last change
-
-
-@dataclass
-class Columns:
-    heads: list[str]
-    widths: list[int]
-    names: dict[str, str]  # tool -> the name the list gives it (short where full does not fit)
-    wide: bool  # `when` as a span
-    period: bool  # the ✓ column first
-
-
-def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
-    """The review list's columns in `width` cells (no sideways scrolling), each sized to its
-    content: the note by `note_label` (its file name whole, its folder muted and cut first),
-    the title from TITLE_FROM cells, the tools and clients (short tool names where the full
-    ones do not fit, as Stats names them; whole names and how many more)."""
-    wide = width >= SPAN_FROM
-    every = sorted({t for n in notes for t in n.tools})
-    heads = ["note", "title", "AI", "+/−", "when", "tools · clients"]
-    if width < TITLE_FROM or not any(own_title(n) for n in notes):
-        heads.remove("title")  # no room, or every title is its file name again: the folder has it
-
-    def text(n: NoteSummary, names: dict[str, str], cells: int) -> str:
-        return tools_clients(n.tools, names, clients(n), cells)
-
-    def value(h: str, n: NoteSummary, names: dict[str, str]) -> str:
-        if h == "note":  # as note_label shows it whole: the name, two spaces, its folder
-            return n.path + ("  " if "/" in n.path else "")
-        if h == "tools · clients":
-            return text(n, names, 10_000)
-        return {
-            "title": own_title(n),
-            "AI": f"{len(n.commits):,}",
-            "+/−": f"+{n.added:,} −{n.removed:,}",
-            "when": span(n, wide),
-        }[h]
-
-    def measure(names: dict[str, str], heads: list[str]) -> tuple[list[int], list[int]]:
-        needs = [max([cell_len(h), *(cell_len(value(h, n, names)) for n in notes)]) for h in heads]
-        # DataTable pads every column by one cell on each side; a period adds the ✓ column
-        room = width - 2 * len(heads) - (3 if period else 0) - SCROLLBAR
-        least = {"note": 16, "title": TITLE_LEAST, "tools · clients": 15}
-        at = {h: i for i, h in enumerate(heads)}
-        note, tools = at["note"], at["tools · clients"]
-        title = at.get("title")
-        # first a file name (24) and `append · claude-code` (20), then the title to 16, the
-        # tools and clients to 36, the title to 24, the note's folder to 45%, then the rest
-        order: list[tuple[int, int | None]] = [(note, 24), (tools, 20)]
-        order += [(title, 16)] if title is not None else []
-        order += [(tools, 36)]
-        order += [(title, 24)] if title is not None else []
-        order += [(note, room * 45 // 100)]
-        order += [(title, None)] if title is not None else []
-        order += [(note, None), (tools, None)]
-        mins = [least.get(h, 0) for h in heads]
-        return needs, share(room, needs, mins, order)
-
-    names = {t: t for t in every}
-    needs, widths = measure(names, heads)
-    if widths[-1] < needs[-1]:  # the full names do not fit: the short ones, for every row
-        names = short_names(every)
-        needs, widths = measure(names, heads)
-    if "title" in heads and sum(widths) + 2 * len(heads) + (3 if period else 0) + SCROLLBAR > width:
-        heads.remove("title")  # the title would be cut below TITLE_LEAST: the others have it
-        needs, widths = measure(names, heads)
-    # whole names leave the tools' column short of its width: what they do not use goes to
-    # the title and the note (no blank cells while the title is cut)
-    tools = heads.index("tools · clients")
-    used = max([cell_len(heads[tools]), *(cell_len(text(n, names, widths[tools])) for n in notes)])
-    spare, widths[tools] = widths[tools] - used, used
-    for i in [heads.index(h) for h in ("title", "note") if h in heads]:
-        give = max(0, min(needs[i] - widths[i], spare))
-        widths[i] += give
-        spare -= give
-    return Columns(heads, widths, names, wide, period)
-
-
-def own_title(n: NoteSummary) -> str:
-    """The note's title where it says more than its file name (`笔记.md` titled `笔记` says
-    it once: the column spent on it twice dropped the folder)."""
-    stem = n.path.rpartition("/")[2].removesuffix(".md")
-    return "" if n.title.strip() == stem.strip() else n.title
-
-
-def span(n: NoteSummary, wide: bool) -> str:
-    """When the AI changed the note: first to last, local time (one time for one commit)."""
-    first, last = n.first.astimezone(), n.last.astimezone()
-    if not wide or f"{first:%m-%d %H:%M}" == f"{last:%m-%d %H:%M}":
-        return f"{last:%m-%d %H:%M}"
-    if first.date() == last.date():
-        return f"{first:%m-%d %H:%M}–{last:%H:%M}"
-    return f"{first:%m-%d}–{last:%m-%d %H:%M}"
-
-
-def attribution(c: Commit | None, owner: bool) -> Content:
-    """The line above a run of changed lines: whose they are."""
-    if c is None or c.sha == WORKTREE:
-        return Content.styled(
-            "  ┌ YOU · not committed yet (your unsaved edit)", "bold $text-secondary"
-        )
-    when = f"{c.time.astimezone():%m-%d %H:%M}"
-    if owner:
-        return Content.styled(f"  ┌ YOU · {c.short} {c.subject} · {when}", "bold $text-secondary")
-    return Content.styled(
-        f"  ┌ AI {c.short} · {c.tool} · {c.client or '?'} · {when}", "bold $text-primary"
-    )
-
-
-def render_hunk(h: Hunk, index: int, total: int, selected: bool) -> list[Content]:
-    mark = "▶ " if selected else "  "
-    tail = f"  hunk {index + 1} of {total}" + ("" if h.ai else " · only your lines")
-    head = Content.styled(f"{mark}{h.header}{tail}", SELECTED if selected else HUNK)
-    out = [head]
-    run: tuple[str | None, bool] | None = None
-    for ln in h.lines:
-        text = ln.text.rstrip("\n")
-        if ln.kind == " ":
-            run = None
-            out.append(Content("  " + text))
-            continue
-        key = (ln.commit.sha if ln.commit else None, ln.owner)
-        if key != run:
-            out.append(attribution(ln.commit, ln.owner))
-            run = key
-        if ln.owner:
-            style = OWNER_ADD if ln.kind == "+" else OWNER_DEL
-        else:
-            style = ADD if ln.kind == "+" else DEL
-        line = Content(f"{ln.kind} {text}")
-        out.append(line.stylize(style, 0, len(line)))
-    return out
-
-
-def clients(note: NoteSummary) -> str:
-    """The clients without their versions (claude-code, not claude-code/2.1.0): the version
-    took the room the tools needed."""
-    return ", ".join(dict.fromkeys(client_name(c) for c in note.clients)) or "?"
-
-
-def fitting(width: int, *variants: str) -> str:
-    """The first of `variants` (longest first) that fits `width` cells, else the last cut in
-    the middle: a header line that wrapped took two or three of the diff's few lines."""
-    for text in variants:
-        if cell_len(text) <= width:
-            return text
-    return cut_middle(variants[-1], width)
-
-
-def some(items: list[str], keep: int) -> str:
-    """The first `keep` items and how many more: `append, batch +2`."""
-    more = len(items) - keep
-    return ", ".join(items[:keep]) + (f" +{more}" if more > 0 else "")
-
-
-def tools_clients(tools: list[str], names: dict[str, str], who: str, width: int) -> str:
-    """The tools (by `names`) and the clients in `width` cells, each readable: whole names and
-    how many more are left out (`append, update +2 · claude-code +1`), the most names that fit
-    (a tool before a client on a tie); only a single name too long is cut in the middle,
-    never `append_…de-code`."""
-    ts = [names.get(x, x) for x in tools] or ["?"]
-    cs = who.split(", ")
-    best: tuple[int, int, str] | None = None
-    for k in range(1, len(ts) + 1):
-        for j in range(1, len(cs) + 1):
-            text = f"{some(ts, k)} · {some(cs, j)}"
-            if cell_len(text) <= width and (best is None or (k + j, k) > best[:2]):
-                best = (k + j, k, text)
-    if best is not None:
-        return best[2]
-    if len(cs) > 1 and cell_len(f"{some(ts, 1)} · {len(cs)} clients") <= width:
-        return f"{some(ts, 1)} · {len(cs)} clients"  # a count reads, `clau…de +2` did not
-    t = some(ts, 1)
-    t = cut_middle(t, max(1, min(cell_len(t), (width - 3) // 2)))
-    c = cut_middle(some(cs, 1), max(1, width - 3 - cell_len(t)))
-    return cut_middle(f"{t} · {c}", width)
-
-
-def render_net(
-    note: NoteSummary,
-    diff: NetDiff,
-    since: str,
-    selected: int,
-    width: int = 0,
-    feedback: list[Content] | None = None,
-) -> tuple[list[Content], list[int]]:
-    """The note's net diff as lines, and the line each hunk starts on. With `width` (the
-    pane's, in cells) each header line is the longest wording that fits on one line, and
-    below 100 cells no blank line under them: at 80x24 the header took 8 of the pane's 11
-    lines and left one for the diff."""
-    room = width or 10_000
-    c = note.commits
-    title = f"{note.path} — {note.title}"
-    if cell_len(title) <= room:
-        head = Content.styled(note.path, "bold") + Content(f" — {note.title}")
-    elif cell_len(note.path) <= room:
-        head = Content.styled(note.path, "bold")
-    else:  # the file name whole, its folder cut (as the list shows it)
-        label = note_label(note.path, room)
-        head = label.stylize("bold", 0, len(label.plain.split("  ")[0]))
-    moved = note.moved_from
-    tools = ", ".join(note.tools) or "?"
-    short = ", ".join(short_names(note.tools).values()) or "?"
-    when = f"{note.last.astimezone():%Y}-{span(note, True)}"
-    figures = f"{plural(len(c), 'AI commit')} · +{diff.added} −{diff.removed} net"
-    out = [
-        head,
-        Content(
-            fitting(
-                room,
-                f"{figures} · {tools} · {clients(note)} · {when}",
-                f"{figures} · {tools} · {clients(note)} · {span(note, False)}",
-                f"{figures} · {short} · {clients(note)} · {span(note, False)}",
-                f"{figures} · {short} · {clients(note)}",
-            )
-        ),
-    ]
-    if since == "last":
-        frm = f"your last reviewed state (before {c[-1].short})" if c else "your reviewed state"
-        brief = f"before {c[-1].short}" if c else "your reviewed state"
-    else:
-        frm = brief = {"today": "the start of today", "7d": "7 days ago"}.get(since, since)
-    if moved is not None:  # the AI wrote the note under its old name: say so, once
-        frm += f", when it was {moved}"
-    since_line = fitting(
-        room,
-        f"one diff from {frm} to now · lines under YOU are yours · ] [ pick the hunk u undoes",
-        f"one diff from {frm} to now · lines under YOU are yours",
-        f"from {brief} to now · YOU: your lines · ] [ hunk",
-        f"from {brief} to now",
-    )
-    out.append(Content.styled(since_line, "$text-muted"))
-    if moved is not None and moved not in since_line:  # the old name did not fit there
-        out.append(
-            Content.styled(fitting(room, f"at {moved} when the AI changed it"), "$text-muted")
-        )
-    if room >= 100:
-        out.append(Content(""))
-    if feedback:  # the owner's comments on this note, above its hunks
-        out += [*feedback, Content("")]
-    starts: list[int] = []
-    if diff.binary:
-        out.append(Content.styled("(a binary file: not shown)", "italic"))
-    elif not diff.hunks:
-        out.append(Content.styled("(no net change: the changes cancel out)", "italic"))
-    for i, h in enumerate(diff.hunks):
-        starts.append(len(out))
-        out += render_hunk(h, i, len(diff.hunks), i == selected)
-        out.append(Content(""))
-    return out, starts
-
-
-class ReviewDiff(LinesView):
-    BINDINGS = [
-        Binding("j", "scroll_down", "Down", show=False),
-        Binding("k", "scroll_up", "Up", show=False),
-        Binding("ctrl+d", "page_down", "Page down", show=False),
-        Binding("ctrl+u", "page_up", "Page up", show=False),
-        Binding("escape", "screen.focus_list", "Back", tooltip="back to the list of notes"),
-    ]
-
-
-@dataclass
-class Shown:
-    """The diff on screen: which note, from which listing, and the hunk selected."""
-
-    note: NoteSummary
-    diff: NetDiff
-    hunk: int = 0
-    starts: tuple[int, ...] = ()
 
 
 class ReviewScreen(Screen[None]):
@@ -548,8 +250,10 @@ class ReviewScreen(Screen[None]):
         try:
             review = summaries(self.root, since)
         except ActionError as exc:
+            # in the words of the box it was typed in: the shell's `--since` is no option here
+            why = f"{exc.since!r} {exc.why}" if isinstance(exc, NotAPeriod) else str(exc)
             with contextlib.suppress(RuntimeError):
-                self.app.call_from_thread(self._not_a_period, since, str(exc))
+                self.app.call_from_thread(self._not_a_period, since, why)
             return
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.app.call_from_thread(self._listed, review, since, stamp)
@@ -593,28 +297,7 @@ class ReviewScreen(Screen[None]):
         # diff, at 200 columns, the tools and clients were cut to a word). Its own size is not
         # laid out yet on the first fill.
         width = self._fitted = self._list_width()
-        cols = list_columns(notes, width, self.since != "last")
-        table.clear(columns=True)
-        if cols.period:
-            table.add_column(Text("✓"), width=1)
-        for name, cells in zip(cols.heads, cols.widths, strict=True):
-            table.add_column(Text(name), width=cells)
-        good, bad = rich_style("$text-success"), rich_style("$text-error")
-        w = dict(zip(cols.heads, cols.widths, strict=True))
-        names = Distinct(n.path.rpartition("/")[2] for n in notes)  # never two alike
-        for n in notes:
-            row = [Cell.of(note_label(n.path, w["note"], cuts=names))]
-            if "title" in w:
-                row.append(Cell(cut_middle(own_title(n), w["title"])))
-            row += [
-                Cell(f"{len(n.commits):,}"),
-                Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad)),
-                Cell(cut_middle(span(n, cols.wide), w["when"])),
-                Cell(tools_clients(n.tools, cols.names, clients(n), w["tools · clients"])),
-            ]
-            if cols.period:
-                row.insert(0, Cell(("✓", good)) if n.reviewed else Cell("•"))
-            table.add_row(*row, key=n.path)
+        fill_notes(table, notes, width, self.since != "last")
         table.border_title = (
             None if notes else ("nothing to review" if self.since == "last" else "no AI changes")
         )
@@ -671,6 +354,7 @@ class ReviewScreen(Screen[None]):
                 else f"No AI changes {period_words(self.since)}."
             )
             pane.update([Content(words), Content.styled("p changes the period.", "$text-muted")])
+            pane.border_title = None  # the last note's "2 hunks" stayed over "Nothing to review"
             return
         shown = self.shown
         if shown is not None and shown.note == note:
@@ -848,15 +532,14 @@ class ReviewScreen(Screen[None]):
         try:
             return await asyncio.to_thread(fn, *args)
         except ActionError as exc:
+            # said once, in the status line: a toast on top of it hid the reason (audit 3 N14)
             self.say(f"{what} refused: {exc}", "error")
-            self.notify(str(exc), title=f"{what} refused", severity="error", timeout=10)
             return None
         finally:
             self._busy = False
 
     def _after(self, message: str) -> None:
-        self.say(message)
-        self.notify(message, timeout=4)
+        self.say(message)  # the status line only: a toast covered it at 80 columns
         self.shown = None
         self.load()
         self.dash.poll()  # the header's count and the timeline follow at once
@@ -914,8 +597,9 @@ class ReviewScreen(Screen[None]):
         except ActionError as e:
             self.say(f"undo refused: {e}", "error")
             return
-        title = f"Undo the AI's lines in hunk {s.hunk + 1} of {s.note.path}?"
+        title = f"Undo the AI's lines in hunk {s.hunk + 1}?"
         body = [
+            Content.styled(s.note.path, "bold"),  # not in the title: a long path left `?` alone
             Content("One commit as you (Vaultwatch-Action: undo). Your lines stay as they are."),
             Content(""),
             *render_hunk(h, s.hunk, len(s.diff.hunks), False),
@@ -937,10 +621,20 @@ class ReviewScreen(Screen[None]):
         if note.reviewed:
             self.say(f"{note.path} has no unreviewed AI changes to revert", "warning")
             return
-        title = f"Revert every unreviewed AI change to {note.path}?"
+        # planned first, nothing written: what it takes back is shown, and a revert that
+        # cannot apply is refused here, not after y
+        changes = await self._run("revert", revert_note_changes, self.root, note.path)
+        if changes is None:
+            return
+        # the path once, in the diff's file line (in the title too, a long one wrapped and left
+        # the `?` on a line of its own); what it changes first: at 80x24 the body shows ~8 lines
+        title = "Revert every unreviewed AI change to this note?"
         body = [
             Content("One commit as you; only this note; your own commits stay."),
             Content(""),
+            Content("The revert will change:"),
+            *render_lines(changes, context=1),
+            Content(f"It takes back {plural(len(note.commits), 'AI commit')}:"),
             *[Content(f"{c.short}  {c.subject}  ({c.client or '?'})") for c in note.commits],
         ]
         if not await self.app.push_screen_wait(ConfirmModal(title, body, yes="Revert")):
@@ -987,19 +681,3 @@ class ReviewScreen(Screen[None]):
             self.say(f"feedback {item.id} saved: the AI sees it in get_context")
             self.load_feedback()
             self.dash.poll()
-
-
-def hunk_span(h: Hunk) -> tuple[tuple[int | None, int | None], str | None]:
-    """The lines of the note now a hunk is about (its changed lines; where they were, for a
-    hunk that only removed), and the AI commit that wrote or removed them."""
-    now = [ln.new_no for ln in h.lines if ln.kind == "+" and ln.new_no]
-    first, last = (now[0], now[-1]) if now else (max(1, h.new_start), max(1, h.new_start))
-    ai = next(
-        (ln.commit.sha for ln in h.lines if ln.kind != " " and ln.commit and not ln.owner), None
-    )
-    return (first, last), (ai if ai != WORKTREE else None)
-
-
-def hunk_quote(h: Hunk) -> str:
-    """The hunk as the owner saw it, as diff lines: what the AI reads beside the comment."""
-    return "".join(f"{ln.kind}{ln.text.rstrip(chr(10))}\n" for ln in h.lines)

@@ -73,8 +73,9 @@ def edit_note(screen: Screen[Any], root: Path, path: str) -> bool:
 
 
 def open_in_obsidian(screen: Screen[Any], root: Path, path: str) -> str:
-    """Hand the note's obsidian:// link to the platform's opener; with none, show the link and
-    copy it to the clipboard. Returns what the screen should keep saying."""
+    """Hand the note's obsidian:// link to the platform's opener; with none, copy it to the
+    clipboard. Returns what the screen should keep saying (with none: why, then the link on a
+    line of its own)."""
     url = obsidian_url(root, path)
     cmd = opener()
     if cmd is not None:
@@ -91,10 +92,8 @@ def open_in_obsidian(screen: Screen[Any], root: Path, path: str) -> str:
         else:
             return f"opened in Obsidian: {url}"
     screen.app.copy_to_clipboard(url)
-    screen.notify(
-        "no program here opens links (no desktop session): the link is shown and sent to the "
-        "terminal's clipboard",
-        title="open in Obsidian",
-        timeout=8,
+    # said where the link is, not in a toast: the toast covered the link it pointed to
+    return (
+        "open in Obsidian (copied): no program here opens links (no desktop session), so the "
+        f"link is below and sent to the terminal's clipboard:\n{url}"
     )
-    return f"open in Obsidian (copied): {url}"

@@ -58,8 +58,9 @@ def _cell(value: Value) -> Cell:
 
 
 def _padded(cell: Cell, width: int, right: bool, style: RichStyle | None) -> Cell:
-    """Text padded to its column (on the left when it is a count); Content as it is."""
-    if cell.content is not None:
+    """A count padded on the left to its column (right-aligned), a styled cell (a bold total)
+    to the column's width; other text and Content as they are."""
+    if cell.content is not None or not (right or style):
         return cell
     pad = " " * max(0, width - cell.width)
     return Cell((pad + cell.plain if right else cell.plain + pad, style))
