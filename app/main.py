@@ -98,11 +98,24 @@ def _demo_app() -> type:
     import asyncio
 
     from textual import work
+    from textual.content import Content
 
     from app.services.demo import run_script
     from app.ui.dashboard import Dashboard
 
     class _Demo(Dashboard):
+        demo = True
+
+        def narrate(self, text: str) -> None:
+            """The assistant's step, on the timeline's lower border: a toast per step stacked
+            over half the diff at 80x24. The last one (what to try) is a toast."""
+            if text.startswith("demo script finished"):
+                self.notify(text, title="assistant", timeout=10)
+            line = Content.styled(f" assistant: {text} ", "bold $text-accent")
+            for screen in self.screen_stack:
+                for t in screen.query("#timeline"):
+                    t.border_subtitle = line
+
         def on_mount(
             self,
         ) -> None:  # Textual also runs Dashboard.on_mount (handlers follow the MRO)
@@ -115,11 +128,7 @@ def _demo_app() -> type:
             if self.supervisor is None or not self.supervisor.url:
                 return  # the header says why the server did not start
             try:
-                await run_script(
-                    self.supervisor.url,
-                    self.supervisor.token,
-                    say=lambda t: self.notify(t, title="assistant", timeout=3),
-                )
+                await run_script(self.supervisor.url, self.supervisor.token, say=self.narrate)
             except Exception as exc:  # an ExceptionGroup too
                 # the owner quit (or the server stopped) mid-script: the client's streams close
                 # under it. The demo is a show; it says so, never a traceback over the terminal.

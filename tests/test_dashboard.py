@@ -222,7 +222,7 @@ async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: 
     async with app.run_test(size=(120, 30)) as pilot:
         await until(pilot, lambda: bool(app.feed.rows))
         assert app.theme == "vaultwatch-light"
-        await pilot.press("g")
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         tags = app.screen
         assert isinstance(tags, TagsScreen)
@@ -253,7 +253,7 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_hom
         t = app.query_one("#timeline", Timeline)
         t.move_to(0)
         await pilot.pause(0.1)
-        await pilot.press("g")
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         await pilot.press("x", "r", "j", "j", "a", "m")
         await pilot.pause(0.2)
@@ -332,7 +332,7 @@ async def test_help_lists_the_focused_panes_keys_from_their_bindings(
         listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
         assert listed["next hunk"] == "]" and listed["next line with the / text"] == "n"
         assert not any("rows on/off" in w for w in listed)  # the timeline's filters: not here
-        await pilot.press("escape", "escape", "g", "question_mark")
+        await pilot.press("escape", "escape", "t", "question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpModal))
         listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
         assert not any("revert" in w for w in listed)
@@ -686,7 +686,7 @@ async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
     app = Dashboard(root, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))
-        await pilot.press("g")
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         tags = app.screen
         assert [r["tag"] for r in tags.rows] == ["crdt"]  # type: ignore[attr-defined]

@@ -172,7 +172,9 @@ async def open_screen(pilot: Any, key: str) -> None:
 async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     app: Dashboard = pilot.app
     for _ in range(200):
-        if app.feed.rows:
+        # the rows, and the timeline to show them in (under load the feed was read before the
+        # main screen was composed: NoMatches '#timeline')
+        if app.feed.rows and app.main.query("#timeline"):
             break
         await pilot.pause(0.05)
     row = next(
@@ -224,7 +226,7 @@ def test_revert_confirmation(pinned_vault: Path, snap_compare: Any, size: str) -
 def test_tags_screen(pinned_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
         await select_ai_commit(pilot, "edit_text")
-        await open_screen(pilot, "g")
+        await open_screen(pilot, "t")
 
     app = make_app(pinned_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -142,7 +142,7 @@ def test_the_count_keeps_both_numbers_at_80_columns(tmp_path: Path) -> None:
     for f, width, want in [
         (wide, 200, "1,234 AI changes to review in 150 notes (v)"),
         (long, 80, "  1,234 to review in 150 notes"),
-        (dataclasses.replace(wide, events=indexing), 80, "  1,234 to review  "),
+        (dataclasses.replace(wide, events=indexing), 80, "  1,234 to review (v)  "),  # N23
     ]:
         line = fit(segments(f), width)
         assert want in line.plain and line.cell_length <= width, line.plain

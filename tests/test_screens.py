@@ -71,7 +71,7 @@ async def test_tag_names_and_trend_words_are_whole_at_every_size(
     app = Dashboard(tagged_vault, poll_seconds=0.1)
     app.today = TODAY
     async with app.run_test(size=size) as pilot:
-        await pilot.press("g")
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         await pilot.pause(0.1)
         text = screen_text(app)

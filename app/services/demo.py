@@ -94,4 +94,7 @@ async def run_script(
             "create_doc",
             {"path": "inbox/demo-idea.md", "body": "# Idea\n", "tags": ["made-up-tag"]},
         )
-        say("demo script finished: press r on an AI commit to revert it, g for tags, $ for cost")
+        say(
+            "demo script finished: v reviews what it wrote, r reverts an AI commit, "
+            "t shows tag trends, $ what the AI reads"
+        )

@@ -20,6 +20,7 @@ import posixpath
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from server.core.gitrepo import (
     state_dir,
 )
 from server.notes.config import Config, DocType, load_config
+from server.notes.dates import as_date
 from server.notes.entry import classify
 from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
@@ -62,6 +64,19 @@ def vault_files(root: Path) -> list[str]:
     is not a real folder, whatever it points to (a folder too): a move or delete must see a link to refuse acting
     through it (`refuse_links`), and a link's name is taken."""
     return [f.rel for f in walk_files(root, every_link=True)]
+
+
+def finder_order(root: Path, files: list[str], first: str = "") -> list[str]:
+    """The file finder's list before anything is typed: `first` (the note of the row the owner
+    is on), the notes, the other files, and last the files the config names (rules, config,
+    tag vocabulary), which are rarely what one moves or deletes: they led the list, and the
+    note being read was not in it first."""
+    named = set((_config(root) or Config()).protected_paths())
+
+    def rank(path: str) -> int:
+        return 0 if path == first else 3 if path in named else 1 if is_note(path) else 2
+
+    return sorted(files, key=rank)  # stable: the walk's order within each group
 
 
 def folders_of(files: list[str]) -> list[str]:
@@ -311,6 +326,26 @@ def doc_types(root: Path) -> list[str]:
     return sorted(_types(root))
 
 
+DATE_PARTS = ("week", "year", "month", "day")  # file-name fields `note_path` fills from the date
+
+
+def from_date(t: DocType, fields: dict[str, str]) -> dict[str, str]:
+    """The required fields the file name takes from the note's date (`week` in
+    `{year}-W{week}.md`), as that date gives them (`2026-W49`, `2026`, `12`, `04`): the path
+    was computed from `start` while the form still asked for `week`. The date is the one
+    `note_path` uses: the type's first date field given, else today."""
+    pattern = t.filename or ""
+    wanted = [f for f in t.required if f in DATE_PARTS and "{" + f + "}" in pattern]
+    if not wanted:
+        return {}
+    given = (as_date(fields.get(f, "").strip()) for f in (*t.dates, "date"))
+    d = next((x for x in given if x), None) or date.today()
+    year, week, _ = d.isocalendar()
+    parts = {"week": f"{year}-W{week:02d}", "year": f"{d.year:04d}"}
+    parts |= {"month": f"{d.month:02d}", "day": f"{d.day:02d}"}
+    return {f: parts[f] for f in wanted}
+
+
 def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str = "") -> NewNote:
     """A new note of `type_name`: its path from the type's folder and filename pattern,
     frontmatter then a heading, checked by the write path's own rules (`validate.problems`:
@@ -326,6 +361,7 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
         raise ActionError(f"unknown type {type_name!r}")
     t = config.types[type_name]
     values = {k: v.strip() for k, v in fields.items() if v.strip()}
+    values = {**from_date(t, values), **values}  # what the owner typed wins
     body = f"# {title.strip()}\n" if title.strip() else ""
     text = render_new_note(values, [], "\n" + body if body else "")
     try:

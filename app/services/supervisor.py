@@ -290,9 +290,10 @@ def snippets(root: Path, url: str, server_command: str | None = None) -> dict[st
     }
 
 
-def connect_notes(root: Path, url: str) -> list[str]:
-    """What the Connect dialog says around the snippets: whether the URL lasts, and how to copy
-    when the terminal's clipboard does not take it."""
+def connect_notes(root: Path, url: str, demo: bool = False) -> list[str]:
+    """What the Connect dialog says around the snippets: whether the URL lasts (a demo's does
+    not: every `--demo` is a new vault), and how to copy when the terminal's clipboard does
+    not take it."""
     from server.notes.config import ConfigError, load_config
 
     try:
@@ -300,7 +301,12 @@ def connect_notes(root: Path, url: str) -> list[str]:
     except ConfigError:
         pinned = None
     port = url.rsplit(":", 1)[-1].split("/")[0]
-    if pinned:
+    if demo:
+        lasting = (
+            f"Port {port} serves this demo only: each --demo run is a new vault, "
+            "removed on quit unless --keep."
+        )
+    elif pinned:
         lasting = f"Port {port} is set by http.port in vault.config.yaml."
     else:
         where = port_file(root).relative_to(root)

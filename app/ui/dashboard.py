@@ -31,7 +31,8 @@ from app.services.review_watch import ReviewWatch
 from app.services.supervisor import ServerSupervisor
 from app.ui import settings
 from app.ui.dialogs.modals import HelpModal, help_entries
-from app.ui.screens.main_screen import MainScreen, VaultChanged
+from app.ui.dialogs.owner_actions import VaultChanged
+from app.ui.screens.main_screen import MainScreen
 from app.ui.widgets.header import HeaderFacts, ServerState, config_time
 from app.ui.widgets.shown import ShowControls
 from server.core.gitrepo import operation_in_progress
@@ -69,6 +70,7 @@ class Dashboard(App[None]):
     # under 160 cells the timeline and the diff stack (lazygit does the same), side by side above,
     # where the timeline (5/8) is as wide as a stacked one at 100 cells: widening never shows less
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (160, "-wide")]
+    demo = False  # `vaultwatch --demo` (app.main) says so: its vault lasts one run
     BINDINGS = [
         Binding("question_mark", "help", "Keys", tooltip="the keys of this screen"),
         Binding("q", "quit", "Quit"),
@@ -76,6 +78,10 @@ class Dashboard(App[None]):
             "R", "restart_server", "Restart server", show=False, tooltip="restart the vault server"
         ),
     ]
+
+    def get_css_variables(self) -> dict[str, str]:
+        variables = super().get_css_variables()
+        return {**variables, **settings.diff_colours(variables, self.current_theme.ansi)}
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         # every line drawn, whatever widget: a control character is shown, never sent (shown.py)

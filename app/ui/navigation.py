@@ -26,6 +26,7 @@ class Desk(Protocol):
     review_watch: ReviewWatch
     supervisor: ServerSupervisor | None
     today: Any  # tag trends' and stats' "today" (tests pin it)
+    demo: bool  # a --demo run: a new vault on every launch, removed on quit unless --keep
 
     def vault(self) -> Vault:
         """The dashboard's one Vault on `root`, opened when first asked (any thread)."""

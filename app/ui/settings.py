@@ -42,3 +42,17 @@ def bundled_themes() -> list[Theme]:
         spec = json.loads(f.read_text(encoding="utf-8"))
         themes.append(Theme(**spec))
     return themes
+
+
+def diff_colours(variables: dict[str, str], ansi: bool) -> dict[str, str]:
+    """The diff's colours in a theme: added and removed text, and the colour their line is
+    tinted with (the diff styles blend it at 12 % and 35 %). An ANSI theme's colours are the
+    terminal's own and cannot be blended: its tint came out the text's own green (SGR 32 on
+    42, in `ansi-light`), so there the lines keep the terminal's background."""
+    back = ("ansi_default", "ansi_default") if ansi else (variables["success"], variables["error"])
+    return {
+        "diff-added": variables["text-success"],
+        "diff-added-back": back[0],
+        "diff-removed": variables["text-error"],
+        "diff-removed-back": back[1],
+    }

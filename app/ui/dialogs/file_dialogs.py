@@ -3,6 +3,7 @@ folder completion), and the form for a new note of a doc type."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import date
 from pathlib import Path
 
@@ -18,8 +19,8 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from app.services.file_actions import ActionError, NewNote, doc_type, plan_create
-from server.notes.config import ConfigError, load_config
+from app.services.file_actions import ActionError, NewNote, doc_type, from_date, plan_create
+from server.notes.config import ConfigError, DocType, load_config
 from server.services.op_plans import note_path
 from server.services.write_plan import Rejected
 
@@ -61,9 +62,12 @@ class FileFinder(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Content.styled(self.title_text, "bold"), id="dialog-title")
+            # docked: at 80x24 the list pushed the hint below the dialog
+            yield Static(
+                Content("enter picks · ↑/↓ move · esc cancels"), classes="hint", id="dialog-foot"
+            )
             yield Input(self.query_text, placeholder="part of a path (fuzzy)", id="find")
             yield OptionList(id="matches")
-            yield Static(Content("enter picks · ↑/↓ move · esc cancels"), classes="hint")
 
     def on_mount(self) -> None:
         self._refresh(self.query_text)
@@ -76,7 +80,8 @@ class FileFinder(ModalScreen[str | None]):
         ol = self.query_one("#matches", OptionList)
         ol.clear_options()
         ol.add_options([Option(Content(c), id=c) for c in rank(query, self.candidates)])
-        # nothing is picked for an empty query: enter alone must not choose the first file
+        # nothing is picked for an empty query: enter alone must not choose a file, not even
+        # the row's note the caller lists first (`finder_order`; ↓ then enter picks it)
         ol.highlighted = 0 if ol.option_count and query.strip() else None
 
     def action_cursor(self, delta: int) -> None:
@@ -182,6 +187,7 @@ class NewNoteForm(ModalScreen[NewNote | None]):
         self.types = types
         self.fields: list[str] = []
         self.built: str | None = None
+        self.type: DocType | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -193,7 +199,11 @@ class NewNoteForm(ModalScreen[NewNote | None]):
                     id="type",
                     value=self.types[0] if self.types else Select.NULL,
                 )
-            yield _Fields(id="form")
+            # the title is there from the start and stays when the type changes (it was built
+            # with the fields: a title typed was lost, and a test could look before it was)
+            with _Fields(id="form"):
+                yield Label("title")
+                yield Input(placeholder="the note's heading (and slug)", id="f-title")
             with Vertical(id="dialog-foot"):
                 yield Static(id="form-error")
                 yield Static(id="form-path")
@@ -214,30 +224,46 @@ class NewNoteForm(ModalScreen[NewNote | None]):
     async def _build(self, type_name: str) -> None:
         if type_name == self.built:
             return
+        # what was typed stays: each field the new type asks for too
+        kept: dict[str, str] = {}
+        with contextlib.suppress(NoMatches):
+            _, kept, _ = self._values()
         self.built = type_name
         t = doc_type(self.root, type_name)
+        self.type = t
         self.fields = list(t.required)
+        derived = from_date(t, {})
         form = self.query_one("#form", _Fields)
-        await form.remove_children()
-        widgets: list[Label | Input | Select[str]] = [
-            Label("title"),
-            Input(placeholder="the note's heading (and slug)", id="f-title"),
-        ]
+        await form.remove_children(list(form.children)[2:])  # all but the title
+        widgets: list[Label | Input | Select[str]] = []
         today = date.today().isoformat()
         for i, f in enumerate(self.fields):
             widgets.append(Label(f))
             allowed = [str(v) for v in t.values.get(f, ())]
+            was = kept.get(f, "")
             if allowed:
                 widgets.append(
-                    Select([(v, v) for v in allowed], prompt=f"pick a {f}", id=field_id(i))
+                    Select(
+                        [(v, v) for v in allowed],
+                        prompt=f"pick a {f}",
+                        id=field_id(i),
+                        value=was if was in allowed else Select.NULL,
+                    )
                 )
             elif f in t.dates:
-                widgets.append(Input(today, placeholder="YYYY-MM-DD", id=field_id(i)))
+                widgets.append(Input(was or today, placeholder="YYYY-MM-DD", id=field_id(i)))
+            elif f in derived:  # the file name takes it from the date: so does the field
+                widgets.append(Input(was, placeholder=self._from_date(f, {}), id=field_id(i)))
             else:
-                widgets.append(Input(id=field_id(i)))
+                widgets.append(Input(was, id=field_id(i)))
         await form.mount_all(widgets)
         self.query_one("#form-error", Static).update("")
         self._preview()
+
+    def _from_date(self, name: str, values: dict[str, str]) -> str:
+        """The placeholder of a field left to the date: the value it will get."""
+        value = from_date(self.type, values).get(name, "") if self.type else ""
+        return f"{value} (from the date; type to change)"
 
     def field(self, name: str) -> Input | Select[str]:
         """The widget of the required field `name`: an Input, or a Select of allowed values."""
@@ -265,6 +291,9 @@ class NewNoteForm(ModalScreen[NewNote | None]):
             type_name, values, title = self._values()
         except NoMatches:  # the form is being rebuilt for another type; _build previews after
             return
+        for f in from_date(self.type, values) if self.type else ():  # follows the date typed
+            if isinstance(w := self.field(f), Input):
+                w.placeholder = self._from_date(f, values)
         path = preview_path(self.root, type_name, values, title)
         self.query_one("#form-path", Static).update(Content.styled(f"creates {path}", "bold"))
 

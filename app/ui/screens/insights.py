@@ -1,4 +1,4 @@
-"""The tag trends screen (`g`): weekly sparklines per tag; enter shows a tag's notes in the timeline."""
+"""The tag trends screen (`t`): weekly sparklines per tag; enter shows a tag's notes in the timeline."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
 
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back"),
-        # `g` opened it and closes it, as `$`, `S` and `H` do theirs: before the list's `g` (top)
-        Binding("g", "app.pop_screen", "Back", show=False, priority=True),
+        # `t` opened it and closes it, as `$`, `S` and `H` do theirs
+        Binding("t", "app.pop_screen", "Back", show=False, priority=True),
     ]
 
     def __init__(self, vault: Vault, today: date | None = None) -> None:

@@ -118,10 +118,16 @@ def fit(content: Content, width: int) -> Content:
     return cut.pad_right(width - cut.cell_length)
 
 
+def more_files(more: int) -> str:
+    """What follows a file name when the row names `more` other files: ` +1 file`, ` +2 files`.
+    A bare `+1` beside the +/- column read as a line count (`clarif…etch.md +1 +3 −2`)."""
+    return f" +{plural(more, 'file')}" if more > 0 else ""
+
+
 def note_label(
     path: str, width: int, more: int = 0, cuts: Callable[[str, int], str] | None = None
 ) -> Content:
-    """A note in at most `width` cells: its file name first (and `+2` for two more notes),
+    """A note in at most `width` cells: its file name first (and `+2 files` for two more),
     then its folder, muted. The folder is shortened first, and dropped when fewer than four
     cells are left for it; then the name's middle (or as `cuts` cuts names, which knows the
     other notes on screen: `distinct_cuts`)."""
@@ -129,7 +135,8 @@ def note_label(
     width = max(8, width)
     cut = cuts or cut_middle
     if more:
-        name = f"{cut(name, width - len(str(more)) - 2)} +{more}"
+        suffix = more_files(more)
+        name = cut(name, max(1, width - cell_len(suffix))) + suffix
     name = cut(name, width)
     room = width - cell_len(name) - 2
     if not folder or room < 4:

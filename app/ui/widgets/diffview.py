@@ -17,8 +17,12 @@ from app.services.cell_wrap import breaks
 from app.services.history import FileChange
 from server.core.linediff import matching_blocks, opcodes
 
-ADD, DEL, HUNK = "$text-success on $success 12%", "$text-error on $error 12%", "bold $text-accent"
-WORD_ADD, WORD_DEL = "bold $text-success on $success 35%", "bold $text-error on $error 35%"
+# $diff-*: the dashboard's theme variables (app.ui.settings.diff_colours): an ANSI theme's green
+# cannot be blended to a tint, and drew added lines green on green
+ADD, DEL = "$diff-added on $diff-added-back 12%", "$diff-removed on $diff-removed-back 12%"
+HUNK = "bold $text-accent"
+WORD_ADD = "bold $diff-added on $diff-added-back 35%"
+WORD_DEL = "bold $diff-removed on $diff-removed-back 35%"
 MAX_LINES = 20_000
 STATUS = {"A": "ADDED", "D": "DELETED", "R": "RENAMED", "M": "MODIFIED"}
 RICH_LINES = 600  # past this many changed lines: no syntax colours or word marks (speed first)

@@ -162,7 +162,11 @@ def segments(f: HeaderFacts) -> list[Segment]:
         if done >= total:
             segs.append(
                 Segment(
-                    [Content(f"  recall: ready ({total:,} notes)"), Content("  recall: ready")],
+                    [
+                        Content(f"  recall: ready ({total:,} notes)"),
+                        Content("  recall: ready"),
+                        Content(""),  # all is well: the first to go at 80 columns
+                    ],
                     shed=1,
                 )
             )
@@ -174,7 +178,8 @@ def segments(f: HeaderFacts) -> list[Segment]:
         # in full when it fits; else the key that shows it (it gives way last)
         full = Content.styled(f"  config error: {f.config_errors[0]}", "bold $text-error")
         short = Content.styled("  config error (! shows it)", "bold $text-error")
-        segs.append(Segment([full, short], shed=9))
+        shortest = Content.styled("  config error (!)", "bold $text-error")
+        segs.append(Segment([full, short, shortest], shed=9))
     elif f.config_source:
         segs.append(
             Segment(
@@ -199,9 +204,9 @@ def segments(f: HeaderFacts) -> list[Segment]:
 
 
 def review_segment(commits: int, notes: int) -> Segment:
-    """How many AI changes wait for review, in how many notes: both numbers stay at 80
-    columns (the key that opens the review screen gives way first; the notes only beside
-    recall's indexing progress, which never shortens)."""
+    """How many AI changes wait for review, in how many notes, and the key that opens them:
+    the notes give way before the key (a config error beside it took the `(v)` first), and
+    the key only beside recall's indexing progress, which never shortens."""
     if not commits:
         return Segment([Content.styled("  nothing to review", "$text-muted"), Content("")], shed=1)
     style = "bold $text-warning"
@@ -210,7 +215,7 @@ def review_segment(commits: int, notes: int) -> Segment:
         [
             Content.styled(f"  {many} to review in {plural(notes, 'note')} (v)", style),
             Content.styled(f"  {commits:,} to review in {plural(notes, 'note')} (v)", style),
-            Content.styled(f"  {commits:,} to review in {plural(notes, 'note')}", style),
+            Content.styled(f"  {commits:,} to review (v)", style),  # the key before the notes
             Content.styled(f"  {commits:,} to review", style),  # beside recall's progress
         ],
         shed=6,

@@ -10,7 +10,7 @@ from rich.cells import cell_len
 from textual.content import Content
 
 from app.services.stats import BARS
-from app.ui.widgets.cells import cut_middle, note_label
+from app.ui.widgets.cells import cut_middle, more_files, note_label
 from server.services.reads import (
     BigRead,
     local_time,
@@ -41,7 +41,7 @@ def sparkline(values: list[int]) -> Content:
 def label_width(path: str, more: int = 0) -> int:
     """The cells `note_label` takes to show `path` whole (with `+more`): name, two spaces and
     the folder with its slash. Counted, not drawn: the Most read tab has thousands of notes."""
-    suffix = len(f" +{more}") if more else 0
+    suffix = len(more_files(more))
     return cell_len(path) + suffix + (2 if "/" in path else 0)
 
 

@@ -24,7 +24,7 @@ from textual.visual import Visual
 
 from app.services.feed import Row
 from app.services.history import line_counts
-from app.ui.widgets.cells import Distinct, cut_end, fit, note_label
+from app.ui.widgets.cells import Distinct, cut_end, fit, more_files, note_label
 
 KIND_STYLE = {
     "ai": "bold $text-primary",
@@ -73,8 +73,9 @@ def note_cell(
     if width is not None and width >= 8:
         return note_label(paths[0], width, len(paths) - 1, cuts)
     folder, _, name = paths[0].rpartition("/")
-    more = f" +{len(paths) - 1}" if len(paths) > 1 else ""
-    return Content(name + more) + (Content.styled(f"  {folder}/", "$text-muted") if folder else "")
+    return Content(name + more_files(len(paths) - 1)) + (
+        Content.styled(f"  {folder}/", "$text-muted") if folder else ""
+    )
 
 
 def summary_of(row: Row) -> str:
@@ -139,8 +140,8 @@ class Timeline(ScrollView, can_focus=True):
         Binding("up", "cursor(-1)", "Up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("home", "jump(0)", "Newest", show=False),
-        Binding("end,G", "jump(-1)", "Oldest", show=False),  # `g` is Tags on the timeline
+        Binding("home,g", "jump(0)", "Newest", show=False),
+        Binding("end,G", "jump(-1)", "Oldest", show=False),
     ]
 
     class Highlighted(Message):
