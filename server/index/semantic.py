@@ -355,8 +355,8 @@ class SemanticIndex:
         Measured and not taken (issue 29): letting the boost reorder notes only among those in
         the question's own script raised questions across languages on the mixed set from 0.44
         to 0.71 recall@5, but lowered its `either` kind from 1.00 to 0.83 and its one-language
-        MRR by 0.05-0.10; a change that lowers a kind is not taken. README, "Recall", has the
-        table of every candidate."""
+        MRR by 0.05-0.10; a change that lowers a kind is not taken. docs/measurements.md,
+        "Recall quality", lists every candidate."""
         pool_n = max(limit, LEXICAL_POOL) if lexical is not None else limit
         sims, dense, paths, starts = self._scores(query)
         if not paths:

@@ -5,8 +5,8 @@ refuses when one of them is close enough to be the same note (`Near.refuse`), un
 names it in `distinct_from`; the closer ones that do not refuse are listed after the create as
 `similar`. One home for "means nearly the same as a new note": nothing else decides it.
 
-Three signals, each measured (`uv run python -m bench --only dedupe`, README "Search before
-store"):
+Three signals, each measured (`uv run python -m bench --only dedupe`, docs/measurements.md
+"Search before store"):
 - meaning, from recall's vectors (any language): the new note's units are embedded and scored
   against the stored notes by `semantic.overlap`; a pair in one script must reach
   SAME_SCRIPT, a pair across scripts (a Chinese note and an English one) OTHER_SCRIPT, since
