@@ -156,7 +156,7 @@ def test_wrapped_unified_lines_keep_their_gutter() -> None:
     assert len(rows) > 1 and rows[0].plain.startswith("+ ")
     assert all(r.plain.startswith("  ") for r in rows[1:]), [r.plain for r in rows]
     # the pad under the gutter keeps the added line's colours (it still reads as one line)
-    assert all(any(sp.start == 0 and "success" in str(sp.style) for sp in r.spans) for r in rows)
+    assert all(any(sp.start == 0 and "diff-added" in str(sp.style) for sp in r.spans) for r in rows)
     assert all(r.cell_length <= 30 for r in rows)
     assert " ".join(r.plain[2:].strip() for r in rows).split() == ["added", "words"] * 10
     other = hang(Content("abc123  a long commit subject that goes on past the edge"), 30)

@@ -711,6 +711,11 @@ class Store:
             made = [(w, t) for w, t in zip(writes, temps, strict=True) if t is not None]
             late = [(w, t) for w, t in made if Path(t).parent == (self.root / w.disk).parent]
             self._write_temps([(w, t) for w, t in made if (w, t) not in late])
+            for w, _t in late:  # their blobs from memory now: the commits below name them
+                assert w.new is not None
+                got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=w.new)
+                if got.stdout.decode().strip() != blob_id(w.new):
+                    raise GitError("git stored different bytes than were written")
             crash_point("temps")
             entries = [(w.disk, b) for w, b in zip(writes, blobs, strict=True)]
             steps = [(entries, message, author)]
