@@ -20,6 +20,7 @@ from app.ui.dashboard import Dashboard
 from server.core.gitrepo import commit_message, state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
+from .test_dashboard import until
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history
 
@@ -89,10 +90,9 @@ def make_app(root: Path) -> Dashboard:
 @pytest.mark.parametrize("size", list(SIZES))
 def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
-        for _ in range(200):
-            if pilot.app.feed.rows:
-                break
-            await pilot.pause(0.05)
+        # the whole history read (the screen counts the feed's events, and recounts when the
+        # feed grows: a picture taken mid-recount showed other figures under load)
+        await until(pilot, lambda: bool(pilot.app.feed.rows) and pilot.app.feed.complete)
         await open_screen(pilot, "S")
         await settle(pilot)
         # every table filled (on a loaded CI machine the picture was once taken with the
