@@ -250,3 +250,20 @@ async def workers_done(app: Any) -> None:
             return
         except WorkerCancelled:
             continue
+
+
+async def until(
+    pilot: Any,
+    check: Callable[[], object],
+    what: str = "the dashboard",
+    timeout: float = 30,
+    describe: Callable[[], object] | None = None,
+) -> None:
+    """Wait for `check` (an event, not the clock); on timeout say what was awaited and what was
+    seen instead, which is what a maintainer has to go on when it fails under CI's load."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            seen = f": saw {describe()!r}" if describe is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
+        await pilot.pause(0.05)

@@ -111,7 +111,7 @@ async def test_the_dashboard_draws_control_characters_as_symbols(
 ) -> None:
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})

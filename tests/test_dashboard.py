@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,25 +35,9 @@ from app.ui.widgets.timeline import Timeline, when
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
-from .conftest import git
+from .conftest import git, until
 
 pytestmark = pytest.mark.anyio
-
-
-async def until(
-    pilot: Any,
-    check: Callable[[], bool],
-    timeout: float = 15,
-    describe: Callable[[], object] | None = None,
-) -> None:
-    """Wait for `check` (an event, not the clock); on timeout say what was seen instead, which is
-    what a maintainer has to go on when it fails under CI's load."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            seen = f": saw {describe()!r}" if describe is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s waiting for the dashboard{seen}")
-        await pilot.pause(0.05)
 
 
 def kinds(app: Dashboard) -> list[str]:

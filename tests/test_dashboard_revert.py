@@ -19,8 +19,7 @@ from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline, cells
 from server.core.gitrepo import operation_in_progress
 
-from .conftest import git
-from .test_dashboard import until
+from .conftest import git, until
 from .test_file_dialogs import find, screen_is
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ from textual.widgets import Static
 from app.services.supervisor import ServerSupervisor
 from app.ui.dashboard import Dashboard
 
-from .test_dashboard import until
+from .conftest import until
 
 pytestmark = pytest.mark.anyio
 

@@ -4,8 +4,6 @@ with shared prefixes written by two clients (issue 33, audit turn 3 N1 and N2)."
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +22,12 @@ from app.ui.widgets.timeline import Timeline, fit_line, widths
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import workers_done
+from .conftest import until, workers_done
 
 pytestmark = pytest.mark.anyio
 
 NUMBERS = "一二三四五六七八九十"
 CLIENTS = ("claude-code", "claude-desktop")
-
-
-async def until(pilot: Any, check: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def chinese_paths() -> list[str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.timeline import Timeline
 from server.notes.bundled import make_demo_vault
 
-from .conftest import git
+from .conftest import git, until
 
 pytestmark = pytest.mark.anyio
 
@@ -50,18 +48,6 @@ def vault(make_vault: Any) -> Path:
             "w.md": "# W\n\n## Log\n- one\n",
         }
     )
-
-
-async def until(
-    pilot: Any, check: Callable[[], bool], timeout: float = 20, describe: Any = None
-) -> None:
-    """Wait for `check`; on timeout say what was seen (an event, not the clock)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            seen = f": saw {describe()!r}" if describe is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s{seen}")
-        await pilot.pause(0.05)
 
 
 def text_of(app: Dashboard) -> str:

@@ -17,8 +17,7 @@ from app.services.history import read_commits
 from app.ui.dashboard import Dashboard
 from app.ui.widgets.timeline import Timeline
 
-from .conftest import git
-from .test_dashboard import until
+from .conftest import git, until
 
 
 def fast_commits(root: Path, n: int, start: int = 1_760_000_000) -> None:

@@ -17,7 +17,7 @@ from app.ui.screens.feedback_screen import FeedbackScreen
 from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import ReviewDiff
 
-from .test_dashboard import until
+from .conftest import until
 from .test_review_screens import app_on, header, open_review, settings_home, shown
 from .test_screens import screen_text
 

@@ -17,8 +17,7 @@ from app.ui.dialogs.modals import ConfirmModal
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
 
-from .conftest import git
-from .test_dashboard import until
+from .conftest import git, until
 
 pytestmark = pytest.mark.anyio
 

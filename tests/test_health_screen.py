@@ -19,8 +19,7 @@ from app.ui.widgets.cells import cut_middle, note_label
 from app.ui.widgets.lines import LinesView
 from server.vault import Vault
 
-from .conftest import git
-from .test_dashboard import until
+from .conftest import git, until
 from .test_health import FILES, LATER
 from .test_screens import screen_text
 

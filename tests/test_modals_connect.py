@@ -16,7 +16,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConnectModal, Snippet, SnippetScroll, shell_lines, shell_words
 from server.protocol.connect import claude_mcp_add_http
 
-from .test_dashboard import until
+from .conftest import until
 from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio

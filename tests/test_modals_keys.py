@@ -13,7 +13,8 @@ from textual.widgets import Button
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal, HelpModal
 
-from .test_dashboard import footer, until
+from .conftest import until
+from .test_dashboard import footer
 from .test_dashboard_revert import select, timeline
 
 pytestmark = pytest.mark.anyio

@@ -513,7 +513,7 @@ async def test_the_reads_screen_never_names_a_note_that_is_private_now(
 
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:
@@ -596,7 +596,8 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
 ) -> None:
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import footer, footer_fits, until
+    from .conftest import until
+    from .test_dashboard import footer, footer_fits
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:
@@ -670,7 +671,7 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
     from app.ui.dashboard import Dashboard
     from app.ui.widgets.cells import note_label
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:
@@ -747,7 +748,7 @@ async def open_reads(app: Any, pilot: Any, events: int) -> ReadsScreen:
     and context preview counted."""
     from app.ui.screens.reads import ReadsScreen
 
-    from .test_dashboard import until
+    from .conftest import until
 
     await until(pilot, lambda: len(app.feed.events) >= events)
     await pilot.press("dollar_sign")
@@ -768,7 +769,7 @@ async def reads_without_vault(
 
     from app.ui.screens.reads import ReadsScreen
 
-    from .test_dashboard import until
+    from .conftest import until
 
     screen = ReadsScreen(tmp_path / "gone", events)
 
@@ -796,7 +797,7 @@ async def test_the_cost_tab_is_drawn_from_the_events_alone_and_names_no_note_unr
     need the vault say what broke."""
     from textual.widgets import DataTable
 
-    from .test_dashboard import until
+    from .conftest import until
 
     now = datetime.now(UTC)
     events = [
@@ -838,7 +839,7 @@ async def test_every_reads_table_fits_the_terminal_with_long_names(
 
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     client_name = "an-editor-plugin-with-a-very-long-client-name"
@@ -927,7 +928,7 @@ async def test_the_reads_screen_names_clients_as_stats_does(
 ) -> None:
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     await reads_of_two_versions_and_a_long_client(vault)
@@ -957,7 +958,7 @@ async def test_biggest_today_fits_keeps_the_client_readable_and_is_sorted_as_sho
 
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     await reads_of_two_versions_and_a_long_client(vault)
@@ -1008,7 +1009,7 @@ async def test_biggest_today_uses_the_free_width_before_cutting_a_note(
 
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     await reads_of_two_versions_and_a_long_client(vault)
@@ -1057,7 +1058,7 @@ async def test_the_context_tab_notices_a_note_it_includes_changing_on_disk(
     line within seconds: it watches the files the preview includes while it is shown."""
     from app.ui.dashboard import Dashboard
 
-    from .test_dashboard import until
+    from .conftest import until
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:

@@ -14,8 +14,7 @@ from textual.widgets import Checkbox
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.revert_dialog import BlockerBox, BlockersModal
 
-from .conftest import git
-from .test_dashboard import until
+from .conftest import git, until
 from .test_dashboard_revert import select
 from .test_screens import screen_text
 

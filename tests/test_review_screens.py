@@ -28,8 +28,8 @@ from app.ui.widgets.header import HeaderFacts, ServerState, segments
 from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
 
-from .conftest import git, workers_done
-from .test_dashboard import footer, footer_fits, until
+from .conftest import git, until, workers_done
+from .test_dashboard import footer, footer_fits
 from .test_review import W, owner_edit
 from .test_screens import screen_text
 

@@ -25,8 +25,7 @@ from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
-from .conftest import git, stop_residents
-from .test_dashboard import until
+from .conftest import git, stop_residents, until
 
 pytestmark = pytest.mark.anyio
 

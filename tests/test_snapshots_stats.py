@@ -20,7 +20,7 @@ from app.ui.dashboard import Dashboard
 from server.core.gitrepo import commit_message, state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
-from .test_dashboard import until
+from .conftest import until
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history
 

@@ -32,8 +32,7 @@ from server.core.gitrepo import commit_message
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import Session, git
-from .test_dashboard import until
+from .conftest import Session, git, until
 from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio

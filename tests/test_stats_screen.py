@@ -26,7 +26,7 @@ from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names
 from server.core.gitrepo import commit_message, state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
-from .test_dashboard import until
+from .conftest import until
 from .test_screens import screen_text
 from .test_stats import (  # noqa: F401
     AI_WHO,

@@ -175,7 +175,7 @@ async def test_health_lists_superseded_notes_and_the_screen_offers_delete(
     from app.ui.dashboard import Dashboard
     from server.services.health import check_root
 
-    from .test_dashboard import until
+    from .conftest import until
     from .test_health_screen import open_health, select
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
