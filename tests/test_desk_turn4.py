@@ -26,7 +26,7 @@ from app.ui.widgets.lines import LinesView
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import until, workers_done
+from .conftest import git, until, workers_done
 
 pytestmark = pytest.mark.anyio
 
@@ -300,3 +300,76 @@ async def test_the_header_says_the_server_is_down_as_soon_as_its_child_exits(
             )
     finally:
         sup.stop()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_palette_takes_typed_text_after_the_audits_dialogs(
+    connect: Any,
+    make_vault: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    size: tuple[int, int],
+) -> None:
+    """N29: the command palette once stopped taking typed text after a revert-conflict dialog,
+    a delete, the review screen with an undo refusal, then esc esc ctrl+p. The same sequence
+    under Pilot: the palette's input has the focus and takes what is typed. (Not reproduced:
+    this passed before any change of this branch; it stays as the audit's sequence, checked.)"""
+    from textual.command import CommandPalette
+    from textual.widgets import Input
+
+    from app.ui.dialogs.revert_dialog import BlockersModal
+    from app.ui.widgets.timeline import Timeline
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"w.md": "# W\n\n## Log\n- one\n", "gone.md": "# Gone\n\nbody\n"})
+    async with connect(root) as s:
+        target = await s.call(
+            "append_section", path="w.md", heading="Log", content="- two\n- three"
+        )
+    # the owner's words on a line the AI wrote: its revert is blocked, its hunk's undo refused
+    (root / "w.md").write_text((root / "w.md").read_text().replace("- two", "- two, mine"))
+    git(root, "commit", "-qam", "my words on that line")
+    app = Dashboard(root, poll_seconds=0.5)
+    async with app.run_test(size=size) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: t.index_of(f"c:{target['commit']}") is not None, "the row")
+        t.focus()
+        t.move_to(t.index_of(f"c:{target['commit']}") or 0)
+        await pilot.pause(0.05)
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, BlockersModal), "the conflict dialog")
+        await pilot.press("escape")
+        await until(pilot, lambda: len(app.screen_stack) == 1, "the timeline")
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, FileFinder), "the finder")
+        await pilot.press(*"gone", "enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "the delete confirm")
+        await pilot.press("y")
+        await until(pilot, lambda: not (root / "gone.md").exists(), "the delete")
+        await until(pilot, lambda: len(app.screen_stack) == 1, "the timeline")
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.shown is not None, "the diff")
+        await pilot.press("u")
+        status = review.query_one("#review-status")
+        await until(
+            pilot,
+            lambda: "refused" in str(status.render()),
+            "the undo refusal",
+            describe=lambda: (str(status.render()), app.screen),
+        )
+        await pilot.press("escape", "escape", "ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "the palette")
+        await workers_done(app)
+        palette = app.screen
+        field = palette.query_one(Input)
+        await pilot.press(*"tags")
+        await until(
+            pilot,
+            lambda: field.value == "tags",
+            "the palette to take the typed text",
+            describe=lambda: (field.value, app.focused, app.screen),
+        )
