@@ -373,3 +373,48 @@ async def test_the_palette_takes_typed_text_after_the_audits_dialogs(
             "the palette to take the typed text",
             describe=lambda: (field.value, app.focused, app.screen),
         )
+
+
+async def test_the_tags_notes_pane_names_each_note_on_one_row_at_80_columns(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N2 in Tags: the selected tag's notes were whole paths folded at the pane's edge, three
+    rows a Chinese note, rows of different notes alike (`消息队列与事件驱动/`). Each note is now
+    one row, cut by the timeline's rule, and no two rows print the same."""
+    from app.ui.screens.insights import TagsScreen
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    paths = chinese_paths()
+    root = make_vault({p: f"---\ntags: [分布式]\n---\n# {words(p, 3)}\n" for p in paths})
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: bool(app.feed.rows), "the timeline")
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen), "the tags screen")
+        await workers_done(app)
+        await until(
+            pilot,
+            lambda: "#分布式 · 30 notes" in screen_text(app),
+            "the tag's notes",
+            describe=lambda: screen_text(app),
+        )
+        text = screen_text(app)
+        rows = text.splitlines()
+        head = next(i for i, r in enumerate(rows) if "enter shows them" in r)
+        shown = []
+        for row in rows[head + 1 :]:
+            inside = row.rsplit("│", 2)[-2].strip() if row.count("│") >= 2 else ""
+            if not inside:
+                break  # the pane's bottom border, or its end
+            shown.append(inside)
+        assert len(shown) >= 10, text  # as many as the pane's height shows
+        assert all(r.endswith(".md") for r in shown), f"a note over several rows:\n{text}"
+        assert len(set(shown)) == len(shown), shown
+        for r in shown:  # each row is one note's path, whole or cut by an ellipsis
+            head_, _, tail = r.partition("…")
+            assert sum(p.startswith(head_) and p.endswith(tail) for p in paths) == 1, r
+
+
+def screen_text(app: Any) -> str:
+    """The terminal as the owner sees it, one line per row."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
