@@ -203,6 +203,8 @@ class Dashboard(App[None]):
     def _server_went_down(self) -> None:
         """The supervisor's watcher saw the server's link close (its thread): the header says
         so now and the restart begins now, not at the next poll."""
+        if not self.is_running:  # quit already: this thread must not wait on a stopped loop
+            return
         with contextlib.suppress(RuntimeError):  # the app is closing
             self.post_message(FeedChanged())
             self.call_from_thread(self.server_down)
