@@ -151,24 +151,7 @@ def _commits(root: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "mode",
-    [
-        "merge",
-        pytest.param(
-            "rebase",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason=(
-                    "known open (issue 27, SECURITY.md 'Windows that remain'): a rebase that reads "
-                    "the branch before our ref update and the index after our index swap, "
-                    "milliseconds apart, fails at its end and stays half-way; 1 of 10 runs at "
-                    "load 18-25 with the lock held 12 ms"
-                ),
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("mode", ["merge", "rebase"])
 def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mode: str) -> None:
     root = make_vault(
         {"a/ai.md": NOTE.format(t="A"), "a/owner.md": NOTE.format(t="O"), "b/ai.md": "# B\n"}
