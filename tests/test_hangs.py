@@ -23,7 +23,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from server.core.gitrepo import ensure_repo, state_dir
+from server.core.gitrepo import ensure_repo
+from server.core.state_files import state_dir
 from server.notes.note import content_hash
 from server.services import write_checks
 from server.services.writes import apply, result_for

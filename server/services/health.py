@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.budget import escaped_len
-from server.core.gitrepo import make_state_dir, read_state, state_dir
+from server.core.state_files import make_state_dir, read_state, state_dir
 from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.frontmatter import split_frontmatter
