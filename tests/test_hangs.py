@@ -30,7 +30,8 @@ from server.services import write_checks
 from server.services.writes import apply, result_for
 from server.vault import Vault
 from server.write import edits
-from server.write.edits import EditError, closest_line, edit_text
+from server.write.edit_base import EditError
+from server.write.edits import closest_line, edit_text
 from server.write.journal import read_all
 
 from .conftest import EXAMPLE, git
