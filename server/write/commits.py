@@ -14,18 +14,9 @@ import time
 from pathlib import Path
 
 from server.core.faults import crash_point
-from server.core.git_index import (
-    IndexBusy,
-    OwnerIndex,
-    owner_index,
-    prepare_index,
-)
+from server.core.git_index import IndexBusy, OwnerIndex, owner_index, prepare_index
 from server.core.git_run import GitError, RefUpdate, git, identity_env
-from server.core.gitrepo import (
-    filtered_paths,
-    operation_in_progress,
-    rebase_orig_head,
-)
+from server.core.gitrepo import filtered_paths, operation_in_progress, rebase_orig_head
 from server.core.state_files import (
     StateDamaged,
     git_dir,

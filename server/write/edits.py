@@ -11,12 +11,7 @@ from collections.abc import Iterator
 from server.notes.links import code_layout
 from server.notes.note import UNCLOSED_FENCE, Doc, lf_lines
 from server.notes.reading import AmbiguousSection, ReadError, find_section
-from server.write.edit_base import (
-    EditError,
-    _on_lf_lines,
-    _with_newlines,
-    newline_of,
-)
+from server.write.edit_base import EditError, _on_lf_lines, _with_newlines, newline_of
 from server.write.frontmatter_edits import render_new_note, update_frontmatter
 
 # The edits' names, and those the dashboard (app/) imports from here from before

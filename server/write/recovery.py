@@ -13,18 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from server.core.faults import crash_point
-from server.core.git_index import (
-    owner_index,
-)
+from server.core.git_index import owner_index
 from server.core.git_run import GitError, git
-from server.core.gitrepo import (
-    write_lock,
-)
-from server.core.state_files import (
-    load_state_json,
-    state_dir,
-    write_state,
-)
+from server.core.gitrepo import write_lock
+from server.core.state_files import load_state_json, state_dir, write_state
 from server.write.commits import _hash_files, blob_id
 from server.write.journal import Journal, Recovered
 from server.write.leases import (

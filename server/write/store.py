@@ -57,13 +57,8 @@ from server.core.git_index import (
 )
 from server.core.git_log import CLIENT, TOOL, commit_message, trailer_value
 from server.core.git_run import GitError, RefUpdate, git, human_identity
-from server.core.gitrepo import (
-    operation_in_progress,
-)
-from server.core.state_files import (
-    git_dir,
-    write_state,
-)
+from server.core.gitrepo import operation_in_progress
+from server.core.state_files import git_dir, write_state
 from server.notes.config import Config
 from server.notes.note import BOM
 from server.write.commits import (

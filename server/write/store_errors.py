@@ -4,9 +4,7 @@ work), in words for the model and for the owner, and how long an AI write waits 
 from __future__ import annotations
 
 from server.core.errors import VaultwatchError
-from server.core.git_index import (
-    index_busy_message,
-)
+from server.core.git_index import index_busy_message
 
 
 class StoreError(VaultwatchError):

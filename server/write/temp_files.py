@@ -9,10 +9,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
-from server.core.state_files import (
-    make_state_dir,
-    state_dir,
-)
+from server.core.state_files import make_state_dir, state_dir
 
 
 def temp_dir(root: Path, path: Path) -> Path:
