@@ -10,7 +10,7 @@ rebase --abort` would take the branch back from our commit), a merge with the me
 left uncommitted for the next backup to record as an ordinary commit. The write path looks
 for these processes (`rebases_or_merges`) before it moves the branch and again, still holding
 git's index lock, once it has: one found then is kept at its next step that needs the lock,
-where it fails before it has changed anything (store._hold_for_a_rebase_begun).
+where it fails before it has changed anything (commits._hold_for_a_rebase_begun).
 
 Linux only (/proc): elsewhere nothing is found and the window stays as SECURITY.md says.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from server.core.gitrepo import rebase_orig_head
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("vaultwatch.store")
 
 # git's own options that take their value as the next argument (`git -C <path> rebase ...`)
 _VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
