@@ -251,8 +251,8 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
         assert f"{line}\n" in tree, f"{line} is not in the tree{where}"
         assert f"{line}\n" in committed, f"{line} is not committed{where}"
     # no AI line in anyone else's commit (the plugin's `git add -A` never took one). Known
-    # exception, which git's design leaves open (SECURITY.md): a `git merge` that our commit
-    # meets half-way (it fails to move the branch it read at its start, "cannot lock ref
+    # exception where /proc cannot show the merge running (SECURITY.md; on Linux the write
+    # waits for it, 0 in 244 merges): a `git merge` that our commit meets half-way (it fails to move the branch it read at its start, "cannot lock ref
     # 'HEAD'") leaves the merged notes in its working tree, and the next backup commits them
     # again on a parallel branch. Such a copy is allowed only for a line its AI commit had
     # committed first, on a branch the copy does not descend from.
