@@ -209,7 +209,7 @@ class ReviewScreen(ReviewActions):
     def _refit(self) -> None:
         with contextlib.suppress(NoMatches):
             if self.review is not None and self.notes.refit(self.review.notes, self.since):
-                self._draw(scroll=False)  # the diff's header lines are worded for the width
+                self.pane.draw(scroll=False)  # the diff's header lines are worded for the width
 
     def current(self) -> NoteSummary | None:
         if self.review is None or not self.review.notes:
@@ -240,9 +240,6 @@ class ReviewScreen(ReviewActions):
 
     def stamp(self) -> object:
         return self.dash.review_watch.stamp()
-
-    def _draw(self, scroll: bool = True) -> None:
-        self.pane.draw(scroll)
 
     def action_hunk(self, delta: int) -> None:
         if not self.pane.step_hunk(delta):
