@@ -195,6 +195,13 @@ async def test_the_list_newest_first_with_its_columns(
         assert row[5] == "append_section · mcp"  # the client without its version
     async with app_on(vault).run_test(size=(80, 24)) as pilot:
         await open_review(pilot)
+        # the footer is drawn after the screen: wait for its keys, not a moment
+        await until(
+            pilot,
+            lambda: "Mark" in [k.description for k in footer(pilot.app)],
+            "the review's footer",
+            describe=lambda: [k.description for k in footer(pilot.app)],
+        )
         assert footer_fits(pilot.app, 80)  # every key of the footer whole at 80 columns
         assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
             k.description for k in footer(pilot.app)
