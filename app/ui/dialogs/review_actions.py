@@ -1,10 +1,10 @@
 """The owner's actions on the review screen's keys: mark a note reviewed (or every note
-listed), undo the selected hunk's AI lines, revert every unreviewed AI change to a note, and
-comment on a hunk for the AI. Each asks through a dialog where it changes the vault, runs an
-`app.services.review` service in a thread (`e` and `o` open the note in $EDITOR or the note view) (git never freezes the screen) and says in the
-status line what it did, or why it did nothing. A screen gets them by deriving from
-`ReviewActions` and giving what they act on: the note under the cursor, the diff shown, the
-status line, and a way to read the list (or the feedback) again."""
+listed), undo the selected hunk's AI lines, revert every unreviewed AI change to a note,
+comment on a hunk for the AI, and open the note (`e` in $EDITOR, `o` in the note view). Each
+that changes the vault asks through a dialog, runs an `app.services.review` service in a thread
+(git never freezes the screen) and says in the status line what it did, or why it did nothing.
+A screen gets them by deriving from `ReviewActions` and giving the note under its cursor, a way
+to show its diff and to read the list again."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class ReviewActions(Screen[None]):
     def dash(self) -> Desk:
         return desk(self)
 
-    # -- what the screen gives ----------------------------------------------------------------
+    # -- the diff shown and the status line --------------------------------------------------------
 
     @property
     def shown(self) -> Shown | None:
@@ -82,6 +82,8 @@ class ReviewActions(Screen[None]):
         """Read the feedback again (a comment was added)."""
         self.query_one(NetDiffPane).load_feedback()
 
+    # -- what the screen gives ---------------------------------------------------------------------
+
     def current(self) -> NoteSummary | None:
         """The note under the list's cursor."""
         raise NotImplementedError
@@ -94,7 +96,7 @@ class ReviewActions(Screen[None]):
         """Read the list again (an action changed the vault)."""
         raise NotImplementedError
 
-    # -- the owner's actions (each in a worker: git never freezes the screen) ---------------------
+    # -- the owner's actions (each in a worker: git never freezes the screen) ----------------------
 
     def action_edit(self) -> None:
         note = self.current()
