@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.types import Implementation
 from rich.cells import cell_len
 from textual.coordinate import Coordinate
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder
@@ -213,12 +213,14 @@ async def test_the_move_preview_says_the_move_once_and_shows_the_notes_whose_lin
         await until(pilot, lambda: isinstance(app.screen, FileFinder), "the finder")
         await pilot.press(*"十月迭代", "enter")
         await until(pilot, lambda: isinstance(app.screen, DestinationPrompt), "the prompt")
+        dest = app.screen.query_one("#dest", Input)
+        await until(pilot, lambda: dest.value.endswith("行动项.md"), "the path to edit")
         await pilot.press("left", "left", "left", *"-改", "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "the preview")
-        await pilot.pause(0.1)
         dialog = app.screen
         title = str(dialog.query_one("#dialog-title", Static).render())
         body = dialog.query_one("#dialog-body", LinesView)
+        await until(pilot, lambda: "Links change" in visible_text(body), "the body drawn")
         new = LONG.replace(".md", "-改.md")
         said = title + "\n" + body.plain
         flat = said.replace("\n", "")
@@ -242,8 +244,8 @@ async def test_the_delete_confirm_shows_the_start_of_the_note(linked_vault: Path
         await until(pilot, lambda: isinstance(app.screen, FileFinder), "the finder")
         await pilot.press(*"十月迭代", "enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "the confirm")
-        await pilot.pause(0.1)
         body = app.screen.query_one("#dialog-body", LinesView)
+        await until(pilot, lambda: "it begins" in visible_text(body), "the body drawn")
         shown = visible_text(body)
         assert "# 十月迭代复盘" in shown, shown
         assert "第一，先把问题定义清楚" in shown, shown
@@ -315,7 +317,6 @@ async def test_the_palette_takes_typed_text_after_the_audits_dialogs(
     under Pilot: the palette's input has the focus and takes what is typed. (Not reproduced:
     this passed before any change of this branch; it stays as the audit's sequence, checked.)"""
     from textual.command import CommandPalette
-    from textual.widgets import Input
 
     from app.ui.dialogs.revert_dialog import BlockersModal
     from app.ui.widgets.timeline import Timeline
@@ -335,7 +336,7 @@ async def test_the_palette_takes_typed_text_after_the_audits_dialogs(
         await until(pilot, lambda: t.index_of(f"c:{target['commit']}") is not None, "the row")
         t.focus()
         t.move_to(t.index_of(f"c:{target['commit']}") or 0)
-        await pilot.pause(0.05)
+        assert t.current is not None and t.current.key == f"c:{target['commit']}"
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, BlockersModal), "the conflict dialog")
         await pilot.press("escape")
