@@ -30,6 +30,7 @@ pytestmark = pytest.mark.anyio
 
 NUMBERS = "一二三四五六七八九十"
 CLIENTS = ("claude-code", "claude-desktop")
+START = 130  # s: more than the supervisor's own bound on a server child's start (2 x 60 s)
 
 
 def chinese_paths() -> list[str]:
@@ -411,13 +412,19 @@ async def test_the_header_stops_saying_serving_once_the_server_dies(
 
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await until(pilot, lambda: "● serving http://" in header(), "serving")
+            # a server child's start is allowed 60 s by the supervisor (on a second port, as
+            # much again): the test waits longer than that, or it gives up first under load
+            await until(pilot, lambda: "● serving http://" in header(), "serving", START, header)
             assert sup.proc is not None
             os.kill(sup.proc.pid, signal.SIGKILL)
             await until(pilot, lambda: "restarting" in header(), "the header to say restarting")
             assert "● serving" not in header(), header()
             await until(
-                pilot, lambda: sup.restarts == 1 and "● serving http://" in header(), "back"
+                pilot,
+                lambda: sup.restarts == 1 and "● serving http://" in header(),
+                "back",
+                START,
+                lambda: (sup.restarts, header()),
             )
     finally:
         sup.stop()

@@ -353,6 +353,9 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         assert "creates applications/北京字节-backend.md" in text, text
         await pilot.press("ctrl+s")
         await until(pilot, lambda: not isinstance(app.screen, NewNoteForm))
+        # the new note's flow writes it in a thread, then selects it in the timeline: the app
+        # is not closed under it (under load it was, and the flow found no timeline)
+        await workers_done(app)
     created = [p for p in (root / "applications").iterdir()]
     assert len(created) == 1 and created[0].name.endswith("-backend.md")
     assert "status: waiting" in created[0].read_text()
