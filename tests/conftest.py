@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -103,11 +104,36 @@ def stop_residents(base: Path) -> list[int]:
     return pids
 
 
+def resident_looked(root: Path, uptime_s: float) -> dict[str, Any] | None:
+    """The status of `root`'s resident once its watch has looked at its quiet period at
+    `uptime_s` of uptime or later (status gives uptime to a tenth of a second: a twentieth is
+    added), else None; fails if the resident is gone. A test that checks a quiet period did
+    NOT start waits for this look instead of sleeping past the period."""
+    from server.protocol.relay import ask
+
+    status = ask(root, "status")
+    assert status is not None, f"the resident of {root} left"
+    return status if status["checked_s"] >= uptime_s + 0.05 else None
+
+
 def wait_gone(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while pid_alive(pid):
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} still runs after {timeout:g} s")
+        time.sleep(0.02)
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `cond` (outside an app: a process, a socket, a file) until it gives something true,
+    which is returned; on timeout say what was awaited and what was seen last."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}; last saw {got!r}")
         time.sleep(0.02)
 
 
@@ -238,18 +264,31 @@ def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def workers_done(app: Any) -> None:
-    """Every worker of `app` finished. An exclusive worker a newer ask replaced ends cancelled,
-    which `wait_for_complete` raises: that is the app working as meant, so the wait goes on
-    for the rest (bounded)."""
-    from textual.worker import WorkerCancelled
+async def workers_done(app: Any, timeout: float = 60) -> None:
+    """Every worker of `app` running now has finished (those they start are not awaited). An
+    exclusive worker a newer ask replaced ends cancelled: that is the app working as meant, so
+    the wait goes on for the rest. Bounded: a worker still running after `timeout` (one waiting
+    on a dialog nobody answers) fails the test with its name instead of hanging it."""
+    from textual.worker import WorkerState
 
-    for _ in range(50):
-        try:
-            await app.workers.wait_for_complete()
-            return
-        except WorkerCancelled:
-            continue
+    awaited = list(app.workers)
+    deadline = time.monotonic() + timeout
+    while running := [w for w in awaited if not w.is_finished]:
+        if time.monotonic() > deadline:
+            names = [f"{w.group}:{w.name}" for w in running]
+            raise AssertionError(f"workers still running after {timeout:g} s: {names}")
+        await asyncio.sleep(0.02)
+    failed = [w for w in awaited if w.state == WorkerState.ERROR]
+    if failed:  # as wait_for_complete did: the error a worker raised fails the test
+        raise AssertionError(f"worker {failed[0].name} failed") from failed[0].error
+
+
+async def settled(pilot: Any) -> None:
+    """The app has nothing left to do for now: every worker running has finished and the
+    messages they sent are handled. What a test waits for before it checks that something did
+    NOT happen (no second fill, no toast, the cursor not moved), instead of a fixed pause."""
+    await workers_done(pilot.app)
+    await pilot.pause()
 
 
 async def until(
