@@ -306,3 +306,31 @@ async def until(
             seen = f": saw {describe()!r}" if describe is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
         await pilot.pause(0.05)
+
+
+async def diff_shown(pilot: Any, row: Any) -> None:
+    """The main screen's diff pane shows `row`'s commit (its first line starts with the short
+    sha): the row's Highlighted message was handled and its diff read in the background. What
+    a test waits for after moving the timeline's cursor, before its next key."""
+    from app.ui.widgets.diff_pane import DiffPane
+
+    pane = pilot.app.main.query_one(DiffPane)
+    short = row.commit.short
+
+    def first() -> str:
+        return pane.lines[0].plain if pane.lines else ""
+
+    await until(pilot, lambda: first().startswith(short), f"the diff of {short}", describe=first)
+
+
+async def screen_is(pilot: Any, kind: type) -> Any:
+    """The screen on top is a `kind`, composed and mounted (its on_mount has run: a dialog's
+    body is in it), and is returned. On top is not enough: a pushed screen is on top before it
+    is composed, and a test that read its body then found it empty under load."""
+    app = pilot.app
+
+    def up() -> bool:
+        return isinstance(app.screen, kind) and app.screen.is_mounted
+
+    await until(pilot, up, f"a {kind.__name__} on top", describe=lambda: app.screen)
+    return app.screen

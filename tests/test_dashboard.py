@@ -35,7 +35,7 @@ from app.ui.widgets.timeline import Timeline, when
 from server.core.gitrepo import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
-from .conftest import git, until
+from .conftest import diff_shown, git, screen_is, settled, until
 
 pytestmark = pytest.mark.anyio
 
@@ -132,7 +132,7 @@ async def _select(pilot: Any, app: Dashboard, key: str) -> None:
     i = t.index_of(key)
     assert i is not None
     t.move_to(i)
-    await pilot.pause(0.1)
+    await diff_shown(pilot, t.rows[i])
 
 
 async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home: Path) -> None:
@@ -194,7 +194,8 @@ async def test_conflicting_revert_leaves_the_vault_unchanged(
         await until(pilot, lambda: isinstance(app.screen, BlockersModal))
         assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
         await pilot.press("n")  # decline reverting the later commit too
-        await pilot.pause(0.2)
+        await until(pilot, lambda: not isinstance(app.screen, BlockersModal), "the dialog gone")
+        await settled(pilot)  # the revert's worker ended, having reverted nothing
     assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
 
 
@@ -235,11 +236,11 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_hom
         await until(pilot, lambda: kinds(app)[:2] == ["ai", "ai"])
         t = app.query_one("#timeline", Timeline)
         t.move_to(0)
-        await pilot.pause(0.1)
+        await diff_shown(pilot, t.rows[0])
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         await pilot.press("x", "r", "j", "j", "a", "m")
-        await pilot.pause(0.2)
+        await settled(pilot)  # a key the main screen took would have a worker or a dialog
         assert isinstance(app.screen, TagsScreen) and len(app.screen_stack) == 2
         assert t.cursor == 0 and not app.main.filters.groups
         footer = app.screen.query_one(Footer)
@@ -296,7 +297,7 @@ async def test_help_lists_the_focused_panes_keys_from_their_bindings(
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "ai" in kinds(app))
-        await pilot.pause(0.2)
+        await settled(pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpModal))
         listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
@@ -409,7 +410,12 @@ async def test_filters_combine_and_stay_in_sight(
         await pilot.press("a", "e")
         assert set(kinds(app)) == {"ai", "rejected"}
         t = app.query_one("#timeline", Timeline)
-        await pilot.pause(3)  # longer than any toast
+        await until(  # the filters stay in sight once every toast has gone
+            pilot,
+            lambda: not app._notifications,
+            "every toast to go",
+            describe=lambda: [n.message for n in app._notifications],
+        )
         assert "AI + Errors" in str(t.border_title)
         await pilot.press("escape")
         assert "import" in kinds(app) and t.border_title is None
@@ -464,7 +470,13 @@ async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_
         async with connect(vault) as s:
             await s.call("append_section", path="w.md", heading="Log", content="- ai 2")
         await until(pilot, lambda: sum(k == "ai" for k in kinds(app)) == 2)
-        await pilot.pause(0.3)
+        await until(  # the timeline filled with it: where its cursor goes is decided
+            pilot,
+            lambda: sum(r.kind == "ai" for r in t.rows) == 2,
+            "the timeline to show both AI writes",
+            describe=lambda: [r.kind for r in t.rows],
+        )
+        await settled(pilot)
         assert t.current is not None and t.current.key == f"c:{res['commit']}"
 
 
@@ -482,7 +494,13 @@ async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
         async with connect(vault) as s:
             await s.call("append_section", path="w.md", heading="Log", content="- ai")
         await until(pilot, lambda: "ai" in kinds(app))
-        await pilot.pause(0.3)
+        await until(  # the timeline filled with it: where its cursor goes is decided
+            pilot,
+            lambda: any(r.kind == "ai" for r in t.rows),
+            "the timeline to show the AI write",
+            describe=lambda: [r.kind for r in t.rows],
+        )
+        await settled(pilot)
         assert t.current is not None and t.current.kind == "import"
 
 
@@ -540,7 +558,7 @@ async def test_resizing_keeps_the_selected_row_on_screen(
         await until(pilot, lambda: len(kinds(app)) == 61)
         t = app.query_one("#timeline", Timeline)
         t.move_to(40)
-        await pilot.pause(0.1)
+        await diff_shown(pilot, t.rows[40])
         await pilot.resize_terminal(80, 24)
 
         def in_view() -> bool:
@@ -584,7 +602,7 @@ async def test_a_theme_switch_repaints_the_open_diff(
     async with app.run_test(size=(120, 36)) as pilot:
         pane = app.query_one("#detail", DiffPane)
         await until(pilot, lambda: "+ - ai line" in pane.plain)
-        await pilot.pause(0.2)
+        await settled(pilot)  # no other read of the diff is on its way
         row = next(i for i, line in enumerate(pane.lines) if line.plain.startswith("+ - ai"))
 
         def added() -> Any:
@@ -639,14 +657,16 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, FileFinder))
         await pilot.press("ctrl+u", "enter")  # an empty query picks nothing
-        await pilot.pause(0.2)
+        # the enter is handled when press returns, and a pick dismisses the finder at once (a
+        # settled() would wait on the move's worker, which waits on this very dialog)
+        await pilot.pause()
         assert isinstance(app.screen, FileFinder)
         await pilot.press(*"claude", "enter")
         await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
         await pilot.press("backspace")  # edits the end of the path, not all of it
         assert app.screen.query_one("#dest", Input).value == "CLAUDE.m"
         await pilot.press("ctrl+u", *"docs/CLAUDE.md", "enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await screen_is(pilot, ConfirmModal)  # its body filled on mount
         body = app.screen.query_one("#dialog-body", LinesView).plain
         assert "⚠ CLAUDE.md is the rules file" in body
     _, preview = move_preview(root, "tags.yaml", "config/tags.yaml")

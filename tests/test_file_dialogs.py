@@ -17,7 +17,7 @@ from app.ui.dialogs.modals import ConfirmModal
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
 
-from .conftest import git, until
+from .conftest import git, screen_is, until
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +40,6 @@ def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
             "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
         }
     )
-
-
-async def screen_is(pilot: Any, kind: type) -> None:
-    await until(pilot, lambda: isinstance(pilot.app.screen, kind))
 
 
 async def find(pilot: Any, key: str, query: str) -> None:
