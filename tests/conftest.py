@@ -330,7 +330,8 @@ async def screen_is(pilot: Any, kind: type) -> Any:
     app = pilot.app
 
     def up() -> bool:
-        return isinstance(app.screen, kind) and app.screen.is_mounted
+        screen = app.screen
+        return bool(screen.is_mounted) and isinstance(screen, kind)
 
     await until(pilot, up, f"a {kind.__name__} on top", describe=lambda: app.screen)
     return app.screen

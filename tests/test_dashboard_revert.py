@@ -143,6 +143,7 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
         # the AI's alone cannot go (the owner's line is in the way): the dialog says so before
         # `y`, names the owner's commit, and does not offer the revert (audit 3 N15)
         dialog = app.screen
+        assert isinstance(dialog, BlockersModal)
         warning = dialog.query_one("#ticks-fail", Static)
         await until(pilot, lambda: "cannot apply" in str(warning.render()))
         assert f"{mine[:8]} (yours)" in str(warning.render())
