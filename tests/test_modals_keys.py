@@ -75,8 +75,7 @@ async def test_help_lists_the_screens_keys_not_a_tables_inherited_ones_and_align
         await until(pilot, lambda: bool(timeline(app).rows))
         for keys in (["question_mark"], ["escape", "v", "question_mark"]):  # timeline, review
             await pilot.press(*keys)
-            await until(pilot, lambda: isinstance(app.screen, HelpModal))
-            help = app.screen
+            help = await screen_is(pilot, HelpModal)  # composed: its keys are in it
             assert isinstance(help, HelpModal)
             listed = {what: key for key, what in help.keys}
             for generic in ("Cursor left", "Cursor right", "Page Left", "Page Right", "Select"):
