@@ -170,6 +170,13 @@ async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -
         await until(pilot, lambda: any(r.kind == "remove" for r in app.visible_rows()))
         assert not (vault / "inbox/2026-12-01-mock.md").exists()
         t = app.query_one("#timeline", Timeline)
+        # the feed has the row before the timeline is filled from it
+        await until(
+            pilot,
+            lambda: any(r.kind == "remove" for r in t.rows),
+            "the delete's row in the timeline",
+            describe=lambda: [r.kind for r in t.rows],
+        )
         at = next(i for i, r in enumerate(t.rows) if r.kind == "remove")
         t.move_to(at)
         await diff_shown(pilot, t.rows[at])
