@@ -42,10 +42,18 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The dashboard keeps its settings under XDG_CONFIG_HOME: each test has its own, so no test
     # writes the developer's ~/.config or sees another test's (they run in parallel).
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    return tmp_path / "xdg-config"
+
+
+@pytest.fixture
+def settings_dir(_own_settings: Path) -> Path:
+    """The test's own XDG_CONFIG_HOME (every test has one), for a test that reads what the
+    dashboard saved there."""
+    return _own_settings
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -281,14 +289,6 @@ async def workers_done(app: Any, timeout: float = 60) -> None:
     failed = [w for w in awaited if w.state == WorkerState.ERROR]
     if failed:  # as wait_for_complete did: the error a worker raised fails the test
         raise AssertionError(f"worker {failed[0].name} failed") from failed[0].error
-
-
-async def settled(pilot: Any) -> None:
-    """The app has nothing left to do for now: every worker running has finished and the
-    messages they sent are handled. What a test waits for before it checks that something did
-    NOT happen (no second fill, no toast, the cursor not moved), instead of a fixed pause."""
-    await workers_done(pilot.app)
-    await pilot.pause()
 
 
 async def until(

@@ -32,22 +32,17 @@ from app.ui.screens.main_screen import DiffPane, MainScreen
 from app.ui.screens.reads import ReadsScreen
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline, when
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
-from .conftest import diff_shown, git, screen_is, settled, until
+from .conftest import diff_shown, git, screen_is, until
+from .settling import settled
 
 pytestmark = pytest.mark.anyio
 
 
 def kinds(app: Dashboard) -> list[str]:
     return [r.kind for r in app.visible_rows()]
-
-
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 @pytest.fixture
@@ -62,9 +57,7 @@ def vault(make_vault: Any) -> Path:
 
 
 @pytest.mark.slow
-async def test_ai_writes_rejections_and_conflicts_show_up_live(
-    vault: Path, settings_home: Path
-) -> None:
+async def test_ai_writes_rejections_and_conflicts_show_up_live(vault: Path) -> None:
     sup = ServerSupervisor(vault)
     url = sup.start()
     app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
@@ -106,7 +99,7 @@ async def test_ai_writes_rejections_and_conflicts_show_up_live(
 
 
 @pytest.mark.slow
-async def test_the_server_child_is_restarted_when_it_dies(vault: Path, settings_home: Path) -> None:
+async def test_the_server_child_is_restarted_when_it_dies(vault: Path) -> None:
     sup = ServerSupervisor(vault)  # not started: the app starts it after its first paint
     app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
 
@@ -145,7 +138,7 @@ async def _select(pilot: Any, app: Dashboard, key: str) -> None:
     await diff_shown(pilot, t.rows[i])
 
 
-async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_revert_from_the_keyboard(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     (vault / "w.md").write_text(
@@ -167,7 +160,7 @@ async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home
 
 
 async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     # `j r` typed fast: r ran before the timeline's Highlighted message for j was handled
     async with connect(vault) as s:
@@ -192,9 +185,7 @@ async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
         )
 
 
-async def test_conflicting_revert_leaves_the_vault_unchanged(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_conflicting_revert_leaves_the_vault_unchanged(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         first = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.call("edit_text", path="w.md", old="- ai line", new="- ai line, edited")
@@ -207,11 +198,11 @@ async def test_conflicting_revert_leaves_the_vault_unchanged(
         assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
         await pilot.press("n")  # decline reverting the later commit too
         await until(pilot, lambda: not isinstance(app.screen, BlockersModal), "the dialog gone")
-        await settled(pilot)  # the revert's worker ended, having reverted nothing
+        await settled(pilot, ignore=("poll",))  # the revert's worker ended, having reverted nothing
     assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
 
 
-async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_dir: Path) -> None:
     async with connect(vault) as s:
         await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])
     app = Dashboard(vault, poll_seconds=0.1, theme="vaultwatch-light")
@@ -233,12 +224,11 @@ async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: 
         await pilot.press("escape", "question_mark")
         await until(pilot, lambda: type(app.screen).__name__ == "HelpModal")
     assert (
-        '"theme": "vaultwatch-light"'
-        in (settings_home / "vaultwatch" / "settings.json").read_text()
+        '"theme": "vaultwatch-light"' in (settings_dir / "vaultwatch" / "settings.json").read_text()
     )
 
 
-async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_each_screen_owns_its_keys(connect: Any, vault: Path) -> None:
     """On Tags the main screen's keys do nothing to the hidden timeline (x, r, j, a)."""
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -252,7 +242,9 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_hom
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         await pilot.press("x", "r", "j", "j", "a", "m")
-        await settled(pilot)  # a key the main screen took would have a worker or a dialog
+        await settled(
+            pilot, ignore=("poll",)
+        )  # a key the main screen took would have a worker or a dialog
         assert isinstance(app.screen, TagsScreen) and len(app.screen_stack) == 2
         assert t.cursor == 0 and not app.main.filters.groups
         footer = app.screen.query_one(Footer)
@@ -275,7 +267,7 @@ def footer_fits(app: App[Any], width: int) -> bool:
 
 
 async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -302,14 +294,14 @@ async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
 
 
 async def test_help_lists_the_focused_panes_keys_from_their_bindings(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "ai" in kinds(app))
-        await settled(pilot)
+        await settled(pilot, ignore=("poll",))
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpModal))
         listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
@@ -346,7 +338,7 @@ def notes_with_hunks(make_vault: Any) -> Path:
 
 
 async def test_enter_focuses_the_diff_where_keys_move_by_line_hunk_and_file(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = notes_with_hunks(make_vault)
     app = Dashboard(root, poll_seconds=0.1)
@@ -380,7 +372,7 @@ async def test_enter_focuses_the_diff_where_keys_move_by_line_hunk_and_file(
 
 
 async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         hit = await s.call("append_section", path="w.md", heading="Log", content="- zebra crossing")
@@ -411,9 +403,7 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         assert t.border_title is None and not app.main.filters.active
 
 
-async def test_filters_combine_and_stay_in_sight(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_filters_combine_and_stay_in_sight(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.error("create_doc", path="n.md", body="# N\n", tags=["nope"])  # rejected
@@ -435,7 +425,7 @@ async def test_filters_combine_and_stay_in_sight(
 
 
 async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -459,7 +449,7 @@ async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
 
 
 async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_write(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     """A demo launch: the import and the server's start, no AI write yet. The cursor is on the
     newest row (it was on the import, whose diff is every file of the vault), and the first AI
@@ -489,12 +479,12 @@ async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_
             "the timeline to show both AI writes",
             describe=lambda: [r.kind for r in t.rows],
         )
-        await settled(pilot)
+        await settled(pilot, ignore=("poll",))
         assert t.current is not None and t.current.key == f"c:{res['commit']}"
 
 
 async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     git(vault, "commit", "-q", "--allow-empty", "-m", "owner, before the AI")
     app = Dashboard(vault, poll_seconds=0.1)
@@ -513,12 +503,12 @@ async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
             "the timeline to show the AI write",
             describe=lambda: [r.kind for r in t.rows],
         )
-        await settled(pilot)
+        await settled(pilot, ignore=("poll",))
         assert t.current is not None and t.current.kind == "import"
 
 
 async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_file(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = make_vault({"inbox/idea.md": "# Idea\n", "index.md": "- [i](inbox/idea.md)\n"})
     app = Dashboard(root, poll_seconds=0.1)
@@ -536,9 +526,7 @@ async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_fil
         assert t.current is not None and t.current.paths[0] == "ideas/idea.md"
 
 
-async def test_the_palette_offers_the_screens_commands(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_the_palette_offers_the_screens_commands(connect: Any, vault: Path) -> None:
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))
@@ -559,9 +547,7 @@ async def test_the_palette_offers_the_screens_commands(
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
 
 
-async def test_resizing_keeps_the_selected_row_on_screen(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_resizing_keeps_the_selected_row_on_screen(make_vault: Any) -> None:
     root = make_vault({"a.md": "0\n"})
     for i in range(60):
         (root / "a.md").write_text(f"{i + 1}\n")
@@ -582,9 +568,7 @@ async def test_resizing_keeps_the_selected_row_on_screen(
         assert t.cursor == 40
 
 
-async def test_a_config_error_shows_whole_or_names_its_key(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_a_config_error_shows_whole_or_names_its_key(make_vault: Any) -> None:
     root = make_vault({"vault.config.yaml": "tags:\n  unknown: rejekt\n", "a.md": "# A\n"})
     app = Dashboard(root, poll_seconds=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -606,16 +590,14 @@ def test_the_time_column_shows_the_date_for_any_other_day() -> None:
     assert when(yesterday, midnight) == yesterday.strftime("%m-%d %H:%M")
 
 
-async def test_a_theme_switch_repaints_the_open_diff(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_a_theme_switch_repaints_the_open_diff(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     app = Dashboard(vault, poll_seconds=0.1, theme="vaultwatch-dark")
     async with app.run_test(size=(120, 36)) as pilot:
         pane = app.query_one("#detail", DiffPane)
         await until(pilot, lambda: "+ - ai line" in pane.plain)
-        await settled(pilot)  # no other read of the diff is on its way
+        await settled(pilot, ignore=("poll",))  # no other read of the diff is on its way
         row = next(i for i, line in enumerate(pane.lines) if line.plain.startswith("+ - ai"))
 
         def added() -> Any:
@@ -654,7 +636,7 @@ def test_server_sessions_fold_to_one_row_per_process() -> None:
 
 
 async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_setup_files(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = make_vault(
         {
@@ -689,7 +671,7 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
 
 
 async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
-    connect: Any, make_vault: Any, settings_home: Path
+    connect: Any, make_vault: Any
 ) -> None:
     root = make_vault(
         {

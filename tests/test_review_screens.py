@@ -16,10 +16,10 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
+from app.services import review_ahead
 from app.services.review import NOTES_REF, mark_reviewed, summaries
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal
-from app.ui.screens import review_screen
 from app.ui.screens.main_screen import MainScreen
 from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
@@ -28,8 +28,10 @@ from app.ui.widgets.editor import obsidian_url
 from app.ui.widgets.header import HeaderFacts, ServerState, segments
 from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
+from app.ui.widgets.review_notes import ReviewNotes
 
-from .conftest import git, screen_is, settled, until
+from .conftest import git, screen_is, until
+from .settling import settled
 from .test_dashboard import footer, footer_fits
 from .test_review import W, owner_edit
 from .test_screens import screen_text
@@ -105,7 +107,7 @@ async def refs_settle(pilot: Any) -> None:
     """Until the header's count was read at the refs as they are now."""
     app = pilot.app
     await until(pilot, lambda: not app.review_watch.stale() and not app.review_watch.busy)
-    await settled(pilot)  # the count's message handled: the header drawn from it
+    await settled(pilot, ignore=("poll",))  # the count's message handled: the header drawn from it
 
 
 # -- the header ---------------------------------------------------------------------------------
@@ -195,6 +197,13 @@ async def test_the_list_newest_first_with_its_columns(
         assert row[5] == "append_section · mcp"  # the client without its version
     async with app_on(vault).run_test(size=(80, 24)) as pilot:
         await open_review(pilot)
+        # the footer is drawn after the screen: wait for its keys, not a moment
+        await until(
+            pilot,
+            lambda: "Mark" in [k.description for k in footer(pilot.app)],
+            "the review's footer",
+            describe=lambda: [k.description for k in footer(pilot.app)],
+        )
         assert footer_fits(pilot.app, 80)  # every key of the footer whole at 80 columns
         assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
             k.description for k in footer(pilot.app)
@@ -216,34 +225,36 @@ async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
                 content="- x",
             )
     reads: list[str] = []
-    real = review_screen.net_diffs
+    real = review_ahead.net_diffs
 
     def counted(root: Path, notes: list[Any]) -> Any:
         reads.extend(n.path for n in notes)
         return real(root, notes)
 
-    monkeypatch.setattr(review_screen, "net_diffs", counted)
+    monkeypatch.setattr(review_ahead, "net_diffs", counted)
     fills = 0
-    fill = ReviewScreen._fill
+    fill = ReviewNotes.fill
 
-    def counted_fill(self: ReviewScreen, table: Any) -> None:
+    def counted_fill(self: ReviewNotes, notes: Any, since: str) -> None:
         nonlocal fills
         fills += 1
-        fill(self, table)
+        fill(self, notes, since)
 
-    monkeypatch.setattr(ReviewScreen, "_fill", counted_fill)
+    monkeypatch.setattr(ReviewNotes, "fill", counted_fill)
     app = app_on(vault)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_review(pilot)
         first = notes_listed(app)[0]
         await shown(pilot, first)
-        await settled(pilot)  # every read finished and its message handled: no fill to come
+        await settled(
+            pilot, ignore=("poll",)
+        )  # every read finished and its message handled: no fill to come
         assert fills == 1
         assert reads.count(first) == 1, reads
         assert notes_listed(app)[1] in reads  # the next one was read ahead, once shown
         await pilot.resize_terminal(100, 36)
         await until(pilot, lambda: fills == 2)  # a new width shares the columns out again
-        await settled(pilot)  # and a second resize, if one came, handled
+        await settled(pilot, ignore=("poll",))  # and a second resize, if one came, handled
         assert fills == 2  # once, though a change of size can come as two resizes
         assert screen.shown is not None and screen.shown.note.path == first
 
@@ -528,7 +539,7 @@ async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
     async with app.run_test(size=(80, 30)) as pilot:
         app.push_screen(NoteScreen(root, "n.md"))
         await until(pilot, lambda: bool(isinstance(app.screen, NoteScreen) and app.screen.view))
-        await settled(pilot)
+        await settled(pilot, ignore=("poll",))
         await until(  # the note drawn: its third line's number is on screen
             pilot,
             lambda: any(re.match(r"\s*3\b", r) for r in note_rows(app)),
@@ -620,7 +631,9 @@ async def test_no_prompt_when_there_is_nothing_to_review(vault: Path) -> None:
     app = app_on(vault)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.review_watch.count is not None)
-        await settled(pilot)  # the count's message handled: a prompt would be up now
+        await settled(
+            pilot, ignore=("poll",)
+        )  # the count's message handled: a prompt would be up now
         assert not any("review" in str(n.message) for n in app._notifications)
 
 
@@ -709,7 +722,7 @@ async def select(pilot: Any, path: str) -> None:
     table = screen.query_one("#review-notes", DataTable)
     table.move_cursor(row=notes_listed(pilot.app).index(path))
     await shown(pilot, path)
-    await settled(pilot)  # its diff drawn, the next note read ahead
+    await settled(pilot, ignore=("poll",))  # its diff drawn, the next note read ahead
 
 
 async def test_review_at_80x24_keeps_the_diff_in_sight(
@@ -804,7 +817,9 @@ async def test_the_status_line_is_cleared_on_moving_to_another_note(
         await pilot.press("space")
         await until(pilot, lambda: notes_listed(app) == ["w.md"])
         await shown(pilot, "w.md")
-        await settled(pilot)  # the listing's reads handled: a clearing would have happened
+        await settled(
+            pilot, ignore=("poll",)
+        )  # the listing's reads handled: a clearing would have happened
         assert "a.md: 1 AI commit marked reviewed" in str(status.content)
 
 
@@ -905,7 +920,7 @@ async def test_after_the_last_mark_nothing_says_hunks_or_hides_the_status(
         assert "hunk" in str(pane.border_title)
         await pilot.press("space")
         await until(pilot, lambda: "Nothing to review" in diff_text(app))
-        await settled(pilot)
+        await settled(pilot, ignore=("poll",))
         assert not pane.border_title, pane.border_title
         assert "hunk" not in screen_text(app)
         assert "w.md: 2 AI commits marked reviewed" in screen_text(app)
@@ -962,7 +977,7 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
         url = obsidian_url(vault, LONG)
         status = app.screen.query_one("#note-status", Static)
         await until(pilot, lambda: url in str(status.content))
-        await settled(pilot)  # a toast sent with the link would be up now
+        await settled(pilot, ignore=("poll",))  # a toast sent with the link would be up now
         assert not toasts(app), toasts(app)
         assert "no desktop session" in str(status.content)
         rows = screen_text(app).split("\n")
