@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -111,11 +112,36 @@ def stop_residents(base: Path) -> list[int]:
     return pids
 
 
+def resident_looked(root: Path, uptime_s: float) -> dict[str, Any] | None:
+    """The status of `root`'s resident once its watch has looked at its quiet period at
+    `uptime_s` of uptime or later (status gives uptime to a tenth of a second: a twentieth is
+    added), else None; fails if the resident is gone. A test that checks a quiet period did
+    NOT start waits for this look instead of sleeping past the period."""
+    from server.protocol.relay import ask
+
+    status = ask(root, "status")
+    assert status is not None, f"the resident of {root} left"
+    return status if status["checked_s"] >= uptime_s + 0.05 else None
+
+
 def wait_gone(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while pid_alive(pid):
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} still runs after {timeout:g} s")
+        time.sleep(0.02)
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `cond` (outside an app: a process, a socket, a file) until it gives something true,
+    which is returned; on timeout say what was awaited and what was seen last."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}; last saw {got!r}")
         time.sleep(0.02)
 
 
@@ -246,18 +272,23 @@ def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def workers_done(app: Any) -> None:
-    """Every worker of `app` finished. An exclusive worker a newer ask replaced ends cancelled,
-    which `wait_for_complete` raises: that is the app working as meant, so the wait goes on
-    for the rest (bounded)."""
-    from textual.worker import WorkerCancelled
+async def workers_done(app: Any, timeout: float = 60) -> None:
+    """Every worker of `app` running now has finished (those they start are not awaited). An
+    exclusive worker a newer ask replaced ends cancelled: that is the app working as meant, so
+    the wait goes on for the rest. Bounded: a worker still running after `timeout` (one waiting
+    on a dialog nobody answers) fails the test with its name instead of hanging it."""
+    from textual.worker import WorkerState
 
-    for _ in range(50):
-        try:
-            await app.workers.wait_for_complete()
-            return
-        except WorkerCancelled:
-            continue
+    awaited = list(app.workers)
+    deadline = time.monotonic() + timeout
+    while running := [w for w in awaited if not w.is_finished]:
+        if time.monotonic() > deadline:
+            names = [f"{w.group}:{w.name}" for w in running]
+            raise AssertionError(f"workers still running after {timeout:g} s: {names}")
+        await asyncio.sleep(0.02)
+    failed = [w for w in awaited if w.state == WorkerState.ERROR]
+    if failed:  # as wait_for_complete did: the error a worker raised fails the test
+        raise AssertionError(f"worker {failed[0].name} failed") from failed[0].error
 
 
 async def until(
@@ -275,3 +306,32 @@ async def until(
             seen = f": saw {describe()!r}" if describe is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
         await pilot.pause(0.05)
+
+
+async def diff_shown(pilot: Any, row: Any) -> None:
+    """The main screen's diff pane shows `row`'s commit (its first line starts with the short
+    sha): the row's Highlighted message was handled and its diff read in the background. What
+    a test waits for after moving the timeline's cursor, before its next key."""
+    from app.ui.widgets.diff_pane import DiffPane
+
+    pane = pilot.app.main.query_one(DiffPane)
+    short = row.commit.short
+
+    def first() -> str:
+        return pane.lines[0].plain if pane.lines else ""
+
+    await until(pilot, lambda: first().startswith(short), f"the diff of {short}", describe=first)
+
+
+async def screen_is(pilot: Any, kind: type) -> Any:
+    """The screen on top is a `kind`, composed and mounted (its on_mount has run: a dialog's
+    body is in it), and is returned. On top is not enough: a pushed screen is on top before it
+    is composed, and a test that read its body then found it empty under load."""
+    app = pilot.app
+
+    def up() -> bool:
+        screen = app.screen
+        return bool(screen.is_mounted) and isinstance(screen, kind)
+
+    await until(pilot, up, f"a {kind.__name__} on top", describe=lambda: app.screen)
+    return app.screen

@@ -18,6 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from app.services.supervisor import ServerSupervisor, snippets
 
+from .conftest import resident_looked, wait_for
+
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
@@ -114,11 +116,13 @@ def test_a_dashboard_killed_outright_leaves_no_server_behind(
         ]
     )
     try:
-        for _ in range(600):
-            if pid_file.exists() and pid_file.read_text():
-                break
-            time.sleep(0.1)
-        child = int(pid_file.read_text())
+        child = int(
+            wait_for(
+                lambda: pid_file.exists() and pid_file.read_text(),
+                60,
+                "the dashboard to say its server's pid",
+            )
+        )
         os.kill(child, 0)  # serving
         parent.kill()
         parent.wait(10)
@@ -244,6 +248,8 @@ async def test_the_dashboard_attaches_to_the_resident_a_client_started(make_vaul
 async def test_a_resident_outlives_the_dashboard_for_its_clients(make_vault: Any) -> None:
     """The dashboard quits while a client is attached: the resident keeps serving the client,
     and leaves after its quiet period once the client is gone."""
+    from server.protocol.relay import ask
+
     root = make_vault({"a.md": "# A\n"})
     sup = ServerSupervisor(root)
     sup.start()
@@ -251,7 +257,22 @@ async def test_a_resident_outlives_the_dashboard_for_its_clients(make_vault: Any
     c = relay_client(root, "code")
     try:
         sup.stop()
-        time.sleep(2.5)  # longer than the tests' quiet period: a client is still attached
+
+        def client_alone() -> dict[str, Any] | None:
+            status = ask(root, "status")
+            assert status is not None, "the resident left with a client attached"
+            alone = [x["kind"] for x in status["clients"]] == ["client"]
+            return status if alone else None
+
+        left = wait_for(client_alone, 30, "the resident to see the dashboard let go")
+        # a client is still attached: the resident's watch looked a whole quiet period (2 s in
+        # the tests' environment) after the dashboard let go, and found it attached, not quiet
+        looked = wait_for(
+            lambda: resident_looked(root, left["uptime_s"] + left["idle_s"]),
+            60,
+            "the resident's watch to look a quiet period after the dashboard let go",
+        )
+        assert looked["quiet_s"] == 0 and looked["idle_s"] == 2, looked
         assert sup.proc.poll() is None
         assert not c.call("read_doc", path="a.md")["result"]["isError"]
     finally:

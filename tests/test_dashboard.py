@@ -35,7 +35,8 @@ from app.ui.widgets.timeline import Timeline, when
 from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
-from .conftest import git, until
+from .conftest import diff_shown, git, screen_is, until
+from .settling import settled
 
 pytestmark = pytest.mark.anyio
 
@@ -87,7 +88,8 @@ async def test_ai_writes_rejections_and_conflicts_show_up_live(vault: Path) -> N
             assert kinds(app) == ["rejected", "conflict"]
             await pilot.press("e", "a")
             assert kinds(app) == ["ai"]
-            await pilot.press("a", "slash")
+            await pilot.press("a")
+            await open_filter(pilot)
             await pilot.press("n", "full_stop", "m", "d", "enter")
             assert kinds(app) == ["rejected"]
             await pilot.press("slash", "escape")
@@ -107,7 +109,8 @@ async def test_the_server_child_is_restarted_when_it_dies(vault: Path) -> None:
     try:
         async with app.run_test(size=(120, 30)) as pilot:
             assert "starting server…" in header()  # drawn before the server is up
-            await until(pilot, lambda: "● serving http://" in header())
+            # a server start took over 30 s at a load of 30 on 2 cores
+            await until(pilot, lambda: "● serving http://" in header(), timeout=90, describe=header)
             await until(pilot, lambda: bool(app.feed.rows))
             assert sup.proc is not None
             os.kill(sup.proc.pid, signal.SIGKILL)
@@ -118,13 +121,21 @@ async def test_the_server_child_is_restarted_when_it_dies(vault: Path) -> None:
         sup.stop()
 
 
+async def open_filter(pilot: Any) -> None:
+    """`/`, then the filter box has the focus. The focus moves on a later turn of the loop: a
+    key typed before it went to the timeline (under load the z of "zebra" was lost)."""
+    await pilot.press("slash")
+    box = pilot.app.query_one("#filter", Input)
+    await until(pilot, lambda: box.has_focus, "the filter box", describe=lambda: pilot.app.focused)
+
+
 async def _select(pilot: Any, app: Dashboard, key: str) -> None:
     t = app.query_one("#timeline", Timeline)
     await until(pilot, lambda: t.index_of(key) is not None)
     i = t.index_of(key)
     assert i is not None
     t.move_to(i)
-    await pilot.pause(0.1)
+    await diff_shown(pilot, t.rows[i])
 
 
 async def test_revert_from_the_keyboard(connect: Any, vault: Path) -> None:
@@ -165,11 +176,13 @@ async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
         screen = app.screen
         assert isinstance(screen, MainScreen)
         screen.action_revert()
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        modal = app.screen
+        modal = await screen_is(pilot, ConfirmModal)  # mounted: n goes to it, not the timeline
         assert isinstance(modal, ConfirmModal)
         assert older["commit"][:8] in modal.title_text, modal.title_text
         await pilot.press("n")
+        await until(
+            pilot, lambda: app.screen is screen, "the dialog gone", describe=lambda: app.screen
+        )
 
 
 async def test_conflicting_revert_leaves_the_vault_unchanged(connect: Any, vault: Path) -> None:
@@ -184,7 +197,8 @@ async def test_conflicting_revert_leaves_the_vault_unchanged(connect: Any, vault
         await until(pilot, lambda: isinstance(app.screen, BlockersModal))
         assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
         await pilot.press("n")  # decline reverting the later commit too
-        await pilot.pause(0.2)
+        await until(pilot, lambda: not isinstance(app.screen, BlockersModal), "the dialog gone")
+        await settled(pilot, ignore=("poll",))  # the revert's worker ended, having reverted nothing
     assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
 
 
@@ -224,11 +238,13 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path) -> None:
         await until(pilot, lambda: kinds(app)[:2] == ["ai", "ai"])
         t = app.query_one("#timeline", Timeline)
         t.move_to(0)
-        await pilot.pause(0.1)
+        await diff_shown(pilot, t.rows[0])
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
         await pilot.press("x", "r", "j", "j", "a", "m")
-        await pilot.pause(0.2)
+        await settled(
+            pilot, ignore=("poll",)
+        )  # a key the main screen took would have a worker or a dialog
         assert isinstance(app.screen, TagsScreen) and len(app.screen_stack) == 2
         assert t.cursor == 0 and not app.main.filters.groups
         footer = app.screen.query_one(Footer)
@@ -285,7 +301,7 @@ async def test_help_lists_the_focused_panes_keys_from_their_bindings(
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: "ai" in kinds(app))
-        await pilot.pause(0.2)
+        await settled(pilot, ignore=("poll",))
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpModal))
         listed = {what: keys for keys, what in app.screen.keys}  # type: ignore[attr-defined]
@@ -367,7 +383,8 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         await until(pilot, lambda: kinds(app)[:4] == ["ai"] * 4)
         t = app.query_one("#timeline", Timeline)
         t.move_to(t.row_count - 1)  # far down: the match must come into view and be selected
-        await pilot.press("slash", *"zebra")  # no enter: it filters while typing
+        await open_filter(pilot)
+        await pilot.press(*"zebra")  # no enter: it filters while typing
         await until(pilot, lambda: [r.key for r in t.rows] == [f"c:{hit['commit']}"])
         assert t.cursor == 0 and t.scroll_y == 0
         assert "/zebra" in str(t.border_title)
@@ -376,7 +393,7 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         await pilot.press("enter", "enter", "n")  # apply, focus the diff, find the text in it
         assert app.focused is pane
         assert pane.found is not None and "zebra crossing" in pane.lines[pane.found].plain
-        await pilot.press("slash")  # back in the box, the text kept
+        await open_filter(pilot)  # back in the box, the text kept
         await pilot.press("q")  # "zebraq": nothing has it
         await until(pilot, lambda: t.row_count == 0)
         assert "no matches" in str(t.border_title)
@@ -396,7 +413,12 @@ async def test_filters_combine_and_stay_in_sight(connect: Any, vault: Path) -> N
         await pilot.press("a", "e")
         assert set(kinds(app)) == {"ai", "rejected"}
         t = app.query_one("#timeline", Timeline)
-        await pilot.pause(3)  # longer than any toast
+        await until(  # the filters stay in sight once every toast has gone
+            pilot,
+            lambda: not app._notifications,
+            "every toast to go",
+            describe=lambda: [n.message for n in app._notifications],
+        )
         assert "AI + Errors" in str(t.border_title)
         await pilot.press("escape")
         assert "import" in kinds(app) and t.border_title is None
@@ -451,7 +473,13 @@ async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_
         async with connect(vault) as s:
             await s.call("append_section", path="w.md", heading="Log", content="- ai 2")
         await until(pilot, lambda: sum(k == "ai" for k in kinds(app)) == 2)
-        await pilot.pause(0.3)
+        await until(  # the timeline filled with it: where its cursor goes is decided
+            pilot,
+            lambda: sum(r.kind == "ai" for r in t.rows) == 2,
+            "the timeline to show both AI writes",
+            describe=lambda: [r.kind for r in t.rows],
+        )
+        await settled(pilot, ignore=("poll",))
         assert t.current is not None and t.current.key == f"c:{res['commit']}"
 
 
@@ -469,7 +497,13 @@ async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
         async with connect(vault) as s:
             await s.call("append_section", path="w.md", heading="Log", content="- ai")
         await until(pilot, lambda: "ai" in kinds(app))
-        await pilot.pause(0.3)
+        await until(  # the timeline filled with it: where its cursor goes is decided
+            pilot,
+            lambda: any(r.kind == "ai" for r in t.rows),
+            "the timeline to show the AI write",
+            describe=lambda: [r.kind for r in t.rows],
+        )
+        await settled(pilot, ignore=("poll",))
         assert t.current is not None and t.current.kind == "import"
 
 
@@ -523,7 +557,7 @@ async def test_resizing_keeps_the_selected_row_on_screen(make_vault: Any) -> Non
         await until(pilot, lambda: len(kinds(app)) == 61)
         t = app.query_one("#timeline", Timeline)
         t.move_to(40)
-        await pilot.pause(0.1)
+        await diff_shown(pilot, t.rows[40])
         await pilot.resize_terminal(80, 24)
 
         def in_view() -> bool:
@@ -563,7 +597,7 @@ async def test_a_theme_switch_repaints_the_open_diff(connect: Any, vault: Path) 
     async with app.run_test(size=(120, 36)) as pilot:
         pane = app.query_one("#detail", DiffPane)
         await until(pilot, lambda: "+ - ai line" in pane.plain)
-        await pilot.pause(0.2)
+        await settled(pilot, ignore=("poll",))  # no other read of the diff is on its way
         row = next(i for i, line in enumerate(pane.lines) if line.plain.startswith("+ - ai"))
 
         def added() -> Any:
@@ -618,14 +652,16 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, FileFinder))
         await pilot.press("ctrl+u", "enter")  # an empty query picks nothing
-        await pilot.pause(0.2)
+        # the enter is handled when press returns, and a pick dismisses the finder at once (a
+        # settled() would wait on the move's worker, which waits on this very dialog)
+        await pilot.pause()
         assert isinstance(app.screen, FileFinder)
         await pilot.press(*"claude", "enter")
         await until(pilot, lambda: isinstance(app.screen, DestinationPrompt))
         await pilot.press("backspace")  # edits the end of the path, not all of it
         assert app.screen.query_one("#dest", Input).value == "CLAUDE.m"
         await pilot.press("ctrl+u", *"docs/CLAUDE.md", "enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await screen_is(pilot, ConfirmModal)  # its body filled on mount
         body = app.screen.query_one("#dialog-body", LinesView).plain
         assert "⚠ CLAUDE.md is the rules file" in body
     _, preview = move_preview(root, "tags.yaml", "config/tags.yaml")

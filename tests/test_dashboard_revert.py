@@ -19,8 +19,8 @@ from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline, cells
 from server.core.gitrepo import operation_in_progress
 
-from .conftest import git, until
-from .test_file_dialogs import find, screen_is
+from .conftest import diff_shown, git, screen_is, until
+from .test_file_dialogs import find
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +50,7 @@ async def select(pilot: Any, app: Dashboard, sha: str) -> None:
     i = t.index_of(f"c:{sha}")
     assert i is not None
     t.move_to(i)
-    await pilot.pause(0.1)
+    await diff_shown(pilot, t.rows[i])
 
 
 def clean(root: Path) -> bool:
@@ -67,7 +67,7 @@ async def test_a_reverted_commit_is_marked_r_says_so_and_the_revert_can_be_undon
     async with app.run_test(size=(140, 40)) as pilot:
         await select(pilot, app, ai)
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await screen_is(pilot, ConfirmModal)
         body = app.screen.query_one("#dialog-body", LinesView)
         await until(pilot, lambda: "The revert will change:" in body.plain)  # filled on mount
         assert "- ai line" in body.plain
@@ -132,7 +132,7 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
     async with app.run_test(size=(140, 44)) as pilot:
         await select(pilot, app, target["commit"])
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, BlockersModal))
+        await screen_is(pilot, BlockersModal)
         boxes = list(app.screen.query(Checkbox))
         labels = [str(b.label) for b in boxes]
         assert labels[0].startswith(mine[:8]) and "you (Test Owner)" in labels[0]
@@ -143,12 +143,16 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
         # the AI's alone cannot go (the owner's line is in the way): the dialog says so before
         # `y`, names the owner's commit, and does not offer the revert (audit 3 N15)
         dialog = app.screen
+        assert isinstance(dialog, BlockersModal)
         warning = dialog.query_one("#ticks-fail", Static)
         await until(pilot, lambda: "cannot apply" in str(warning.render()))
         assert f"{mine[:8]} (yours)" in str(warning.render())
         assert dialog.query_one("#yes", Button).disabled
         await pilot.press("y")
-        await pilot.pause(0.2)
+        # y is answered with the reason, and the dialog stays
+        await until(
+            pilot, lambda: dialog.why_not in said(app), "y answered", describe=lambda: said(app)
+        )
         assert app.screen is dialog
         assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
         assert clean(vault)

@@ -128,6 +128,7 @@ PAINT = """
 import json, sys
 from pathlib import Path
 import anyio
+from textual.worker import WorkerCancelled
 from app.ui.dashboard import Dashboard
 from app.ui.screens.main_screen import DiffPane
 from app.ui.widgets.timeline import Timeline
@@ -148,7 +149,16 @@ async def main() -> None:
             if len(t.rows) == 2 and t.current is not None:
                 break
             await pilot.pause(0.01)
-        await pilot.pause(0.2)  # the first paint and whatever it set going
+        # the first paint and whatever it set going: every worker it started has finished
+        # (conftest's workers_done is not imported here: conftest loads the write path)
+        await pilot.pause()
+        for _ in range(50):
+            try:
+                await app.workers.wait_for_complete()
+                break
+            except WorkerCancelled:  # an exclusive worker a newer one replaced: the rest
+                continue
+        await pilot.pause()
         say(f"painted on {t.current.kind}")
         await pilot.press("down")  # the import commit: its diff
         pane = app.query_one("#detail", DiffPane)

@@ -28,7 +28,8 @@ from app.ui.widgets.header import StatusHeader
 from app.ui.widgets.timeline import Timeline
 from server.notes.bundled import make_demo_vault
 
-from .conftest import git, until
+from .conftest import git, screen_is, until
+from .settling import settled
 
 pytestmark = pytest.mark.anyio
 
@@ -162,7 +163,16 @@ async def test_added_and_removed_lines_are_readable_in_every_theme(
             lambda: any("added by the ai" in line.plain for line in pane.lines),
             describe=lambda: [x.plain for x in pane.lines],
         )
-        await pilot.pause(0.1)
+
+        def drawn() -> list[str]:
+            return [seg.text for y in range(pane.size.height) for seg in pane.render_line(y)]
+
+        await until(
+            pilot,
+            lambda: any("added" in text for text in drawn()),
+            "the added line drawn in the pane",
+            describe=drawn,
+        )
         seen = []
         for y in range(pane.size.height):
             for seg in pane.render_line(y):
@@ -205,7 +215,12 @@ async def test_new_note_keeps_the_title_across_types_and_takes_week_from_start(
         await until(pilot, lambda: bool(form.query("#f-title")))
         assert form.query_one("#f-title", Input).value == "第49周"
         form.field("start").value = "2026-12-02"
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "2026-W49" in getattr(form.field("week"), "placeholder", ""),
+            "the week worked out from the start date",
+            describe=lambda: form.field("week"),
+        )
         week = form.field("week")
         assert isinstance(week, Input) and "2026-W49" in week.placeholder, week
         await pilot.press("ctrl+s")
@@ -240,11 +255,12 @@ async def test_the_move_finder_offers_the_rows_note_first_and_keeps_its_hint_at_
         t.move_to(t.index_of(f"c:{res['commit']}") or 0)
         t.focus()
         await pilot.press("m")
-        await until(pilot, lambda: isinstance(app.screen, FileFinder), describe=lambda: app.screen)
-        finder = app.screen
+        finder = await screen_is(pilot, FileFinder)
         matches = finder.query_one("#matches", OptionList)
         await until(pilot, lambda: matches.option_count > 0)
-        await pilot.pause(0.2)
+        # laid out with its options (a settled() would wait on the move's worker, which waits
+        # on this very dialog)
+        await pilot.pause()
         order = [str(matches.get_option_at_index(i).id) for i in range(matches.option_count)]
         assert order[0] == "zz/读书笔记.md" and matches.highlighted is None, order[:5]
         files_only = [p for p in order if not p.endswith("/")]
@@ -347,12 +363,12 @@ async def test_the_filter_box_takes_one_line_at_80x24(vault: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: t.row_count > 0 and app.screen.has_class("-narrow"))
-        await pilot.pause(0.2)
+        await settled(pilot, ignore=("poll",))  # laid out as narrow
         before = t.scrollable_content_region.height
         await pilot.press("slash")
         box = app.query_one("#filter", Input)
         await until(pilot, lambda: box.has_focus and box.region.height > 0)
-        await pilot.pause(0.1)
+        await pilot.pause()  # the timeline laid out beside it in the same pass; drawn
         after = t.scrollable_content_region.height
         assert box.region.height == 1 and before - after <= 1, (box.region, before, after)
         await pilot.press(*"w.md")

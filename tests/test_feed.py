@@ -134,10 +134,13 @@ async def test_cursor_stays_on_its_row_and_thousands_of_rows_scroll(
     app = Dashboard(repo, poll_seconds=0.05)
     async with app.run_test(size=(160, 30)) as pilot:  # side by side: a page is ~25 rows
         t = app.query_one("#timeline", Timeline)
-        for _ in range(200):
-            if app.feed.complete and t.row_count == 3_030:
-                break
-            await pilot.pause(0.05)
+        await until(
+            pilot,
+            lambda: app.feed.complete and t.row_count == 3_030,
+            "the whole history in the timeline",
+            timeout=60,
+            describe=lambda: (app.feed.complete, t.row_count),
+        )
         assert t.row_count == 3_030
         await pilot.press("end")
         assert t.current is not None and t.current.summary == "edit 0"  # the oldest

@@ -17,7 +17,7 @@ from app.ui.dialogs.modals import ConfirmModal
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
 
-from .conftest import git, until
+from .conftest import diff_shown, git, screen_is, until
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +40,6 @@ def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
             "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
         }
     )
-
-
-async def screen_is(pilot: Any, kind: type) -> None:
-    await until(pilot, lambda: isinstance(pilot.app.screen, kind))
 
 
 async def find(pilot: Any, key: str, query: str) -> None:
@@ -118,7 +114,11 @@ async def test_new_note_form_checks_dates_then_creates(vault: Path) -> None:
         form.field("date").value = "2026-02-30"
         form.field("kind").value = "mock"
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+
+        def error() -> str:
+            return str(form.query_one("#form-error").render())
+
+        await until(pilot, lambda: "not a date" in error(), "the form's answer", describe=error)
         assert isinstance(app.screen, NewNoteForm)
         assert "not a date" in str(app.screen.query_one("#form-error").render())
         form.field("date").value = "2026-12-02"
@@ -170,8 +170,16 @@ async def test_delete_shows_backlinks_and_the_timeline_reverts_it(vault: Path) -
         await until(pilot, lambda: any(r.kind == "remove" for r in app.visible_rows()))
         assert not (vault / "inbox/2026-12-01-mock.md").exists()
         t = app.query_one("#timeline", Timeline)
-        t.move_to(next(i for i, r in enumerate(t.rows) if r.kind == "remove"))
-        await pilot.pause(0.1)
+        # the feed has the row before the timeline is filled from it
+        await until(
+            pilot,
+            lambda: any(r.kind == "remove" for r in t.rows),
+            "the delete's row in the timeline",
+            describe=lambda: [r.kind for r in t.rows],
+        )
+        at = next(i for i, r in enumerate(t.rows) if r.kind == "remove")
+        t.move_to(at)
+        await diff_shown(pilot, t.rows[at])
         await pilot.press("r")
         await screen_is(pilot, ConfirmModal)
         await pilot.press("y")

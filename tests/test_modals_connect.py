@@ -16,7 +16,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConnectModal, Snippet, SnippetScroll, shell_lines, shell_words
 from server.protocol.connect import claude_mcp_add_http
 
-from .conftest import until
+from .conftest import screen_is, until
 from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
@@ -64,13 +64,18 @@ async def test_the_connect_dialog_shows_the_command_unwrapped_and_copies_it_whol
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=size) as pilot:
         await pilot.press("c")
-        await until(pilot, lambda: isinstance(app.screen, ConnectModal))
-        await pilot.pause(0.1)
-        modal = app.screen
+        modal = await screen_is(pilot, ConnectModal)
+        view = modal.query(Snippet).first()
+        await until(  # laid out: the command folded for the room it was given
+            pilot,
+            lambda: view.room > 0 and view.size.height == len(view.lines()),
+            "the snippet laid out",
+            describe=lambda: (view.room, view.size, view.lines()),
+        )
+        await pilot.pause()  # and drawn
         assert isinstance(modal, ConnectModal)
         command = dict(modal.snippets)[CLAUDE]
         assert "\n" not in command and command.startswith("claude mcp add")
-        view = modal.query(Snippet).first()
         scroll = modal.query(SnippetScroll).first()
         room = scroll.scrollable_content_region.width
         shown = view.lines()

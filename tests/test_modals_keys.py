@@ -13,7 +13,7 @@ from textual.widgets import Button
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal, HelpModal
 
-from .conftest import until
+from .conftest import screen_is, until
 from .test_dashboard import footer
 from .test_dashboard_revert import select, timeline
 
@@ -44,8 +44,13 @@ async def test_the_confirm_footer_names_its_keys_as_its_buttons_do(
     async with app.run_test(size=(120, 36)) as pilot:
         await select(pilot, app, done["commit"])
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await pilot.pause(0.1)
+        await screen_is(pilot, ConfirmModal)
+        await until(  # the dialog's own footer, mounted after it (`Dashboard._keys_of`)
+            pilot,
+            lambda: footer_words(app) == [("y", "Revert"), ("n", "Cancel")],
+            "the dialog's footer",
+            describe=lambda: footer_words(app),
+        )
         buttons = [str(b.label) for b in app.screen.query(Button)]
         assert buttons == ["Revert (y)", "Cancel (n)"]
         assert footer_words(app) == [("y", "Revert"), ("n", "Cancel")]
@@ -70,8 +75,7 @@ async def test_help_lists_the_screens_keys_not_a_tables_inherited_ones_and_align
         await until(pilot, lambda: bool(timeline(app).rows))
         for keys in (["question_mark"], ["escape", "v", "question_mark"]):  # timeline, review
             await pilot.press(*keys)
-            await until(pilot, lambda: isinstance(app.screen, HelpModal))
-            help = app.screen
+            help = await screen_is(pilot, HelpModal)  # composed: its keys are in it
             assert isinstance(help, HelpModal)
             listed = {what: key for key, what in help.keys}
             for generic in ("Cursor left", "Cursor right", "Page Left", "Page Right", "Select"):

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,22 +20,19 @@ from mcp import Client, StdioServerParameters
 from server.protocol.relay import STOPPED_CODE, ask
 from server.write.journal import read_all
 
-from .conftest import git, git_log, pid_alive, stop_residents, wait_gone
+from .conftest import (
+    git,
+    git_log,
+    pid_alive,
+    resident_looked,
+    stop_residents,
+    wait_for,
+    wait_gone,
+)
 
 pytestmark = pytest.mark.slow
 SERVER = str(Path(sys.executable).parent / "vaultwatch-server")
 NOTES = {f"n{i}.md": f"# N{i}\n\n## Log\n\n- first\n" for i in range(3)}
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = cond()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:g} s for {what}; last saw {got!r}")
-        time.sleep(0.02)
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -270,7 +266,15 @@ def test_a_resident_exits_after_its_quiet_period(vault: Path) -> None:
     c.initialize("short")
     status = ask(vault, "status")
     assert status is not None and status["idle_s"] == 0.5
-    time.sleep(1.0)  # attached: a quiet period does not start while a client is there
+    # attached: a quiet period does not start while a client is there. The resident's watch
+    # looked a whole quiet period after the client came (its status says when it last looked)
+    # and found it attached, not quiet; it still answers
+    looked = wait_for(
+        lambda: resident_looked(vault, status["uptime_s"] + status["idle_s"]),
+        30,
+        "the resident's watch to look a quiet period after the client came",
+    )
+    assert looked["quiet_s"] == 0 and [x["name"] for x in looked["clients"]] == ["short/1.0"]
     assert pid_alive(status["pid"])
     assert c.close() == 0
     wait_gone(status["pid"], 30)

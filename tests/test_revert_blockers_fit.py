@@ -14,11 +14,29 @@ from textual.widgets import Checkbox
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.revert_dialog import BlockerBox, BlockersModal
 
-from .conftest import git, until
+from .conftest import git, screen_is, until
 from .test_dashboard_revert import select
 from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
+
+
+async def boxes_laid_out(pilot: Any) -> None:
+    """The blockers dialog is up and both its commits' boxes have their width (each draws its
+    line for the width it has)."""
+    screen = await screen_is(pilot, BlockersModal)
+
+    def widths() -> list[int]:
+        return [b.content_size.width for b in screen.query(BlockerBox)]
+
+    await until(
+        pilot,
+        lambda: len(widths()) == 2 and all(widths()),
+        "the blockers' boxes laid out",
+        describe=widths,
+    )
+    await pilot.pause()  # and drawn at that width
+
 
 LONG = "项目/二〇二六年/第四季度/很长很长的文件夹名字/会议记录与后续行动计划.md"
 
@@ -45,8 +63,7 @@ async def test_blockers_show_author_and_time_whole_and_cut_the_path(
     async with app.run_test(size=size) as pilot:
         await select(pilot, app, target["commit"])
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, BlockersModal))
-        await pilot.pause(0.1)
+        await boxes_laid_out(pilot)
         # each box as drawn at its width (the dialog scrolls: at 80x24 the second is below)
         lines = {b.id: b.render().plain for b in app.screen.query(BlockerBox)}
         assert lines["blocker-0"].strip() in screen_text(app)
@@ -82,8 +99,7 @@ async def test_an_unticked_commit_has_no_x(connect: Any, make_vault: Any) -> Non
     async with app.run_test(size=(120, 36)) as pilot:
         await select(pilot, app, target["commit"])
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, BlockersModal))
-        await pilot.pause(0.1)
+        await boxes_laid_out(pilot)
         boxes = {b.id: b for b in app.screen.query(BlockerBox)}
         mine, ai = boxes["blocker-0"], boxes["blocker-1"]
         assert not mine.value and ai.value

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Input, Static
 from app.services import review_ahead
 from app.services.review import NOTES_REF, mark_reviewed, summaries
 from app.ui.dashboard import Dashboard
+from app.ui.dialogs.modals import ConfirmModal
 from app.ui.screens.main_screen import MainScreen
 from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
@@ -29,7 +30,8 @@ from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.review_notes import ReviewNotes
 
-from .conftest import git, until, workers_done
+from .conftest import git, screen_is, until
+from .settling import settled
 from .test_dashboard import footer, footer_fits
 from .test_review import W, owner_edit
 from .test_screens import screen_text
@@ -105,7 +107,7 @@ async def refs_settle(pilot: Any) -> None:
     """Until the header's count was read at the refs as they are now."""
     app = pilot.app
     await until(pilot, lambda: not app.review_watch.stale() and not app.review_watch.busy)
-    await pilot.pause(0.1)
+    await settled(pilot, ignore=("poll",))  # the count's message handled: the header drawn from it
 
 
 # -- the header ---------------------------------------------------------------------------------
@@ -244,14 +246,15 @@ async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
         screen = await open_review(pilot)
         first = notes_listed(app)[0]
         await shown(pilot, first)
-        await workers_done(app)
-        await pilot.pause(0.3)
+        await settled(
+            pilot, ignore=("poll",)
+        )  # every read finished and its message handled: no fill to come
         assert fills == 1
         assert reads.count(first) == 1, reads
         assert notes_listed(app)[1] in reads  # the next one was read ahead, once shown
         await pilot.resize_terminal(100, 36)
         await until(pilot, lambda: fills == 2)  # a new width shares the columns out again
-        await pilot.pause(0.3)
+        await settled(pilot, ignore=("poll",))  # and a second resize, if one came, handled
         assert fills == 2  # once, though a change of size can come as two resizes
         assert screen.shown is not None and screen.shown.note.path == first
 
@@ -536,7 +539,13 @@ async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
     async with app.run_test(size=(80, 30)) as pilot:
         app.push_screen(NoteScreen(root, "n.md"))
         await until(pilot, lambda: bool(isinstance(app.screen, NoteScreen) and app.screen.view))
-        await pilot.pause(0.2)
+        await settled(pilot, ignore=("poll",))
+        await until(  # the note drawn: its third line's number is on screen
+            pilot,
+            lambda: any(re.match(r"\s*3\b", r) for r in note_rows(app)),
+            "the note's line 3 drawn",
+            describe=lambda: note_rows(app),
+        )
         view = app.screen.query_one("#note-text", LinesView)
         width = view.scrollable_content_region.width
         rows = note_rows(app)
@@ -622,7 +631,9 @@ async def test_no_prompt_when_there_is_nothing_to_review(vault: Path) -> None:
     app = app_on(vault)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.review_watch.count is not None)
-        await pilot.pause(0.3)
+        await settled(
+            pilot, ignore=("poll",)
+        )  # the count's message handled: a prompt would be up now
         assert not any("review" in str(n.message) for n in app._notifications)
 
 
@@ -711,7 +722,7 @@ async def select(pilot: Any, path: str) -> None:
     table = screen.query_one("#review-notes", DataTable)
     table.move_cursor(row=notes_listed(pilot.app).index(path))
     await shown(pilot, path)
-    await pilot.pause(0.1)
+    await settled(pilot, ignore=("poll",))  # its diff drawn, the next note read ahead
 
 
 async def test_review_at_80x24_keeps_the_diff_in_sight(
@@ -806,7 +817,9 @@ async def test_the_status_line_is_cleared_on_moving_to_another_note(
         await pilot.press("space")
         await until(pilot, lambda: notes_listed(app) == ["w.md"])
         await shown(pilot, "w.md")
-        await pilot.pause(0.2)
+        await settled(
+            pilot, ignore=("poll",)
+        )  # the listing's reads handled: a clearing would have happened
         assert "a.md: 1 AI commit marked reviewed" in str(status.content)
 
 
@@ -860,7 +873,7 @@ async def test_the_revert_confirm_shows_the_lines_it_takes_back(connect: Any, va
         screen = await open_review(pilot)
         await shown(pilot, "w.md")
         await pilot.press("R")
-        await until(pilot, lambda: app.screen is not screen)
+        await screen_is(pilot, ConfirmModal)  # its body filled on mount
         body = app.screen.query_one("#dialog-body", LinesView).plain
         assert "The revert will change:" in body, body
         lines = body.splitlines()
@@ -907,7 +920,7 @@ async def test_after_the_last_mark_nothing_says_hunks_or_hides_the_status(
         assert "hunk" in str(pane.border_title)
         await pilot.press("space")
         await until(pilot, lambda: "Nothing to review" in diff_text(app))
-        await pilot.pause(0.1)
+        await settled(pilot, ignore=("poll",))
         assert not pane.border_title, pane.border_title
         assert "hunk" not in screen_text(app)
         assert "w.md: 2 AI commits marked reviewed" in screen_text(app)
@@ -964,7 +977,7 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
         url = obsidian_url(vault, LONG)
         status = app.screen.query_one("#note-status", Static)
         await until(pilot, lambda: url in str(status.content))
-        await pilot.pause(0.2)
+        await settled(pilot, ignore=("poll",))  # a toast sent with the link would be up now
         assert not toasts(app), toasts(app)
         assert "no desktop session" in str(status.content)
         rows = screen_text(app).split("\n")

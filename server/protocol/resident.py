@@ -98,6 +98,11 @@ class Resident:
         self.conns: dict[int, Conn] = {}
         self.idle_s = idle_seconds(vault)
         self.quiet_since = time.monotonic()
+        # the watch's last look, in seconds of uptime, and how long the resident had been
+        # without a client at it: status says both, so a test sees that a look made a whole
+        # quiet period after a client came found it attached (instead of sleeping past it)
+        self.checked_s = 0.0
+        self.quiet_s = 0.0
         self.retiring = False
         self.reason = ""
         self.stopped = asyncio.Event()
@@ -170,6 +175,7 @@ class Resident:
                 self.quiet_since = now
             elif now - self.quiet_since >= self.idle_s:
                 self.shutdown(f"no client for {self.idle_s:g} s")
+            self.checked_s, self.quiet_s = time.time() - self.started, now - self.quiet_since
 
     def _socket_is_ours(self) -> bool:
         try:
@@ -230,6 +236,8 @@ class Resident:
             "started": self.started,
             "uptime_s": round(time.time() - self.started, 1),
             "idle_s": self.idle_s,
+            "checked_s": round(self.checked_s, 2),
+            "quiet_s": round(self.quiet_s, 2),
             "retiring": self.retiring,
             "http": self.http_url,
             "clients": [c.status() for c in self.conns.values()],
