@@ -507,6 +507,8 @@ def _action(root: Path, involved: list[str]) -> Iterator[_Tree]:
             raise ActionError(exc.for_owner) from None
         except GitError as exc:
             raise ActionError(str(exc)) from None
+        except WriteRace as exc:  # saved into while its pending edit was being committed
+            raise ActionError(f"nothing was done: {_why(exc)}; try again") from None
         tree = _Tree(root, store)
         tree.names = names
         yield tree
