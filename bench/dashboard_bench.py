@@ -16,7 +16,7 @@ from typing import Any
 from app.ui.dashboard import POLL_SECONDS, Dashboard
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
-from server.core.gitrepo import CLIENT, TOOL, commit_message
+from server.core.git_log import CLIENT, TOOL, commit_message
 
 from .stats import ms
 

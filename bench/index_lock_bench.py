@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from mcp.types import CallToolResult
 
-from server.core import gitrepo
+from server.core import git_index
 from server.protocol.tools import build_server
 from server.vault import Vault
 from server.write import store
@@ -51,7 +51,7 @@ def main() -> None:
     args = ap.parse_args()
     held: list[float] = []
     calls: list[float] = []
-    real = gitrepo.owner_index
+    real = git_index.owner_index
 
     @contextlib.contextmanager
     def timed(*a: Any, **kw: Any) -> Iterator[Any]:

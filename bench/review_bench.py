@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from app.services.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
-from server.core.gitrepo import CLIENT, TOOL, commit_message
+from server.core.git_log import CLIENT, TOOL, commit_message
 
 from .frames import Frames, drawn, until
 from .stats import ms

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.services.stats import compute
-from server.core.gitrepo import commit_message
+from server.core.git_log import commit_message
 
 from .stats import ms
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import secure_state, state_dir
+from server.core.state_files import secure_state, state_dir
 from server.index.doc_index import DocIndex
 from server.index.recall_lifecycle import CATCH_UP_S, RecallLifecycle
 from server.index.search import SearchIndex

@@ -140,7 +140,7 @@ async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
     connect: Any, make_vault: Any, tmp_path: Path
 ) -> None:
     from app.services.review import note_view
-    from server.core.gitrepo import git as our_git
+    from server.core.git_run import git as our_git
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n"})
     marker = tmp_path / "ran"
@@ -249,7 +249,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 async def test_deeply_nested_state_files_are_damage_not_a_crash(
     connect: Any, make_vault: Any
 ) -> None:
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
 
     root = make_vault(
         {
@@ -280,7 +280,7 @@ async def test_deeply_nested_state_files_are_damage_not_a_crash(
 async def test_state_files_are_never_read_or_written_through_a_symlink(
     connect: Any, make_vault: Any, tmp_path: Path
 ) -> None:
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n"})
     d = state_dir(root)

@@ -32,7 +32,7 @@ from app.ui.screens.main_screen import DiffPane, MainScreen
 from app.ui.screens.reads import ReadsScreen
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline, when
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
 from .conftest import git, until

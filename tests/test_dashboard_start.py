@@ -172,7 +172,7 @@ def test_the_first_paint_loads_no_diff_colours_write_path_or_other_screens(
     import os
     import subprocess
 
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
     from server.write.journal import Journal, ServerStarted
 
     from .conftest import REPO

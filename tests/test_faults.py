@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from server.vault import Vault
-from server.write import store
+from server.write import store_errors
 from server.write.journal import read_all
 
 from .conftest import REPO, git
@@ -176,7 +176,7 @@ KILL_SCRIPT = """
 import itertools, sys
 from pathlib import Path
 from server.vault import Vault
-from server.write import store
+from server.write import store_errors
 from server.services.writes import apply
 vault = Vault(Path(sys.argv[1]))
 print("ready", flush=True)
@@ -237,7 +237,7 @@ async def test_git_states_that_refuse_writes(
     connect: Any, make_vault: Any, state: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a git state that does not end within the call's budget (shortened here) is refused
-    monkeypatch.setattr(store, "GIT_WAIT_S", 0.5)
+    monkeypatch.setattr(store_errors, "GIT_WAIT_S", 0.5)
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     if state == "index_lock":
         (root / ".git/index.lock").write_text("")

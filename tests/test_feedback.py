@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from server.core.gitrepo import ANSWERS
+from server.core.git_log import ANSWERS
 from server.vault import Vault
 from server.write import feedback as store
 from server.write.feedback import FEEDBACK_REF

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from server.notes.note import parse_doc
-from server.write.edits import EditError, update_frontmatter
+from server.write.edit_base import EditError
+from server.write.frontmatter_edits import update_frontmatter
 from server.write.journal import read_all
 
 from .conftest import git

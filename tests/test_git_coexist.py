@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from server.core.gitrepo import RefUpdate
+from server.core.git_run import RefUpdate
 
 from .conftest import git
 

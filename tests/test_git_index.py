@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.core.gitrepo import git as run_git
+from server.core.git_run import git as run_git
 from server.core.gitrepo import write_lock
 from server.vault import Vault
 from server.write.journal import read_all
@@ -204,7 +204,8 @@ def test_an_index_lock_left_by_a_killed_writer_is_released(make_vault: Any) -> N
     killer = (
         "import os, sys, signal\n"
         "from pathlib import Path\n"
-        "from server.core.gitrepo import owner_index, write_lock\n"
+        "from server.core.git_index import owner_index\n"
+        "from server.core.gitrepo import write_lock\n"
         "root = Path(sys.argv[1])\n"
         "with write_lock(root), owner_index(root):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.services.history import read_commits
 from app.services.stats import _Log
-from server.core.gitrepo import (
+from server.core.git_log import (
     ACTION,
     ANSWERS,
     CLIENT,
@@ -17,10 +17,10 @@ from server.core.gitrepo import (
     TOOL,
     UNDOES,
     commit_message,
-    ensure_repo,
-    git,
     read_log,
 )
+from server.core.git_run import git
+from server.core.gitrepo import ensure_repo
 
 from .conftest import write_files
 

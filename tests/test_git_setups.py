@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.core.gitrepo import ensure_repo, state_dir
+from server.core.gitrepo import ensure_repo
+from server.core.state_files import state_dir
 from server.write.journal import Journal, read_all
 from server.write.store import Store
 

@@ -23,13 +23,15 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from server.core.gitrepo import ensure_repo, state_dir
+from server.core.gitrepo import ensure_repo
+from server.core.state_files import state_dir
 from server.notes.note import content_hash
 from server.services import write_checks
 from server.services.writes import apply, result_for
 from server.vault import Vault
 from server.write import edits
-from server.write.edits import EditError, closest_line, edit_text
+from server.write.edit_base import EditError
+from server.write.edits import closest_line, edit_text
 from server.write.journal import read_all
 
 from .conftest import EXAMPLE, git

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.services import health
+from server.services import health, health_duplicates
 from server.vault import Vault
 
 from .conftest import git
@@ -400,14 +400,14 @@ def test_near_pairs_are_the_closest_pairs_and_every_pair_is_counted() -> None:
     brute = _brute_pairs(mat, 0.85)
     assert len(brute) > 500  # more than the cap: some are left out
     for block in (37, 64, 1024):
-        pairs, total = health.near_pairs(mat, 0.85, cap=100, block=block)
+        pairs, total = health_duplicates.near_pairs(mat, 0.85, cap=100, block=block)
         assert total == len(brute)
         assert all(i < j for _, i, j in pairs) and len({(i, j) for _, i, j in pairs}) == 100
         assert sorted((i, j) for _, i, j in pairs) == sorted((i, j) for _, i, j in brute[:100])
         got = sorted((s for s, _, _ in pairs), reverse=True)
         assert np.allclose(got, [s for s, _, _ in brute[:100]], atol=1e-5)
     # under the cap: every pair, none made up
-    pairs, total = health.near_pairs(mat, 0.85, cap=10_000, block=64)
+    pairs, total = health_duplicates.near_pairs(mat, 0.85, cap=10_000, block=64)
     assert total == len(pairs) == len(brute)
     assert sorted((i, j) for _, i, j in pairs) == sorted((i, j) for _, i, j in brute)
 
@@ -422,9 +422,9 @@ def test_near_pairs_at_several_thresholds_are_those_of_each_alone() -> None:
     mat = np.vstack([centres[k % 20] + rng.normal(scale=0.35, size=24) for k in range(400)])
     mat = np.vstack([mat, rng.normal(size=(100, 24))]).astype(np.float32)
     for block in (37, 1024):
-        both = health.near_pairs_at(mat, [0.85, 0.75], cap=60, block=block)
+        both = health_duplicates.near_pairs_at(mat, [0.85, 0.75], cap=60, block=block)
         for (pairs, total), threshold in zip(both, (0.85, 0.75), strict=True):
-            alone, alone_total = health.near_pairs(mat, threshold, cap=60, block=block)
+            alone, alone_total = health_duplicates.near_pairs(mat, threshold, cap=60, block=block)
             assert total == alone_total and total > 60
             assert sorted(pairs) == sorted(alone)
 
@@ -436,12 +436,12 @@ def test_near_pairs_of_notes_all_alike_are_capped_and_the_rest_counted() -> None
 
     rng = np.random.default_rng(3)
     mat = (np.ones((500, 16)) + rng.normal(scale=0.01, size=(500, 16))).astype(np.float32)
-    pairs, total = health.near_pairs(mat, 0.85, cap=50, block=64)
+    pairs, total = health_duplicates.near_pairs(mat, 0.85, cap=50, block=64)
     assert total == 500 * 499 // 2
     assert len(pairs) == 50 and len({(i, j) for _, i, j in pairs}) == 50
     assert all(i < j and s >= 0.85 for s, i, j in pairs)
     # zero vectors (an empty note) are never a pair, not even with each other
-    pairs, total = health.near_pairs(np.zeros((3, 4), np.float32), 0.85)
+    pairs, total = health_duplicates.near_pairs(np.zeros((3, 4), np.float32), 0.85)
     assert (pairs, total) == ([], 0)
 
 
@@ -495,7 +495,7 @@ def test_templates_and_their_instances_are_not_near_duplicates(
         sem = vault.semantic()
         assert sem is not None
         paths, mat, _ = sem.whole_vectors({p: e.doc for p, e in vault.entries().items()})
-        pairs, _ = health.near_pairs(mat, 0.5)
+        pairs, _ = health_duplicates.near_pairs(mat, 0.5)
         assert any(
             paths[i].startswith("daily/") and paths[j].startswith("daily/") for _, i, j in pairs
         )

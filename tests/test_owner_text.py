@@ -510,22 +510,22 @@ async def test_a_full_disk_is_a_clear_error_keeps_the_index_and_recall_comes_bac
 
 
 def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -> None:
-    """The write path's lease (store._lease): an editor that opens the note while the server
+    """The write path's lease (leases._lease): an editor that opens the note while the server
     replaces it waits until the lease is released, and the lease says it was asked for, so
     the write can wait for that save and put it back instead of losing it in the old copy."""
     import signal
 
-    from server.write import store
+    from server.write import leases
 
     note = tmp_path / "n.md"
     note.write_text("old\n")
     fd = os.open(note, os.O_RDONLY)
     try:
-        assert not store._lease(fd, "n.md")  # SIGIO would end the process: no lease without this
+        assert not leases._lease(fd, "n.md")  # SIGIO would end the process: no lease without this
         previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
         try:
             with note.open("rb"):  # a reader (Obsidian's indexer) neither blocks it nor waits
-                assert store._lease(fd, "n.md")
+                assert leases._lease(fd, "n.md")
             editor = subprocess.Popen(
                 [sys.executable, "-c", f"open({str(note)!r}, 'a').write('- typed\\n')"]
             )
@@ -533,9 +533,9 @@ def test_a_lease_holds_an_editor_that_opens_the_note_mid_write(tmp_path: Path) -
             assert editor.poll() is None  # held in open() while the lease is ours
             (tmp_path / "new").write_text("new\n")
             os.replace(tmp_path / "new", note)
-            assert store._lease_broken(fd)  # it was asked for
-            store._unlease(fd)
-            assert store._writers_gone(fd)  # waited until the editor wrote and closed
+            assert leases._lease_broken(fd)  # it was asked for
+            leases._unlease(fd)
+            assert leases._writers_gone(fd)  # waited until the editor wrote and closed
             assert os.pread(fd, 100, 0) == b"old\n- typed\n"  # the line, in the old copy
             editor.wait(10)
         finally:
@@ -553,20 +553,20 @@ def test_a_note_held_open_for_writing_is_waited_for_then_planned_again(
     save is still to come. Held past the wait, the write is planned again (WriteRace)."""
     import signal
 
-    from server.write import store
+    from server.write import leases
 
-    monkeypatch.setattr(store, "LEASE_WAIT_S", 0.3)
+    monkeypatch.setattr(leases, "LEASE_WAIT_S", 0.3)
     note = tmp_path / "n.md"
     note.write_text("old\n")
     fd = os.open(note, os.O_RDONLY)
     previous = signal.signal(signal.SIGIO, signal.SIG_IGN)
     try:
         with note.open("ab"):
-            with pytest.raises(store.WriteRace) as race:
-                store._lease(fd, "n.md")
+            with pytest.raises(leases.WriteRace) as race:
+                leases._lease(fd, "n.md")
             assert "open for writing" in (race.value.reason or "")
-        assert store._lease(fd, "n.md")  # closed: granted
-        store._unlease(fd)
+        assert leases._lease(fd, "n.md")  # closed: granted
+        leases._unlease(fd)
     finally:
         signal.signal(signal.SIGIO, previous)
         os.close(fd)

@@ -21,7 +21,7 @@ from rich.cells import cell_len
 
 from app import cli
 from app.services.context_preview import REVIEWED, load_reviewed, mark_reviewed, preview, readable
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.protocol.tools import build_server
 from server.services.context import context_text
 from server.services.reads import (

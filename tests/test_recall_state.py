@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.index.semantic import BATCH
 from server.index.vectors import SqliteVectors
 from server.index.watch import TreeWatcher

@@ -19,7 +19,7 @@ from .test_crash_recovery import call_until_killed
 
 
 def test_recovery_never_replaces_a_note_an_editor_is_saving(make_vault: Any) -> None:
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
     from server.vault import Vault
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner\n"})

@@ -22,7 +22,7 @@ from app.ui.screens.main_screen import MainScreen
 from app.ui.screens.reads import ReadsScreen
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
 from .conftest import git, stop_residents, until

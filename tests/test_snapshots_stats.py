@@ -17,7 +17,8 @@ from textual.widgets import DataTable
 
 from app.services.revert import revert
 from app.ui.dashboard import Dashboard
-from server.core.gitrepo import commit_message, state_dir
+from server.core.git_log import commit_message
+from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until

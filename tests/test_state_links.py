@@ -92,7 +92,7 @@ async def everything(connect: Any, root: Path) -> list[str]:
     (its port and token files, the journal it follows, the resident's log): every opener of a
     state file. The refusals, as said."""
     from app.services.supervisor import ServerSupervisor, remember_port, remembered_port
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
     from server.protocol.http_serve import read_or_create_token
     from server.protocol.relay import Unusable, start_lock
     from server.protocol.resident import take_vault
@@ -155,7 +155,7 @@ async def everything(connect: Any, root: Path) -> list[str]:
 async def test_a_state_file_that_is_a_link_is_never_written_or_read_through(
     connect: Any, make_vault: Any, tmp_path: Path, name: str, dangling: bool
 ) -> None:
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner\n", "notes/b.md": "# B\n"})
     sdir = state_dir(root)
@@ -184,8 +184,8 @@ async def test_temp_files_never_go_through_a_linked_tmp_folder(
     """A note's temp file is made in `.git/vaultwatch/tmp/`: with that folder a link it went
     where the link pointed (then renamed into the vault: no trace left there). Now it goes
     beside the note, as on a filesystem the state folder is not on."""
-    from server.core.gitrepo import state_dir
-    from server.write.store import temp_dir
+    from server.core.state_files import state_dir
+    from server.write.temp_files import temp_dir
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n"})
     elsewhere = tmp_path / "elsewhere"
@@ -208,7 +208,7 @@ async def test_a_state_folder_made_a_link_after_the_start_is_refused(
     """The server runs; the state folder is moved away and a link put in its place. Writes
     are refused, saying why; reads go on; nothing is created in or appended to the folder the
     link names (the files the running server holds open stay its own, wherever they moved)."""
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner\n", "notes/b.md": "# B\n"})
     sdir = state_dir(root)

@@ -28,7 +28,7 @@ from app.services.review import undo_hunk
 from app.services.stats import compute, period_start, week_of
 from app.ui.dashboard import Dashboard
 from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names
-from server.core.gitrepo import commit_message
+from server.core.git_log import commit_message
 from server.protocol.tools import build_server
 from server.vault import Vault
 

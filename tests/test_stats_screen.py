@@ -23,7 +23,8 @@ from textual.widgets import DataTable, Static
 
 from app.ui.dashboard import Dashboard
 from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names
-from server.core.gitrepo import commit_message, state_dir
+from server.core.git_log import commit_message
+from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until

@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.types import Implementation
 
 from app.services.history import read_commits
-from server.core.gitrepo import TRAILER_VALUE_MAX
+from server.core.git_log import TRAILER_VALUE_MAX
 from server.protocol.tools import build_server
 from server.vault import Vault
 from server.write.journal import read_all
@@ -62,7 +62,7 @@ def test_owner_commits_carry_the_shared_trailers_and_only_their_paths(make_vault
     """A move through the dashboard's file actions commits through the write path's private
     index (nothing the owner staged goes in) with the same trailer names the history reads."""
     from app.services.file_actions import apply_move, plan_move
-    from server.core.gitrepo import ACTION
+    from server.core.git_log import ACTION
 
     root: Path = make_vault({"a.md": "# A\n", "b.md": "# B\n"})
     (root / "b.md").write_text("# B staged\n")

@@ -16,7 +16,7 @@ from app.services.file_actions import vault_files
 from server.core.gitrepo import ensure_repo
 from server.notes.paths import is_note
 from server.notes.templates import template_texts
-from server.services.health import all_files
+from server.services.health_links import all_files
 from server.vault import Vault
 from server.write.validate import visible_files
 

@@ -17,7 +17,9 @@ from server.core.gitrepo import ensure_repo
 from server.notes.note import parse_doc
 from server.services.writes import Rejected, apply
 from server.vault import Vault
-from server.write.edits import EditError, append_section, edit_text, update_frontmatter
+from server.write.edit_base import EditError
+from server.write.edits import append_section, edit_text
+from server.write.frontmatter_edits import update_frontmatter
 from server.write.journal import read_all
 
 from .conftest import REPO

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .gitrepo import trailer_value
+from .git_log import trailer_value
 
 
 def client_name(raw: object) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import make_state_dir, state_file
+from server.core.state_files import make_state_dir, state_file
 from server.notes.note import HEADING, Doc, decode
 from server.notes.textfold import index_text
 

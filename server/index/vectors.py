@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from server.core.gitrepo import make_state_dir, state_file
+from server.core.state_files import make_state_dir, state_file
 from server.index.embedders import SemanticError
 from server.index.units import UNITS_VERSION
 

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.core.gitrepo import GitError, load_state_json, state_dir, write_state
+from server.core.git_run import GitError
+from server.core.state_files import load_state_json, state_dir, write_state
 from server.notes.config_model import Config
 from server.notes.paths import PathRefused, normalize_glob
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from server.core.gitrepo import state_file
+from server.core.state_files import state_file
 from server.notes.note import Doc
 
 log = logging.getLogger("vaultwatch.parsecache")

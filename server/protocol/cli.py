@@ -23,7 +23,7 @@ from server.protocol.args import build_parser, is_loopback, parse_bind
 from server.protocol.http_serve import serve_http
 from server.vault import Vault, VaultError
 from server.write.journal import ServerStarted, ServerStopped
-from server.write.store import ignore_lease_breaks
+from server.write.leases import ignore_lease_breaks
 
 log = logging.getLogger("vaultwatch")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from server.core.gitrepo import read_state
+from server.core.state_files import read_state
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

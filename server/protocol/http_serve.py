@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from server.core.gitrepo import StateDamaged, open_state, read_state, state_dir
+from server.core.state_files import StateDamaged, open_state, read_state, state_dir
 from server.protocol.args import is_loopback
 from server.protocol.connect import claude_mcp_add_http
 from server.protocol.http_guard import TokenFile, guard

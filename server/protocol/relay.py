@@ -87,7 +87,7 @@ def build_id() -> str:
 
 
 def state_dir(root: Path) -> Path:
-    """`.git/vaultwatch` of the vault, as server.core.gitrepo.state_dir finds it (a `.git`
+    """`.git/vaultwatch` of the vault, as server.core.state_files.state_dir finds it (a `.git`
     file's `gitdir:` for a worktree), without importing it. Unusable when there is no repo yet
     (the in-process server makes it; the next client relays)."""
     dot = root / ".git"

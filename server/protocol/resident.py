@@ -36,7 +36,8 @@ import anyio
 import anyio.to_thread
 
 from server import __version__
-from server.core.gitrepo import ensure_repo, make_state_dir, open_state, state_dir
+from server.core.gitrepo import ensure_repo
+from server.core.state_files import make_state_dir, open_state, state_dir
 from server.protocol.cli import _raise_interrupt, no_core_dumps, open_vault, stop
 from server.protocol.relay import (
     EXIT_ANOTHER,
@@ -49,7 +50,7 @@ from server.protocol.relay import (
 )
 from server.vault import Vault
 from server.write.journal import ServerStarted, ServerStopped
-from server.write.store import ignore_lease_breaks
+from server.write.leases import ignore_lease_breaks
 
 log = logging.getLogger("vaultwatch")
 

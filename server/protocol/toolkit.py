@@ -18,7 +18,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.core.budget import CUT, fit_result, paths_named
-from server.core.gitrepo import StateLinked, trailer_value
+from server.core.git_log import trailer_value
+from server.core.state_files import StateLinked
 from server.core.tool_names import ToolName
 from server.index.search import IndexUnavailable
 from server.notes.filters import QueryError

@@ -15,7 +15,7 @@ from typing import Any
 
 from server.core.budget import fit_text
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import GitError
+from server.core.git_run import GitError
 from server.vault import Vault
 from server.write.feedback import CLOSED, OPEN, Feedback, read_all
 

@@ -18,14 +18,9 @@ from server.services.dedupe import SHOWN, near_notes
 from server.services.supersede import chain, successor
 from server.services.write_plan import PATH_HINTS, Outcome, Plan, Rejected, slugify
 from server.vault import VaultError
-from server.write.edits import (
-    EditError,
-    append_section,
-    edit_text,
-    newline_of,
-    render_new_note,
-    update_frontmatter,
-)
+from server.write.edit_base import EditError, newline_of
+from server.write.edits import append_section, edit_text
+from server.write.frontmatter_edits import render_new_note, update_frontmatter
 from server.write.validate import (
     attachment_targets,
     closest_tags,

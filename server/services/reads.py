@@ -27,7 +27,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from server.core.clients import client_name
-from server.core.gitrepo import renames
+from server.core.git_log import renames
 from server.vault import Vault
 from server.write.journal import estimate_tokens, event_time, parse_time
 

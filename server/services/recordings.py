@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from server.core.budget import json_len
-from server.core.gitrepo import state_dir
+from server.core.state_files import state_dir
 from server.notes.paths import PathRefused
 from server.services.transcribe import (
     AUDIO_EXTENSIONS,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import STATE_FILE_MODE, make_state_dir
+from server.core.state_files import STATE_FILE_MODE, make_state_dir
 from server.notes.recordings_config import RecordingsConfig
 from server.services.speech_metrics import Segment, Word, measure
 

@@ -15,9 +15,7 @@ from server.notes.config import ConfigError, parse_vocabulary
 from server.notes.note import CONFLICT_MARKER, Doc, decode, parse_doc
 from server.services.write_plan import MAX_NOTE_BYTES, Plan, Rejected, _File
 from server.write.journal import cap_diff
-from server.write.store import (
-    FileWrite,
-)
+from server.write.store import FileWrite
 from server.write.validate import (
     decoded_values,
     new_problems,

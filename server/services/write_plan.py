@@ -14,10 +14,7 @@ from server.notes.config import Config
 from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.paths import fold, is_protected
 from server.vault import Vault, VaultError
-from server.write.store import (
-    Stamp,
-    read_stable,
-)
+from server.write.leases import Stamp, read_stable
 
 MAX_NOTE_BYTES = 2 * 1024 * 1024
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import pydantic
 
-from server.core.gitrepo import ANSWERS, filtered_paths, ignored_paths
+from server.core.git_log import ANSWERS
+from server.core.gitrepo import filtered_paths, ignored_paths
 from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.core.tool_names import ToolName
 from server.notes.note import content_hash, decode, parse_doc
@@ -27,16 +28,12 @@ from server.services.op_plans import attempted, plan_op
 from server.services.write_checks import _diff, _message_secret, check, vocab_write
 from server.services.write_plan import Conflict, Outcome, Plan, Rejected
 from server.vault import Vault
-from server.write import store as store_mod
+from server.write import store_errors
+from server.write.commits import git_moment
 from server.write.journal import cap_diff
-from server.write.store import (
-    FileWrite,
-    GitBusy,
-    Store,
-    StoreError,
-    WriteRace,
-    git_moment,
-)
+from server.write.leases import WriteRace
+from server.write.store import FileWrite, Store
+from server.write.store_errors import GitBusy, StoreError
 from server.write.write_ops import (
     WRITE_OPS,
     WriteOp,
@@ -113,7 +110,7 @@ def apply(
     # Another git tool on the vault (the Obsidian Git plugin's sync: add, commit, rebase or
     # merge) is waited for, up to this, never written through: a commit made mid-rebase lands
     # on a branch the rebase resets (`git rebase --abort` drops it).
-    deadline = time.monotonic() + store_mod.GIT_WAIT_S
+    deadline = time.monotonic() + store_errors.GIT_WAIT_S
     try:
         with store.locked():
             # git allows a commit (waited for); a writer that died mid-write is undone first

@@ -34,15 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from server.core.errors import VaultwatchError
-from server.core.gitrepo import (
-    ANSWERS,
-    cat_blobs,
-    git,
-    human_identity,
-    identity_env,
-    read_log,
-    renames,
-)
+from server.core.git_log import ANSWERS, read_log, renames
+from server.core.git_run import cat_blobs, git, human_identity, identity_env
 
 FEEDBACK_REF = "refs/notes/vaultwatch-feedback"
 ITEMS_DIR = "feedback"

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from server.core.gitrepo import open_state, through_link
 from server.core.redact import mask_secrets
+from server.core.state_files import open_state, through_link
 
 log = logging.getLogger("vaultwatch.journal")
 

@@ -31,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.core.gitrepo import git, load_state_json, state_dir, write_state
+from server.core.git_run import git
+from server.core.state_files import load_state_json, state_dir, write_state
 
 log = logging.getLogger("vaultwatch.modified")
 

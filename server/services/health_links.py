@@ -1,0 +1,174 @@
+"""Each note as health reads it, parsed once per content hash (its text, links, whether one
+read_doc returns it whole), and its links resolved as the owner's move rewrites them: broken
+links (a missing note, #heading or #^block), each note's incoming links."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from server.core.budget import escaped_len
+from server.notes.entry import Entry
+from server.notes.links import Link, LinkIndex, code_spans, heading_key, mask_code, parse_links
+from server.notes.note import Doc, content_hash, decode, parse_doc
+from server.notes.reading import FOOTER_ROOM, fits_one_read
+from server.notes.walk import walk_files
+from server.services.health_findings import Finding
+
+if TYPE_CHECKING:
+    from server.vault import Vault
+
+# a block id ends its line after a space, or right after an embed or link (Obsidian's own help
+# writes `![[image.png]]^version-history-image`)
+BLOCK_ID = re.compile(r"(?:^|\s|(?<=\]\])|(?<=\)))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
+
+
+def all_files(root: Path) -> Iterator[str]:
+    """Every file of the vault outside dot-folders (private ones included: a link into a
+    private folder must resolve there, to be left out, not be called broken), as the one walk
+    (notes/walk.py) names them; a symlink is a file when it points inside the vault."""
+    return (f.rel for f in walk_files(root))
+
+
+@dataclass
+class _Parsed:
+    """What health needs of one note, kept per process by content hash (the index's, kept
+    current by stat), so the screen's re-checks read only the notes that changed."""
+
+    hash: str
+    text: str
+    links: tuple[Link, ...]
+    fits: bool  # read_doc returns it whole in one call
+    limit: int  # the budget `fits` was judged under
+    anchors: tuple[set[str], set[str]] | None = None  # headings and ^blocks, when asked
+    cjk: bool | None = None  # written in a CJK script (cross_language), when asked
+
+
+_CACHE: dict[tuple[str, str], _Parsed] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _fits(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
+    # Every note of a few KB fits whatever its outline (at most a third) and the note's
+    # own fields (at most a quarter) take, and measuring that costs one JSON encode of the
+    # text; only longer notes get read_doc's exact rule, which needs their headings.
+    if escaped_len(text) + 2 + limit // 3 + limit // 4 + FOOTER_ROOM + 20 <= limit:
+        return True
+    full = parse_doc(doc.path, text.encode("utf-8"), disk=doc.disk, mtime_ns=doc.mtime_ns)
+    return fits_one_read(full, text, type_name, limit)
+
+
+def _parse(vault: Vault, e: Entry, limit: int) -> _Parsed | None:
+    key = (str(vault.root), e.doc.path)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None and hit.hash == e.doc.hash and hit.limit == limit:
+        return hit
+    try:
+        data = (vault.root / e.doc.disk).read_bytes()
+    except OSError:
+        return None  # gone since the index saw it
+    text, _ = decode(data)
+    links: tuple[Link, ...] = ()
+    if "[[" in text or "](" in text:  # every link has one of these; most notes have neither
+        spans = code_spans(text) if ("`" in text or "~~~" in text) else []  # as parse_doc does
+        links = tuple(parse_links(text, mask_code(text, spans)))
+    out = _Parsed(content_hash(data), text, links, _fits(e.doc, text, e.type, limit), limit)
+    with _CACHE_LOCK:
+        _CACHE[key] = out
+    return out
+
+
+def _parse_all(vault: Vault, entries: dict[str, Entry], limit: int) -> dict[str, _Parsed]:
+    out: dict[str, _Parsed] = {}
+    for path, e in entries.items():
+        p = _parse(vault, e, limit)
+        if p is not None:
+            out[path] = p
+    return out
+
+
+def _anchors(path: str, p: _Parsed) -> tuple[set[str], set[str]]:
+    """The note's headings (as links compare them) and block ids, parsed when first asked."""
+    if p.anchors is None:
+        full = parse_doc(path, p.text.encode("utf-8"))
+        p.anchors = (
+            {heading_key(h.text) for h in full.headings},
+            set(BLOCK_ID.findall(p.text)) if "^" in p.text else set(),
+        )
+    return p.anchors
+
+
+def _target_path(link: Link, source: str) -> str:
+    """Where a link that resolves to nothing would point, to tell whether that is private."""
+    if link.kind == "md" and not link.target.startswith("/"):
+        return posixpath.normpath(posixpath.join(posixpath.dirname(source), link.target))
+    return link.target.lstrip("/")
+
+
+def _links(
+    vault: Vault, parsed: dict[str, _Parsed]
+) -> tuple[list[Finding], dict[str, int], set[str]]:
+    """(broken links, incoming link count per note, notes with a link that resolves)."""
+    private = vault.policy.is_private
+    index = LinkIndex(all_files(vault.root))
+    broken: list[Finding] = []
+    lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
+    incoming: dict[str, int] = {}
+    linking: set[str] = set()
+    for src, p in parsed.items():
+        for link in p.links:
+            if "<%" in link.target or "{{" in link.target:
+                continue  # a template's placeholder (Templater's <% %>, the core plugin's {{ }})
+            written = p.text[link.start : link.end]
+            target = index.resolve(link, src)
+            if target is None:
+                if private(_target_path(link, src)):
+                    continue  # a link into a private folder: not shown, even as broken
+                what = (
+                    "embed" if link.embed else ("link" if link.kind == "wiki" else "markdown link")
+                )
+                reason = f"{what} {link.target!r}: no such note or file"
+            elif private(target):
+                continue  # neither a link nor a broken one: private notes never appear
+            else:
+                if target != src:
+                    incoming[target] = incoming.get(target, 0) + 1
+                    linking.add(src)
+                missing = _missing_heading(link, target, parsed)
+                if missing is None:
+                    continue
+                reason = missing
+            line = p.text.count("\n", 0, link.start) + 1
+            lines.setdefault((src, written), (reason, []))[1].append(line)
+    # The same link written twice in a note is one finding (its id has no line, so that one
+    # ignore quiets both), naming every line it is on.
+    for (src, written), (reason, at) in lines.items():
+        more = f" (also on line{'s' if len(at) > 2 else ''} {', '.join(map(str, at[1:]))})"
+        broken.append(
+            Finding(
+                "broken_link", src, reason + (more if len(at) > 1 else ""), link=written, line=at[0]
+            )
+        )
+    return broken, incoming, linking
+
+
+def _missing_heading(link: Link, target: str, parsed: dict[str, _Parsed]) -> str | None:
+    """Why a wikilink's #heading or #^block is not in its note (None when it is, or when the
+    link names none). Markdown links' fragments are slugs in many tools: not judged."""
+    if link.kind != "wiki" or not link.heading or target not in parsed:
+        return None
+    headings, blocks = _anchors(target, parsed[target])
+    part = link.heading.rsplit("#", 1)[-1].strip()  # [[Note#Top#Sub]]: the last one
+    if part.startswith("^"):
+        if part[1:] in blocks:
+            return None
+        return f"no block ^{part[1:]} in {target}"
+    if not part or heading_key(part) in headings:
+        return None
+    return f"no heading {part!r} in {target}"

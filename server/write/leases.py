@@ -1,0 +1,213 @@
+"""A note read as one consistent state, and held while it is replaced: its bytes with its stamp
+(inode, size, mtime, ctime) read as one (`read_stable`, `_still`), a save in progress waited for,
+and the read lease the write path holds from its check until after its rename (`_lease`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import time
+from pathlib import Path
+
+from server.core.errors import VaultwatchError
+
+
+class WriteRace(VaultwatchError):
+    """A file changed between planning a write and replacing it (the owner typing into it).
+    Its message is the note's path: the write path re-plans on it, nobody reads it."""
+
+    code = "write_race"
+
+    def __init__(
+        self,
+        rel: str,
+        expected: bytes | None,
+        actual: bytes | None,
+        restore: bytes | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(rel)
+        self.rel, self.expected, self.actual, self.restore = rel, expected, actual, restore
+        self.reason = reason
+
+
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns): what a file is, beyond its bytes
+Stamp = tuple[int, int, int, int]
+
+# A note found empty this recently is taken for an editor's save in progress (truncate, then
+# write) and waited for, at most this long, rather than planned on or snapshotted.
+SETTLE_S = 1.0
+_POLL_S = 0.005
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _just_emptied(st: os.stat_result) -> bool:
+    return st.st_size == 0 and time.time_ns() - st.st_mtime_ns < SETTLE_S * 1e9
+
+
+def read_stable(path: Path, rel: str) -> tuple[bytes | None, Stamp | None]:
+    """The file's bytes and stamp as one consistent state: (None, None) when there is no file.
+
+    The read counts only if the stamp is the same before and after it, the path still names
+    that inode, and the file is not a note emptied a moment ago (a save in flight). Otherwise
+    it waits, up to SETTLE_S, then raises WriteRace: never plan on a file being written.
+    """
+    deadline = time.monotonic() + SETTLE_S + 0.1  # past any "just emptied" window
+    while True:
+        try:
+            fd = _open_if_exists(path)
+        except BlockingIOError:  # another program's file lease: busy, not ours to wait out
+            if time.monotonic() >= deadline:
+                raise WriteRace(rel, None, None, reason=LEASED) from None
+            time.sleep(_POLL_S)
+            continue
+        if fd is None:
+            return None, None
+        try:
+            before = os.fstat(fd)
+            data = _read_fd(fd)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        st = stamp_of(after)
+        try:
+            named = stamp_of(os.stat(path))
+        except FileNotFoundError:
+            named = None
+        if (
+            stamp_of(before) == st == named
+            and len(data) == after.st_size
+            and not _just_emptied(after)
+        ):
+            return data, st
+        if time.monotonic() >= deadline:
+            raise WriteRace(rel, None, data, reason="is being saved by another program right now")
+        time.sleep(_POLL_S)
+
+
+def _settled_fd(fd: int, old: bytes | None) -> bytes:
+    """What an open (possibly replaced) file holds once a save into it has finished: its bytes
+    when two reads a moment apart agree and it is not a just-emptied copy of a non-empty note
+    (a truncate whose write is still to come), waiting at most SETTLE_S."""
+    deadline = time.monotonic() + SETTLE_S
+    data, st = _read_fd(fd), stamp_of(os.fstat(fd))
+    while time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        again, st2 = _read_fd(fd), stamp_of(os.fstat(fd))
+        if again == data and st2[1:3] == st[1:3] and (again or not old):
+            return again
+        data, st = again, st2
+    return data
+
+
+def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
+    """Raise WriteRace unless the file is still what was read (its stamp; or still absent)."""
+    try:
+        now: Stamp | None = stamp_of(os.stat(path))
+    except FileNotFoundError:
+        now = None
+    if (now is None) != (data is None) or (st is not None and now != st):
+        raise WriteRace(rel, data, None, reason="changed while the write was being prepared")
+
+
+def ignore_lease_breaks() -> None:
+    """Let the write path take file leases (see _lease): the kernel tells the lease holder
+    that someone opened the file with SIGIO, whose default action ends the process. Call it
+    from the main thread of a process that writes notes (the server, the dashboard)."""
+    signal.signal(signal.SIGIO, signal.SIG_IGN)
+
+
+# How long a write waits for another program to close a note it holds open for writing (an
+# editor's save in progress) before planning again.
+LEASE_WAIT_S = 2.0
+
+
+def _lease(fd: int, rel: str) -> bool:
+    """A read lease on the note before it is checked and replaced (`fd` open read-only).
+
+    The kernel grants it only while no process has the file open for writing, and while it is
+    held any open for writing (an editor appending a line, a truncate-then-write save) waits
+    inside open() until we let go, before it can write a byte. So, held from the check until
+    after the rename: the bytes checked are the bytes replaced, and an editor that looked the
+    path up before the rename is held, then seen (`_lease_broken`), its save waited for
+    (`_writers_gone`) and put back. A read lease, not a write lease: readers (Obsidian's
+    indexer, another server's reads) neither block it nor are blocked by it.
+
+    A file open for writing elsewhere is a save in flight: waited for up to LEASE_WAIT_S,
+    then WriteRace (the write is planned again on what it saved). False when this process
+    or filesystem cannot take leases (SIGIO not ignored, NFS, a file of another owner): the
+    check then runs without one; SECURITY.md names the windows that leaves."""
+    if signal.getsignal(signal.SIGIO) != signal.SIG_IGN:
+        return False
+    deadline = time.monotonic() + LEASE_WAIT_S
+    while True:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+            return True
+        except BlockingIOError:  # open for writing elsewhere this moment: a save in flight
+            if time.monotonic() >= deadline:
+                raise WriteRace(
+                    rel, None, None, reason="is held open for writing by another program"
+                ) from None
+            time.sleep(_POLL_S)
+        except OSError:
+            return False
+
+
+def _lease_broken(fd: int) -> bool:
+    """Whether a program opened the file for writing while our lease was held (it waits in
+    open() until the lease goes). The lease stays held."""
+    return bool(fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK)
+
+
+def _unlease(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+
+
+def _writers_gone(fd: int, wait_s: float = LEASE_WAIT_S) -> bool:
+    """After our lease was broken and let go: wait until no program holds the (old) file open
+    for writing any more, i.e. the save that was held has been written and closed. A read
+    lease is granted exactly then (and given back at once). False if still open at the end."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_S)
+            continue
+        except OSError:
+            return False
+        _unlease(fd)
+        return True
+
+
+LEASED = "is held by another program right now (a file lease); try again shortly"
+
+
+def _open_if_exists(path: Path) -> int | None:
+    """The file opened for reading, or None when there is none. O_NONBLOCK: a file another
+    program holds a lease on raises BlockingIOError at once, instead of stalling every writer
+    behind the vault lock for lease-break-time (45 s; adversarial pass 3, N10)."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    off = 0
+    while True:
+        chunk = os.pread(fd, 1 << 20, off)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        off += len(chunk)
