@@ -570,3 +570,77 @@ def test_a_note_held_open_for_writing_is_waited_for_then_planned_again(
     finally:
         signal.signal(signal.SIGIO, previous)
         os.close(fd)
+
+
+# ------------------------------------------------------------------------------------------------
+# the same-bytes rule (leases.unchanged): without a lease, a save of the text the write was
+# planned on (a new stamp, the same bytes) does not stop the write; any other save does
+
+
+@pytest.mark.anyio
+async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_land(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    from server.write import store
+
+    text = "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+    real = store.crash_point
+    saves: list[int] = []
+
+    def an_editor_saves_then(step: str) -> None:
+        # between the plan and the rename of every attempt: an editor that saves by writing a
+        # new file and renaming it over the note (vim, many IDEs) re-saves the same text, so
+        # the note's inode, ctime and mtime are new and its bytes are not
+        if step == "temps":
+            saved = root.parent / "editor-save.tmp"
+            saved.write_bytes(note.read_bytes())
+            os.replace(saved, note)
+            saves.append(note.stat().st_ino)
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", an_editor_saves_then)
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease: the rule alone decides
+    try:
+        async with connect(root) as s:
+            out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+    assert len(saves) == 1  # landed at its first attempt (before: refused at all five)
+    assert note.read_text() == text + "- ai\n"
+    assert git(root, "show", "HEAD:note.md") == text + "- ai\n"
+    assert _ai_commits_add_one_line_each(root) == 1
+
+
+def test_the_same_bytes_rule_holds_a_save_caught_half_way(tmp_path: Path) -> None:
+    """What the snapshot of the owner's edits and the rename check without a lease take for the
+    note the write was planned on: its bytes with a new stamp, yes; a truncate-then-write save
+    caught between its two steps (an empty note), or other bytes, no; and an empty plan keeps
+    the stamp, since a truncated note is empty too."""
+    from server.write.leases import WriteRace, _still, read_stable, stamp_of
+
+    note = tmp_path / "n.md"
+    note.write_bytes(b"text\n")
+    data, st = read_stable(note, "n.md")
+    saved = tmp_path / "save.tmp"
+    saved.write_bytes(b"text\n")
+    os.replace(saved, note)  # the same text saved again: a new inode
+    _still(note, "n.md", data, st)  # still the plan: no WriteRace (before: one, every time)
+    with note.open("r+b") as fh:  # an editor's O_TRUNC, its write still to come
+        fh.truncate(0)
+        with pytest.raises(WriteRace):
+            _still(note, "n.md", data, st)
+        fh.write(b"text, edited\n")
+    with pytest.raises(WriteRace):
+        _still(note, "n.md", data, st)
+    from server.write.leases import unchanged
+
+    now = stamp_of(note.stat())
+    assert not unchanged(b"", now, b"", st, leased=False)  # an empty plan: the stamp decides
+    assert unchanged(b"", st, b"", st, leased=False)
+    assert unchanged(b"text\n", now, b"text\n", st, leased=False)
+    assert not unchanged(None, now, b"text\n", st, leased=True)  # caught mid-save: never
