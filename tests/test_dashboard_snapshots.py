@@ -21,7 +21,8 @@ from app.ui.dashboard import Dashboard
 from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import ensure_repo
 
-from .conftest import workers_done
+from .conftest import until
+from .settling import settled, unsettled
 
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
@@ -138,45 +139,52 @@ def make_app(root: Path) -> Dashboard:
 
 
 async def settle(pilot: Any, toasts: bool = False) -> None:
-    """Until nothing moves: every worker done (diffs, line counts, tags, the review count) and
-    the screen redrawn. The launch's "to review" toast covers the screen under test: it goes
-    (it has its own snapshot, which keeps it with `toasts=True`)."""
+    """Until nothing moves: the review count read, every worker done (diffs, line counts, tags,
+    the review count), the screen's first read in, nothing left to lay out or paint. The
+    launch's "to review" toast covers the screen under test: it goes (it has its own snapshot,
+    which keeps it with `toasts=True`)."""
     app = pilot.app
-    for _ in range(200):  # the count is read once the timeline has rows; the toast follows it
-        if getattr(app, "review_watch", None) is None or app.review_watch.count is not None:
-            break
-        await pilot.pause(0.05)
-    for _ in range(3):
-        await workers_done(app)
-        await pilot.pause(0.2)
-        if not toasts:
-            app.clear_notifications()
+    watch = getattr(app, "review_watch", None)
+    if watch is not None:  # read once the timeline has rows; the toast follows it
+        await until(pilot, lambda: watch.count is not None, "the review count")
+
+    def still() -> bool:
+        if not toasts and app._notifications:
+            app.clear_notifications()  # one came since (the toast follows the count)
+        return not unsettled(app, toasts=toasts)
+
+    await until(
+        pilot, still, "the screen to settle", describe=lambda: unsettled(app, toasts=toasts)
+    )
 
 
 async def open_screen(pilot: Any, key: str) -> None:
-    """Press a key that opens a screen or dialog and wait for it to be on top and drawn (its
-    flow waits for an answer in a worker, so not for the workers). The screen below is taken
-    before the key: taken after, it was often the new screen already, and the wait for a
-    change ran out its five seconds in every snapshot test."""
-    first = pilot.app.screen
+    """Press a key that opens a screen or dialog and wait for it to be on top and settled: its
+    first read in, its thread workers done, nothing left to paint (its flow waits for an answer
+    in an async worker, so not for that one). The screen below is taken before the key: taken
+    after, it was often the new screen already."""
+    app = pilot.app
+    first = app.screen
     await pilot.press(key)
-    for _ in range(100):
-        if pilot.app.screen is not first:
-            break
-        await pilot.pause(0.05)
-    assert pilot.app.screen is not first, f"{key!r} opened no screen"
-    for _ in range(3):
-        await pilot.pause(0.2)
+    await until(
+        pilot,
+        lambda: app.screen is not first,
+        f"{key!r} to open a screen",
+        describe=lambda: type(app.screen).__name__,
+    )
+    await settled(pilot, f"the screen {key!r} opened to settle", threads_only=True)
 
 
 async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     app: Dashboard = pilot.app
-    for _ in range(200):
-        # the rows, and the timeline to show them in (under load the feed was read before the
-        # main screen was composed: NoMatches '#timeline')
-        if app.feed.rows and app.main.query("#timeline"):
-            break
-        await pilot.pause(0.05)
+    # the rows, and the timeline to show them in (under load the feed was read before the
+    # main screen was composed: NoMatches '#timeline')
+    await until(
+        pilot,
+        lambda: bool(app.feed.rows and app.main.query("#timeline")),
+        "the timeline's rows",
+        describe=lambda: (len(app.feed.rows), bool(app.main.query("#timeline"))),
+    )
     row = next(
         r for r in app.visible_rows() if r.commit and r.commit.subject.startswith(subject_start)
     )

@@ -4,6 +4,7 @@ with shared prefixes written by two clients (issue 33, audit turn 3 N1 and N2)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,14 @@ from app.ui.widgets.timeline import Timeline, fit_line, widths
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import until, workers_done
+from .conftest import until
+from .settling import settled, unsettled
 
 pytestmark = pytest.mark.anyio
 
 NUMBERS = "一二三四五六七八九十"
 CLIENTS = ("claude-code", "claude-desktop")
+START = 130  # s: more than the supervisor's own bound on a server child's start (2 x 60 s)
 
 
 def chinese_paths() -> list[str]:
@@ -92,7 +95,13 @@ async def test_the_selected_ai_row_reads_in_every_theme_colour(cn_vault: Path) -
         await until(pilot, lambda: t.current is not None and t.current.kind == "ai", "an AI row")
         await until(pilot, lambda: bool(t._counts), "the +/- counts")
         t.focus()
-        await pilot.pause(0.1)
+        # focused, and restyled and drawn as the focused timeline (its cursor's colours)
+        await until(
+            pilot,
+            lambda: t.has_focus and not unsettled(app),
+            "the timeline focused and drawn",
+            describe=lambda: (t.has_focus, unsettled(app)),
+        )
         y = t.cursor - int(t.scroll_y) + 1
         strip = t.render_line(y)
         seen = []
@@ -174,7 +183,7 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Pa
         assert isinstance(screen, ReviewScreen)
         await until(pilot, lambda: screen.review is not None, "the review list")
         table = screen.query_one("#review-notes", DataTable)
-        await pilot.pause(0.2)
+        await settled(pilot, "the review list laid out at 120 columns")
         heads = [str(c.label) for c in table.columns.values()]
         assert "title" not in heads, heads
         first = str(table.get_row_at(0)[0])
@@ -237,6 +246,17 @@ def keys_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     return root
 
 
+async def answered(pilot: Any, check: Callable[[float], bool], at: Callable[[], float]) -> bool:
+    """Whether a key pressed moved what it must: the press is handled when `press` returns
+    (and its scroll animated); what is left to draw is waited for, a few seconds at most (a
+    key that does not answer is a finding to list with the others, not an error)."""
+    try:
+        await until(pilot, lambda: check(at()), "the key's move", timeout=5)
+    except AssertionError:
+        return False
+    return True
+
+
 async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -> str | None:
     """Focus `widget` and press j, k, G, the top key, End, Home, ctrl+d, ctrl+u: each must move
     it (its cursor row, or its scroll). None when it answered them all, else what did not;
@@ -244,7 +264,7 @@ async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -
     from textual.widgets import DataTable as Table
 
     widget.focus()
-    await pilot.pause(0.05)
+    await pilot.pause()  # the focus events handled
     if isinstance(widget, Table):
 
         def at() -> float:
@@ -269,7 +289,7 @@ async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -
     if last < 2:
         return "short"
     await pilot.press("home")  # the top: Health's first finding sits under its group's row
-    await pilot.pause(0.05)
+    await settled(pilot, f"{name} at its top")
     first = at()
     wrong = [] if first < last else [f"home→{first:g}"]
     for key, check in (
@@ -283,8 +303,7 @@ async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -
         ("ctrl+u", lambda v: v == first),
     ):
         await pilot.press(key)
-        await pilot.pause(0.05)
-        if not check(at()):
+        if not await answered(pilot, check, at):
             wrong.append(f"{key}→{at():g}")
     return f"{name}: {' '.join(wrong)}" if wrong else None
 
@@ -314,8 +333,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
             if app.screen is not here:  # a key opened another screen instead of moving
                 failures.append(f"{name}: a key opened {type(app.screen).__name__}")
                 while app.screen is not here and len(app.screen_stack) > 1:
-                    app.pop_screen()
-                    await pilot.pause(0.1)
+                    await app.pop_screen()
             if said == "short":
                 continue
             checked.append(name)
@@ -332,9 +350,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         async def opened(key: str, kind: type) -> None:
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, kind), f"{kind.__name__}")
-            await pilot.pause(0.3)
-            await workers_done(app)
-            await pilot.pause(0.2)
+            await settled(pilot, f"{kind.__name__} loaded and drawn")
 
         t.focus()
         await opened("t", TagsScreen)
@@ -344,8 +360,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         await opened("dollar_sign", ReadsScreen)
         for tab in "1234":
             await pilot.press(tab)
-            await pilot.pause(0.3)
-            await workers_done(app)
+            await settled(pilot, f"the reads tab {tab} drawn")
             await walk(f"reads tab {tab}")
         await pilot.press("escape")
         t.focus()
@@ -397,13 +412,19 @@ async def test_the_header_stops_saying_serving_once_the_server_dies(
 
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await until(pilot, lambda: "● serving http://" in header(), "serving")
+            # a server child's start is allowed 60 s by the supervisor (on a second port, as
+            # much again): the test waits longer than that, or it gives up first under load
+            await until(pilot, lambda: "● serving http://" in header(), "serving", START, header)
             assert sup.proc is not None
             os.kill(sup.proc.pid, signal.SIGKILL)
             await until(pilot, lambda: "restarting" in header(), "the header to say restarting")
             assert "● serving" not in header(), header()
             await until(
-                pilot, lambda: sup.restarts == 1 and "● serving http://" in header(), "back"
+                pilot,
+                lambda: sup.restarts == 1 and "● serving http://" in header(),
+                "back",
+                START,
+                lambda: (sup.restarts, header()),
             )
     finally:
         sup.stop()
@@ -484,7 +505,13 @@ async def test_the_selected_row_stays_in_sight_while_ai_writes_arrive(
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: t.row_count >= 31, "the rows")
         t.focus()
-        await pilot.pause(0.2)
+        # focused and laid out (the dashboard polls every 0.1 s: its poll worker is always about)
+        await until(
+            pilot,
+            lambda: t.has_focus and not unsettled(app, ignore=("poll",)),
+            "the timeline focused and laid out",
+            describe=lambda: (t.has_focus, unsettled(app, ignore=("poll",))),
+        )
         visible = t.scrollable_content_region.height - 1
         t.move_to(visible - 1)  # the last row in sight
         assert t.cursor == visible - 1
@@ -494,6 +521,16 @@ async def test_the_selected_row_stays_in_sight_while_ai_writes_arrive(
             for i in range(10):
                 await s.call("append_section", path="w.md", heading="Log", content=f"- late {i}")
         await until(pilot, lambda: t.row_count >= 41, "the new rows")
-        await pilot.pause(0.2)
+        # the rows above drawn and the view scrolled with them (the checks below, awaited)
+        await until(
+            pilot,
+            lambda: (
+                t.current is not None
+                and t.current.key == key
+                and t.scroll_y <= t.cursor < t.scroll_y + visible
+            ),
+            "the selected row kept and in sight",
+            describe=lambda: (t.current and t.current.key, key, t.cursor, t.scroll_y, visible),
+        )
         assert t.current is not None and t.current.key == key
         assert t.scroll_y <= t.cursor < t.scroll_y + visible, (t.cursor, t.scroll_y, visible)

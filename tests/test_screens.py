@@ -25,7 +25,7 @@ from app.ui.widgets.timeline import Timeline
 from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
-from .conftest import git, stop_residents, until
+from .conftest import git, stop_residents, until, workers_done
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +63,9 @@ def tagged_vault(make_vault: Any, settings_home: Path) -> Path:
     return make_vault(files)
 
 
+TAG_WORDS = ("system-design", "面试", "crdt", "networking", "rising", "quiet")
+
+
 @pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
 async def test_tag_names_and_trend_words_are_whole_at_every_size(
     tagged_vault: Path, size: tuple[int, int]
@@ -72,9 +75,14 @@ async def test_tag_names_and_trend_words_are_whole_at_every_size(
     async with app.run_test(size=size) as pilot:
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: all(w in screen_text(app) for w in TAG_WORDS),
+            "the tags and their trend words drawn",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
-    for word in ("system-design", "面试", "crdt", "networking", "rising", "quiet"):
+    for word in TAG_WORDS:
         assert word in text, f"{word!r} not on the tags screen at {size}:\n{text}"
 
 
@@ -108,10 +116,19 @@ async def test_cost_names_whole_local_day_earlier_days_and_chinese_tokens(
         await until(pilot, lambda: len(app.feed.events) >= 3)
         await pilot.press("dollar_sign")
         await until(pilot, lambda: isinstance(app.screen, ReadsScreen))
-        await pilot.pause(0.1)
-        text = screen_text(app)
         reads = app.screen
         assert isinstance(reads, ReadsScreen)
+        # the whole read in (the cost first, then the lists), and the tools' names drawn
+        await until(
+            pilot,
+            lambda: (
+                reads.report is not None
+                and all(w in screen_text(app) for w in ("read_doc", "list_docs", "Chinese"))
+            ),
+            "the reads counted and drawn",
+            describe=lambda: (reads.report is not None, screen_text(app)),
+        )
+        text = screen_text(app)
         cost = reads.cost
     assert "read_doc" in text and "list_docs" in text, text
     assert "Chinese" in text, text  # the screen says how it estimates
@@ -161,15 +178,25 @@ async def test_a_tall_revert_dialog_keeps_its_buttons_and_scrolls(
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: t.index_of(f"c:{sha}") is not None)
         t.move_to(t.index_of(f"c:{sha}"))  # type: ignore[arg-type]
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.main._selected == f"c:{sha}", "the batch selected")
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        await pilot.pause(0.2)
+        await until(
+            pilot,
+            lambda: "Revert (y)" in screen_text(app) and "Cancel (n)" in screen_text(app),
+            "the dialog's buttons drawn",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "Revert (y)" in text and "Cancel (n)" in text, text
         assert "11-离线同步" not in text  # the last file is below the fold ...
         await pilot.press("end")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "11-离线同步" in screen_text(app),
+            "the last file scrolled into sight",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "11-离线同步" in text, text  # ... and the keyboard brings it up
         assert "Revert (y)" in text, text
@@ -182,16 +209,31 @@ async def test_connect_and_help_fit_and_scroll(batch_vault: Path, size: tuple[in
     async with app.run_test(size=size) as pilot:
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, ConnectModal))
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "esc closes" in screen_text(app),
+            "the connect dialog drawn",
+            describe=lambda: screen_text(app),
+        )
         assert "esc closes" in screen_text(app)
         await pilot.press("end")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "Claude Desktop" in screen_text(app) and "esc closes" in screen_text(app),
+            "the connect dialog scrolled to its end",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "Claude Desktop" in text and "esc closes" in text, text
         await pilot.press("escape", "question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpModal))
         await pilot.press("end")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "quit" in screen_text(app).casefold() and "closes" in screen_text(app),
+            "the help scrolled to its end",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "quit" in text.casefold() and "closes" in text, text
 
@@ -254,7 +296,13 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
     async with app.run_test(size=size) as pilot:
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, NewNoteForm))
-        await pilot.pause(0.1)
+        # the type's fields built (the path it will create is shown once they are)
+        await until(
+            pilot,
+            lambda: "creates applications/{company}-{role}.md" in screen_text(app),
+            "the form's fields",
+            describe=lambda: screen_text(app),
+        )
         form = app.screen
         assert isinstance(form, NewNoteForm)
         # the first Tab after the type picker lands in the title: what is typed is kept
@@ -273,22 +321,41 @@ async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
         assert "creates applications/{company}-{role}.md" in screen_text(app)
         form.field("company").value = "北京字节"
         form.field("role").value = "backend"
-        await pilot.pause(0.1)  # company and role are all the file name needs
+        # company and role are all the file name needs
+        await until(
+            pilot,
+            lambda: "creates applications/北京字节-backend.md" in screen_text(app),
+            "the path with the company and role",
+            describe=lambda: screen_text(app),
+        )
         assert "creates applications/北京字节-backend.md" in screen_text(app)
         status.value = "waiting"
         form.field("applied").value = "2026-02-30"
-        await pilot.pause(0.1)
+        await pilot.pause()  # the two changes' messages handled
         await pilot.press("ctrl+s")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "not a date" in screen_text(app),
+            "the bad date said",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert isinstance(app.screen, NewNoteForm)
         assert "not a date" in text, text  # on screen, not below the fold
         form.field("applied").value = "2026-12-01"
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "creates applications/北京字节-backend.md" in screen_text(app),
+            "the path again",
+            describe=lambda: screen_text(app),
+        )
         text = screen_text(app)
         assert "creates applications/北京字节-backend.md" in text, text
         await pilot.press("ctrl+s")
         await until(pilot, lambda: not isinstance(app.screen, NewNoteForm))
+        # the new note's flow writes it in a thread, then selects it in the timeline: the app
+        # is not closed under it (under load it was, and the flow found no timeline)
+        await workers_done(app)
     created = [p for p in (root / "applications").iterdir()]
     assert len(created) == 1 and created[0].name.endswith("-backend.md")
     assert "status: waiting" in created[0].read_text()
@@ -343,7 +410,7 @@ async def _detail_of(app: Dashboard, pilot: Any, pick: Any) -> str:
     row = next(r for r in t.rows if pick(r))
     t.move_to(t.index_of(row.key))  # type: ignore[arg-type]
     await until(pilot, lambda: app.main._selected == row.key)
-    await pilot.pause(0.1)
+    await workers_done(app)  # a commit's diff is read in a worker; an event's detail at once
     return app.query_one("#detail", LinesView).plain
 
 
@@ -424,7 +491,23 @@ async def test_side_by_side_is_laid_out_again_for_a_new_width(
         before = [line.plain for line in view.lines]
         await pilot.resize_terminal(100, 30)  # stacked: the diff pane gets wider
         await until(pilot, lambda: [line.plain for line in view.lines] != before)
-        await pilot.pause(0.3)
+
+        def laid_out() -> tuple[int, list[int]]:
+            rows = [line.cell_length for line in view.lines if "│" in line.plain]
+            return view.scrollable_content_region.width, rows
+
+        # laid out again for the new width (a resize comes as more than one event)
+        old = max(len(b) for b in before if "│" in b)
+        await until(
+            pilot,
+            lambda: (
+                bool(laid_out()[1])
+                and max(laid_out()[1]) <= laid_out()[0]
+                and max(laid_out()[1]) > old
+            ),
+            "the side by side laid out for the new width",
+            describe=laid_out,
+        )
         rows = [line for line in view.lines if "│" in line.plain]
         width = view.scrollable_content_region.width
         assert rows and all(r.cell_length <= width for r in rows), (width, [r.plain for r in rows])
@@ -444,14 +527,26 @@ async def test_the_cursor_row_is_in_sight_after_a_resize_under_another_screen(
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: t.row_count >= 40)
         t.move_to(30)
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.main._selected == t.rows[30].key, "row 30 selected")
         await pilot.press("S")  # Stats on top while the terminal shrinks
         await until(pilot, lambda: type(app.screen).__name__ == "StatsScreen")
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.2)
+        await until(
+            pilot, lambda: app.screen.size == (80, 24), "Stats resized", describe=lambda: app.size
+        )
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
-        await pilot.pause(0.3)
+
+        def sight() -> tuple[int, float, int]:
+            return t.cursor, t.scroll_y, t.scrollable_content_region.height - 1
+
+        # the main screen laid out at the new size, the cursor's row brought into sight
+        await until(
+            pilot,
+            lambda: t.size.height < 24 and t.scroll_y <= 30 < t.scroll_y + sight()[2],
+            "the cursor's row in sight at 80x24",
+            describe=sight,
+        )
         seen = t.scrollable_content_region.height - 1  # the header line
         assert t.cursor == 30
         assert t.scroll_y <= 30 < t.scroll_y + seen, (t.scroll_y, seen)

@@ -19,7 +19,7 @@ from app.ui.screens.feedback_screen import FeedbackScreen
 from app.ui.screens.note_screen import NoteScreen
 from server.write import feedback as store
 
-from .conftest import git
+from .conftest import git, until
 from .test_dashboard_snapshots import LONG, SIZES, WHEN, make_app, open_screen, settle
 from .test_dashboard_snapshots import pinned_vault as pinned_vault  # the fixture
 from .test_snapshots_review import review
@@ -70,10 +70,7 @@ def test_review_shows_feedback_on_the_hunk(
 
     async def run_before(pilot: Any) -> None:
         screen = await review(pilot, "weeks/w49.md")
-        for _ in range(200):
-            if screen.feedback:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: bool(screen.feedback), "the feedback on the review screen")
         assert screen.feedback
         await settle(pilot)
 
@@ -91,10 +88,12 @@ def test_note_view_shows_open_and_answered_feedback(
         await open_screen(pilot, "o")
         screen = pilot.app.screen
         assert isinstance(screen, NoteScreen)
-        for _ in range(200):
-            if screen.view is not None and screen.feedback:
-                break
-            await pilot.pause(0.05)
+        await until(
+            pilot,
+            lambda: screen.view is not None and bool(screen.feedback),
+            "the note and its feedback",
+            describe=lambda: (screen.view is not None, len(screen.feedback)),
+        )
         assert len(screen.feedback) == 2
         await settle(pilot)
 
@@ -114,10 +113,12 @@ def test_feedback_screen_shows_the_answer(
         await open_screen(pilot, "F")
         screen = pilot.app.screen
         assert isinstance(screen, FeedbackScreen)
-        for _ in range(200):
-            if len(screen.items) == 3:
-                break
-            await pilot.pause(0.05)
+        await until(
+            pilot,
+            lambda: len(screen.items) == 3,
+            "the three feedback items",
+            describe=lambda: [i.text for i in screen.items],
+        )
         await pilot.press("j")
         selected = screen.current()
         assert selected is not None and selected.status == "answered"

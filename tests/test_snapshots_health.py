@@ -14,7 +14,7 @@ import pytest
 from app.ui.dashboard import Dashboard
 from app.ui.screens.health_screen import HealthScreen
 
-from .conftest import write_files
+from .conftest import until, write_files
 from .test_dashboard_snapshots import SIZES, open_screen, settle
 
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
@@ -63,10 +63,7 @@ async def open_health(pilot: Any) -> None:
     await open_screen(pilot, "H")
     screen = pilot.app.screen
     assert isinstance(screen, HealthScreen)
-    for _ in range(200):
-        if screen.report is not None:
-            break
-        await pilot.pause(0.05)
+    await until(pilot, lambda: screen.report is not None, "the health report")
     await settle(pilot)
 
 

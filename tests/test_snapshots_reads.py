@@ -16,6 +16,7 @@ import pytest
 
 from app.services.context_preview import REVIEWED, mark_reviewed, preview
 
+from .conftest import until
 from .test_dashboard_snapshots import (
     LONG,
     SIZES,
@@ -107,10 +108,10 @@ def open_reads(tab: str) -> Any:
         pilot.app.clear_notifications()  # the launch's "to review" toast is not this screen
         await open_screen(pilot, "dollar_sign")
         screen = pilot.app.screen
-        for _ in range(200):  # the vault's lists and the preview are read in a thread
-            if getattr(screen, "preview", None) is not None:
-                break
-            await pilot.pause(0.05)
+        # the vault's lists and the preview are read in a thread
+        await until(
+            pilot, lambda: getattr(screen, "preview", None) is not None, "the reads and preview"
+        )
         if tab:
             await pilot.press(tab)
         await settle(pilot)

@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import ReviewScreen
 
+from .conftest import until
 from .test_dashboard_snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
 
 __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
@@ -22,25 +23,25 @@ __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapsho
 async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
     """The review screen open, its list read and the diff of `path` (else the first) drawn."""
     app = pilot.app
-    for _ in range(200):
-        if app.review_watch.count is not None:
-            break
-        await pilot.pause(0.05)
+    await until(pilot, lambda: app.review_watch.count is not None, "the review count")
     await open_screen(pilot, "v")
     screen = app.screen
     assert isinstance(screen, ReviewScreen)
-    for _ in range(200):
-        if screen.review is not None:
-            break
-        await pilot.pause(0.05)
+    await until(pilot, lambda: screen.review is not None, "the review list")
     assert screen.review is not None
     if path is not None:
         at = [n.path for n in screen.review.notes].index(path)
         screen.query_one("#review-notes", DataTable).move_cursor(row=at)
-    for _ in range(200):
-        if screen.shown is not None and (path is None or screen.shown.note.path == path):
-            break
-        await pilot.pause(0.05)
+
+    def shown() -> object:
+        return screen.shown and screen.shown.note.path
+
+    await until(
+        pilot,
+        lambda: screen.shown is not None and (path is None or shown() == path),
+        f"the diff of {path or 'the first note'}",
+        describe=shown,
+    )
     app.clear_notifications()
     await settle(pilot)
     return screen
@@ -115,10 +116,7 @@ def test_launch_prompt(pinned_vault: Path, snap_compare: Any) -> None:
 
     async def run_before(pilot: Any) -> None:
         app = pilot.app
-        for _ in range(200):
-            if app._notifications:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: bool(app._notifications), "the launch prompt")
         await settle(pilot, toasts=True)
 
     assert snap_compare(make_app(pinned_vault), terminal_size=SIZES["80x24"], run_before=run_before)

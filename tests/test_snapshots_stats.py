@@ -99,10 +99,7 @@ def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) ->
         # every table filled (on a loaded CI machine the picture was once taken with the
         # per-client table still empty): the pinned vault has two clients
         clients = pilot.app.screen.query_one("#stats-clients", DataTable)
-        for _ in range(200):
-            if clients.row_count:
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: bool(clients.row_count), "the per-client table filled")
         await settle(pilot)
 
     app = make_app(pinned_stats_vault)

@@ -33,6 +33,7 @@ from server.protocol.tools import build_server
 from server.vault import Vault
 
 from .conftest import Session, git, until
+from .settling import settled
 from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
@@ -400,6 +401,9 @@ def _from(text: str, word: str, n: int) -> list[str]:
     return words[words.index(word) : words.index(word) + n]
 
 
+POLL = ("poll",)  # the dashboard's poll worker group
+
+
 async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
     await until(pilot, lambda: bool(app.feed.rows))
     await pilot.press("S")
@@ -407,7 +411,9 @@ async def _open_stats(app: Dashboard, pilot: Any) -> StatsScreen:
     screen = app.screen
     assert isinstance(screen, StatsScreen)
     await until(pilot, lambda: screen.stats is not None)
-    await pilot.pause(0.2)  # the figures drawn after the stats land
+    # the figures drawn after the stats land (a dashboard polling every 0.1 s always has a
+    # poll worker about: not waited for)
+    await settled(pilot, "the figures drawn", ignore=POLL)
     return screen
 
 
@@ -445,12 +451,12 @@ async def test_the_screen_shows_the_owners_week(
             assert heads[0] == "week" and row[0] == "2026-W48", moved
             seen.update(zip(heads[1 : len(row)], row[1:], strict=False))
             await pilot.press("right")
-            await pilot.pause(0.05)
+            await settled(pilot, "the next column in sight", ignore=POLL)
         for tool, n in OWNERS_WEEK.items():
             assert seen[tool if full else names[tool]] == str(n), (tool, seen)
         # each measure's sparkline over 12 weeks, with its total
         await pilot.press("tab")
-        await pilot.pause(0.1)
+        await settled(pilot, "the trend table in sight", ignore=POLL)
         text = screen_text(app)
         assert re.search(r"AI commits +▃█▃ +272 ", text), text
         assert re.search(r"  update_frontmatter +█ +15 ", text), text
@@ -490,7 +496,7 @@ async def test_the_screen_counts_the_scripted_vault_and_follows_it(
         async with as_client(root, DESKTOP) as s:
             await s.error("create_doc", path="notes/g.md", body="# G\n", tags=["still-no"])
         await until(pilot, lambda: screen.stats is not None and screen.stats.total.rejected == 4)
-        await pilot.pause(0.2)
+        await settled(pilot, "the new figures drawn", ignore=POLL)
         assert _from(screen_text(app), "unknown_tag", 3) == ["unknown_tag", "█", "3"]
         # the period goes round: 52 weeks, all history, 12 weeks
         await pilot.press("p")

@@ -28,6 +28,7 @@ from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until
+from .settling import settled
 from .test_screens import screen_text
 from .test_stats import (  # noqa: F401
     AI_WHO,
@@ -122,7 +123,7 @@ async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
         assert "Period" in screen_text(app).splitlines()[-1]
         gate.set()
         await until(pilot, lambda: screen.stats is not None)
-        await pilot.pause(0.1)
+        await settled(pilot, "the figures drawn")
 
         # then the figures of `vaultwatch stats --since 12w --json`, table by table
         out = cli_json(root, "12w")
@@ -223,10 +224,16 @@ async def test_a_period_asked_while_counting_says_so_and_only_the_last_asked_is_
         await app.push_screen(screen)
         first.set()
         await until(pilot, lambda: screen.stats is not None)
-        await pilot.pause(0.1)
+        await settled(pilot, "the 12 weeks drawn")
         shown = cells(screen.query_one("#stats-weeks", DataTable))
         await pilot.press("p")
-        await pilot.pause(0.1)
+        # (its count is held at its gate: the title is what changes)
+        await until(
+            pilot,
+            lambda: title(app).strip().startswith("Write statistics · counting 52 weeks…"),
+            "the title to say it counts 52 weeks",
+            describe=lambda: title(app),
+        )
         assert title(app).strip() == (
             "Write statistics · counting 52 weeks…  (shown: "
             f"{screen.stats and screen.stats.weeks[0].week} – "
@@ -234,18 +241,36 @@ async def test_a_period_asked_while_counting_says_so_and_only_the_last_asked_is_
         )
         assert cells(screen.query_one("#stats-weeks", DataTable)) == shown  # the last figures
         await pilot.press("p")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: title(app).strip().startswith("Write statistics · counting all history…"),
+            "the title to say it counts all history",
+            describe=lambda: title(app),
+        )
         assert title(app).strip().startswith("Write statistics · counting all history…  (shown:")
         returned.clear()
         history.set()
         await until(pilot, lambda: screen.stats is not None and screen.stats.since is None)
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: "all history" in title(app) and "counting" not in title(app),
+            "the title to say all history",
+            describe=lambda: title(app),
+        )
         assert "all history" in title(app) and "counting" not in title(app)
         # the 52-week count, asked before, lands now: it is not shown
+        landed = screen.landed
         returned.clear()
         weeks52.set()
         await until(pilot, returned.is_set)
-        await pilot.pause(0.5)  # (it counts a few commits: far less than this)
+        # its answer came back to the screen (and was dropped), and what that drew is drawn
+        await until(
+            pilot,
+            lambda: screen.landed > landed,
+            "the 52-week count to land",
+            describe=lambda: (screen.landed, title(app)),
+        )
+        await pilot.pause()
         assert screen.stats is not None and screen.stats.since is None
         assert "all history" in title(app) and "counting" not in title(app)
 
@@ -263,7 +288,13 @@ async def test_the_loaded_history_is_left_out_of_full_collections(
     app = Dashboard(scripted["root"], poll_seconds=60)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(app.feed.rows) and app.feed.complete)
-        await pilot.pause(0.1)
+        # frozen when the app is told the feed changed, after it is complete
+        await until(
+            pilot,
+            lambda: gc.get_freeze_count() > len(app.feed.rows),
+            "the loaded history frozen",
+            describe=lambda: (gc.get_freeze_count(), len(app.feed.rows)),
+        )
         assert gc.get_freeze_count() > len(app.feed.rows)
         tracked = {id(o) for o in gc.get_objects()}  # the collector's generations, not frozen
         assert not any(id(r) in tracked or id(r.commit) in tracked for r in app.feed.rows)
@@ -353,7 +384,7 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
                 return screen.stats is not None and screen.stats.since == s
 
             await until(pilot, counted)
-            await pilot.pause(0.2)
+            await settled(pilot, f"the figures of {since or 'all history'} drawn")
             assert screen.stats is not None
             heads = [c.label.plain for c in weeks.ordered_columns]
             assert heads[: len(HEADLINE)] == [*HEADLINE]
@@ -405,7 +436,7 @@ async def test_a_period_no_assistant_wrote_in_says_so(make_vault: Any) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _open_stats(app, pilot)
         await until(pilot, lambda: screen.stats is not None)
-        await pilot.pause(0.1)
+        await settled(pilot, "the figures drawn")
         note = screen.query_one("#stats-no-clients", Static)
         assert note.display and "no assistant wrote" in str(note.render())
         assert not screen.query_one("#stats-clients", DataTable).display

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from app.services.actions import ActionError
+from app.services.cell_wrap import wrap_text
 from app.services.file_actions import MovePlan, RemovePlan, plan_move, plan_remove
 from app.services.history import Commit, FileChange, commit_changes
 from app.services.revert import (
@@ -25,6 +26,9 @@ from app.services.revert import (
 )
 from app.services.wording import plural
 from server.notes.config import CONFIG_NAMES, Config, ConfigError, load_config
+from server.notes.frontmatter import split_frontmatter
+from server.notes.note import decode
+from server.notes.paths import is_note
 
 Tone = Literal["", "bold", "warning"]
 MOVE_LIST_MOST = 20  # files a move's preview names one by one before "… and N more"
@@ -229,7 +233,11 @@ def named_by_config(root: Path) -> dict[str, str]:
 
 
 def move_preview(root: Path, source: str, dest: str) -> tuple[MovePlan, Preview]:
-    """Raises ActionError (with the reason) when the move is not possible."""
+    """Raises ActionError (with the reason) when the move is not possible.
+
+    The move is said once, then the notes whose links change by name, then their diffs: the
+    preview said the move three times (its title, a line, a RENAMED header) and pushed the
+    note whose link changes below the fold of an 80x24 dialog (audit turn 3, #21)."""
     recover(root)  # a dead writer's half-write is no part of what the owner moves
     plan = plan_move(root, source, dest)
     moves = list(plan.moves.items())
@@ -243,24 +251,82 @@ def move_preview(root: Path, source: str, dest: str) -> tuple[MovePlan, Preview]
         for old, _ in moves
         if old in named
     ]
-    n = len(plan.edits)
-    links = f"Links change in {n} note{'s' if n != 1 else ''}:" if n else "No links to rewrite."
-    lines += [Line(""), Line(links), Line("")]
-    return plan, Preview(plan.subject, "Move", lines, plan.changes())
+    edited = list(plan.edits)
+    if edited:
+        lines += [Line(""), Line(f"Links change in {plural(len(edited), 'note')}:")]
+        lines += [Line(f"  {p}") for p in edited[:MOVE_LIST_MOST]]
+        if len(edited) > MOVE_LIST_MOST:
+            lines.append(Line(f"  … and {len(edited) - MOVE_LIST_MOST} more"))
+        lines.append(Line(""))
+    else:
+        lines += [Line(""), Line("No links to rewrite.")]
+    # each edited note's diff under its path after the move (a RENAMED header said the move
+    # again); the moves themselves are the lines above
+    changes = [FileChange(p, "M", None, before, after) for p, (before, after) in plan.edits.items()]
+    return plan, Preview(move_title(plan), "Move", lines, changes)
+
+
+def move_title(plan: MovePlan) -> str:
+    """The question, without the paths the body names."""
+    if len(plan.moves) == 1:
+        (old,) = plan.moves
+        return f"Move {'this note' if is_note(old, plan.extensions) else 'this file'}?"
+    return f"Move {plural(len(plan.moves), 'file')}?"
+
+
+NOTE_START_ROWS = 5  # rows of the note the delete confirm shows
+NOTE_START_WIDTH = 56  # ... wrapped at this many cells: inside an 80-column dialog's body
+
+
+def note_start(
+    data: bytes, rows: int = NOTE_START_ROWS, width: int = NOTE_START_WIDTH
+) -> list[str]:
+    """The first `rows` rows of a note's text after its frontmatter, wrapped by cells with the
+    shared line breaking (`cell_wrap`), blank lines run together, and `…` when more follows;
+    a file that is not text says what it is instead."""
+    if b"\0" in data[:8192]:
+        return [f"(a binary file, {plural(len(data), 'byte')})"]
+    text = decode(data)[0]
+    _, _, body = split_frontmatter(text)
+    out: list[str] = []
+    more = False
+    for line in text[body:].strip("\n").splitlines():
+        if not line.strip():
+            if out and out[-1]:
+                out.append("")
+            continue
+        for row in wrap_text(line.rstrip(), width):
+            if len(out) >= rows:
+                more = True
+                break
+            out.append(row)
+        if more:
+            break
+    while out and not out[-1]:
+        out.pop()
+    if not out:
+        return ["(empty)"]
+    if more:
+        out[-1] = out[-1] + " …"
+    return out
 
 
 def delete_preview(root: Path, path: str) -> tuple[RemovePlan, Preview]:
-    """Raises ActionError (with the reason) when the file cannot be deleted."""
+    """Raises ActionError (with the reason) when the file cannot be deleted. The confirm shows
+    the start of what goes (it listed only the links that break: audit turn 3, #30)."""
     recover(root)  # nor of what the owner deletes
     plan = plan_remove(root, path)
+    data = plan.original
+    size = plural(data.count(b"\n") + int(bool(data) and not data.endswith(b"\n")), "line")
+    # the title names the file; the body what is in it, then what breaks, on one 80x24 screen
+    lines = [Line(f"{size}; it begins:")]
+    lines += [Line(f"  │ {row}" if row else "  │") for row in note_start(plan.original)]
+    lines.append(Line(""))
     if plan.backlinks:
-        lines = [
-            Line(f"{plural(len(plan.backlinks), 'link')} to it will break:", "warning"),
-            Line(""),
-        ]
+        lines.append(Line(f"{plural(len(plan.backlinks), 'link')} to it will break:", "warning"))
         lines += [Line(f"  {src}:{n}  {text}") for src, n, text in plan.backlinks[:BACKLINKS_MOST]]
     else:
-        lines = [Line("No note links to it.")]
+        lines.append(Line("No note links to it."))
     lines += [Line(""), Line("git rm, one commit; r on it in the timeline brings it back.")]
     return plan, Preview(f"Delete {path}?", "Delete", lines)
 

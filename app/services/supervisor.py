@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shlex
 import signal
 import socket
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +70,11 @@ class ServerSupervisor:
     why: str = ""
     pid: int | None = None  # the resident's, whoever started it
     _link: socket.socket | None = field(default=None, repr=False)
+    # called (from a watcher thread) the moment the link to the resident closes or the resident
+    # says it stops: the dashboard's header says so then and the restart begins, not at the
+    # next poll (the header said `● serving` for up to a poll's interval and a restart's ~10 s)
+    on_down: Callable[[], None] | None = field(default=None, repr=False)
+    _wake: int | None = field(default=None, repr=False)  # ends the watcher of the link let go
     _checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: bool = field(default=False, repr=False)
 
@@ -156,7 +163,39 @@ class ServerSupervisor:
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
         self.pid = int(answer.get("pid") or 0) or None
         self._link = link.sock
+        self._watch(link.sock)
         return self.url
+
+    def _watch(self, link: socket.socket) -> None:
+        """A thread that waits (no polling) for `link` to become readable: the resident closed
+        it (died, was killed) or wrote its last word (it stops). Then `restarting` is set and
+        `on_down` called; `check` does the restart. Letting the link go (`_unwatch`) ends it."""
+        self._unwatch()
+        wake_r, self._wake = os.pipe()
+        fd = link.fileno()
+
+        def wait() -> None:
+            try:
+                ready, _, _ = select.select([fd, wake_r], [], [])
+            except (OSError, ValueError):  # the link closed under it: let go, not down
+                return
+            finally:
+                os.close(wake_r)
+            if wake_r in ready or self._link is not link or self._stopped:
+                return
+            self.restarting = True
+            if self.on_down is not None:
+                self.on_down()
+
+        threading.Thread(target=wait, name="vaultwatch-server-watch", daemon=True).start()
+
+    def _unwatch(self) -> None:
+        """End the watcher of the current link before the link is let go on purpose."""
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            with contextlib.suppress(OSError):  # the watcher already ended (it saw the link go)
+                os.write(wake, b"x")
+            os.close(wake)
 
     @property
     def alive(self) -> bool:
@@ -181,6 +220,7 @@ class ServerSupervisor:
                 return False
             self.restarting = True
             try:
+                self._unwatch()
                 self._link.close()
                 self._link = None
                 if self.proc is not None:
@@ -210,6 +250,7 @@ class ServerSupervisor:
         """Stop the resident and start a new one (the owner asked): the relays attached
         reconnect to the new one, and the calls they had in flight get an error."""
         with self._checking:
+            self._unwatch()  # the owner's restart: not a server that went down
             with contextlib.suppress(Unusable, OSError, ValueError):
                 ask(self.root, "stop", reason="restart")
             if self._link is not None:
@@ -225,6 +266,7 @@ class ServerSupervisor:
         `end_resident`: it is stopped and waited for (the demo removes its vault next, and a
         resident still writing its state there would leave files behind)."""
         self._stopped = True
+        self._unwatch()
         if end_resident:
             with contextlib.suppress(Unusable, OSError, ValueError):
                 ask(self.root, "stop", reason="the dashboard quit")

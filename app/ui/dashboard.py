@@ -100,6 +100,8 @@ class Dashboard(App[None]):
         self.feed = Feed(root)
         self.configs = ConfigStore(root)
         self.supervisor = supervisor
+        if supervisor is not None:
+            supervisor.on_down = self._server_went_down
         self.poll_seconds = poll_seconds
         self._theme_choice = theme
         self.today: Any = None  # tag trends' "today" (tests pin it)
@@ -197,6 +199,21 @@ class Dashboard(App[None]):
         if not self.feed.complete:
             with contextlib.suppress(RuntimeError):  # the app is closing
                 self.call_from_thread(self.backfill)
+
+    def _server_went_down(self) -> None:
+        """The supervisor's watcher saw the server's link close (its thread): the header says
+        so now and the restart begins now, not at the next poll."""
+        if not self.is_running:  # quit already: this thread must not wait on a stopped loop
+            return
+        with contextlib.suppress(RuntimeError):  # the app is closing
+            self.post_message(FeedChanged())
+            self.call_from_thread(self.server_down)
+
+    @work(thread=True, group="server-down")
+    def server_down(self) -> None:
+        """A poll that restarts the server: after the one under way, if any (it skips)."""
+        with self._polling:
+            self._poll()
 
     @work(thread=True, group="review-count")
     def recount_review(self) -> None:

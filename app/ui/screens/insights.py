@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from app.services.tag_trends import WEEKS, tag_trends
 from app.ui.widgets.keys import Table
+from app.ui.widgets.path_list import PathList
 from app.ui.widgets.table_fill import fill
 from server.vault import Vault
 
@@ -44,6 +45,7 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
             yield Table(id="tags", cursor_type="row", zebra_stripes=True)
             with Vertical(id="tag-notes-pane"):
                 yield Static(id="tag-notes")
+                yield PathList(id="tag-paths")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -61,9 +63,9 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
         paths = self.notes.get(tag, [])
         self.query_one("#tag-notes", Static).update(
             Content.styled(f"#{tag} · {len(paths)} note{'' if len(paths) == 1 else 's'}\n", "bold")
-            + Content.styled("enter shows them in the timeline\n", "$text-muted")
-            + Content("\n".join(paths))
+            + Content.styled("enter shows them in the timeline", "$text-muted")
         )
+        self.query_one("#tag-paths", PathList).show(paths)  # one row each, never two alike
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         tag = str(event.row_key.value)

@@ -178,6 +178,7 @@ class StatsScreen(Screen[None]):
         self.recorded: list[RecordingWeek] = []
         self._seen: object = None  # what the feed looked like at the last count
         self._asked = 0  # counts asked for; only the last one asked is shown
+        self.landed = 0  # counts come back from their thread, shown or dropped (tests wait on it)
 
     def compose(self) -> ComposeResult:
         yield Static(self._counting_title(), id="title")
@@ -265,6 +266,7 @@ class StatsScreen(Screen[None]):
     # -- showing ----------------------------------------------------------------------------------
 
     def _show(self, stats: Stats, asked: int, recorded: list[RecordingWeek]) -> None:
+        self.landed += 1
         if not self.is_attached or asked != self._asked:
             return  # closed meanwhile, or a later count was asked for (`p` pressed again)
         self.stats = stats

@@ -4,6 +4,7 @@ the title only where it says more than the file name), and the list filled from 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from app.services.review import NoteSummary
 from app.ui.widgets.cells import (
     Cell,
     Distinct,
+    cut_end,
     cut_middle,
     note_label,
     rich_style,
@@ -65,8 +67,10 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
     if width < TITLE_FROM or not any(own_title(n) for n in notes):
         heads.remove("title")  # no room, or every title is its file name again: the folder has it
 
+    whos = client_cuts(notes)
+
     def text(n: NoteSummary, names: dict[str, str], cells: int) -> str:
-        return tools_clients(n.tools, names, clients(n), cells)
+        return tools_clients(n.tools, names, clients(n), cells, whos)
 
     def value(h: str, n: NoteSummary, names: dict[str, str]) -> str:
         if h == "note":  # as note_label shows it whole: the name, two spaces, its folder
@@ -80,21 +84,27 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
             "when": span(n, wide),
         }[h]
 
+    rare = 2 * sum(bool(own_title(n)) for n in notes) < len(notes)
+
     def measure(names: dict[str, str], heads: list[str]) -> tuple[list[int], list[int]]:
         needs = [max([cell_len(h), *(cell_len(value(h, n, names)) for n in notes)]) for h in heads]
         # DataTable pads every column by one cell on each side; a period adds the ✓ column
         room = width - 2 * len(heads) - (3 if period else 0) - SCROLLBAR
-        least = {"note": 16, "title": TITLE_LEAST, "tools · clients": 15}
+        # a title most rows lack takes no room before the folder has had its share
+        least = {"note": 16, "title": 1 if rare else TITLE_LEAST, "tools · clients": 15}
         at = {h: i for i, h in enumerate(heads)}
         note, tools = at["note"], at["tools · clients"]
         title = at.get("title")
         # first a file name (24) and `append · claude-code` (20), then the title to 16, the
         # tools and clients to 36, the title to 24, the note's folder to 45%, then the rest
         order: list[tuple[int, int | None]] = [(note, 24), (tools, 20)]
-        order += [(title, 16)] if title is not None else []
+        order += [(title, 16)] if title is not None and not rare else []
         order += [(tools, 36)]
-        order += [(title, 24)] if title is not None else []
+        order += [(title, 24)] if title is not None and not rare else []
         order += [(note, room * 45 // 100)]
+        # titles most rows lack (a Chinese vault names notes by their titles) come after the
+        # folder: the column's cells were blank on most rows while every folder was dropped
+        order += [(title, 16), (title, 24)] if title is not None and rare else []
         order += [(title, None)] if title is not None else []
         order += [(note, None), (tools, None)]
         mins = [least.get(h, 0) for h in heads]
@@ -105,7 +115,9 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
     if widths[-1] < needs[-1]:  # the full names do not fit: the short ones, for every row
         names = short_names(every)
         needs, widths = measure(names, heads)
-    if "title" in heads and sum(widths) + 2 * len(heads) + (3 if period else 0) + SCROLLBAR > width:
+    over = sum(widths) + 2 * len(heads) + (3 if period else 0) + SCROLLBAR > width
+    at = heads.index("title") if "title" in heads else -1
+    if at >= 0 and (over or widths[at] < min(TITLE_LEAST, needs[at])):
         heads.remove("title")  # the title would be cut below TITLE_LEAST: the others have it
         needs, widths = measure(names, heads)
     # whole names leave the tools' column short of its width: what they do not use goes to
@@ -113,7 +125,9 @@ def list_columns(notes: list[NoteSummary], width: int, period: bool) -> Columns:
     tools = heads.index("tools · clients")
     used = max([cell_len(heads[tools]), *(cell_len(text(n, names, widths[tools])) for n in notes)])
     spare, widths[tools] = widths[tools] - used, used
-    for i in [heads.index(h) for h in ("title", "note") if h in heads]:
+    for i in [
+        heads.index(h) for h in (("note", "title") if rare else ("title", "note")) if h in heads
+    ]:
         give = max(0, min(needs[i] - widths[i], spare))
         widths[i] += give
         spare -= give
@@ -143,33 +157,59 @@ def clients(note: NoteSummary) -> str:
     return ", ".join(dict.fromkeys(client_name(c) for c in note.clients)) or "?"
 
 
+def client_cuts(notes: list[NoteSummary]) -> Distinct:
+    """Every client of the list cut by the timeline's rule: two never print alike."""
+    return Distinct((c for n in notes for c in clients(n).split(", ")), cut_end)
+
+
 def some(items: list[str], keep: int) -> str:
     """The first `keep` items and how many more: `append, batch +2`."""
     more = len(items) - keep
     return ", ".join(items[:keep]) + (f" +{more}" if more > 0 else "")
 
 
-def tools_clients(tools: list[str], names: dict[str, str], who: str, width: int) -> str:
+def tools_clients(
+    tools: list[str],
+    names: dict[str, str],
+    who: str,
+    width: int,
+    cut: Callable[[str, int], str] | None = None,
+) -> str:
     """The tools (by `names`) and the clients in `width` cells, each readable: whole names and
     how many more are left out (`append, update +2 · claude-code +1`), the most names that fit
-    (a tool before a client on a tie); only a single name too long is cut in the middle,
-    never `append_…de-code`."""
+    (a tool before a client on a tie). Clients that do not fit whole are cut by `cut`, the
+    timeline's rule (`Distinct`: where they differ, `…code`, `…desktop`; `claud…sktop` and
+    `2 clients` told no client from another); a tool too long is cut in the middle."""
     ts = [names.get(x, x) for x in tools] or ["?"]
     cs = who.split(", ")
-    best: tuple[int, int, str] | None = None
-    for k in range(1, len(ts) + 1):
-        for j in range(1, len(cs) + 1):
-            text = f"{some(ts, k)} · {some(cs, j)}"
-            if cell_len(text) <= width and (best is None or (k + j, k) > best[:2]):
-                best = (k + j, k, text)
-    if best is not None:
-        return best[2]
-    if len(cs) > 1 and cell_len(f"{some(ts, 1)} · {len(cs)} clients") <= width:
-        return f"{some(ts, 1)} · {len(cs)} clients"  # a count reads, `clau…de +2` did not
+    cut = cut or Distinct(cs, cut_end)
+    # whole client names (a tool before a client on a tie), else each client cut as the
+    # timeline cuts them at 80 columns (a client before a tool: the cut is there to tell them
+    # apart, and `…code +1` hid the other)
+    for shown, tie in ((cs, 0), ([cut(c, CLIENT_SHORT) for c in cs], 1)):
+        best: tuple[int, int, str] | None = None
+        for k in range(1, len(ts) + 1):
+            for j in range(1, len(cs) + 1):
+                text = f"{some(ts, k)} · {some(shown, j)}"
+                rank = (k + j, (k, j)[tie])
+                if cell_len(text) <= width and (best is None or rank > best[:2]):
+                    best = (*rank, text)
+        if best is not None:
+            return best[2]
     t = some(ts, 1)
-    t = cut_middle(t, max(1, min(cell_len(t), (width - 3) // 2)))
-    c = cut_middle(some(cs, 1), max(1, width - 3 - cell_len(t)))
-    return cut_middle(f"{t} · {c}", width)
+    for j in range(len(cs), 0, -1):  # every client cut where it differs, else fewer and +N
+        more = f" +{len(cs) - j}" if j < len(cs) else ""
+        each = (width - cell_len(t) - 3 - cell_len(more) - 2 * (j - 1)) // j
+        if each >= CLIENT_LEAST:
+            return f"{t} · {', '.join(cut(c, each) for c in cs[:j])}{more}"
+    more = f" +{len(cs) - 1}" if len(cs) > 1 else ""
+    t = cut_middle(t, max(1, min(cell_len(t), (width - 3 - CLIENT_LEAST - len(more)))))
+    c = cut(cs[0], max(1, width - 3 - cell_len(t) - len(more)))
+    return cut_middle(f"{t} · {c}{more}", width)
+
+
+CLIENT_LEAST = 5  # cells a cut client needs to say where it differs (`…code`)
+CLIENT_SHORT = 8  # a client's cut where its whole name does not fit (the timeline's at 80)
 
 
 def fill_notes(table: DataTable[Any], notes: list[NoteSummary], width: int, period: bool) -> None:
@@ -184,6 +224,7 @@ def fill_notes(table: DataTable[Any], notes: list[NoteSummary], width: int, peri
     good, bad = rich_style("$text-success"), rich_style("$text-error")
     w = dict(zip(cols.heads, cols.widths, strict=True))
     names = Distinct(n.path.rpartition("/")[2] for n in notes)  # never two alike
+    whos = client_cuts(notes)  # nor two clients
     for n in notes:
         row = [Cell.of(note_label(n.path, w["note"], cuts=names))]
         if "title" in w:
@@ -192,7 +233,7 @@ def fill_notes(table: DataTable[Any], notes: list[NoteSummary], width: int, peri
             Cell(f"{len(n.commits):,}"),
             Cell((f"+{n.added:,}", good), " ", (f"−{n.removed:,}", bad)),
             Cell(cut_middle(span(n, cols.wide), w["when"])),
-            Cell(tools_clients(n.tools, cols.names, clients(n), w["tools · clients"])),
+            Cell(tools_clients(n.tools, cols.names, clients(n), w["tools · clients"], whos)),
         ]
         if cols.period:
             row.insert(0, Cell(("✓", good)) if n.reviewed else Cell("•"))
