@@ -25,6 +25,7 @@ EDITOR = """
 import os, sys, time
 from pathlib import Path
 note, seconds, log, mode = Path(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+period = float(sys.argv[5]) if len(sys.argv) > 5 else 0.02
 start = time.monotonic()
 end = start + seconds
 k = 0
@@ -40,7 +41,7 @@ with log.open("w") as out:
         os.close(fd)
         out.write(f"{k}\\n"); out.flush()
         k += 1
-        time.sleep(max(0.0, start + k * 0.02 - time.monotonic()))  # 50 saves a second
+        time.sleep(max(0.0, start + k * period - time.monotonic()))  # 50 saves a second
 """
 
 STRESS_SECONDS = 6.0
@@ -65,10 +66,13 @@ async def _ai_appends_while(s: Any, proc: subprocess.Popen[bytes]) -> dict[str, 
     return counts
 
 
-def _start_editor(root: Path, mode: str) -> tuple[subprocess.Popen[bytes], Path]:
+def _start_editor(
+    root: Path, mode: str, period: float = 0.02
+) -> tuple[subprocess.Popen[bytes], Path]:
     log = root.parent / f"editor-{mode}.log"
+    note, seconds = str(root / "note.md"), str(STRESS_SECONDS)
     proc = subprocess.Popen(
-        [sys.executable, "-c", EDITOR, str(root / "note.md"), str(STRESS_SECONDS), str(log), mode]
+        [sys.executable, "-c", EDITOR, note, seconds, str(log), mode, str(period)]
     )
     return proc, log
 
@@ -126,16 +130,25 @@ async def test_an_editor_saving_by_truncate_then_write_loses_no_line(
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("period", [0.02, 0.002], ids=["50 saves a second", "500 a second"])
 async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
-    connect: Any, make_vault: Any
+    connect: Any, make_vault: Any, period: float
 ) -> None:
+    import signal
+
     root = make_vault({"note.md": "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"})
-    async with connect(root) as s:
-        proc, _ = _start_editor(root, "resave")
-        try:
-            counts = await _ai_appends_while(s, proc)
-        finally:
-            proc.wait(30)
+    # Without a file lease (a filesystem that has none: NFS, SMB, FUSE), as an in-process
+    # server is unless SIGIO is ignored: the write decides by what it sees of the file alone.
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)
+    try:
+        async with connect(root) as s:
+            proc, _ = _start_editor(root, "resave", period)
+            try:
+                counts = await _ai_appends_while(s, proc)
+            finally:
+                proc.wait(30)
+    finally:
+        signal.signal(signal.SIGIO, previous)
     # The editor only ever writes back what it read. Most saves find the note as it is, and
     # leave nothing to snapshot; a save preempted between its read and its write (a loaded
     # machine) writes back the note as it was before an AI line, which the next write keeps as
@@ -147,12 +160,11 @@ async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
             assert blob in earlier, f"snapshot {sha[:8]} is no state the note had: {blob!r}"
     assert all(blob for _, _, blob in history)
     assert _ai_commits_add_one_line_each(root) == counts["commit"]
-    if counts["commit"] == 0:  # what is above held; the write path's liveness is what failed
-        pytest.xfail(
-            "known open (issue 27): without a file lease (this in-process server gets none), an "
-            f"editor re-saving 50 times a second under load refused every AI write {counts}: "
-            "each a conflict, nothing lost, but none written"
-        )
+    # Every save changes the note's stamp (mtime, ctime), none its bytes: a write that took
+    # any change of stamp for the owner's edit was refused every time (issue 27: 0 commits
+    # under load at 50 saves a second, always at 500). Bytes that are still the plan's at the
+    # rename are enough (store: the same-bytes rule), so the AI's writes land between saves.
+    assert counts["commit"] > 0, counts
     # the dashboard's revert of the newest AI commit takes out its line, nothing else
     from app.services.revert import revert
 
@@ -558,3 +570,77 @@ def test_a_note_held_open_for_writing_is_waited_for_then_planned_again(
     finally:
         signal.signal(signal.SIGIO, previous)
         os.close(fd)
+
+
+# ------------------------------------------------------------------------------------------------
+# the same-bytes rule (leases.unchanged): without a lease, a save of the text the write was
+# planned on (a new stamp, the same bytes) does not stop the write; any other save does
+
+
+@pytest.mark.anyio
+async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_land(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    from server.write import store
+
+    text = "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+    real = store.crash_point
+    saves: list[int] = []
+
+    def an_editor_saves_then(step: str) -> None:
+        # between the plan and the rename of every attempt: an editor that saves by writing a
+        # new file and renaming it over the note (vim, many IDEs) re-saves the same text, so
+        # the note's inode, ctime and mtime are new and its bytes are not
+        if step == "temps":
+            saved = root.parent / "editor-save.tmp"
+            saved.write_bytes(note.read_bytes())
+            os.replace(saved, note)
+            saves.append(note.stat().st_ino)
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", an_editor_saves_then)
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease: the rule alone decides
+    try:
+        async with connect(root) as s:
+            out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+    assert len(saves) == 1  # landed at its first attempt (before: refused at all five)
+    assert note.read_text() == text + "- ai\n"
+    assert git(root, "show", "HEAD:note.md") == text + "- ai\n"
+    assert _ai_commits_add_one_line_each(root) == 1
+
+
+def test_the_same_bytes_rule_holds_a_save_caught_half_way(tmp_path: Path) -> None:
+    """What the snapshot of the owner's edits and the rename check without a lease take for the
+    note the write was planned on: its bytes with a new stamp, yes; a truncate-then-write save
+    caught between its two steps (an empty note), or other bytes, no; and an empty plan keeps
+    the stamp, since a truncated note is empty too."""
+    from server.write.leases import WriteRace, _still, read_stable, stamp_of
+
+    note = tmp_path / "n.md"
+    note.write_bytes(b"text\n")
+    data, st = read_stable(note, "n.md")
+    saved = tmp_path / "save.tmp"
+    saved.write_bytes(b"text\n")
+    os.replace(saved, note)  # the same text saved again: a new inode
+    _still(note, "n.md", data, st)  # still the plan: no WriteRace (before: one, every time)
+    with note.open("r+b") as fh:  # an editor's O_TRUNC, its write still to come
+        fh.truncate(0)
+        with pytest.raises(WriteRace):
+            _still(note, "n.md", data, st)
+        fh.write(b"text, edited\n")
+    with pytest.raises(WriteRace):
+        _still(note, "n.md", data, st)
+    from server.write.leases import unchanged
+
+    now = stamp_of(note.stat())
+    assert not unchanged(b"", now, b"", st, leased=False)  # an empty plan: the stamp decides
+    assert unchanged(b"", st, b"", st, leased=False)
+    assert unchanged(b"text\n", now, b"text\n", st, leased=False)
+    assert not unchanged(None, now, b"text\n", st, leased=True)  # caught mid-save: never

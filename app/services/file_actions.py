@@ -43,14 +43,15 @@ from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.notes.walk import walk_files
 from server.write.journal import Journal
+from server.write.leases import Replacing
 from server.write.store import (
     Store,
     StoreError,
     WriteRace,
-    atomic_write,
     commit_blobs,
     disk_blobs,
 )
+from server.write.temp_files import _temp_name, _write_temp
 from server.write.validate import new_problems, problems
 
 # ------------------------------------------------------------------------------------------------
@@ -442,17 +443,51 @@ class _Tree:
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
             self.undo.append(lambda: os.unlink(target))
             crash_point("tree_link")  # the new file, still empty
-        else:
-            self.undo.append(lambda: atomic_write(target, old))
-        atomic_write(target, data)
+        tmp = _temp_name(self.root, target)
+        _write_temp(tmp, target, data)
+        # a new note replaces the empty file made just above (an editor may have written
+        # into it since); put back as that, which the undo above then removes
+        self._replace(target, path, b"" if old is None else old, tmp, data)
         crash_point("tree_step")
 
     def remove(self, path: str, old: bytes) -> None:
         self._step()
-        target = self.root / spelled(self.root, path)
-        os.unlink(target)
-        self.undo.append(lambda: atomic_write(target, old))
+        self._replace(self.root / spelled(self.root, path), path, old, None, None)
         crash_point("tree_step")
+
+    def _replace(
+        self, target: Path, rel: str, old: bytes, tmp: str | None, ours: bytes | None
+    ) -> None:
+        """Rename `tmp` over `target` (None: remove it) under the AI's write rule
+        (`leases.Replacing`: a read lease from the check until after the rename, the bytes
+        compared at the rename, the old copy looked at again after it), so that an editor
+        saving into the note mid-move or mid-delete loses nothing: a save before the check
+        refuses the action, one held by the lease or seen in the old copy after the rename is
+        put back by the rollback (WriteRace.restore), never the previewed bytes over it. The
+        undo puts `old` back only while the file is still ours (`ours`; None: removed), under
+        a lease too (`Store._put_back`): an edit made into our copy since is newer, kept."""
+        replacing = Replacing()
+        back = old
+        try:
+            try:
+                replacing.replace(target, rel, old, None, tmp)
+            except BaseException:
+                if tmp is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)
+                raise
+
+            def put_back() -> None:
+                self.store._put_back(target, ours, back)  # `back` as it is at the rollback
+
+            self.undo.append(put_back)
+            replacing.confirm()
+        except WriteRace as race:
+            if race.restore is not None:
+                back = race.restore  # what the editor saved into the old copy, not the preview
+            raise
+        finally:
+            replacing.close()
 
     def rollback(self) -> None:
         for undo in reversed(self.undo):
@@ -507,6 +542,8 @@ def _action(root: Path, involved: list[str]) -> Iterator[_Tree]:
             raise ActionError(exc.for_owner) from None
         except GitError as exc:
             raise ActionError(str(exc)) from None
+        except WriteRace as exc:  # saved into while its pending edit was being committed
+            raise ActionError(f"nothing was done: {_why(exc)}; try again") from None
         tree = _Tree(root, store)
         tree.names = names
         yield tree

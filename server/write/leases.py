@@ -106,13 +106,158 @@ def _settled_fd(fd: int, old: bytes | None) -> bytes:
 
 
 def _still(path: Path, rel: str, data: bytes | None, st: Stamp | None) -> None:
-    """Raise WriteRace unless the file is still what was read (its stamp; or still absent)."""
+    """Raise WriteRace unless the file is still what was read: its stamp, or (the same-bytes
+    rule, `unchanged`) bytes that are still the plan's; or still absent."""
     try:
         now: Stamp | None = stamp_of(os.stat(path))
     except FileNotFoundError:
         now = None
-    if (now is None) != (data is None) or (st is not None and now != st):
+    if (now is None) != (data is None):
         raise WriteRace(rel, data, None, reason="changed while the write was being prepared")
+    if st is None or now == st:
+        return
+    try:
+        fd = _open_if_exists(path)
+    except BlockingIOError:
+        raise WriteRace(rel, data, None, reason=LEASED) from None
+    if fd is not None:
+        try:
+            current, seen = _read_whole(fd)
+        finally:
+            os.close(fd)
+        if unchanged(current, seen, data, st, leased=False):
+            return
+    raise WriteRace(rel, data, None, reason="changed while the write was being prepared")
+
+
+def _read_whole(fd: int) -> tuple[bytes | None, Stamp]:
+    """The open file's bytes and its stamp; None for the bytes when a save changed it while it
+    was read (they are no state the file had)."""
+    before = stamp_of(os.fstat(fd))
+    data = _read_fd(fd)
+    after = stamp_of(os.fstat(fd))
+    return (data if before == after and len(data) == after[1] else None), after
+
+
+def unchanged(
+    current: bytes | None,
+    seen: Stamp | None,
+    old: bytes | None,
+    planned: Stamp | None,
+    *,
+    leased: bool,
+) -> bool:
+    """The write rule, one home for every writer (the AI's writes, the owner's reverts, undos,
+    moves, creates and deletes, the snapshot of the owner's pending edits): whether a file that
+    holds `current` (read as one state) and has the stamp `seen` is still the `old` a write was
+    planned on (with the stamp `planned`; None: not known), so that it may be replaced.
+
+    The bytes must be the plan's. Under a read lease (`_lease`) that is enough: no program has
+    the file open for writing, so no save is half-way. Without one (NFS, SMB, FUSE, a note of
+    another user, a process that does not ignore SIGIO), a new stamp is a save since the plan:
+    it still passes when the bytes are the plan's and the plan is not empty (the same-bytes
+    rule). An editor re-saving identical text 50 times a second changed the stamp before
+    every AI write under load and starved them all (issue 27). Why the bytes are enough: they
+    are compared here, at the rename, read as one state (a save during the read fails it). A
+    truncate-then-write save caught between its two steps reads empty, which never equals a
+    non-empty plan (an empty plan keeps the stamp rule for that reason); one caught after its
+    write holds the text it saved, so only a save whose text equals the plan passes, and
+    replacing that text loses nothing. What it cannot tell: a save that writes in several
+    steps whose first step ends exactly at the plan's bytes (the plan's text, then more in a
+    second write()): the more lands in the old copy after our rename, where the check after
+    the rename sees it unless it comes after that check (SECURITY.md, windows without leases).
+    """
+    if current != old:
+        return False
+    if leased or planned is None or seen == planned:
+        return True
+    return bool(old)
+
+
+class Replacing:
+    """Notes replaced (a temp file renamed over) or removed under the write rule, and checked
+    again after: the AI's writes (Store.apply), the owner's reverts and undos through it, and
+    the owner's moves, creates and deletes (app/services/file_actions.py). Each note is opened,
+    leased when leases can be had (`_lease`), checked (`unchanged`), replaced; `confirm` then
+    looks at each old copy for a save that came in meanwhile. Every descriptor is closed and
+    every lease given back by `close`, on every way out (a failed rename kept its lease and an
+    editor opening the note waited 45 s: adversarial pass 3, N11)."""
+
+    def __init__(self) -> None:
+        self.opened: list[int] = []
+        self.leased: set[int] = set()
+        # (rel, the bytes planned on, fd of the old copy, its stamp when checked)
+        self.held: list[tuple[str, bytes | None, int | None, Stamp | None]] = []
+
+    def replace(
+        self, target: Path, rel: str, old: bytes | None, planned: Stamp | None, tmp: str | None
+    ) -> None:
+        """Rename `tmp` over `target` (None: remove it) if it still is `old` (see `unchanged`);
+        WriteRace, nothing replaced, otherwise."""
+        try:
+            fd = _open_if_exists(target)
+        except BlockingIOError:  # leased by another program since the plan
+            raise WriteRace(rel, old, None, reason=LEASED) from None
+        current: bytes | None = None
+        seen: Stamp | None = None
+        if fd is not None:
+            self.opened.append(fd)
+            try:
+                if _lease(fd, rel):
+                    self.leased.add(fd)
+            except WriteRace as race:
+                race.expected = old
+                raise
+            # Under the lease no program can open the file for writing without waiting for
+            # us: what is read here is what the rename replaces.
+            current, seen = _read_whole(fd)
+        changed = not unchanged(current, seen, old, planned, leased=fd in self.leased)
+        if not changed and fd is not None and fd in self.leased and _lease_broken(fd):
+            changed = True  # a save is waiting to write into it: let it, plan again
+        if changed:
+            raise WriteRace(rel, old, current)
+        if tmp is None:
+            os.unlink(target)
+        else:
+            os.replace(tmp, target)
+        self.held.append((rel, old, fd, seen))
+
+    def confirm(self) -> None:
+        """Someone who opened a note just before we replaced it writes into the old copy (or
+        truncates it, their write still to come): their words would vanish with it. With a
+        lease they were held in open() and it shows: let them go, wait until they have closed
+        the file, and raise WriteRace with what they saved (`restore`: put it back). Without
+        one, a change to the old copy is all there is to see. (Our rename changed the old
+        copy's ctime, not its size or mtime.)"""
+        held, self.held = self.held, []
+        for rel, old, fd, seen in held:
+            if fd is None:
+                continue
+            if fd in self.leased:
+                broken = _lease_broken(fd)
+                _unlease(fd)
+                self.leased.discard(fd)
+                if broken:
+                    late = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, old)
+                    raise WriteRace(rel, old, late, restore=late)
+            st = os.fstat(fd)
+            moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
+            if moved or _read_fd(fd) != old:
+                late = _settled_fd(fd, old)
+                raise WriteRace(rel, old, late, restore=late)
+
+    def release(self) -> None:
+        """Give back every lease (the write failed: its files are about to be put back)."""
+        for fd in self.leased:
+            _unlease(fd)
+        self.leased.clear()
+
+    def close(self) -> None:
+        self.release()
+        for fd in self.opened:
+            os.close(fd)
+        self.opened.clear()
+        self.held.clear()
 
 
 def ignore_lease_breaks() -> None:

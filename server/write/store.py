@@ -30,11 +30,13 @@ all start with `Store.begin`) or the next start puts the files back unless the h
 them since. The owner's moves, creates and deletes and the snapshot record an intent too.
 The steps are fault hooks (`server/core/faults.py`): the crash matrix kills a writer at each.
 
-A file is "unchanged" only when its bytes AND its stamp (inode, size, mtime, ctime) are what
-the plan read: an editor that saves by truncate-then-write passes through an empty file, and
-re-saving identical text changes no byte, so bytes alone cannot tell a save in progress. At
-the rename, under a read lease (granted only while no program has the file open for writing:
-no save is in progress), the bytes are enough.
+A file is "unchanged" when its bytes are what the plan read, read as one state, and its stamp
+(inode, size, mtime, ctime) too, or, the stamp changed, the plan's bytes are not empty: an
+editor that saves by truncate-then-write passes through an empty file, which never equals a
+non-empty plan; one that re-saves identical text changes the stamp only, and replacing that
+text loses nothing. Under a read lease (granted only while no program has the file open for
+writing: no save is in progress) the bytes are enough. The rule's one home is
+`leases.unchanged`, applied by `leases.Replacing` for every writer.
 """
 
 from __future__ import annotations
@@ -79,20 +81,7 @@ from server.write.commits import (
     head_branch,
 )
 from server.write.journal import Commit
-from server.write.leases import (
-    LEASED,
-    Stamp,
-    WriteRace,
-    _lease,
-    _lease_broken,
-    _open_if_exists,
-    _read_fd,
-    _settled_fd,
-    _unlease,
-    _writers_gone,
-    ignore_lease_breaks,
-    stamp_of,
-)
+from server.write.leases import Replacing, Stamp, WriteRace, ignore_lease_breaks
 from server.write.snapshot import Snapshots, _snapshot_message
 from server.write.store_errors import (
     _GIT_POLL_S,
@@ -250,11 +239,7 @@ class Store(Snapshots):
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
-        held: list[tuple[FileWrite, int | None, Stamp | None]] = []  # fd, stamp when checked
-        leased: set[int] = set()  # fds we hold a read lease on (see _lease)
-        # every fd opened below, closed on every way out: one left open by a failed rename
-        # kept its lease, and an editor opening the note waited 45 s (adversarial pass 3, N11)
-        opened: list[int] = []
+        replacing = Replacing()  # each note checked, replaced and checked again; closed below
         update: RefUpdate | None = None
         try:
             # what git changes when it moves the branch, as it is before the branch is read
@@ -342,63 +327,11 @@ class Store(Snapshots):
                     raise BranchMoved(f"{branch} moved while the write was being prepared")
                 self._write_temps(late)
                 for w, tmp in zip(writes, temps, strict=True):
-                    target = self.root / w.disk
-                    try:
-                        fd = _open_if_exists(target)
-                    except BlockingIOError:  # leased by another program since the plan
-                        raise WriteRace(w.rel, w.old, None, reason=LEASED) from None
-                    if fd is not None:
-                        opened.append(fd)
-                        try:
-                            if _lease(fd, w.rel):
-                                leased.add(fd)
-                        except WriteRace as race:
-                            race.expected = w.old
-                            raise
-                    # Under the lease no program can open the file for writing without waiting
-                    # for us: what is read here is what the rename replaces. No program has it
-                    # open for writing either (the kernel grants the lease only then), so no
-                    # save is half-way: the bytes the plan read are enough, a save since of the
-                    # same text (a new stamp) changes nothing. Without a lease, the stamp too.
-                    current = _read_fd(fd) if fd is not None else None
-                    seen = stamp_of(os.fstat(fd)) if fd is not None else None
-                    changed = current != w.old or (
-                        fd not in leased and w.stamp is not None and seen != w.stamp
-                    )
-                    if not changed and fd is not None and fd in leased and _lease_broken(fd):
-                        changed = True  # a save is waiting to write into it: let it, plan again
-                    if changed:
-                        raise WriteRace(w.rel, w.old, current)
-                    if tmp is None:
-                        os.unlink(target)
-                    else:
-                        os.replace(tmp, target)
+                    # the write rule (leases.unchanged), one home for every writer
+                    replacing.replace(self.root / w.disk, w.rel, w.old, w.stamp, tmp)
                     renamed.append(w)
-                    held.append((w, fd, seen))
                     crash_point("renamed")
-                # Someone who opened a file just before we replaced it writes into the old copy
-                # (or truncates it, their write still to come): their words would vanish with
-                # it. With a lease they were held in open() and it shows: let them go, wait
-                # until they have closed the file, put what they saved back and stop. Without
-                # one, a change to the old copy is all there is to see. (Our rename changed the
-                # old copy's ctime, not its size or mtime.)
-                for w, fd, seen in held:
-                    if fd is None:
-                        continue
-                    if fd in leased:
-                        broken = _lease_broken(fd)
-                        _unlease(fd)
-                        leased.discard(fd)
-                        if broken:
-                            late_bytes = (
-                                _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, w.old)
-                            )
-                            raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
-                    st = os.fstat(fd)
-                    moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
-                    if moved or _read_fd(fd) != w.old:
-                        late_bytes = _settled_fd(fd, w.old)
-                        raise WriteRace(w.rel, w.old, late_bytes, restore=late_bytes)
+                replacing.confirm()  # a save that came in meanwhile: put back, plan again
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
@@ -410,8 +343,7 @@ class Store(Snapshots):
             for folder in sorted({(self.root / w.disk).parent for w in renamed}):
                 _fsync_dir(folder)
         except (OSError, GitError, WriteRace, StoreError) as exc:
-            for fd in leased:
-                _unlease(fd)
+            replacing.release()
             restore = exc.restore if isinstance(exc, WriteRace) else None
             self._undo(
                 renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
@@ -440,10 +372,7 @@ class Store(Snapshots):
                 _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
             if update is not None:
                 update.cancel()  # moved already, or not to move: git ends either way
-            for fd in leased:
-                _unlease(fd)
-            for fd in opened:
-                os.close(fd)
+            replacing.close()
         _mark_private_index(self.root, sha)
         crash_point("commit_done")
         with contextlib.suppress(OSError):  # committed: a leftover intent is tidied by recovery
