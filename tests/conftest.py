@@ -238,6 +238,45 @@ def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def vaultwatch_here(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`vaultwatch ARGS` run from `cwd` through the same entry point (`app.main:main`), in this
+    process: what `vaultwatch_cli` answers, without a Python start and the app's imports per
+    call (about half a second each on the CI machine). For tests that run many commands to
+    check what they open and refuse; tests about the command as a process (its exit, its
+    signals, its environment) use `vaultwatch_cli`."""
+    import contextlib
+    import io
+    import signal
+
+    from app.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_sigio = os.getcwd(), signal.getsignal(signal.SIGIO)
+    old_semantic = os.environ.get("VAULTWATCH_SEMANTIC")
+    os.environ["VAULTWATCH_SEMANTIC"] = "off"  # as vaultwatch_cli runs them
+    code: int | str | None = 0
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(old_cwd)
+        signal.signal(signal.SIGIO, old_sigio)  # main() ignores SIGIO for its leases
+        if old_semantic is None:
+            os.environ.pop("VAULTWATCH_SEMANTIC", None)
+        else:
+            os.environ["VAULTWATCH_SEMANTIC"] = old_semantic
+    if isinstance(code, str):  # SystemExit("message"): printed to stderr, exit status 1
+        err.write(code + "\n")
+        code = 1
+    return subprocess.CompletedProcess(
+        ["vaultwatch", *args], code or 0, out.getvalue(), err.getvalue()
+    )
+
+
 async def workers_done(app: Any) -> None:
     """Every worker of `app` finished. An exclusive worker a newer ask replaced ends cancelled,
     which `wait_for_complete` raises: that is the app working as meant, so the wait goes on
