@@ -54,6 +54,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("semantic") is not None:
             item.add_marker(pytest.mark.xdist_group("semantic"))
+    # Longest first: `slow` tests are handed out before the rest (xdist deals tests in this
+    # order, groups with the most tests first), so the run ends on short tests on both workers
+    # instead of one worker finishing a minute-long test while the other idles. A stable sort:
+    # the order within each kind stays as collected.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
