@@ -47,6 +47,9 @@ def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
 
 
+# tryfirst: xdist's own hook turns xdist_group marks into work units, so the group added here
+# must be on the item before it runs (a plain conftest hook ran after it, and was ignored).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The embedding model uses every core: two tests that run it at once on the 2-core CI
     # machine only slow each other past their bounds. They share one xdist worker, in turn,
