@@ -41,10 +41,18 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The dashboard keeps its settings under XDG_CONFIG_HOME: each test has its own, so no test
     # writes the developer's ~/.config or sees another test's (they run in parallel).
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    return tmp_path / "xdg-config"
+
+
+@pytest.fixture
+def settings_dir(_own_settings: Path) -> Path:
+    """The test's own XDG_CONFIG_HOME (every test has one), for a test that reads what the
+    dashboard saved there."""
+    return _own_settings
 
 
 # tryfirst: xdist's own hook turns xdist_group marks into work units, so the group added here

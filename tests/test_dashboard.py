@@ -45,12 +45,6 @@ def kinds(app: Dashboard) -> list[str]:
 
 
 @pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
-@pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault(
         {
@@ -62,9 +56,7 @@ def vault(make_vault: Any) -> Path:
 
 
 @pytest.mark.slow
-async def test_ai_writes_rejections_and_conflicts_show_up_live(
-    vault: Path, settings_home: Path
-) -> None:
+async def test_ai_writes_rejections_and_conflicts_show_up_live(vault: Path) -> None:
     sup = ServerSupervisor(vault)
     url = sup.start()
     app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
@@ -105,7 +97,7 @@ async def test_ai_writes_rejections_and_conflicts_show_up_live(
 
 
 @pytest.mark.slow
-async def test_the_server_child_is_restarted_when_it_dies(vault: Path, settings_home: Path) -> None:
+async def test_the_server_child_is_restarted_when_it_dies(vault: Path) -> None:
     sup = ServerSupervisor(vault)  # not started: the app starts it after its first paint
     app = Dashboard(vault, supervisor=sup, poll_seconds=0.1)
 
@@ -135,7 +127,7 @@ async def _select(pilot: Any, app: Dashboard, key: str) -> None:
     await pilot.pause(0.1)
 
 
-async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_revert_from_the_keyboard(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     (vault / "w.md").write_text(
@@ -157,7 +149,7 @@ async def test_revert_from_the_keyboard(connect: Any, vault: Path, settings_home
 
 
 async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     # `j r` typed fast: r ran before the timeline's Highlighted message for j was handled
     async with connect(vault) as s:
@@ -180,9 +172,7 @@ async def test_revert_right_after_a_move_acts_on_the_row_the_cursor_is_on(
         await pilot.press("n")
 
 
-async def test_conflicting_revert_leaves_the_vault_unchanged(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_conflicting_revert_leaves_the_vault_unchanged(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         first = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.call("edit_text", path="w.md", old="- ai line", new="- ai line, edited")
@@ -198,7 +188,7 @@ async def test_conflicting_revert_leaves_the_vault_unchanged(
     assert ((vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")) == before
 
 
-async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_dir: Path) -> None:
     async with connect(vault) as s:
         await s.call("update_frontmatter", path="w.md", add_tags=["crdt"])
     app = Dashboard(vault, poll_seconds=0.1, theme="vaultwatch-light")
@@ -220,12 +210,11 @@ async def test_keys_screens_and_theme(connect: Any, vault: Path, settings_home: 
         await pilot.press("escape", "question_mark")
         await until(pilot, lambda: type(app.screen).__name__ == "HelpModal")
     assert (
-        '"theme": "vaultwatch-light"'
-        in (settings_home / "vaultwatch" / "settings.json").read_text()
+        '"theme": "vaultwatch-light"' in (settings_dir / "vaultwatch" / "settings.json").read_text()
     )
 
 
-async def test_each_screen_owns_its_keys(connect: Any, vault: Path, settings_home: Path) -> None:
+async def test_each_screen_owns_its_keys(connect: Any, vault: Path) -> None:
     """On Tags the main screen's keys do nothing to the hidden timeline (x, r, j, a)."""
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -262,7 +251,7 @@ def footer_fits(app: App[Any], width: int) -> bool:
 
 
 async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -289,7 +278,7 @@ async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(
 
 
 async def test_help_lists_the_focused_panes_keys_from_their_bindings(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -333,7 +322,7 @@ def notes_with_hunks(make_vault: Any) -> Path:
 
 
 async def test_enter_focuses_the_diff_where_keys_move_by_line_hunk_and_file(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = notes_with_hunks(make_vault)
     app = Dashboard(root, poll_seconds=0.1)
@@ -367,7 +356,7 @@ async def test_enter_focuses_the_diff_where_keys_move_by_line_hunk_and_file(
 
 
 async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         hit = await s.call("append_section", path="w.md", heading="Log", content="- zebra crossing")
@@ -397,9 +386,7 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         assert t.border_title is None and not app.main.filters.active
 
 
-async def test_filters_combine_and_stay_in_sight(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_filters_combine_and_stay_in_sight(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
         await s.error("create_doc", path="n.md", body="# N\n", tags=["nope"])  # rejected
@@ -416,7 +403,7 @@ async def test_filters_combine_and_stay_in_sight(
 
 
 async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     async with connect(vault) as s:
         res = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
@@ -440,7 +427,7 @@ async def test_launch_selects_the_newest_ai_write_and_folds_server_sessions(
 
 
 async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_write(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     """A demo launch: the import and the server's start, no AI write yet. The cursor is on the
     newest row (it was on the import, whose diff is every file of the vault), and the first AI
@@ -469,7 +456,7 @@ async def test_launch_with_no_ai_write_selects_the_newest_row_then_the_first_ai_
 
 
 async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
-    connect: Any, vault: Path, settings_home: Path
+    connect: Any, vault: Path
 ) -> None:
     git(vault, "commit", "-q", "--allow-empty", "-m", "owner, before the AI")
     app = Dashboard(vault, poll_seconds=0.1)
@@ -487,7 +474,7 @@ async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
 
 
 async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_file(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = make_vault({"inbox/idea.md": "# Idea\n", "index.md": "- [i](inbox/idea.md)\n"})
     app = Dashboard(root, poll_seconds=0.1)
@@ -505,9 +492,7 @@ async def test_an_owner_action_selects_its_commit_and_a_move_names_the_moved_fil
         assert t.current is not None and t.current.paths[0] == "ideas/idea.md"
 
 
-async def test_the_palette_offers_the_screens_commands(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_the_palette_offers_the_screens_commands(connect: Any, vault: Path) -> None:
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: bool(kinds(app)))
@@ -528,9 +513,7 @@ async def test_the_palette_offers_the_screens_commands(
         await until(pilot, lambda: isinstance(app.screen, TagsScreen))
 
 
-async def test_resizing_keeps_the_selected_row_on_screen(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_resizing_keeps_the_selected_row_on_screen(make_vault: Any) -> None:
     root = make_vault({"a.md": "0\n"})
     for i in range(60):
         (root / "a.md").write_text(f"{i + 1}\n")
@@ -551,9 +534,7 @@ async def test_resizing_keeps_the_selected_row_on_screen(
         assert t.cursor == 40
 
 
-async def test_a_config_error_shows_whole_or_names_its_key(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_a_config_error_shows_whole_or_names_its_key(make_vault: Any) -> None:
     root = make_vault({"vault.config.yaml": "tags:\n  unknown: rejekt\n", "a.md": "# A\n"})
     app = Dashboard(root, poll_seconds=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -575,9 +556,7 @@ def test_the_time_column_shows_the_date_for_any_other_day() -> None:
     assert when(yesterday, midnight) == yesterday.strftime("%m-%d %H:%M")
 
 
-async def test_a_theme_switch_repaints_the_open_diff(
-    connect: Any, vault: Path, settings_home: Path
-) -> None:
+async def test_a_theme_switch_repaints_the_open_diff(connect: Any, vault: Path) -> None:
     async with connect(vault) as s:
         await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     app = Dashboard(vault, poll_seconds=0.1, theme="vaultwatch-dark")
@@ -623,7 +602,7 @@ def test_server_sessions_fold_to_one_row_per_process() -> None:
 
 
 async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_setup_files(
-    make_vault: Any, settings_home: Path
+    make_vault: Any,
 ) -> None:
     root = make_vault(
         {
@@ -656,7 +635,7 @@ async def test_move_dialogs_edit_at_the_end_pick_nothing_unasked_and_warn_about_
 
 
 async def test_tags_follow_the_vault_live_and_enter_shows_a_tags_notes(
-    connect: Any, make_vault: Any, settings_home: Path
+    connect: Any, make_vault: Any
 ) -> None:
     root = make_vault(
         {

@@ -34,12 +34,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
-@pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault(
         {
@@ -59,7 +53,7 @@ def footer_keys(app: Dashboard) -> list[str]:
     return [k.key for k in app.screen.query(FooterKey) if "-command-palette" not in k.classes]
 
 
-async def test_a_row_naming_more_files_says_files_not_a_line_count(vault: Path, home: Path) -> None:
+async def test_a_row_naming_more_files_says_files_not_a_line_count(vault: Path) -> None:
     """N11: `w.md +1 +3 −2` read as three counts; the second file is now `+1 file`."""
     (vault / "a.md").write_text("# A\n")
     (vault / "w.md").write_text("# W\n\n## Log\n- one\n- two\n")
@@ -75,9 +69,7 @@ async def test_a_row_naming_more_files_says_files_not_a_line_count(vault: Path, 
 
 
 @pytest.mark.parametrize("size", [(120, 36), (200, 50)])
-async def test_the_footer_shows_what_fits_by_priority(
-    vault: Path, home: Path, size: tuple[int, int]
-) -> None:
+async def test_the_footer_shows_what_fits_by_priority(vault: Path, size: tuple[int, int]) -> None:
     """N18: at 120 and 200 columns the footer showed `⏎ / a h e r ? q` only."""
     app = Dashboard(vault, poll_seconds=60)
     async with app.run_test(size=size) as pilot:
@@ -93,7 +85,7 @@ async def test_the_footer_shows_what_fits_by_priority(
         assert used <= size[0], (used, keys)
 
 
-async def test_the_footer_at_80_columns_keeps_its_first_keys(vault: Path, home: Path) -> None:
+async def test_the_footer_at_80_columns_keeps_its_first_keys(vault: Path) -> None:
     app = Dashboard(vault, poll_seconds=60)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: "q" in footer_keys(app), describe=lambda: footer_keys(app))
@@ -103,7 +95,7 @@ async def test_the_footer_at_80_columns_keeps_its_first_keys(vault: Path, home: 
 
 
 async def test_g_and_G_go_to_the_newest_and_oldest_row_and_t_opens_tags(
-    connect: Any, vault: Path, home: Path
+    connect: Any, vault: Path
 ) -> None:
     """N18: `G` did nothing on the timeline; `g` (top in every list) opened Tags."""
     async with connect(vault) as s:
@@ -126,7 +118,7 @@ async def test_g_and_G_go_to_the_newest_and_oldest_row_and_t_opens_tags(
 
 
 async def test_the_header_at_80_columns_with_a_config_error_fits_and_keeps_v(
-    connect: Any, vault: Path, home: Path
+    connect: Any, vault: Path
 ) -> None:
     """N23: ` vaultwatch  v ● serving  3 to review  recall: ready  config error (!` was cut at
     80 columns, and the review's `(v)` was the first thing dropped."""
@@ -154,7 +146,7 @@ async def test_the_header_at_80_columns_with_a_config_error_fits_and_keeps_v(
 
 @pytest.mark.parametrize("theme", ["ansi-light", "ansi-dark", "vaultwatch-light"])
 async def test_added_and_removed_lines_are_readable_in_every_theme(
-    connect: Any, vault: Path, home: Path, theme: str
+    connect: Any, vault: Path, theme: str
 ) -> None:
     """N21: the built-in `ansi-light` drew added lines green on green (SGR 32 on 42)."""
     async with connect(vault) as s:
@@ -195,7 +187,7 @@ WEEKLY = """types:
 
 
 async def test_new_note_keeps_the_title_across_types_and_takes_week_from_start(
-    make_vault: Any, home: Path
+    make_vault: Any,
 ) -> None:
     """N19: changing the doc type cleared the title typed; `周报` asked for `week` although its
     path `每周/2026-W49.md` was computed from `start` already."""
@@ -227,7 +219,7 @@ async def test_new_note_keeps_the_title_across_types_and_takes_week_from_start(
 
 
 async def test_the_move_finder_offers_the_rows_note_first_and_keeps_its_hint_at_80x24(
-    connect: Any, make_vault: Any, home: Path
+    connect: Any, make_vault: Any
 ) -> None:
     """N22: with an empty query the list began `CLAUDE.md`, `tags.yaml`, `vault.config.yaml`,
     not the selected row's note, and at 80x24 the hint line fell below the dialog."""
@@ -269,7 +261,7 @@ async def test_the_move_finder_offers_the_rows_note_first_and_keeps_its_hint_at_
 
 @pytest.mark.slow
 async def test_the_demo_narrates_without_covering_the_diff_and_says_its_port_is_for_now(
-    tmp_path: Path, home: Path
+    tmp_path: Path,
 ) -> None:
     """N26: the scripted assistant's toasts covered half the diff at 80x24, and Connect said
     the port "is kept for this vault across launches" though every demo is a new vault."""
@@ -301,7 +293,7 @@ async def test_the_demo_narrates_without_covering_the_diff_and_says_its_port_is_
 
 
 async def test_the_palette_takes_typed_text_after_conflict_delete_and_a_refused_undo(
-    connect: Any, make_vault: Any, home: Path
+    connect: Any, make_vault: Any
 ) -> None:
     """N29 (seen once by the audit, not again in two tries): after a revert-conflict dialog, a
     delete, the review screen with an undo refusal, then `esc` `esc` `ctrl+p`, the command
@@ -349,7 +341,7 @@ async def test_the_palette_takes_typed_text_after_conflict_delete_and_a_refused_
         await until(pilot, lambda: box.value == "tags", describe=lambda: box.value)
 
 
-async def test_the_filter_box_takes_one_line_at_80x24(vault: Path, home: Path) -> None:
+async def test_the_filter_box_takes_one_line_at_80x24(vault: Path) -> None:
     """Audit turn 2 #30, still open: at 80x24 the `/` box took 3 rows and left the timeline 4."""
     app = Dashboard(vault, poll_seconds=60)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -4,9 +4,13 @@ rebase the owner has open while the AI writes (see test_obsidian_git.py for the 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -280,3 +284,123 @@ async def test_a_merge_our_lock_stopped_before_it_merged_is_cleared_not_committe
     assert (root / "o.md").read_text() == "theirs\n"
     assert "- ai line" in (root / "a.md").read_text()
     assert git(root, "status", "--porcelain") == ""
+
+
+def _stopped_pid(trace: Path, tracer: subprocess.Popen[str]) -> int | None:
+    """The pid of the git strace stopped (its log says so; its only child), or None yet."""
+    if "stopped by SIGSTOP" not in (trace.read_text() if trace.exists() else ""):
+        return None
+    kids = Path(f"/proc/{tracer.pid}/task/{tracer.pid}/children").read_text().split()
+    return int(kids[0]) if kids else None
+
+
+# The plugin's sync in rebase mode, and where strace stops it, just after it read the branch
+# (git 2.39): at the open of the ref it rebases onto, read after the branch and before git's
+# index. (A merge stopped there or at its index lock fails cleanly, "stash failed", on the old
+# code too: it sees our change staged against the branch it read.)
+SYNCS = {"rebase": (["git", "rebase", "--onto", "synced", "up"], ".git/refs/heads/synced")}
+
+
+@pytest.mark.parametrize("mode", ["rebase"])
+async def test_a_sync_that_read_the_branch_before_our_commit_never_ends_half_way(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: str
+) -> None:
+    """The window the Obsidian Git rebase met 1 run in 10 under load: `git rebase` reads the
+    branch (its orig-head) first, then git's index and the branch again for its clean-tree
+    check, then writes its state folder. One that read the branch before our commit moved it
+    and the index after we swapped it saw a clean tree, wrote its state after we let git's
+    lock go, rebased the branch as it was and failed at its very end ("cannot lock ref"):
+    half-way, HEAD detached, and the owner's `git rebase --abort` would take the branch back
+    from our commit. A merge likewise failed at its end ("cannot lock ref 'HEAD'") with the
+    merged notes left in the tree and index for the next backup to commit as the owner's.
+    Here the sync is stopped exactly there (strace stops it as it opens the ref of its base,
+    the step after reading the branch) while our commit moves the branch, and let go once our
+    index is in place. Now the write sees it running, keeps git's lock while it runs, and it
+    fails at its first step that needs the lock, before it has changed anything."""
+    strace = shutil.which("strace")
+    if strace is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs strace on Linux to stop a real rebase at an exact step")
+    root = make_vault({"a.md": NOTE, "c.md": "base\n"})
+    git(root, "checkout", "-q", "-b", "up")
+    (root / "u.md").write_text("upstream\n")
+    git(root, "add", "u.md")
+    git(root, "commit", "-qm", "upstream note")
+    git(root, "branch", "synced")  # the base, named apart: its ref is read after the branch
+    git(root, "checkout", "-q", "-")
+    branch = git(root, "symbolic-ref", "HEAD").strip()
+    (root / "c.md").write_text("mine\n")
+    git(root, "commit", "-qam", "local edit")
+    before = git(root, "rev-parse", "HEAD").strip()
+    index_before = os.stat(root / ".git/index").st_ino
+    trace = tmp_path / "strace.log"
+    command, ref = SYNCS[mode]
+    rebase: list[subprocess.Popen[str]] = []
+    real_move = RefUpdate.move
+
+    def rebase_then_move(self: RefUpdate, ref_name: str, new: str, old: str) -> None:
+        if ref_name == branch and not rebase:
+            # a rebase that has read the branch, stopped before it reads git's index
+            rebase.append(
+                subprocess.Popen(
+                    [
+                        *(strace, "-qq", "-o", str(trace), "-e", "trace=openat"),
+                        *("-P", ref, "-P", str(root / ref)),
+                        *("-e", "inject=openat:signal=SIGSTOP:when=1"),
+                        *command,
+                    ],
+                    cwd=root,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+            end = time.monotonic() + 60
+            while _stopped_pid(trace, rebase[0]) is None:
+                assert rebase[0].poll() is None, rebase[0].communicate()
+                assert time.monotonic() < end, f"strace never stopped the rebase: {trace}"
+                time.sleep(0.01)
+        real_move(self, ref_name, new, old)
+
+    def go_once_our_index_is_in() -> None:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            moved = _run(root, "rev-parse", branch).stdout.strip() != before
+            with contextlib.suppress(FileNotFoundError):
+                if moved and os.stat(root / ".git/index").st_ino != index_before:
+                    break
+            time.sleep(0.005)
+        pid = _stopped_pid(trace, rebase[0])
+        if pid is not None:
+            os.kill(pid, signal.SIGCONT)
+
+    monkeypatch.setattr(RefUpdate, "move", rebase_then_move)
+    t = threading.Thread(target=go_once_our_index_is_in)
+    t.start()
+    try:
+        async with connect(root) as s:
+            r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
+    finally:
+        t.join(60)
+        monkeypatch.setattr(RefUpdate, "move", real_move)
+        pid = _stopped_pid(trace, rebase[0])
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    _, err = rebase[0].communicate(timeout=60)
+    said = f"rebase said: {err[-600:]}\n{_run(root, 'status').stdout}"
+    # never half-way: no rebase or merge state left, HEAD on the branch, the AI's commit on it
+    assert not (root / ".git/rebase-merge").exists(), said
+    assert not (root / ".git/MERGE_HEAD").exists(), said
+    assert git(root, "symbolic-ref", "HEAD").strip() == branch, said
+    assert git(root, "rev-parse", "HEAD").strip() == r["commit"], said
+    assert git(root, "status", "--porcelain") == "", said  # no merged note left uncommitted
+    assert rebase[0].returncode != 0, said
+    # stopped at its first step that needs git's index (a merge that saw our change staged
+    # against the branch it read tries to stash it first, and that fails the same way)
+    assert any(m in err for m in ("index.lock", "Unable to write index", "stash failed")), said
+    # the next sync takes the branch as it is now, the AI's commit with it
+    again = _run(root, *command[1:])
+    assert again.returncode == 0, again
+    assert "- ai line" in (root / "a.md").read_text()
+    assert (root / "u.md").read_text() == "upstream\n"
+    assert "Claude append_section: a.md § Log" in git(root, "log", "--format=%an %s", "synced..")

@@ -19,7 +19,7 @@ from app.ui.widgets.cells import cut_middle, note_label
 from app.ui.widgets.lines import LinesView
 from server.vault import Vault
 
-from .conftest import git, until
+from .conftest import git, until, workers_done
 from .test_health import FILES, LATER
 from .test_screens import screen_text
 
@@ -45,8 +45,8 @@ async def open_health(pilot: Any) -> HealthScreen:
     await until(pilot, lambda: isinstance(app.screen, HealthScreen))
     screen = app.screen
     assert isinstance(screen, HealthScreen)
-    await until(pilot, lambda: screen.report is not None)
-    await pilot.pause(0.1)
+    await until(pilot, lambda: screen.report is not None, "the health check")
+    await workers_done(app)  # the check's worker has handed over its last report
     return screen
 
 
@@ -54,7 +54,7 @@ async def select(pilot: Any, screen: HealthScreen, finding_id: str) -> None:
     t = screen.query_one("#findings", DataTable)
     keys = [str(k.value) for k in t.rows]
     t.move_cursor(row=keys.index(finding_id))
-    await pilot.pause(0.05)
+    await pilot.pause()  # the row's highlight handled: the detail and the footer follow it
     assert screen.selected() is not None and screen.selected().id == finding_id  # type: ignore[union-attr]
 
 
@@ -146,9 +146,11 @@ async def test_delete_a_note_through_the_owner_flow(vault: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_health(pilot)
         await select(pilot, screen, "too_big:big.md")
+        assert screen.check_action("delete", ()) is None  # too big: delete is not offered for it
         await pilot.press("x")
-        await pilot.pause(0.3)
-        assert app.screen is screen  # too big: delete is not offered for it
+        await pilot.pause()  # the key handled: it started no delete
+        assert app.screen is screen
+        assert not [w for w in app.workers if w.group == "health-files"]
         await select(pilot, screen, "orphan:notes/lonely.md")
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
@@ -206,8 +208,8 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
     async with app.run_test(size=(120, 36)) as pilot:
         screen = Watched(vault, today=LATER)
         await app.push_screen(screen)
-        await until(pilot, lambda: screen.report is not None)
-        await pilot.pause(0.1)
+        await until(pilot, lambda: screen.report is not None, "the health check")
+        await workers_done(app)
         assert [k for k, _, _ in shown] == ["partial", "whole"]
         (_, first, partial), (_, whole, report) = shown
         assert "looking for near-duplicates…" in first
@@ -242,7 +244,7 @@ async def test_near_duplicates_not_listed_are_counted_on_the_screen(vault: Path)
             "near-duplicates: 331,337 more pairs at or above 0.85 not listed (the closest 2 are)"
         ]
         screen._show(report)
-        await pilot.pause(0.1)
+        await pilot.pause()
         assert "Near-duplicates (2 of 331,339)" in table_text(screen)
         warned = str(screen.query_one("#health-warnings", Static).render())
         assert "331,337 more pairs at or above 0.85 not listed" in warned
@@ -272,19 +274,18 @@ async def test_the_cursor_goes_to_the_first_finding_when_near_duplicates_come_un
             return Report(notes=whole.notes, findings=[pair, *later], ignored=[])
 
         screen._show_partial(rest())
-        await pilot.pause(0.05)
+        await pilot.pause()
         assert screen.selected() == later[0]
         screen._show(full())
-        await pilot.pause(0.05)
+        await pilot.pause()
         assert screen.selected() == pair  # the first finding, not where the rest put it
 
         screen._show_partial(rest())
-        await pilot.pause(0.05)
+        await pilot.pause()
         await pilot.press("j")  # the owner moves to the second finding
-        await pilot.pause(0.05)
-        assert screen.selected() == later[1]
+        await until(pilot, lambda: screen.selected() == later[1], "the cursor on the second")
         screen._show(full())
-        await pilot.pause(0.05)
+        await pilot.pause()
         assert screen.selected() == later[1]
 
 
@@ -361,8 +362,11 @@ async def test_after_a_move_the_cursor_stays_where_the_finding_was(vault: Path) 
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.press("y")
         await until(pilot, lambda: app.screen is screen and screen.report is not None)
-        await until(pilot, lambda: "orphan:notes/lonely.md" not in screen.by_id)
-        await pilot.pause(0.2)
+        await until(
+            pilot,
+            lambda: "orphan:notes/lonely.md" not in screen.by_id and screen.partial is None,
+            "the whole re-check shown",
+        )
         keys = [str(k.value) for k in t.rows]
         rows = [i for i, k in enumerate(keys) if k in screen.by_id]
         assert t.cursor_row == next(i for i in rows if i >= row), (keys, row, t.cursor_row)
@@ -449,9 +453,10 @@ async def test_open_keeps_the_findings_line_in_view_at_80x24(
         view = modal.query_one("#dialog-body", LinesView)
         await pilot.press("g")  # the owner's scroll is the owner's: a resize keeps it
         await until(pilot, lambda: view.scroll_y == 0)
+        before = view.size
         await pilot.resize_terminal(80, 23)
-        await until(pilot, lambda: app.size == (80, 23))
-        await pilot.pause(0.2)
+        await until(pilot, lambda: view.size != before, "the note laid out again at 80x23")
+        await pilot.pause()  # what the resize asked for after the refresh has run
         assert view.scroll_y == 0
 
 
@@ -475,8 +480,10 @@ async def test_the_open_notes_title_keeps_its_line_number_whole(
         await until(pilot, lambda: isinstance(app.screen, NoteModal))
         modal = app.screen
         assert isinstance(modal, NoteModal) and modal.at == 19
-        await pilot.pause(0.2)
-        r = modal.query_one("#dialog-title").content_region
+        title = modal.query_one("#dialog-title")
+        await until(pilot, lambda: title.content_region.height > 0, "the dialog laid out")
+        await pilot.pause()
+        r = title.content_region
         strips = app.screen._compositor.render_strips()[r.y : r.bottom]
         rows = [strip.crop(r.x, r.right).text.strip() for strip in strips]  # by cells
         assert len(rows) == 2, rows

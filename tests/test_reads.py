@@ -34,7 +34,7 @@ from server.services.reads import (
     vault_notes,
 )
 from server.vault import Vault
-from server.write.journal import estimate_tokens, read_all
+from server.write.journal import estimate_tokens, parse_time, read_all
 
 from .conftest import git
 
@@ -233,7 +233,9 @@ async def test_not_read_in_n_days_by_the_journals_own_times(vault: Path) -> None
     assert a.last is not None and (now - a.last).days == 10
 
 
-async def test_a_moved_note_keeps_its_reads_under_its_new_name(vault: Path) -> None:
+async def test_a_moved_note_keeps_its_reads_under_its_new_name(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Moving a note in the dashboard made it 'never read' and dropped it from the most read.
     A note made at the old name afterwards is a new note: the old reads are not its."""
     from app.services.file_actions import apply_move, plan_move
@@ -241,13 +243,26 @@ async def test_a_moved_note_keeps_its_reads_under_its_new_name(vault: Path) -> N
     async with client(vault) as s:
         await s.text("read_doc", path="study/a.md")
         await s.text("read_doc", path="study/a.md")
-    time.sleep(1.1)  # git's commit times have whole seconds
+    # git's commit times have whole seconds, and a move in a read's second counts as after it:
+    # the moves are dated in the second of the last read (explicitly, however long they take)
+    read_at = parse_time(read_all(state_dir(vault) / "events.jsonl", kinds={"read"})[-1]["ts"])
+    assert read_at is not None
+    second = int(read_at.timestamp())
+    monkeypatch.setenv("GIT_COMMITTER_DATE", f"@{second} +0000")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", f"@{second} +0000")
     apply_move(vault, plan_move(vault, "study/a.md", "archive/a-moved.md"))
     apply_move(vault, plan_move(vault, "archive/a-moved.md", "archive/a-again.md"))
-    time.sleep(1.1)
     (vault / "study/a.md").write_text("# A new note at the old name\n")
     git(vault, "add", "-A")
     git(vault, "commit", "-qm", "a new a.md")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    # the read of the new note must fall in a later second than the moves (the server stamps
+    # it with its clock): the one wait left is for the clock to pass that second, bounded
+    deadline = time.monotonic() + 5
+    while time.time() < second + 1:
+        assert time.monotonic() < deadline, f"the clock did not pass {second}: {time.time()}"
+        time.sleep(0.05)
     async with client(vault) as s:
         await s.text("read_doc", path="study/a.md")  # the new one, read once
     now = datetime.now().astimezone()
@@ -531,9 +546,7 @@ async def test_the_reads_screen_never_names_a_note_that_is_private_now(
         assert "1 private" in cells and any("a.md" in c for c in cells), cells
         seen = " ".join(cells)
         for key in ("2", "3", "4"):
-            await pilot.press(key)
-            await pilot.pause(0.2)
-            seen += screen_text(app)
+            seen += await show_tab(pilot, app, key)
         assert "c.md" not in seen and SECRET not in seen, seen
 
 
@@ -586,6 +599,32 @@ def test_days_are_dates() -> None:
 LONG = "项目笔记/二零二六年第四季度/关于离线同步与冲突解决的学习笔记.md"
 
 
+# what each list tab says once drawn with its figures (its caption, the context's first line),
+# at its start, where no width wraps it
+TAB_SAYS = {
+    "2": ("read, most first", "No note of the vault has been read"),
+    "3": ("not read in", "was read in the last"),
+    "4": ("What a new conversation receives now",),
+}
+
+
+async def show_tab(pilot: Any, app: Any, key: str) -> str:
+    """Press a tab's key and wait until the tab shows its figures (the cost tab: its first
+    table laid out in sight again); what the screen shows then."""
+    from textual.widgets import DataTable
+
+    from .conftest import until
+
+    def shown() -> bool:
+        if key == "1":
+            return app.screen.query_one("#by-tool", DataTable).region.width > 0
+        return any(words in screen_text(app) for words in TAB_SAYS[key])
+
+    await pilot.press(key)
+    await until(pilot, shown, f"tab {key} drawn", describe=lambda: screen_text(app))
+    return screen_text(app)
+
+
 def screen_text(app: Any) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
@@ -614,9 +653,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
             describe=lambda: [k.description for k in footer(app)],
         )
         assert footer_fits(app, size[0])
-        await pilot.press("2")
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await show_tab(pilot, app, "2")
         # the Chinese name at a long path: shortened in the middle at 80 columns, never cut to
         # nothing; whole with its folder where there is room
         assert "关于离线" in text and "笔记.md" in text, text
@@ -632,15 +669,12 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
             lambda: screen.report is not None and screen.report.most[0].path == "study/a.md",
         )
         await until(pilot, lambda: "late-client" in screen.cost["clients"])
-        await pilot.press("3")
-        await pilot.pause(0.2)
+        await show_tab(pilot, app, "3")
         assert "study/c.md" in screen_text(app) or "c.md" in screen_text(app)
         assert "not read in 30 days" in screen_text(app)
         await pilot.press("plus")
         await until(pilot, lambda: screen.report is not None and screen.report.days == 60)
-        await pilot.press("4")
-        await pilot.pause(0.2)
-        text = screen_text(app)
+        text = await show_tab(pilot, app, "4")
         assert "What a new conversation receives now" in text and "never marked" in text
         assert "private/" not in text and SECRET not in text
         await pilot.press("m")
@@ -731,14 +765,9 @@ async def test_a_tab_is_made_when_first_shown_with_the_rows_of_the_report(
         await pilot.press("2")
         await until(pilot, lambda: rows(screen, "most")[:1] == ["a.md  study/"])
 
-        await pilot.press("4")
-        await until(pilot, lambda: bool(screen.query("#context-body")))
-        await pilot.pause(0.2)
-        assert "What a new conversation receives now" in screen_text(app)
+        assert "What a new conversation receives now" in await show_tab(pilot, app, "4")
         for tab in ("2", "3", "4"):  # (the cost tab lists the journal's reads as they were)
-            await pilot.press(tab)
-            await pilot.pause(0.1)
-            text = screen_text(app)
+            text = await show_tab(pilot, app, tab)
             assert "private/" not in text and "salary" not in text and SECRET not in text
         assert not any("private/" in r for t in ("most", "unread") for r in rows(screen, t))
 
@@ -853,8 +882,8 @@ async def test_every_reads_table_fits_the_terminal_with_long_names(
         screen = await open_reads(app, pilot, events=3)
         await until(pilot, lambda: bool(screen.cost["biggest"]))
         for key in ("2", "3", "1"):
-            await pilot.press(key)
-            await pilot.pause(0.2)
+            await show_tab(pilot, app, key)
+        await pilot.pause()  # the tables measure themselves once idle
         tables = list(screen.query(DataTable))
         assert {t.id for t in tables} >= {"biggest", "most", "unread", "tool-days", "by-day"}
         for table in tables:
@@ -968,9 +997,10 @@ async def test_biggest_today_fits_keeps_the_client_readable_and_is_sorted_as_sho
         await until(pilot, lambda: bool(screen.cost["biggest"]))
         for _ in range(5):  # the owner's way down to it: focus moves table by table
             await pilot.press("tab")
-        await pilot.pause(0.2)
         biggest = screen.query_one("#biggest", DataTable)
-        assert screen.focused is biggest
+        await until(pilot, lambda: screen.focused is biggest, "the focus on the biggest results")
+        # scrolled into sight with its heading
+        await until(pilot, lambda: "biggest today" in screen_text(app), "the heading in sight")
         assert biggest.region.right <= size[0] - 2, biggest.region  # the scrollbar's 2 cells
         right = biggest.region.x + biggest.virtual_size.width
         assert right <= size[0] - 2, right
@@ -1017,7 +1047,7 @@ async def test_biggest_today_uses_the_free_width_before_cutting_a_note(
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_reads(app, pilot, events=6)
         await until(pilot, lambda: bool(screen.cost["biggest"]))
-        await pilot.pause(0.2)
+        await pilot.pause()  # the table measures itself once idle
         headings = table_headings(screen, "biggest")
         rows = table_rows(screen, "biggest")
         folder, _, name = LONG.rpartition("/")

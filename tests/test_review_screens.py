@@ -16,9 +16,9 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
+from app.services import review_ahead
 from app.services.review import NOTES_REF, mark_reviewed, summaries
 from app.ui.dashboard import Dashboard
-from app.ui.screens import review_screen
 from app.ui.screens.main_screen import MainScreen
 from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import OWNER_ADD, ReviewDiff, ReviewScreen
@@ -27,6 +27,7 @@ from app.ui.widgets.editor import obsidian_url
 from app.ui.widgets.header import HeaderFacts, ServerState, segments
 from app.ui.widgets.header_fit import fit
 from app.ui.widgets.lines import LinesView
+from app.ui.widgets.review_notes import ReviewNotes
 
 from .conftest import git, until, workers_done
 from .test_dashboard import footer, footer_fits
@@ -194,6 +195,13 @@ async def test_the_list_newest_first_with_its_columns(
         assert row[5] == "append_section · mcp"  # the client without its version
     async with app_on(vault).run_test(size=(80, 24)) as pilot:
         await open_review(pilot)
+        # the footer is drawn after the screen: wait for its keys, not a moment
+        await until(
+            pilot,
+            lambda: "Mark" in [k.description for k in footer(pilot.app)],
+            "the review's footer",
+            describe=lambda: [k.description for k in footer(pilot.app)],
+        )
         assert footer_fits(pilot.app, 80)  # every key of the footer whole at 80 columns
         assert {"Mark", "Next", "Undo", "Revert", "Keys"} <= {
             k.description for k in footer(pilot.app)
@@ -215,22 +223,22 @@ async def test_opening_fills_the_list_once_and_reads_the_first_diff_once(
                 content="- x",
             )
     reads: list[str] = []
-    real = review_screen.net_diffs
+    real = review_ahead.net_diffs
 
     def counted(root: Path, notes: list[Any]) -> Any:
         reads.extend(n.path for n in notes)
         return real(root, notes)
 
-    monkeypatch.setattr(review_screen, "net_diffs", counted)
+    monkeypatch.setattr(review_ahead, "net_diffs", counted)
     fills = 0
-    fill = ReviewScreen._fill
+    fill = ReviewNotes.fill
 
-    def counted_fill(self: ReviewScreen, table: Any) -> None:
+    def counted_fill(self: ReviewNotes, notes: Any, since: str) -> None:
         nonlocal fills
         fills += 1
-        fill(self, table)
+        fill(self, notes, since)
 
-    monkeypatch.setattr(ReviewScreen, "_fill", counted_fill)
+    monkeypatch.setattr(ReviewNotes, "fill", counted_fill)
     app = app_on(vault)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await open_review(pilot)

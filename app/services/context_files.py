@@ -8,8 +8,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.services.context_preview import Preview
+from app.services.context_preview import Preview, preview
 from server.notes.config import CONFIG_NAMES
+from server.vault import Vault
 
 Stamp = tuple[object, ...]
 
@@ -48,3 +49,15 @@ def files_stamp(root: Path, paths: Sequence[str]) -> Stamp:
         except OSError:
             out.append(None)
     return tuple(out)
+
+
+def watched_preview(
+    root: Path, vault: Vault, known: list[str] | None
+) -> tuple[Preview, list[str], Stamp]:
+    """The preview, the files it was built from and their stamp, taken before it was built
+    when those are the `known` files of the last one: a file changed while it was built is
+    then seen as changed, and built again."""
+    before = files_stamp(root, known) if known is not None else ()
+    shown = preview(root, vault)
+    files = context_files(shown)
+    return shown, files, before if files == known else files_stamp(root, files)

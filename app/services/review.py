@@ -564,16 +564,17 @@ def net_diffs(root: Path, notes: list[NoteSummary]) -> list[NetDiff]:
     per = _commits_since_bases(root, notes)
     specs: list[str] = []
     for n in notes:
-        base_name, touched = per[n.path, n.base]
-        specs.append(f"{n.base}:{base_name}" if n.base else "")
+        start, base_name, touched, _ = per[n.path, n.base]
+        specs.append(f"{start}:{base_name}" if start else "")
         specs += [f"{c.sha}:{name}" for c, name in reversed(touched)]
     blobs = iter(cat_blobs(root, specs))
     out = []
     for n in notes:
-        _, touched = per[n.path, n.base]
+        start, _, touched, merges = per[n.path, n.base]
         before = next(blobs)
         versions = [(c, next(blobs)) for c, _ in reversed(touched)]
-        out.append(_net(root, n.path, n.base, [c for c, _ in touched], before, versions))
+        diff = _net(root, n.path, start, [c for c, _ in touched], before, versions, merges)
+        out.append(diff)
     return out
 
 
@@ -587,11 +588,23 @@ def _name_at(note: NoteSummary, at: int, index: dict[str, int]) -> str:
     return name
 
 
-def _commits_since_bases(
-    root: Path, notes: list[NoteSummary]
-) -> dict[tuple[str, str | None], tuple[str, list[tuple[Commit, str]]]]:
-    """(path, base) -> the note's path in the base, and the commits in base..HEAD that touched
-    it with its path in each (an older one before the owner moved it), newest first."""
+# (path, base) -> the commit the note's versions start from, the note's path in it, the commits
+# after it that touched the note with its path in each (newest first), and the merges among them
+_Since = dict[tuple[str, str | None], tuple[str | None, str, list[tuple[Commit, str]], set[str]]]
+
+
+def _commits_since_bases(root: Path, notes: list[NoteSummary]) -> _Since:
+    """(path, base) -> where the note's versions start (the base), the note's path there, and
+    the commits in base..HEAD that touched it with its path in each (an older one before the
+    owner moved it), newest first; and which of them are merges.
+
+    With merges in the range (the Obsidian Git plugin's sync in merge mode) the versions are
+    those of the first-parent chain, the branch as this machine held it, merge by merge: in
+    log order, a commit of the other side followed by one of this side read as the second
+    taking back the first's lines, and the merge bringing them back was the owner's (or, as
+    the merge had no file list, the owner's unsaved edit). Where the base is on the other
+    side, the versions start where the chain left it. `_net` then gives each line a merge
+    brought in to the commit that wrote it (`_merged_origins`)."""
     bases = sorted({n.base for n in notes if n.base})
     if any(n.base is None for n in notes) or not bases:
         rng = ["HEAD"]
@@ -601,22 +614,34 @@ def _commits_since_bases(
         mb = git(root, "merge-base", "--octopus", *bases, check=False).stdout.decode().strip()
         rng = [f"{mb}..HEAD"] if mb else ["HEAD"]
     merges = git(root, "rev-list", "--min-parents=2", "--count", *rng, check=False)
-    out: dict[tuple[str, str | None], tuple[str, list[tuple[Commit, str]]]] = {}
+    out: _Since = {}
 
-    def touched(n: NoteSummary, log: list[Commit], index: dict[str, int], limit: int) -> None:
+    def touched(
+        n: NoteSummary,
+        log: list[Commit],
+        index: dict[str, int],
+        limit: int,
+        start: str | None,
+        merged: set[str],
+    ) -> None:
         names = [(c, _name_at(n, index[c.sha], index)) for c in log if index[c.sha] < limit]
         out[n.path, n.base] = (
+            start,
             _name_at(n, limit, index),
             [(c, name) for c, name in names if name in c.files],
+            merged,
         )
 
     if merges.stdout.strip() not in (b"0", b""):
         for n in notes:  # merges: ancestry is not log order; each note its own range
             rng_n = [f"{n.base}..HEAD"] if n.base else ["HEAD"]
             names = sorted({n.path, *(m.old for m in n.renames)})
-            log = [m.commit for m in _log(root, *rng_n, "--", *names)]
+            chain = ["--first-parent", "--diff-merges=first-parent"]
+            marked = _log(root, *rng_n, *chain, "--", *names)
+            log = [m.commit for m in marked]
             index = {c.sha: i for i, c in enumerate(log)}  # a rename touched both its names
-            touched(n, log, index, len(log))
+            merged = {m.commit.sha for m in marked if len(m.parents) > 1}
+            touched(n, log, index, len(log), _chain_start(root, n.base), merged)
         return out
     # linear: the commits after a base are exactly those newer than it in log order
     order = git(root, "rev-list", *rng, check=False).stdout.decode().split()
@@ -627,8 +652,49 @@ def _commits_since_bases(
     log = [m.commit for m in _log(root, *rng) if wanted.intersection(m.commit.files)]
     for n in notes:
         limit = index.get(n.base, len(order)) if n.base else len(order)
-        touched(n, log, index, limit)
+        touched(n, log, index, limit, n.base, set())
     return out
+
+
+def _chain_start(root: Path, base: str | None) -> str | None:
+    """Where HEAD's first-parent chain leaves base..HEAD: the base itself when it is on the
+    chain, else the chain's newest commit the base already holds (None: no base)."""
+    if base is None:
+        return None
+    r = git(root, "rev-list", "--first-parent", "--parents", f"{base}..HEAD", check=False)
+    oldest = r.stdout.decode().strip().rsplit("\n", 1)[-1].split()
+    return oldest[1] if len(oldest) > 1 else base
+
+
+def _merged_origins(
+    root: Path, path: str, start: str | None, elems: list[_Elem], merges: set[str]
+) -> None:
+    """Each line of the note now that a merge brought in, given to the commit that wrote it
+    (the other machine's AI commit, its author and trailers kept) by `git blame` over the
+    range: the merge is the plugin's, the line is not. A line the merge itself made (a
+    conflict resolved in it) stays the merge's."""
+    rng = [f"{start}..HEAD"] if start else ["HEAD"]  # (git blames no range of --contents)
+    r = git(root, "blame", "--porcelain", *rng, "--", path, check=False)
+    if r.returncode != 0:
+        return
+    by_line: dict[int, str] = {}
+    for line in r.stdout.decode("utf-8", "replace").split("\n"):
+        m = re.match(r"^([0-9a-f]{40,64}) \d+ (\d+)", line)
+        if m:
+            by_line[int(m[2])] = m[1]
+    # the lines of HEAD's version, in order: the owner's unsaved edits aside
+    alive = [
+        e
+        for e in elems
+        if (e.removed is None or e.removed.sha == WORKTREE)
+        and not (e.origin is not None and e.origin.sha == WORKTREE)
+    ]
+    wanted = {by_line.get(k + 1, "") for k in range(len(alive))} - {"", "0" * 40}
+    found = {m.commit.sha: m.commit for m in _log(root, stdin=sorted(wanted))}
+    for k, e in enumerate(alive):
+        origin = found.get(by_line.get(k + 1, ""))
+        if origin is not None and e.origin is not None and e.origin.sha in merges:
+            e.origin = origin
 
 
 def _net(
@@ -638,6 +704,7 @@ def _net(
     commits: list[Commit],
     before: bytes | None,
     versions: list[tuple[Commit, bytes | None]],
+    merges: set[str] | None = None,
 ) -> NetDiff:
     try:
         after: bytes | None = (root / path).read_bytes()
@@ -649,6 +716,8 @@ def _net(
     if any(b"\0" in (d or b"") for d in (before, after)):
         return NetDiff(path, base, commits, [], before, after, binary=True)
     elems = _track(before, versions)
+    if merges and any(e.origin is not None and e.origin.sha in merges for e in elems):
+        _merged_origins(root, path, base, elems, merges)
     return NetDiff(path, base, commits, _hunks(elems), before, after, _elems=elems)
 
 

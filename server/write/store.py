@@ -57,6 +57,7 @@ from server.core.git_index import (
 )
 from server.core.git_log import CLIENT, TOOL, commit_message, trailer_value
 from server.core.git_run import GitError, RefUpdate, git, human_identity
+from server.core.gitprocs import other_git_running
 from server.core.gitrepo import operation_in_progress
 from server.core.state_files import git_dir, write_state
 from server.notes.config import Config
@@ -182,6 +183,8 @@ class Store(Snapshots):
         busy = operation_in_progress(self.root)
         if busy is not None and busy[0] == "merge" and _clear_a_merge_stopped_by_us(self.root):
             busy = operation_in_progress(self.root)
+        # one running that has left no mark yet is waited for the same way (see gitprocs)
+        busy = busy or other_git_running(self.root)
         if busy is not None:
             # a rebase also detaches HEAD: it is the rebase that is reported, and waited for
             raise _busy_in_progress(*busy, 0)
@@ -310,7 +313,9 @@ class Store(Snapshots):
                 # A rebase that has begun since the plan needs git's lock between its picks:
                 # looked for just before the lock is taken, and again the moment it is ours (it
                 # is let go at once), then waited for, never met.
-                op = operation_in_progress(self.root)
+                # A rebase or merge that has not yet left its mark in .git is seen running: it
+                # may have read the branch already (see gitprocs).
+                op = operation_in_progress(self.root) or other_git_running(self.root)
                 if op is not None:
                     raise _busy_in_progress(*op, 0)
 

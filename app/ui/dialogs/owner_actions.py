@@ -1,12 +1,16 @@
 """The owner's actions on the vault from the main screen's keys: revert (and abort a git
 operation), move, new note and delete. Each asks through a dialog, runs an `owner_flows`
 service in a thread (no Textual there), says what it did and puts the timeline's cursor on the
-commit it made. A screen gets them by deriving from `OwnerActions`."""
+commit it made. A screen gets them by deriving from `OwnerActions`; the asks a move, a delete
+or any previewed action make (`confirm`, `ask_move`, `ask_delete`) are shared with the health
+screen's."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.css.query import NoMatches
@@ -17,6 +21,8 @@ from app.services import owner_flows as flows
 from app.services.actions import ActionError
 from app.services.feed import Row
 from app.services.file_actions import (
+    MovePlan,
+    RemovePlan,
     apply_create,
     apply_move,
     apply_remove,
@@ -33,6 +39,43 @@ from app.ui.widgets.preview import preview_body
 from app.ui.widgets.timeline import Timeline
 from app.ui.widgets.timeline_pane import TimelinePane
 from server.core.gitrepo import operation_in_progress
+
+
+async def confirm(screen: Screen[Any], p: flows.Preview) -> bool:
+    """Ask the owner, showing the action's preview: yes or no."""
+    ok: bool = await screen.app.push_screen_wait(ConfirmModal(p.title, preview_body(p), yes=p.yes))
+    return ok
+
+
+async def ask_move(
+    screen: Screen[Any], root: Path, source: str, files: list[str]
+) -> MovePlan | None:
+    """Where `source` goes (a folder suggested), its preview, the owner's yes: the plan to
+    apply, or None when the owner said no or the move is not possible (said why)."""
+    from app.ui.dialogs.file_dialogs import DestinationPrompt  # loaded when first opened
+
+    suggested = await asyncio.to_thread(suggest_folder, root, source)
+    dest = await screen.app.push_screen_wait(
+        DestinationPrompt(source, folders_of(files), suggested)
+    )
+    if not dest:
+        return None
+    try:
+        plan, preview = await asyncio.to_thread(flows.move_preview, root, source, dest)
+    except ActionError as exc:
+        screen.notify(str(exc), title="cannot move", severity="error", timeout=8)
+        return None
+    return plan if await confirm(screen, preview) else None
+
+
+async def ask_delete(screen: Screen[Any], root: Path, path: str) -> RemovePlan | None:
+    """The delete's preview and the owner's yes: the plan to apply, or None (said why)."""
+    try:
+        plan, preview = await asyncio.to_thread(flows.delete_preview, root, path)
+    except ActionError as exc:
+        screen.notify(str(exc), title="cannot delete", severity="error", timeout=8)
+        return None
+    return plan if await confirm(screen, preview) else None
 
 
 class VaultChanged(Message):
@@ -59,12 +102,6 @@ class OwnerActions(Screen[None]):
         return None
 
     # -- the owner's actions ----------------------------------------------------------------------
-
-    async def _confirm(self, p: flows.Preview) -> bool:
-        ok: bool = await self.app.push_screen_wait(
-            ConfirmModal(p.title, preview_body(p), yes=p.yes)
-        )
-        return ok
 
     def _done(self, out: flows.Outcome) -> None:
         """Say what an action did; a new commit is looked for at once."""
@@ -93,7 +130,7 @@ class OwnerActions(Screen[None]):
             shas = await self.app.push_screen_wait(BlockersModal(preview, root))
             if not shas:
                 return
-        elif await self._confirm(preview):
+        elif await confirm(self, preview):
             shas = [c.sha]
         else:
             return
@@ -105,7 +142,7 @@ class OwnerActions(Screen[None]):
         if busy is None:
             self.notify("git is not in the middle of anything", timeout=4)
             return
-        if await self._confirm(flows.abort_preview(busy[1], busy[0])):
+        if await confirm(self, flows.abort_preview(busy[1], busy[0])):
             self._done(await asyncio.to_thread(flows.abort_git, self.dash.root))
             self.post_message(VaultChanged(""))
 
@@ -135,20 +172,8 @@ class OwnerActions(Screen[None]):
         source, files = await self._pick("Move or rename which file or folder?", folders=True)
         if not source:
             return
-        from app.ui.dialogs.file_dialogs import DestinationPrompt  # loaded by _pick already
-
-        suggested = await asyncio.to_thread(suggest_folder, root, source)
-        dest = await self.app.push_screen_wait(
-            DestinationPrompt(source, folders_of(files), suggested)
-        )
-        if not dest:
-            return
-        try:
-            plan, preview = await asyncio.to_thread(flows.move_preview, root, source, dest)
-        except ActionError as exc:
-            self.notify(str(exc), title="cannot move", severity="error", timeout=8)
-            return
-        if await self._confirm(preview):
+        plan = await ask_move(self, root, source, files)
+        if plan is not None:
             self._done(await asyncio.to_thread(flows.apply_plan, root, apply_move, plan, "moved"))
 
     @work(exclusive=True, group="files")
@@ -172,11 +197,7 @@ class OwnerActions(Screen[None]):
         path, _ = await self._pick("Delete which file?", folders=False)
         if not path:
             return
-        try:
-            plan, preview = await asyncio.to_thread(flows.delete_preview, root, path)
-        except ActionError as exc:
-            self.notify(str(exc), title="cannot delete", severity="error", timeout=8)
-            return
-        if await self._confirm(preview):
+        plan = await ask_delete(self, root, path)
+        if plan is not None:
             done = f"deleted {path}"
             self._done(await asyncio.to_thread(flows.apply_plan, root, apply_remove, plan, done))

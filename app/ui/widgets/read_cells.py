@@ -1,8 +1,10 @@
 """The Reads screen's cells: a day's sparkline, a big result's notes, a client, a time; measured in
-terminal cells without drawing (the Most read tab has thousands of rows)."""
+terminal cells without drawing (the Most read tab has thousands of rows); and the widths a
+note and a client column share."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +19,7 @@ from server.services.reads import (
 )
 
 CLIENT_WIDTH = 30  # a client's name, cut in the middle past it
+NOTE_WIDTH = 24  # the least the Not read tab's note column takes
 
 
 def clock(event: dict[str, Any]) -> str:
@@ -78,3 +81,31 @@ def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
         return ""
     more = f" +{len(names) - 1}" if len(names) > 1 else ""
     return cut_middle(names[0], width - len(more)) + more
+
+
+def share(width: int, others: int, notes: int, clients: Sequence[str]) -> tuple[int, int]:
+    """(note width, client width): what `others` cells (the other columns, the table's
+    margin and scrollbar) leave of the terminal's `width`, shared by a note column whose
+    widest label takes `notes` cells whole and a client column (none when `clients` is
+    empty); never more than the client's longest name, the note given every cell the
+    client does not take. Both whole where there is room. Else the note first, whole if
+    the client then keeps 14 cells (`claude-code +1`; down to 8 where the terminal is
+    narrow and the note would keep fewer than 20); where the note is cut either way,
+    the client keeps a quarter of the room. The app's width: a screen spans it, and its
+    own size is not set before its first layout."""
+    room = width - others - 2  # the note's padding
+    if not clients:
+        return max(NOTE_WIDTH, room), 0
+    room -= 2  # the client's padding
+    need = max(cell_len(k) for k in clients)
+    least = max(8, min(14, room - 20))
+    client = room - notes if room - notes >= least else max(least, room // 4)
+    client = min(need, client)
+    return max(8, room - client), client
+
+
+def scrollbar(height: int, rows: int) -> int:
+    """The cells a list tab's scrollbar takes in a terminal `height` rows high: 2 where its
+    rows may not all fit (the title, hint, tabs, caption, headings and footer take 8 or 9
+    rows), else none."""
+    return 2 if rows > height - 10 else 0

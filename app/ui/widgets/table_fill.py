@@ -64,3 +64,12 @@ def _padded(cell: Cell, width: int, right: bool, style: RichStyle | None) -> Cel
         return cell
     pad = " " * max(0, width - cell.width)
     return Cell((pad + cell.plain if right else cell.plain + pad, style))
+
+
+def refill(table: DataTable[Any], headings: Sequence[str], rows: Any, most: int = 60) -> None:
+    """Fill the table again (columns too), the cursor kept on its row, or the last one."""
+    at = table.cursor_row
+    table.clear(columns=True)
+    fill(table, headings, rows, most=most)
+    if table.row_count:
+        table.move_cursor(row=min(at, table.row_count - 1))
