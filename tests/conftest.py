@@ -56,6 +56,9 @@ def settings_dir(_own_settings: Path) -> Path:
     return _own_settings
 
 
+# tryfirst: xdist's own hook turns xdist_group marks into work units, so the group added here
+# must be on the item before it runs (a plain conftest hook ran after it, and was ignored).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The embedding model uses every core: two tests that run it at once on the 2-core CI
     # machine only slow each other past their bounds. They share one xdist worker, in turn,
@@ -63,6 +66,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("semantic") is not None:
             item.add_marker(pytest.mark.xdist_group("semantic"))
+    # Longest first: `slow` tests are handed out before the rest (xdist deals tests in this
+    # order, groups with the most tests first), so the run ends on short tests on both workers
+    # instead of one worker finishing a minute-long test while the other idles. A stable sort:
+    # the order within each kind stays as collected.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
@@ -269,6 +277,45 @@ def vaultwatch_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         stdin=subprocess.DEVNULL,
         timeout=120,
         env={**os.environ, "VAULTWATCH_SEMANTIC": "off"},
+    )
+
+
+def vaultwatch_here(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`vaultwatch ARGS` run from `cwd` through the same entry point (`app.main:main`), in this
+    process: what `vaultwatch_cli` answers, without a Python start and the app's imports per
+    call (about half a second each on the CI machine). For tests that run many commands to
+    check what they open and refuse; tests about the command as a process (its exit, its
+    signals, its environment) use `vaultwatch_cli`."""
+    import contextlib
+    import io
+    import signal
+
+    from app.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_sigio = os.getcwd(), signal.getsignal(signal.SIGIO)
+    old_semantic = os.environ.get("VAULTWATCH_SEMANTIC")
+    os.environ["VAULTWATCH_SEMANTIC"] = "off"  # as vaultwatch_cli runs them
+    code: int | str | None = 0
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(old_cwd)
+        signal.signal(signal.SIGIO, old_sigio)  # main() ignores SIGIO for its leases
+        if old_semantic is None:
+            os.environ.pop("VAULTWATCH_SEMANTIC", None)
+        else:
+            os.environ["VAULTWATCH_SEMANTIC"] = old_semantic
+    if isinstance(code, str):  # SystemExit("message"): printed to stderr, exit status 1
+        err.write(code + "\n")
+        code = 1
+    return subprocess.CompletedProcess(
+        ["vaultwatch", *args], code or 0, out.getvalue(), err.getvalue()
     )
 
 

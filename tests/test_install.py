@@ -27,7 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from .conftest import EXAMPLE, REPO
 
-pytestmark = [pytest.mark.slow]
+# One worker runs the module in turn: the wheel and its environment (module fixtures, the
+# costly part) are then built once, not again on each xdist worker that gets one of the tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("install")]
 
 READ_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc"}
 

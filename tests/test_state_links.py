@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import git, head, tool_text, vaultwatch_cli
+from .conftest import git, head, tool_text, vaultwatch_here
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +122,7 @@ async def everything(connect: Any, root: Path) -> list[str]:
         ["context", "--mark-reviewed"],
         ["mv", "notes/b.md", "notes/c.md"],
     ):
-        r = vaultwatch_cli(root, *args)
+        r = vaultwatch_here(root, *args)
         if r.returncode != 0:
             said.append(f"{' '.join(args)}: {r.stderr.strip()}")
     sdir = state_dir(root)

@@ -25,7 +25,7 @@ from server.notes.recordings_config import RecordingsConfig
 from server.services.speech_metrics import Segment, Word, measure
 from server.services.transcribe import TranscribeError, transcribe_cached
 
-from .conftest import git, head, tool_text, vaultwatch_cli, write_files
+from .conftest import git, head, tool_text, vaultwatch_here, write_files
 
 HERE = Path(__file__).parent / "recordings"
 PRACTICE = HERE / "practice.ogg"
@@ -252,7 +252,7 @@ def vault(make_vault: Callable[..., Path]) -> Path:
 @pytest.mark.slow
 def test_transcribe_into_a_note_is_one_owner_commit_and_feeds_the_weekly_trend(vault: Path) -> None:
     before = head(vault)
-    r = vaultwatch_cli(vault, "transcribe", "recordings/mock.ogg", "--json")
+    r = vaultwatch_here(vault, "transcribe", "recordings/mock.ogg", "--json")
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     for key in (
@@ -273,7 +273,7 @@ def test_transcribe_into_a_note_is_one_owner_commit_and_feeds_the_weekly_trend(v
         assert key in m, key
     assert head(vault) == before and m["commit"] is None  # measuring writes nothing
     # --into: one owner commit of exactly that note
-    r = vaultwatch_cli(vault, "transcribe", "recordings/mock.ogg", "--into", "sessions/mock.md")
+    r = vaultwatch_here(vault, "transcribe", "recordings/mock.ogg", "--into", "sessions/mock.md")
     assert r.returncode == 0, r.stderr
     assert "written into sessions/mock.md" in r.stdout and "126" not in r.stderr
     log = git(vault, "log", "-1", "--format=%an%n%(trailers:key=Vaultwatch-Action,valueonly)")
@@ -284,11 +284,11 @@ def test_transcribe_into_a_note_is_one_owner_commit_and_feeds_the_weekly_trend(v
     assert "recording_wpm: " in note and "\n## Recording\n### mock.ogg · " in note
     assert "![[recordings/mock.ogg]]" in note and "> [!quote]- Transcript" in note
     assert git(vault, "status", "--porcelain") == ""
-    stats = json.loads(vaultwatch_cli(vault, "stats", "--json").stdout)
+    stats = json.loads(vaultwatch_here(vault, "stats", "--json").stdout)
     (week,) = stats["recordings"]
     assert week["recordings"] == 1 and week["unit"] == "words/min"
     assert week["wpm"] == m["wpm"] and week["first_sentence_s"] == m["first_sentence_s"]
-    assert "practice recordings per week" in vaultwatch_cli(vault, "stats").stdout
+    assert "practice recordings per week" in vaultwatch_here(vault, "stats").stdout
 
 
 @pytest.mark.slow
@@ -301,7 +301,7 @@ def test_transcribe_refusals_write_nothing(vault: Path) -> None:
         (["recordings/mock.ogg", "--into", ".obsidian/x.md"], "dot-folders"),
         (["nothing.ogg"], "no such file"),
     ):
-        r = vaultwatch_cli(vault, "transcribe", *args)
+        r = vaultwatch_here(vault, "transcribe", *args)
         assert r.returncode == 1, (args, r.stdout)
         assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert head(vault) == before
