@@ -10,7 +10,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    from server.write.store import ignore_lease_breaks
+    from server.write.leases import ignore_lease_breaks
 
     ignore_lease_breaks()  # reverts and undos take file leases, as the server's writes do
     # A first word that is exactly a command name runs it; anything else is the vault folder

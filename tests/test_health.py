@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from server.services import health, health_duplicates
+from server.services import health, health_duplicates, health_ignore
 from server.vault import Vault
 
 from .conftest import git
@@ -139,8 +139,8 @@ def test_the_ignore_list_keeps_findings_quiet(vault: Path) -> None:
     r = report(vault)
     orphan = next(f for f in r.findings if f.kind == "orphan")
     link = next(f for f in r.findings if f.link == "[[nothere]]")
-    assert health.ignore(vault, orphan) is None
-    assert health.ignore(vault, link) is None
+    assert health_ignore.ignore(vault, orphan) is None
+    assert health_ignore.ignore(vault, link) is None
     path = vault / ".git/vaultwatch/health-ignore.json"
     assert path.stat().st_mode & 0o777 == 0o600
     assert set(json.loads(path.read_text())["ignored"]) == {orphan.id, link.id}
@@ -158,7 +158,7 @@ def test_the_ignore_list_keeps_findings_quiet(vault: Path) -> None:
     assert everything["orphans"] == ["notes/lonely.md"]
     assert [f["ignored"] for f in everything["findings"] if f["id"] == orphan.id] == [True]
 
-    assert health.unignore(vault, orphan.id) is None
+    assert health_ignore.unignore(vault, orphan.id) is None
     assert report(vault).to_json()["orphans"] == ["notes/lonely.md"]
 
 
@@ -172,7 +172,7 @@ def test_a_damaged_ignore_list_is_a_warning_not_a_crash(vault: Path, damage: str
     assert r.to_json()["orphans"] == ["notes/lonely.md"]
     # the next ignore keeps the damaged file beside it and starts a new list
     orphan = next(f for f in r.findings if f.kind == "orphan")
-    note = health.ignore(vault, orphan)
+    note = health_ignore.ignore(vault, orphan)
     assert note is not None and "health-ignore.json.damaged" in note
     assert (path.parent / "health-ignore.json.damaged").read_text(encoding="utf-8") == damage
     assert report(vault).to_json()["orphans"] == []
@@ -220,7 +220,7 @@ def test_the_cli_json_and_text(vault: Path) -> None:
 
 def test_the_cli_hides_ignored_findings_unless_asked(vault: Path) -> None:
     r = report(vault)
-    health.ignore(vault, next(f for f in r.findings if f.kind == "too_big"))
+    health_ignore.ignore(vault, next(f for f in r.findings if f.kind == "too_big"))
     text = run(vault, "health").stdout
     assert "1 ignored (--include-ignored shows them)" in text and "big.md" not in text
     assert "big.md  " in run(vault, "health", "--include-ignored").stdout

@@ -183,7 +183,7 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
     says it is still comparing; the whole report then takes their place, the title without it."""
     from textual.app import App
 
-    from server.services.health import Report
+    from server.services.health_findings import Report
 
     shown: list[tuple[str, str, Report]] = []
 
@@ -227,7 +227,7 @@ async def test_the_other_findings_show_before_the_near_duplicates_are_compared(
 async def test_near_duplicates_not_listed_are_counted_on_the_screen(vault: Path) -> None:
     """More pairs than are listed: the group says how many there are in all, and the warning
     how many are not listed (nothing left out unsaid)."""
-    from server.services.health import Finding
+    from server.services.health_findings import Finding
 
     app = make_app(vault)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -256,7 +256,7 @@ async def test_the_cursor_goes_to_the_first_finding_when_near_duplicates_come_un
     """Near-duplicates come after the rest and are listed above some of it: a cursor the owner
     has not moved goes to the first finding of the whole list; one the owner moved stays on
     its finding."""
-    from server.services.health import Finding, Report
+    from server.services.health_findings import Finding, Report
 
     app = make_app(vault)
     async with app.run_test(size=(120, 36)) as pilot:

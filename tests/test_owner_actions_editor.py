@@ -16,7 +16,7 @@ import pytest
 
 from app.services.actions import ActionError
 from app.services.file_actions import apply_move, apply_remove, plan_move, plan_remove
-from server.write.store import ignore_lease_breaks
+from server.write.leases import ignore_lease_breaks
 
 from .conftest import git
 

@@ -37,7 +37,7 @@ from app.cli.insights import _context, _health, _reads, _stats
 from app.cli.recordings import _transcribe
 from app.cli.review import _review
 from app.services.actions import ActionError
-from server.core.gitrepo import StateLinked
+from server.core.state_files import StateLinked
 
 COMMANDS = (
     "review",

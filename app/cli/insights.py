@@ -11,7 +11,7 @@ from app.services.wording import plural
 
 
 def _reads(args: argparse.Namespace) -> int:
-    from server.core.gitrepo import state_dir
+    from server.core.state_files import state_dir
     from server.services.reads import reads_report
     from server.vault import Vault
     from server.write.journal import read_all
@@ -118,7 +118,8 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _health(args: argparse.Namespace) -> int:
-    from server.services.health import TITLES, check_root
+    from server.services.health import check_root
+    from server.services.health_findings import TITLES
 
     root = _vault(args.vault)
     report = check_root(root, include_ignored=args.include_ignored)

@@ -26,7 +26,7 @@ LISTED = "review-listed"  # in the state folder: the commit the last `vaultwatch
 
 def _listed(root: Path) -> str | None:
     """The commit the last listing was made at, if one was kept (a damaged file: none)."""
-    from server.core.gitrepo import read_state, state_dir
+    from server.core.state_files import read_state, state_dir
 
     try:
         text = read_state(state_dir(root) / LISTED, limit=128).decode("ascii").strip()
@@ -36,7 +36,7 @@ def _listed(root: Path) -> str | None:
 
 
 def _keep_listed(root: Path, sha: str) -> None:
-    from server.core.gitrepo import state_dir, state_file
+    from server.core.state_files import state_dir, state_file
 
     with contextlib.suppress(OSError):  # a hint for --mark-reviewed, never a failure
         path = state_file(state_dir(root) / LISTED)

@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from server.core.gitrepo import load_state_json, make_state_dir, state_dir
+from server.core.state_files import load_state_json, make_state_dir, state_dir
 from server.services.context import context_text
 from server.vault import Vault
 from server.write.journal import estimate_tokens, now_iso, parse_time
-from server.write.store import atomic_write
+from server.write.temp_files import atomic_write
 
 REVIEWED = "context-reviewed.json"
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from app.services.history import Commit, is_ancestor, read_commits, reverted_by
 from server.core.clients import client_name
-from server.core.gitrepo import git, state_dir
+from server.core.git_run import git
+from server.core.state_files import state_dir
 from server.write.journal import JournalReader, event_time
 
 SHOWN_EVENTS = {

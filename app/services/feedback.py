@@ -13,7 +13,7 @@ from pathlib import Path
 
 from app.services.actions import ActionError
 from app.services.wording import plural
-from server.core.gitrepo import git
+from server.core.git_run import git
 from server.notes.paths import PathRefused, normalize_rel
 from server.write.feedback import (
     ANSWERED,

@@ -27,14 +27,10 @@ from typing import Any
 from app.services.actions import ActionError
 from app.services.history import FileChange
 from server.core.faults import crash_point, fault_after
-from server.core.gitrepo import (
-    ACTION,
-    GitError,
-    commit_message,
-    human_identity,
-    ignored_paths,
-    state_dir,
-)
+from server.core.git_log import ACTION, commit_message
+from server.core.git_run import GitError, human_identity
+from server.core.gitrepo import ignored_paths
+from server.core.state_files import state_dir
 from server.notes.config import Config, DocType, load_config
 from server.notes.dates import as_date
 from server.notes.entry import classify
@@ -42,15 +38,11 @@ from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, PathRefused, is_note, normalize_rel
 from server.notes.walk import walk_files
+from server.write.commits import commit_blobs, disk_blobs
 from server.write.journal import Journal
-from server.write.leases import Replacing
-from server.write.store import (
-    Store,
-    StoreError,
-    WriteRace,
-    commit_blobs,
-    disk_blobs,
-)
+from server.write.leases import Replacing, WriteRace
+from server.write.store import Store
+from server.write.store_errors import StoreError
 from server.write.temp_files import _temp_name, _write_temp
 from server.write.validate import new_problems, problems
 
@@ -355,7 +347,7 @@ def plan_create(root: Path, type_name: str, fields: dict[str, str], title: str =
     # not with the dashboard (its first paint)
     from server.services.op_plans import note_path
     from server.services.write_plan import Rejected
-    from server.write.edits import render_new_note
+    from server.write.frontmatter_edits import render_new_note
 
     config = _config(root)
     if config is None or type_name not in config.types:

@@ -11,12 +11,8 @@ from pathlib import Path
 from typing import Protocol
 
 from app.services.actions import ActionError
-from server.core.gitrepo import (
-    LogRecord,
-    cat_blobs,
-    git,
-    read_log,
-)
+from server.core.git_log import LogRecord, read_log
+from server.core.git_run import cat_blobs, git
 
 # A commit's fields as the history reads them (server/core/gitrepo.py's one `git log` reader).
 COMMIT_FIELDS = ("sha", "author", "email", "time", "subject", "tool", "client", "action", "reverts")

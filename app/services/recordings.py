@@ -14,14 +14,18 @@ from typing import Any
 
 from app.services.actions import ActionError
 from app.services.revert import _store, owner_commit
-from server.core.gitrepo import commit_message, state_dir, write_lock
+from server.core.git_log import commit_message
+from server.core.gitrepo import write_lock
+from server.core.state_files import state_dir
 from server.notes.config import ConfigError, load_config
 from server.notes.note import parse_doc
 from server.notes.paths import PathRefused, normalize_rel
 from server.notes.recordings_config import RecordingsConfig
 from server.services.transcribe import is_audio, metrics, transcribe_cached
-from server.write.edits import append_section, update_frontmatter
-from server.write.store import FileWrite, StoreError
+from server.write.edits import append_section
+from server.write.frontmatter_edits import update_frontmatter
+from server.write.store import FileWrite
+from server.write.store_errors import StoreError
 
 ACTION = "transcribe"
 # The frontmatter keys the trend reads: flat, so Obsidian shows them as properties.

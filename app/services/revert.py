@@ -38,22 +38,14 @@ from app.services.history import (
     read_commits,
     reverted_by,
 )
-from server.core.gitrepo import (
-    ACTION,
-    REVERTS,
-    REVERTS_PATH,
-    GitError,
-    commit_message,
-    git,
-    human_identity,
-    make_state_dir,
-    operation_in_progress,
-    printable,
-    state_dir,
-    write_lock,
-)
+from server.core.git_log import ACTION, REVERTS, REVERTS_PATH, commit_message, printable
+from server.core.git_run import GitError, git, human_identity
+from server.core.gitrepo import operation_in_progress, write_lock
+from server.core.state_files import make_state_dir, state_dir
 from server.write.journal import Journal
-from server.write.store import FileWrite, Store, StoreError, WriteRace
+from server.write.leases import WriteRace
+from server.write.store import FileWrite, Store
+from server.write.store_errors import StoreError
 
 # What `r` offers: AI commits, and the owner's own dashboard actions (a revert, a move, a new
 # note, a delete are undone like any commit). The owner's hand edits are never offered; they are

@@ -50,20 +50,10 @@ from app.services.revert import owner_commit, plan_revert, recover, recover_firs
 from app.services.rewritten import NOTES_REF, follow_rebases, twins
 from app.services.wording import plural
 from server.core.faults import crash_point
-from server.core.gitrepo import (
-    ACTION,
-    UNDOES,
-    Rename,
-    commit_message,
-    git,
-    human_identity,
-    open_state,
-    printable,
-    read_log,
-    renames,
-    state_dir,
-)
+from server.core.git_log import ACTION, UNDOES, Rename, commit_message, printable, read_log, renames
+from server.core.git_run import git, human_identity
 from server.core.linediff import opcodes
+from server.core.state_files import open_state, state_dir
 from server.write.journal import Journal
 from server.write.store import FileWrite, Store
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from app.services.feedback import FeedbackCount, count
 from app.services.review import NOTES_REF, Review, summaries
-from server.core.gitrepo import git
+from server.core.git_run import git
 from server.write.feedback import FEEDBACK_REF
 
 Stamp = tuple[object, ...]

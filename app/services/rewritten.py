@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from server.core.gitrepo import git
+from server.core.git_run import git
 
 NOTES_REF = (
     "refs/notes/vaultwatch-review"  # app.services.review's ref (one name: review imports it)

@@ -32,16 +32,9 @@ from app.services.actions import ActionError
 from app.services.history import Commit, commit_of, parse_since, since_time
 from app.services.rewritten import once_each
 from server.core.clients import client_name
-from server.core.gitrepo import (
-    RECORD,
-    git,
-    git_stream,
-    log_format,
-    make_state_dir,
-    parse_log,
-    read_state,
-    state_dir,
-)
+from server.core.git_log import RECORD, log_format, parse_log
+from server.core.git_run import git, git_stream
+from server.core.state_files import make_state_dir, read_state, state_dir
 from server.write.journal import parse_time, read_all
 
 REVERT_ACTIONS = ("revert", "undo")  # owner commits that take back earlier changes

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.core.gitrepo import make_state_dir, open_state, read_state, state_dir, write_state
+from server.core.state_files import make_state_dir, open_state, read_state, state_dir, write_state
 from server.protocol.connect import claude_mcp_add_http
 from server.protocol.relay import LOG_NAME, Unusable, ask, log_tail, open_link, pid_alive, read_line
 

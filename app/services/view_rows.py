@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.services.feed import Row
-from server.core.gitrepo import git
+from server.core.git_run import git
 from server.index.search_query import ParsedQuery, SearchError, matches_text, parse
 
 # one name per filter, used by the footer, the help, the status line and the palette alike

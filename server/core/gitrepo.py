@@ -16,78 +16,20 @@ from pathlib import Path
 from server.core.git_index import _release_dead_index_lock
 from server.core.git_log import (
     ACTION,
-    RECORD,
-    REVERTS,
-    REVERTS_PATH,
-    UNDOES,
-    LogRecord,
-    Rename,
     commit_message,
-    log_format,
-    parse_log,
-    printable,
-    read_log,
-    renames,
 )
 from server.core.git_run import (
     _HELD,
     GitError,
-    cat_blobs,
     git,
-    git_stream,
     human_identity,
     identity_env,
 )
 from server.core.state_files import (
-    StateLinked,
     git_dir,
-    load_state_json,
-    make_state_dir,
     open_state,
-    read_state,
     state_dir,
-    state_file,
-    write_state,
 )
-
-# This module's names, and those the dashboard (app/) imports from here from before their homes
-# (git_run, git_log, state_files, git_index) were split out of it: app/ is being changed on other
-# branches. New code imports each name from its home; move app/'s imports there and drop them.
-__all__ = [
-    "ACTION",
-    "IN_PROGRESS",
-    "RECORD",
-    "REVERTS",
-    "REVERTS_PATH",
-    "UNDOES",
-    "GitError",
-    "LogRecord",
-    "Rename",
-    "StateLinked",
-    "cat_blobs",
-    "commit_message",
-    "ensure_repo",
-    "filtered_paths",
-    "git",
-    "git_stream",
-    "human_identity",
-    "ignored_paths",
-    "load_state_json",
-    "log_format",
-    "make_state_dir",
-    "open_state",
-    "operation_in_progress",
-    "parse_log",
-    "printable",
-    "read_log",
-    "read_state",
-    "rebase_orig_head",
-    "renames",
-    "state_dir",
-    "state_file",
-    "write_lock",
-    "write_state",
-]
 
 # What git leaves in .git while an operation waits for the owner, and how to abort each. One
 # list: the write path refuses to commit in the middle of one, the dashboard shows and aborts it.

@@ -24,26 +24,11 @@ from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.superseded import DATE_FIELD, is_superseded
 from server.services.health_duplicates import SAME_SUBJECT, _duplicates, _Near, _same_subject
-from server.services.health_findings import KINDS, TITLES, Finding, Report
-from server.services.health_ignore import ignore, load_ignored, unignore
+from server.services.health_findings import KINDS, Finding, Report
+from server.services.health_ignore import load_ignored
 from server.services.health_links import _links, _parse_all
 from server.services.supersede import successor
 from server.write.validate import problems as note_problems
-
-# The check's names, and those the dashboard (app/) imports from here from before their homes
-# (health_findings, health_ignore, health_links, health_duplicates) were split out of this
-# module: app/ is being changed on other branches. New code imports each name from its home;
-# move app/'s imports there and drop them.
-__all__ = [
-    "TITLES",
-    "Finding",
-    "Report",
-    "check",
-    "check_root",
-    "ignore",
-    "unignore",
-    "with_duplicates",
-]
 
 if TYPE_CHECKING:
     from server.vault import Vault

@@ -12,14 +12,6 @@ from server.notes.links import code_layout
 from server.notes.note import UNCLOSED_FENCE, Doc, lf_lines
 from server.notes.reading import AmbiguousSection, ReadError, find_section
 from server.write.edit_base import EditError, _on_lf_lines, _with_newlines, newline_of
-from server.write.frontmatter_edits import render_new_note, update_frontmatter
-
-# The edits' names, and those the dashboard (app/) imports from here from before
-# update_frontmatter and render_new_note moved to frontmatter_edits: app/ is being changed on
-# other branches. New code imports each name from its home; move app/'s imports there and drop
-# them.
-__all__ = ["append_section", "closest_line", "edit_text", "render_new_note", "update_frontmatter"]
-
 
 # ------------------------------------------------------------------------------------------------
 # append_section

@@ -75,13 +75,11 @@ from server.write.commits import (
     _ref_stamp,
     _ref_update,
     blob_id,
-    commit_blobs,
     commit_objects,
-    disk_blobs,
     head_branch,
 )
 from server.write.journal import Commit
-from server.write.leases import Replacing, Stamp, WriteRace, ignore_lease_breaks
+from server.write.leases import Replacing, Stamp, WriteRace
 from server.write.snapshot import Snapshots, _snapshot_message
 from server.write.store_errors import (
     _GIT_POLL_S,
@@ -90,22 +88,7 @@ from server.write.store_errors import (
     _busy_in_progress,
     _busy_index,
 )
-from server.write.temp_files import _fsync_dir, _temp_name, _write_temp, atomic_write
-
-# The write path's names, and those the dashboard (app/) imports from here from before their
-# homes (leases, temp_files, store_errors, commits, recovery, snapshot) were split out of this
-# module: app/ is being changed on other branches. New code imports each name from its home;
-# move app/'s imports there and drop them.
-__all__ = [
-    "FileWrite",
-    "Store",
-    "StoreError",
-    "WriteRace",
-    "atomic_write",
-    "commit_blobs",
-    "disk_blobs",
-    "ignore_lease_breaks",
-]
+from server.write.temp_files import _fsync_dir, _temp_name, _write_temp
 
 
 @dataclass

@@ -30,8 +30,8 @@ from app.ui.navigation import desk
 from app.ui.widgets.finding_detail import FindingDetail
 from app.ui.widgets.findings_table import FindingsTable
 from app.ui.widgets.health_title import HealthTitle
-from server.services import health
-from server.services.health import Finding, Report
+from server.services import health, health_ignore
+from server.services.health_findings import Finding, Report
 
 
 class HealthScreen(Screen[None]):
@@ -274,9 +274,9 @@ class HealthScreen(Screen[None]):
         back = f.id in self.ignored
         try:
             if back:
-                note = await asyncio.to_thread(health.unignore, self.root, f.id)
+                note = await asyncio.to_thread(health_ignore.unignore, self.root, f.id)
             else:
-                note = await asyncio.to_thread(health.ignore, self.root, f)
+                note = await asyncio.to_thread(health_ignore.ignore, self.root, f)
         except OSError as exc:
             self.notify(f"the ignore list was not written: {exc}", severity="error", timeout=8)
             return

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.widgets import DataTable
 
 from app.ui.widgets.cells import Cell, cut_middle, note_label
-from server.services.health import TITLES, Finding, Report
+from server.services.health_findings import TITLES, Finding, Report
 
 
 def detail_text(f: Finding) -> str:

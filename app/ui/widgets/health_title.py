@@ -6,7 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from server.services.health import Report
+from server.services.health_findings import Report
 
 
 class HealthTitle(Static):
