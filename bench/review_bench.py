@@ -17,7 +17,9 @@ from typing import Any
 
 import anyio
 
-from app.services.review import NOTES_REF, mark_reviewed, net_diff, net_diffs, summaries
+from app.services.net_diff import net_diff, net_diffs
+from app.services.review import mark_reviewed, summaries
+from app.services.rewritten import NOTES_REF
 from server.core.git_log import CLIENT, TOOL, commit_message
 
 from .frames import Frames, drawn, until
@@ -164,7 +166,7 @@ def run(iters: int = 5) -> dict[str, Any]:
             text=True,
             check=True,
         ).stdout.strip()
-        from app.services.review import _log, write_marks
+        from app.services.review_marks import _log, write_marks
 
         old = [m.commit for m in _log(root, cut) if m.commit.is_ai]
         t = time.perf_counter()

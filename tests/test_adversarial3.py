@@ -139,7 +139,7 @@ async def test_the_dashboard_draws_control_characters_as_symbols(
 async def test_no_program_the_vaults_git_names_runs_on_our_reads_and_writes(
     connect: Any, make_vault: Any, tmp_path: Path
 ) -> None:
-    from app.services.review import note_view
+    from app.services.note_view import note_view
     from server.core.git_run import git as our_git
 
     root = make_vault({"notes/a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n"})
@@ -212,7 +212,8 @@ async def test_review_marks_git_cannot_read_show_everything_with_a_warning(
 ) -> None:
     import json
 
-    from app.services.review import NOTES_REF, summaries
+    from app.services.review import summaries
+    from app.services.rewritten import NOTES_REF
 
     root = make_vault({"a.md": "# A\n\n## Log\n", "b.md": "# B\n\n## Log\n"})
     first = head(root)
@@ -420,7 +421,8 @@ async def test_the_markdown_digest_leaves_out_notes_private_now(
 def test_review_of_two_rewrites_of_a_large_note_comes_back(make_vault: Any) -> None:
     import threading
 
-    from app.services.review import net_diffs, summaries
+    from app.services.net_diff import net_diffs
+    from app.services.review import summaries
 
     n = 60_000  # 1.9 MB: two replace_docs of it made review run past 500 s
     lines = [f"line {i} of a long note, some words to make it wide\n" for i in range(n)]

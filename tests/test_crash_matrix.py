@@ -47,7 +47,8 @@ from app.services.file_actions import (
     plan_remove,
 )
 from app.services.revert import revert
-from app.services.review import mark_reviewed, revert_note, undo_hunk
+from app.services.review import mark_reviewed
+from app.services.review_undo import revert_note, undo_hunk
 from server.core.faults import FAULT_ENV
 from server.core.gitrepo import ensure_repo
 from server.notes.note import content_hash

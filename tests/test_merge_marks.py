@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.services import review, stats
+from app.services import net_diff, review, stats
 
 from .conftest import git
 
@@ -54,7 +54,7 @@ async def test_lines_a_merge_brings_in_are_the_other_machines_ai_lines(
     assert {c.sha for c in note.commits} == {mine["commit"], theirs["commit"]}
     assert r.unreviewed_commits == 2
     # each added line is the AI commit's that wrote it, never the merge's
-    [diff] = review.net_diffs(root, [note])
+    [diff] = net_diff.net_diffs(root, [note])
     added = {
         ln.text: ln for h in diff.hunks for ln in h.lines if ln.kind == "+" and ln.text.strip()
     }

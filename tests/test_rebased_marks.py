@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.services.review import NOTES_REF, mark_reviewed, summaries
+from app.services.review import mark_reviewed, summaries
+from app.services.rewritten import NOTES_REF
 from app.services.stats import compute
 
 from .conftest import git

@@ -11,16 +11,12 @@ from typing import Any
 import pytest
 
 from app.services.actions import ActionError
+from app.services.net_diff import net_diff
+from app.services.note_view import note_view
 from app.services.revert import revert
-from app.services.review import (
-    NOTES_REF,
-    mark_reviewed,
-    net_diff,
-    note_view,
-    revert_note,
-    summaries,
-    undo_hunk,
-)
+from app.services.review import mark_reviewed, summaries
+from app.services.review_undo import revert_note, undo_hunk
+from app.services.rewritten import NOTES_REF
 
 from .conftest import REPO, git
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.services.review import NOTES_REF
+from app.services.rewritten import NOTES_REF
 
 from .conftest import git
 from .conftest import vaultwatch_cli as run

@@ -17,7 +17,8 @@ from textual.content import Content
 from textual.widgets import DataTable, Input, Static
 
 from app.services import review_ahead
-from app.services.review import NOTES_REF, mark_reviewed, summaries
+from app.services.review import mark_reviewed, summaries
+from app.services.rewritten import NOTES_REF
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.screens.main_screen import MainScreen

@@ -24,7 +24,7 @@ from mcp.types import Implementation
 
 from app.services.actions import ActionError
 from app.services.revert import revert
-from app.services.review import undo_hunk
+from app.services.review_undo import undo_hunk
 from app.services.stats import compute, period_start, week_of
 from app.ui.dashboard import Dashboard
 from app.ui.screens.stats_screen import HEADLINE, StatsScreen, short_names

@@ -43,7 +43,8 @@ def touch_later(path: Path, data: bytes) -> None:
 
 def owner_reads(root: Path, path: str) -> None:
     """What the owner runs to look at the AI's work: each must succeed."""
-    from app.services.review import note_view, summaries
+    from app.services.note_view import note_view
+    from app.services.review import summaries
 
     for args in (["review"], ["review", "--json"], ["health"], ["stats"], ["context"]):
         r = vaultwatch_cli(root, *args)

@@ -64,7 +64,8 @@ def _undo(args: argparse.Namespace) -> int:
     """The AI's lines in one hunk of a note's review diff taken back, as the dashboard's `u`
     does (the same service, the same refusals). SHA names an AI commit with lines in that hunk:
     the hunk is the one the owner read (`vaultwatch review PATH` numbers them)."""
-    from app.services.review import hunk_text, net_diff, plan_undo, undo_hunk
+    from app.services.net_diff import net_diff
+    from app.services.review_undo import hunk_text, plan_undo, undo_hunk
 
     vault, (sha,) = _split(args.args, 1, "vaultwatch undo [VAULT] SHA --path PATH --hunk N")
     root = _vault(vault)

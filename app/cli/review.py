@@ -18,7 +18,8 @@ from app.services.cell_wrap import hanging
 from app.services.wording import plural
 
 if TYPE_CHECKING:
-    from app.services.review import NetDiff, Review
+    from app.services.net_diff import NetDiff
+    from app.services.review import Review
 
 
 LISTED = "review-listed"  # in the state folder: the commit the last `vaultwatch review` listed at
@@ -46,7 +47,8 @@ def _keep_listed(root: Path, sha: str) -> None:
 
 
 def _review(args: argparse.Namespace) -> int:
-    from app.services.review import _head, mark_reviewed, net_diffs, summaries
+    from app.services.net_diff import _head, net_diffs
+    from app.services.review import mark_reviewed, summaries
 
     args.vault, args.path = _vault_and_path(args.where)
     root = _vault(args.vault)

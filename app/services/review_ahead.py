@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.services.review import NetDiff, NoteSummary, net_diffs
+from app.services.net_diff import NetDiff, net_diffs
+from app.services.review import NoteSummary
 
 Key = tuple[object, ...]
 KEPT = 8  # diffs kept, the oldest first out

@@ -11,7 +11,8 @@ import threading
 from pathlib import Path
 
 from app.services.feedback import FeedbackCount, count
-from app.services.review import NOTES_REF, Review, summaries
+from app.services.review import Review, summaries
+from app.services.rewritten import NOTES_REF
 from server.core.git_run import git
 from server.write.feedback import FEEDBACK_REF
 

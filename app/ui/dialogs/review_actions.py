@@ -20,16 +20,15 @@ from textual.screen import Screen
 
 from app.services.actions import ActionError
 from app.services.feedback import add_feedback
-from app.services.review import (
-    NoteSummary,
-    Review,
+from app.services.review import NoteSummary, Review
+from app.services.review_marks import write_marks
+from app.services.review_undo import (
     hunk_text,
     marks_of,
     plan_undo,
     revert_note,
     revert_note_changes,
     undo_hunk,
-    write_marks,
 )
 from app.ui.dialogs.comment import CommentModal
 from app.ui.dialogs.modals import ConfirmModal

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static
 from app.services.actions import ActionError
 from app.services.feedback import Feedback, add_feedback, list_feedback
 from app.services.history import Commit
-from app.services.review import NoteView, note_view
+from app.services.note_view import NoteView, note_view
 from app.ui.dialogs.comment import CommentModal
 from app.ui.widgets.cells import cut_middle, plural
 from app.ui.widgets.editor import edit_note, open_in_obsidian

@@ -16,7 +16,8 @@ from textual import work
 from textual.content import Content
 
 from app.services.feedback import Feedback, list_feedback
-from app.services.review import NetDiff, NoteSummary
+from app.services.net_diff import NetDiff
+from app.services.review import NoteSummary
 from app.services.review_ahead import Key, NetDiffs
 from app.ui.widgets.feedback_lines import feedback_lines
 from app.ui.widgets.review_diff import ReviewDiff, Shown, render_net

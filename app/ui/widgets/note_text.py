@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.content import Content
 
-from app.services.review import NoteView
+from app.services.note_view import NoteView
 from app.ui.widgets.lines import LinesView
 
 UNSAVED = "0" * 40  # git blame's commit for a line not committed yet

@@ -11,7 +11,8 @@ from textual.binding import Binding
 from textual.content import Content
 
 from app.services.history import Commit
-from app.services.review import WORKTREE, Hunk, NetDiff, NoteSummary
+from app.services.net_diff import WORKTREE, Hunk, NetDiff
+from app.services.review import NoteSummary
 from app.ui.widgets.cells import cut_middle, note_label, plural, short_names
 from app.ui.widgets.diffview import ADD, DEL, HUNK
 from app.ui.widgets.lines import LinesView
