@@ -159,6 +159,20 @@ def pid_alive(pid: int) -> bool:
     return alive(pid)
 
 
+def second_machine(root: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A bare remote (`tmp_path/remote.git`) the vault pushes its branch to, and a clone of it
+    (`tmp_path/other`): another machine syncing the same vault. Returns the clone and the
+    branch."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "push", "-q", "-u", "origin", branch)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    return other, branch
+
+
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
     for rel, content in files.items():
         p = root / rel

@@ -13,7 +13,7 @@ import pytest
 
 from app.services import net_diff, review, stats
 
-from .conftest import git
+from .conftest import git, second_machine
 
 pytestmark = pytest.mark.anyio
 
@@ -22,13 +22,7 @@ NOTE = "# Plan\n\n## Mine\n- m0\n\nmiddle\n\n## Theirs\n- t0\n\n## End\n"
 
 def _two_machines(make_vault: Any, tmp_path: Path) -> tuple[Path, Path, str]:
     root = make_vault({"plan.md": NOTE})
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "-u", "origin", branch)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(remote), str(other))
+    other, branch = second_machine(root, tmp_path)
     return root, other, branch
 
 

@@ -36,7 +36,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
-from .conftest import git
+from .conftest import git, second_machine
 from .test_faults import HOG, HOG_S, HOGS
 from .test_transports import HttpServer
 
@@ -158,13 +158,7 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
     )
     (root / "b/ai.md").write_text(NOTE.format(t="B"))
     git(root, "commit", "-qam", "notes")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "-u", "origin", branch)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(remote), str(other))
+    other, _ = second_machine(root, tmp_path)
     stop = tmp_path / "STOP"
     logs = {name: tmp_path / f"{name}.log" for name in ("plugin-a", "plugin-b", "owner")}
 

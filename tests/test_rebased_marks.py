@@ -13,20 +13,14 @@ from app.services.review import mark_reviewed, summaries
 from app.services.rewritten import NOTES_REF
 from app.services.stats import compute
 
-from .conftest import git
+from .conftest import git, second_machine
 
 pytestmark = pytest.mark.anyio
 
 
 def _with_remote_change(root: Path, tmp_path: Path) -> None:
     """A remote the vault tracks, and a commit there the vault does not have yet."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    branch = git(root, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "-u", "origin", branch)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(remote), str(other))
+    other, _ = second_machine(root, tmp_path)
     (other / "elsewhere.md").write_text("# From the laptop\n")
     git(other, "add", "-A")
     git(other, "commit", "-qm", "vault backup: laptop")
