@@ -15,11 +15,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
-from textual.app import App
 from textual.binding import Binding
 from textual.command import CommandList, CommandPalette
 from textual.widgets import DataTable, Footer, Input, Static
-from textual.widgets._footer import FooterKey
 
 from app.services.owner_flows import move_preview
 from app.services.supervisor import ServerSupervisor
@@ -36,6 +34,7 @@ from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
 from .conftest import diff_shown, git, screen_is, until
+from .desk import footer, footer_fits
 from .settling import settled
 
 pytestmark = pytest.mark.anyio
@@ -252,18 +251,6 @@ async def test_each_screen_owns_its_keys(connect: Any, vault: Path) -> None:
             b.binding.description for b in app.screen.active_bindings.values() if b.binding.show
         }
         assert footer is not None and "Revert" not in shown and "Delete" not in shown
-
-
-def footer(app: App[Any]) -> list[FooterKey]:
-    return list(app.screen.query_one(Footer).query(FooterKey))
-
-
-def footer_fits(app: App[Any], width: int) -> bool:
-    """Every key of the footer whole on screen and clear of the palette key on the right."""
-    keys = footer(app)
-    palette = [k for k in keys if k.action.endswith("command_palette")]
-    right = palette[0].region.x if palette else width
-    return all(k.region.right <= right for k in keys if k not in palette)
 
 
 async def test_the_footer_fits_80_columns_and_follows_the_focus_and_the_screen(

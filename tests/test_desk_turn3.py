@@ -29,6 +29,7 @@ from app.ui.widgets.timeline import Timeline
 from server.notes.bundled import make_demo_vault
 
 from .conftest import git, screen_is, until
+from .desk import screen_text
 from .settling import settled
 
 pytestmark = pytest.mark.anyio
@@ -43,11 +44,6 @@ def vault(make_vault: Any) -> Path:
             "w.md": "# W\n\n## Log\n- one\n",
         }
     )
-
-
-def text_of(app: Dashboard) -> str:
-    """Every line of the screen as drawn (toasts included)."""
-    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
 def footer_keys(app: Dashboard) -> list[str]:
@@ -345,9 +341,11 @@ async def test_the_palette_takes_typed_text_after_conflict_delete_and_a_refused_
         await until(
             pilot, lambda: isinstance(app.screen, ReviewScreen), describe=lambda: app.screen
         )
-        await until(pilot, lambda: "w.md" in text_of(app), describe=lambda: text_of(app))
+        await until(pilot, lambda: "w.md" in screen_text(app), describe=lambda: screen_text(app))
         await pilot.press("u")
-        await until(pilot, lambda: "undo refused" in text_of(app), describe=lambda: text_of(app))
+        await until(
+            pilot, lambda: "undo refused" in screen_text(app), describe=lambda: screen_text(app)
+        )
         await pilot.press("escape", "escape", "ctrl+p")
         await until(
             pilot, lambda: isinstance(app.screen, CommandPalette), describe=lambda: app.screen

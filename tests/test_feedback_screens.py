@@ -18,8 +18,8 @@ from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import ReviewDiff
 
 from .conftest import until
+from .desk import screen_text
 from .test_review_screens import app_on, header, open_review, settings_home, shown
-from .test_screens import screen_text
 
 __all__ = ["settings_home"]
 

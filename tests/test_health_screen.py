@@ -20,8 +20,8 @@ from app.ui.widgets.lines import LinesView
 from server.vault import Vault
 
 from .conftest import git, until, workers_done
+from .desk import screen_text
 from .test_health import FILES, LATER
-from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 

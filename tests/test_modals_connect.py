@@ -17,7 +17,7 @@ from app.ui.dialogs.modals import ConnectModal, Snippet, SnippetScroll, shell_li
 from server.protocol.connect import claude_mcp_add_http
 
 from .conftest import screen_is, until
-from .test_screens import screen_text
+from .desk import screen_text
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal, HelpModal
 
 from .conftest import screen_is, until
-from .test_dashboard import footer
+from .desk import footer
 from .test_dashboard_revert import select, timeline
 
 pytestmark = pytest.mark.anyio

@@ -636,7 +636,7 @@ async def test_the_reads_screen_tabs_live_reads_and_review_mark(
     from app.ui.dashboard import Dashboard
 
     from .conftest import until
-    from .test_dashboard import footer, footer_fits
+    from .desk import footer, footer_fits
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with client(vault) as s:

@@ -15,8 +15,8 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.revert_dialog import BlockerBox, BlockersModal
 
 from .conftest import git, screen_is, until
+from .desk import screen_text
 from .test_dashboard_revert import select
-from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 

@@ -32,10 +32,9 @@ from app.ui.widgets.lines import LinesView
 from app.ui.widgets.review_notes import ReviewNotes
 
 from .conftest import git, screen_is, until
+from .desk import footer, footer_fits, screen_text
 from .settling import settled
-from .test_dashboard import footer, footer_fits
 from .test_review import W, owner_edit
-from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 

@@ -26,16 +26,11 @@ from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, estimate_tokens, read_all
 
 from .conftest import git, stop_residents, until, workers_done
+from .desk import screen_text
 
 pytestmark = pytest.mark.anyio
 
 TODAY = date(2026, 12, 3)
-
-
-def screen_text(app: Any) -> str:
-    """The terminal as the owner sees it, one line per row."""
-    strips = app.screen._compositor.render_strips()
-    return "\n".join(strip.text for strip in strips)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.screens.health_screen import HealthScreen
 
 from .conftest import until, write_files
-from .test_dashboard_snapshots import SIZES, open_screen, settle
+from .snapshots import SIZES, open_screen, settle
 
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 

@@ -17,7 +17,7 @@ import pytest
 from app.services.context_preview import REVIEWED, mark_reviewed, preview
 
 from .conftest import until
-from .test_dashboard_snapshots import (
+from .snapshots import (
     LONG,
     SIZES,
     make_app,

@@ -15,7 +15,7 @@ from app.ui.screens.note_screen import NoteScreen
 from app.ui.screens.review_screen import ReviewScreen
 
 from .conftest import until
-from .test_dashboard_snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
+from .snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
 
 __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
 

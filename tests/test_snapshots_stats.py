@@ -22,7 +22,7 @@ from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until
-from .test_dashboard_snapshots import SIZES, open_screen, settle
+from .snapshots import SIZES, open_screen, settle
 from .test_stats import AI_WHO, START, _fast_import, owners_history
 
 HELPER = "笔记助手"  # a client whose name is wider on screen than its length

@@ -33,8 +33,8 @@ from server.protocol.tools import build_server
 from server.vault import Vault
 
 from .conftest import Session, git, until
+from .desk import screen_text
 from .settling import settled
-from .test_screens import screen_text
 
 pytestmark = pytest.mark.anyio
 

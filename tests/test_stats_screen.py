@@ -28,8 +28,8 @@ from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until
+from .desk import screen_text
 from .settling import settled
-from .test_screens import screen_text
 from .test_stats import (  # noqa: F401
     AI_WHO,
     OWNER_WHO,
