@@ -498,7 +498,7 @@ def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any,
 async def test_http_follows_a_rotated_token_and_parses_host_strictly(make_vault: Any) -> None:
     import httpx2
 
-    from .test_transports import HttpServer
+    from .servers import HttpServer
 
     root = make_vault({"a.md": "# A\n"})
     server = HttpServer(root)

@@ -22,18 +22,12 @@ from server.vault import Vault
 from server.write import store_errors
 from server.write.journal import read_all
 
-from .conftest import REPO, git
-from .test_transports import HttpServer
+from .conftest import REPO, git, start_hogs, stop_hogs
+from .servers import HttpServer
 
 OUTCOMES = {"commit", "noop", "conflict", "rejected", "error"}
 WRITES_PER_SERVER = int(os.environ.get("VAULTWATCH_LOAD_WRITES", "40"))
 LOAD_RUNS = int(os.environ.get("VAULTWATCH_LOAD_RUNS", "3"))  # each on a fresh vault
-# CPU hogs beside the load test: the windows between a check and a rename open up when every
-# process waits for a core (it once failed only at load 11-14 on 2 cores). Each hog ends by
-# itself after HOG_S, so none outlives a test that was killed.
-HOGS = int(os.environ.get("VAULTWATCH_LOAD_HOGS", str(2 * (os.cpu_count() or 1))))
-HOG_S = 600
-HOG = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end: pass\n"
 
 
 HUMAN = """
@@ -86,7 +80,7 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any, run: int) -> None
     a, b = HttpServer(root), HttpServer(root)
     human_log = root.parent / "human.log"
     human = subprocess.Popen([sys.executable, "-c", HUMAN, str(root), "600", str(human_log)])
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(HOG_S)]) for _ in range(HOGS)]
+    hogs = start_hogs()
     try:
 
         async def both() -> list[list[tuple[str, str]]]:
@@ -103,9 +97,7 @@ def test_two_servers_and_a_human_on_one_vault(make_vault: Any, run: int) -> None
 
         results = anyio.run(both)
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait(30)
+        stop_hogs(hogs)
         (root / "STOP").write_text("")
         human.wait(30)
         (root / "STOP").unlink()

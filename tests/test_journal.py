@@ -29,7 +29,7 @@ from server.write.journal import (
 )
 
 from .conftest import EXAMPLE, REPO
-from .test_transports import child_env
+from .servers import child_env
 
 
 @pytest.mark.anyio

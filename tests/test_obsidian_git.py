@@ -36,9 +36,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
-from .conftest import git, second_machine
-from .test_faults import HOG, HOG_S, HOGS
-from .test_transports import HttpServer
+from .conftest import git, second_machine, start_hogs, stop_hogs
+from .servers import HttpServer
 
 AI_SECONDS = float(os.environ.get("VAULTWATCH_OBSIDIAN_SECONDS", "8"))
 
@@ -164,7 +163,7 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
 
     a, b = HttpServer(root), HttpServer(other)
     # every core busy (as on a loaded CI machine): the windows between two gits' steps open up
-    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(HOG_S)]) for _ in range(HOGS)]
+    hogs = start_hogs()
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", PLUGIN, str(root), mode, str(stop), str(logs["plugin-a"])]
@@ -199,9 +198,7 @@ def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mo
 
         results = anyio.run(both)
     finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait(30)
+        stop_hogs(hogs)
         stop.write_text("")
         for p in procs:
             p.wait(60)

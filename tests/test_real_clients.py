@@ -20,7 +20,7 @@ from server.write.write_ops import WRITE_OPS
 
 from . import node_clients
 from .conftest import EXAMPLE, REPO
-from .test_transports import HttpServer
+from .servers import HttpServer
 
 pytestmark = pytest.mark.slow
 SERVER = str(Path(sys.executable).parent / "vaultwatch-server")

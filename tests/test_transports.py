@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -19,20 +18,11 @@ from mcp.client.streamable_http import streamable_http_client
 from server.write.journal import read_all
 
 from .conftest import EXAMPLE, REPO, tool_text
+from .servers import HttpServer, child_env, server_cmd
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 READ_TOOLS = {"get_context", "list_docs", "list_tags", "read_doc"}
-
-
-def server_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "server.protocol.cli", *args]
-
-
-def child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
-    return env
 
 
 @pytest.fixture
@@ -66,35 +56,6 @@ async def test_stdio_subprocess(vault_dir: Path) -> None:
     assert log == ["import"]  # made a repo once, committed the existing files once
     kinds = [e["kind"] for e in read_all(vault_dir / ".git/vaultwatch/events.jsonl")]
     assert kinds.count("server_started") == 2 and kinds.count("server_stopped") == 2
-
-
-class HttpServer:
-    def __init__(self, root: Path, *extra: str) -> None:
-        self.proc = subprocess.Popen(
-            server_cmd("--vault", str(root), "--http", "127.0.0.1:0", *extra),
-            cwd=REPO,
-            env=child_env(),
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stderr is not None
-        deadline = time.monotonic() + 30
-        line = ""
-        while time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            m = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
-            if m:
-                self.url = m.group(1)
-                break
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {line}{self.proc.stderr.read()}")
-        else:
-            raise AssertionError("server did not start")
-        self.token = (root / ".git/vaultwatch/token").read_text().strip()
-
-    def stop(self) -> int:
-        self.proc.terminate()
-        return self.proc.wait(15)
 
 
 @pytest.fixture
