@@ -101,6 +101,15 @@ def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) ->
         clients = pilot.app.screen.query_one("#stats-clients", DataTable)
         await until(pilot, lambda: bool(clients.row_count), "the per-client table filled")
         await settle(pilot)
+        # and laid out: a fresh-clone run took the picture with the table filled but not yet
+        # given its height (the heading "per client" over blank rows, no scrollbar)
+        await until(
+            pilot,
+            lambda: clients.display and clients.size.height > clients.row_count,
+            "the per-client table laid out",
+            describe=lambda: (clients.display, clients.size, clients.row_count),
+        )
+        await settle(pilot)
 
     app = make_app(pinned_stats_vault)
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
