@@ -33,7 +33,7 @@ from app.ui.widgets.timeline import Timeline, when
 from server.core.state_files import state_dir
 from server.write.journal import Journal, ServerStarted, ServerStopped
 
-from .conftest import diff_shown, git, screen_is, until
+from .conftest import diff_shown, git, screen_is, until, workers_done
 from .desk import footer, footer_fits
 from .settling import settled
 
@@ -388,6 +388,23 @@ async def test_filter_as_you_type_matches_changed_text_and_says_no_matches(
         await pilot.press("escape")
         await until(pilot, lambda: t.row_count >= 5)
         assert t.border_title is None and not app.main.filters.active
+
+
+async def test_keys_typed_right_after_the_slash_go_into_the_filter(vault: Path) -> None:
+    """A typist's `/zeb` arrives as keys already queued when `/` is handled: the box had the
+    focus only on a later turn of the loop, so the z went to the timeline and was lost."""
+    from textual import events
+
+    app = Dashboard(vault, poll_seconds=60)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: bool(kinds(app)), "the timeline's rows")
+        await workers_done(app)
+        for key, char in (("slash", "/"), ("z", "z"), ("e", "e"), ("b", "b")):
+            app.post_message(events.Key(key, char))  # all queued before the first is handled
+        box = app.query_one("#filter", Input)
+        await until(pilot, lambda: box.value == "zeb", "zeb in the box", describe=lambda: box.value)
+        await pilot.press("slash", "x")  # in the box, a slash is text (a folder in a path)
+        await until(pilot, lambda: box.value == "zeb/x", "zeb/x", describe=lambda: box.value)
 
 
 async def test_filters_combine_and_stay_in_sight(connect: Any, vault: Path) -> None:

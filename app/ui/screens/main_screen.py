@@ -67,6 +67,9 @@ class MainScreen(OwnerActions):
             "search",
             "Filter",
             tooltip="filter by path, summary or changed text as you type; n/N find it in the diff",
+            # priority: run as the key arrives, before the keys typed after it are handed to
+            # the focused widget (the timeline took them, and its a/h/e toggled filters)
+            priority=True,
         ),
         *[
             Binding(k, f"only('{k}')", name, tooltip=f"{name} rows on/off (a, h and e combine)")
@@ -289,7 +292,11 @@ class MainScreen(OwnerActions):
         self.refill(to_top=True)
 
     def action_search(self) -> None:
-        self.query_one("#filter", FilterBar).open(self.filters.text)
+        box = self.query_one("#filter", FilterBar)
+        if box.has_focus:  # a priority key reaches us first: in the box, "/" is text
+            box.insert_text_at_cursor("/")
+            return
+        box.open(self.filters.text)
 
     @on(Input.Changed, "#filter")
     def _typed(self, event: Input.Changed) -> None:

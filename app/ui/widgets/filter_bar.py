@@ -45,7 +45,10 @@ class FilterBar(Input):
     def open(self, text: str) -> None:
         self.value = text
         self.display = True
-        self.focus()
+        # Now, not on a later turn of the loop as focus() does: the `/` that opens the box is
+        # a priority key, handled as it arrives, and the keys typed after it are already
+        # queued; they went to the timeline (its a/h/e toggled filters) until the focus moved.
+        self.screen.set_focus(self)
 
     def close(self, *, clear: bool = False) -> None:
         if clear:
