@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -293,8 +293,11 @@ class MainScreen(OwnerActions):
 
     def action_search(self) -> None:
         box = self.query_one("#filter", FilterBar)
-        if box.has_focus:  # a priority key reaches us first: in the box, "/" is text
-            box.insert_text_at_cursor("/")
+        # A priority key reaches us first, even in the box, where "/" is text: it goes to the
+        # box behind the keys typed before it (still queued there), as the box would have had
+        # it. (The box's has_focus is set only once its Focus event is handled: too late.)
+        if self.focused is box:
+            box.post_message(events.Key("slash", "/"))
             return
         box.open(self.filters.text)
 
