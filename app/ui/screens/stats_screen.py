@@ -37,7 +37,7 @@ from app.services.stats import (
     measure_table,
     week_table,
 )
-from app.ui.widgets.cells import Distinct, cut_middle, others_width, short_names
+from app.ui.widgets.cells import cut_middle, others_width, short_names
 from app.ui.widgets.keys import Pane, Table
 from app.ui.widgets.table_fill import fill
 
@@ -353,11 +353,10 @@ class StatsScreen(Screen[None]):
         need = max([cell_len(headings[0]), *(cell_len(str(r[0])) for r in rows)])
         left = room - others_width(counts, [r[1:-1] for r in rows]) - 2
         name = min(need, max(NAME_WIDTH, left))
-        clients = Distinct.clients(str(r[0]) for r in rows)  # the one rule: two never alike
         self._table(
             "#stats-clients",
             headings[:-1],
-            [[clients(str(r[0]), name), *r[1:-1]] for r in rows],
+            [[cut_middle(str(r[0]), name), *r[1:-1]] for r in rows],
         )
         room -= 4  # the name's and the tools' padding
         short = False
@@ -373,7 +372,7 @@ class StatsScreen(Screen[None]):
         self._table(
             "#stats-client-tools",
             ["client", "tools"],
-            [[clients(k, name), cut_list(v, tools)] for k, v in text.items()],
+            [[cut_middle(k, name), cut_list(v, tools)] for k, v in text.items()],
         )
         self.query_one("#stats-client-tools", DataTable).display = bool(text)
         # headings over nothing say nothing: say why there is nothing
