@@ -29,10 +29,12 @@ def test_the_reads_client_column_tells_the_top_clients_apart() -> None:
         for width in range(6, 20):
             shown = clients_column(rows, width)
             assert all(cell_len(s) <= width for s in shown), (width, shown)
-            # one client reads the same on every row, with or without `+1`; two never alike
+            # one client's rows alike (with `+1` or not), two clients' never
             names = [s.removesuffix(" +1") for s in shown]
-            assert names[0] == names[2] and names[1] == names[3], (width, shown)
-            assert names[0] != names[1], (width, shown)
+            assert names[0] != names[1] and names[0] != names[3], (width, shown)
+            assert names[2] != names[1] and names[2] != names[3], (width, shown)
+            if cell_len(a) <= width:  # a row without `+1` gives its client those cells too
+                assert shown[2] == a, (width, shown)
 
 
 def test_notes_by_file_name_apart_where_they_differ() -> None:
