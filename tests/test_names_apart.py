@@ -1,8 +1,8 @@
-"""The one rule that names clients and notes in every list (`Distinct.clients`,
-`Distinct.notes`): two different ones never print alike at any width a column may get, and
-the Reads screen's client column (`clients_column`, `claude-code +1`) follows it. Clients that
-share their start and their end (`claude-code`, `claude-vscode`) read `cl…de` each when cut in
-the middle, as the Reads and Stats screens cut them (issue 33)."""
+"""Clients and notes cut by `Distinct` in every list: two different ones never print alike at
+any width a column may get, and the Reads screen's client column (`clients_column`,
+`claude-code +1`) follows it. Clients that share their start and their end (`claude-code`,
+`claude-vscode`) read `cl…de` each when cut in the middle alone, as the Reads screen cut them
+(issue 33)."""
 
 from __future__ import annotations
 

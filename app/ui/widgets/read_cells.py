@@ -81,13 +81,13 @@ def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
 
 
 def clients_column(rows: Sequence[dict[str, int]], width: int = CLIENT_WIDTH) -> list[str]:
-    """A client cell per row (`clients_cell`) in `width` cells: the clients cut by the one
-    rule every list uses (`Distinct.clients`: `…code +1`, `…desktop +1`; cut in the middle
-    each, two clients sharing their start and end printed alike), so two never read the
-    same; a row without `+N` gives its client those cells too (whole where it fits)."""
+    """A client cell per row (`clients_cell`) in `width` cells, cut by `Distinct`: in the
+    middle as Stats cuts clients (`claud…sktop +1`: this column has the room), and where
+    two would print alike (`claude-code`, `claude-vscode`: `cl…de` each), where they differ;
+    a row without `+N` gives its client those cells too (whole where it fits)."""
     tops = [next(iter(c), "") for c in rows]
     mores = [f" +{len(c) - 1}" if len(c) > 1 else "" for c in rows]
-    cut = Distinct.clients(t for t in tops if t)
+    cut = Distinct(t for t in tops if t)
     return [
         cut(t, max(1, width - len(more))) + more if t else ""
         for t, more in zip(tops, mores, strict=True)

@@ -82,7 +82,8 @@ class CostPane(VerticalScroll):
             + [b.tokens]
             for b in big
         ]
-        cut = Distinct.clients(b.client for b in big)  # the one rule: two never alike
+        # in the middle, as Stats and Most read cut clients; two never alike (`Distinct`)
+        cut = Distinct(b.client for b in big)
         clients = [cut(b.client, CLIENT_WIDTH) for b in big]
         # the table's margin 3, the scroll's bar 2
         note, client = share(
@@ -112,8 +113,8 @@ class CostPane(VerticalScroll):
             ("#tool-days", "tool", per.tools),
             ("#client-days", "client", per.clients),
         ):
-            # a client by the one rule (`Distinct.clients`), a tool whole or in the middle
-            cut = Distinct.clients(series) if name == "client" else cut_middle
+            # a client cut in the middle, as Stats does, and never as another is (`Distinct`)
+            cut = Distinct(series) if name == "client" else cut_middle
             refill(
                 self.query_one(id_, DataTable),
                 [name, f"≈ tokens a day, {span}", "≈ tokens"],
