@@ -104,11 +104,18 @@ class OwnerActions(Screen[None]):
     # -- the owner's actions ----------------------------------------------------------------------
 
     def _done(self, out: flows.Outcome) -> None:
-        """Say what an action did; a new commit is looked for at once."""
+        """Say what an action did; a new commit is looked for at once. The action ran in a
+        thread the UI does not stop: it committed (or rolled back) whole whatever happened
+        here. When it comes back to a screen being taken down (the app quitting: the
+        timeline already gone), there is nobody to tell; the next start shows the commit."""
+        try:
+            pane = self.query_one("#timeline", TimelinePane)
+        except NoMatches:
+            return
         if out.ok:
             assert out.sha is not None
             self.notify(out.message, timeout=4)
-            self.query_one("#timeline", TimelinePane).select_when_shown(f"c:{out.sha}")
+            pane.select_when_shown(f"c:{out.sha}")
             self.post_message(VaultChanged(out.sha))
         else:
             self.notify(out.message, title=out.title, severity=out.severity, timeout=8)
