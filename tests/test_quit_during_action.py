@@ -76,7 +76,7 @@ async def _move_waiting_on_the_lock(
     return worker
 
 
-def _committed(root: Path, before: str) -> str:
+def _committed(root: Path, before: bytes) -> str:
     """'' once the move is one commit on top of `before`, with nothing left half-done; else
     what is seen."""
     head = git(root, "rev-parse", "HEAD").stdout.strip()
@@ -88,7 +88,7 @@ def _committed(root: Path, before: str) -> str:
     return ""
 
 
-def _the_move_was_done_whole(root: Path, before: str) -> None:
+def _the_move_was_done_whole(root: Path, before: bytes) -> None:
     deadline = time.monotonic() + 30
     while _committed(root, before) and time.monotonic() < deadline:
         time.sleep(0.05)  # the move's thread, alone now: poll its result on disk, bounded

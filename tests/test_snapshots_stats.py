@@ -88,6 +88,26 @@ def make_app(root: Path) -> Dashboard:
     return app
 
 
+def _table_state(app: Any, table: DataTable[Any]) -> dict[str, object]:
+    """What a table stuck unlaid-out looks like from inside: its sizes, the compositor's
+    idea of it, and what Textual still has to do."""
+    screen = app.screen
+    placed = screen._compositor._full_map.get(table)
+    return {
+        "display": table.display,
+        "size": table.size,
+        "region": table.region,
+        "virtual": table.virtual_size,
+        "rows": table.row_count,
+        "cols": len(table.columns),
+        "dims_pending": table._require_update_dimensions,
+        "placed": placed.region if placed else None,
+        "visible_map": screen._compositor._visible_map is not None,
+        "layout_pending": screen._layout_required,
+        "parent": table.parent.region if table.parent else None,
+    }
+
+
 @pytest.mark.parametrize("size", list(SIZES))
 def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) -> None:
     async def run_before(pilot: Any) -> None:
@@ -108,7 +128,7 @@ def test_stats_screen(pinned_stats_vault: Path, snap_compare: Any, size: str) ->
                 pilot,
                 lambda: clients.display and clients.size.height > clients.row_count,
                 "the per-client table laid out",
-                describe=lambda: (clients.display, clients.size, clients.row_count),
+                describe=lambda: _table_state(pilot.app, clients),
             )
         except AssertionError as exc:
             stuck.append(str(exc))
