@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import LATEST_PROTOCOL_VERSION
 
-from app.services.file_actions import apply_move, plan_move
+from app.services.move_action import apply_move, plan_move
 from app.services.review_undo import undo_hunk
 from server.vault import Vault
 from server.write.journal import read_all

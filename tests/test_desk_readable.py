@@ -436,7 +436,7 @@ async def test_a_note_the_owner_deleted_is_not_left_to_review(
     """N6: a note with unreviewed AI changes that the owner deletes (`x`: plan_remove and
     apply_remove) leaves the review and the header's count, as a reverted change does; its diff
     was the owner's delete under the AI's headers."""
-    from app.services.file_actions import apply_remove, plan_remove
+    from app.services.remove_action import apply_remove, plan_remove
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     root = make_vault({"a.md": "# A\n\n## Log\n- one\n", "b.md": "# B\n\n## Log\n- one\n"})

@@ -281,7 +281,7 @@ async def test_marking_many_commits_is_one_notes_commit(connect: Any, vault: Pat
 
 def owner_move(root: Path, old: str, new: str) -> str:
     """The dashboard's move (`m`): one owner commit git sees as a rename."""
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
 
     return apply_move(root, plan_move(root, old, new))
 
