@@ -17,12 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from app.services.actions import ActionError
-from app.services.vault_files import file_bytes, refuse_links, spelled
+from app.services.vault_files import file_bytes, refuse_links
 from server.core.faults import crash_point, fault_after
 from server.core.git_log import ACTION, commit_message
 from server.core.git_run import GitError, human_identity
 from server.core.gitrepo import ignored_paths
 from server.core.state_files import state_dir
+from server.notes.walk import spelled
 from server.write.commits import commit_blobs, disk_blobs
 from server.write.journal import Journal
 from server.write.leases import Replacing, WriteRace

@@ -22,7 +22,6 @@ from app.services.vault_files import (
     file_bytes,
     note_texts,
     refuse_links,
-    spelled,
     vault_config,
     vault_files,
 )
@@ -31,6 +30,7 @@ from server.notes.entry import classify
 from server.notes.links import LinkIndex, link_settings, rewrite_links
 from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, is_note
+from server.notes.walk import spelled
 from server.write.leases import WriteRace
 from server.write.validate import new_problems, problems
 

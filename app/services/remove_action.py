@@ -20,13 +20,13 @@ from app.services.vault_files import (
     file_bytes,
     note_texts,
     refuse_links,
-    spelled,
     vault_config,
     vault_files,
 )
 from server.core.git_run import GitError
 from server.notes.links import LinkIndex
 from server.notes.paths import NOTE_EXTENSIONS
+from server.notes.walk import spelled
 from server.write.leases import WriteRace
 
 

@@ -5,16 +5,14 @@ Textual here."""
 
 from __future__ import annotations
 
-import os
 import posixpath
-import unicodedata
 from pathlib import Path
 
 from app.services.actions import ActionError
 from server.notes.config import Config, load_config
 from server.notes.note import decode
 from server.notes.paths import PathRefused, is_note, normalize_rel
-from server.notes.walk import walk_files
+from server.notes.walk import spelled, walk_files
 
 
 def vault_files(root: Path) -> list[str]:
@@ -48,27 +46,6 @@ def folders_of(files: list[str]) -> list[str]:
             out.add(d)
             d = posixpath.dirname(d)
     return sorted(out)
-
-
-def spelled(root: Path, rel: str) -> str:
-    """`rel` (NFC, as every path here is compared) as it is spelled on disk: a name made on
-    macOS may be NFD, and Linux opens only the bytes it has (adversarial pass 3, N16: such a
-    note could be neither moved nor deleted). A path that does not exist stays as given."""
-    if rel.isascii() or os.path.lexists(root / rel):
-        return rel
-    here, out = root, []
-    for part in rel.split("/"):
-        if not os.path.lexists(here / part):
-            try:
-                match = [n for n in os.listdir(here) if unicodedata.normalize("NFC", n) == part]
-            except OSError:
-                return rel
-            if len(match) != 1:
-                return rel
-            part = match[0]
-        out.append(part)
-        here = here / part
-    return "/".join(out)
 
 
 def file_bytes(root: Path, rel: str) -> bytes | None:
