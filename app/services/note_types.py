@@ -4,14 +4,13 @@ dialog's suggestion). No Textual here."""
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from app.services.actions import ActionError
 from app.services.vault_files import file_bytes, vault_config
 from server.notes.config import DocType
-from server.notes.dates import as_date
+from server.notes.dates import note_date
 from server.notes.note import parse_doc
 from server.notes.paths import is_note
 
@@ -52,8 +51,7 @@ def from_date(t: DocType, fields: dict[str, str]) -> dict[str, str]:
     wanted = [f for f in t.required if f in DATE_PARTS and "{" + f + "}" in pattern]
     if not wanted:
         return {}
-    given = (as_date(fields.get(f, "").strip()) for f in (*t.dates, "date"))
-    d = next((x for x in given if x), None) or date.today()
+    d = note_date(t.dates, fields)
     year, week, _ = d.isocalendar()
     parts = {"week": f"{year}-W{week:02d}", "year": f"{d.year:04d}"}
     parts |= {"month": f"{d.month:02d}", "day": f"{d.day:02d}"}
