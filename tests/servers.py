@@ -23,6 +23,16 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def client_env(**extra: str) -> dict[str, str]:
+    """The server's environment as a client starts it: none of the test's GIT_* variables,
+    the owner's global config given by `extra` (os.devnull otherwise), recall off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["VAULTWATCH_SEMANTIC"] = "off"
+    return {**env, **extra}
+
+
 class HttpServer:
     def __init__(self, root: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(

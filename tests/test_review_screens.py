@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import Implementation
 from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
@@ -33,18 +34,14 @@ from app.ui.widgets.review_notes import ReviewNotes
 
 from .conftest import git, screen_is, until
 from .desk import footer, footer_fits, screen_text
+from .named_clients import as_client
+from .review_desk import W, app_on, header, open_review, owner_edit, owner_move, shown
+from .review_desk import settings_home as settings_home  # the fixture
 from .settling import settled
-from .test_review import W, owner_edit
 
 pytestmark = pytest.mark.anyio
 
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
-
-
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 @pytest.fixture
@@ -59,14 +56,6 @@ def vault(make_vault: Any, settings_home: Path) -> Path:
     )
 
 
-def app_on(root: Path) -> Dashboard:
-    return Dashboard(root, poll_seconds=0.05)
-
-
-def header(app: Dashboard) -> str:
-    return screen_text(app).split("\n")[0]
-
-
 def notes_listed(app: Dashboard) -> list[str]:
     screen = app.screen
     assert isinstance(screen, ReviewScreen)
@@ -75,22 +64,6 @@ def notes_listed(app: Dashboard) -> list[str]:
 
 def diff_text(app: Dashboard) -> str:
     return app.screen.query_one(ReviewDiff).plain
-
-
-async def open_review(pilot: Any) -> ReviewScreen:
-    app = pilot.app
-    await until(pilot, lambda: app.review_watch.count is not None)
-    await pilot.press("v")
-    await until(pilot, lambda: isinstance(app.screen, ReviewScreen))
-    screen = app.screen
-    await until(pilot, lambda: screen.review is not None)
-    await until(pilot, lambda: screen.shown is not None or not screen.review.notes)
-    return screen
-
-
-async def shown(pilot: Any, path: str) -> None:
-    screen = pilot.app.screen
-    await until(pilot, lambda: screen.shown is not None and screen.shown.note.path == path)
 
 
 async def press_and_confirm(pilot: Any, key: str) -> None:
@@ -680,26 +653,28 @@ ZH_VAULT = {
 
 async def zh_vault(make_vault: Any) -> Path:
     """The audit's vault in small: long Chinese paths, several tools and three clients."""
-    from .test_reads import client
-
     root: Path = make_vault(ZH_VAULT)
-    async with client(root, "claude-code", "9.9") as s:
+
+    def client(name: str, version: str) -> Any:
+        return as_client(root, Implementation(name=name, version=version))
+
+    async with client("claude-code", "9.9") as s:
         for p in [*CHAPTERS, PLAN]:
-            await s.text(
+            await s.call(
                 "append_section",
                 path=p,
                 heading="行动" if p == PLAN else "摘要",
                 content="- 一行",
             )
-            await s.text("update_frontmatter", path=p, set={"status": "read"})
-    async with client(root, "audit-bot", "1") as s:
+            await s.call("update_frontmatter", path=p, set={"status": "read"})
+    async with client("audit-bot", "1") as s:
         for p in CHAPTERS:
-            await s.text("edit_text", path=p, old="- 一行", new="- 改过的一行")
-    async with client(root, "一个名字很长很长的中文助手客户端-assistant", "2") as s:
-        await s.text("append_section", path=PLAN, heading="行动", content="- 第二项")
-    async with client(root, "claude-code", "9.9") as s:
-        await s.text("update_frontmatter", path=IDEA, set={"status": "closed"})
-        await s.text("append_section", path="README.md", heading="新增", content="- 统计测试")
+            await s.call("edit_text", path=p, old="- 一行", new="- 改过的一行")
+    async with client("一个名字很长很长的中文助手客户端-assistant", "2") as s:
+        await s.call("append_section", path=PLAN, heading="行动", content="- 第二项")
+    async with client("claude-code", "9.9") as s:
+        await s.call("update_frontmatter", path=IDEA, set={"status": "closed"})
+        await s.call("append_section", path="README.md", heading="新增", content="- 统计测试")
     return root
 
 
@@ -828,8 +803,6 @@ async def test_review_shows_a_moved_note_under_its_new_path(
 ) -> None:
     """After the owner moved a note (`m`) the list showed its old path and the diff every line
     removed; `u` then refused in a file that no longer existed."""
-    from .test_review import owner_move
-
     root = make_vault({IDEA: ZH_VAULT[IDEA]})
     async with connect(root) as s:
         await s.call("update_frontmatter", path=IDEA, set={"status": "closed"})
