@@ -23,19 +23,33 @@ from server.core.gitrepo import ensure_repo
 
 from .conftest import until
 from .settling import settled, unsettled
+from .templates import copy_of
 
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
+_PINNED_DATES: dict[str, str] = {}  # git's dates as the pinned vault's build leaves them
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 
 
 @pytest.fixture
-def pinned_vault(monkeypatch: pytest.MonkeyPatch, pinned_root: Path) -> Iterator[Path]:
-    """The vault every snapshot draws, at `~/vault` (the header shows it; HOME is the test's).
+def pinned_vault(
+    monkeypatch: pytest.MonkeyPatch, pinned_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """The vault every snapshot draws, at `~/vault` (the header shows it; HOME is the test's):
+    a copy of one built once per test process (every date in it is pinned, so every build is
+    the same), with git's dates pinned as the build leaves them for what the test commits.
     The screens read git in worker threads (lists, diffs read ahead, counts, the parse cache);
     each test waits (bounded) for the threads it started, so none outlives its vault."""
     before = set(threading.enumerate())
-    yield _build_pinned_vault(monkeypatch, pinned_root)
+
+    def build(root: Path) -> None:
+        _build_pinned_vault(monkeypatch, root)
+        _PINNED_DATES.update({k: os.environ[k] for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")})
+
+    root = copy_of(tmp_path_factory, "pinned", pinned_root, build)
+    for name, value in _PINNED_DATES.items():
+        monkeypatch.setenv(name, value)
+    yield root
     deadline = time.monotonic() + 20
     for t in set(threading.enumerate()) - before:
         t.join(max(0.0, deadline - time.monotonic()))

@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from server.core.gitrepo import ensure_repo
 from server.core.state_files import state_dir
+from server.write import store_errors
 from server.write.journal import Journal, read_all
 from server.write.store import Store
 
@@ -144,8 +145,11 @@ async def test_the_server_starts_and_writes_in_a_worktree(worktree: tuple[Path, 
 
 
 async def test_a_worktree_keeps_its_state_and_locks_in_its_own_git_dir(
-    connect: Any, worktree: tuple[Path, Path]
+    connect: Any, worktree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the stopped rebase never ends: the write's wait for git (20 s) shortened, the refusal is
+    # the same
+    monkeypatch.setattr(store_errors, "GIT_WAIT_S", 1.0)
     main, wt = worktree
     wt_git = main / ".git" / "worktrees" / "wt"
     assert state_dir(wt) == wt_git / "vaultwatch"
