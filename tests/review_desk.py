@@ -8,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from app.ui.dashboard import Dashboard
 from app.ui.screens.review_screen import ReviewScreen
 
@@ -34,12 +32,6 @@ def owner_move(root: Path, old: str, new: str) -> str:
     from app.services.file_actions import apply_move, plan_move
 
     return apply_move(root, plan_move(root, old, new))
-
-
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 def app_on(root: Path) -> Dashboard:

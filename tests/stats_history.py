@@ -18,10 +18,12 @@ from app.services.review_undo import undo_hunk
 from app.ui.dashboard import Dashboard
 from app.ui.screens.stats_screen import StatsScreen
 from server.core.git_log import commit_message
+from server.core.gitrepo import ensure_repo
 
-from .conftest import git, until
+from .conftest import git, until, write_files
 from .named_clients import as_client
 from .settling import settled
+from .templates import copy_of
 
 CODE = Implementation(name="claude-code", version="2.1.0")
 DESKTOP = Implementation(name="claude-ai", version="0.9.1")
@@ -36,19 +38,36 @@ def numstat(root: Path, sha: str) -> tuple[int, int]:
     return added, removed
 
 
+_SCRIPTED: dict[str, Any] = {}  # what the script did to the template, in this process
+
+
 @pytest.fixture
-def scripted(make_vault: Any) -> dict[str, Any]:
-    """A vault where every count is known; returns the vault and what was done to it."""
+def scripted(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A vault where every count is known; returns the vault and what was done to it. A copy
+    of one built once per test process (its commits, journal and state folder included)."""
+
+    def build(root: Path) -> None:
+        _SCRIPTED.update(script_vault(root))
+
+    root = copy_of(tmp_path_factory, "stats-scripted", tmp_path / "v", build)
+    return {**_SCRIPTED, "root": root, "ai": dict(_SCRIPTED["ai"])}
+
+
+def script_vault(root: Path) -> dict[str, Any]:
+    """Two clients' writes, rejections and no-ops, then the owner's commit, a revert and an
+    undo, in the empty folder `root`; returns what was done."""
     import anyio
 
-    root = make_vault(
+    write_files(
+        root,
         {
             "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
             "tags.yaml": "- crdt\n- 面试\n",
             "notes/a.md": "---\ntags: [crdt]\n---\n# A\n\n## Log\n- start\n",
             "notes/b.md": "---\nstatus: open\n---\n# B\n\nSome text.\n",
-        }
+        },
     )
+    ensure_repo(root)
     done: dict[str, Any] = {"root": root, "ai": {}}
 
     async def script() -> None:

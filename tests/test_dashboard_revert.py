@@ -25,12 +25,6 @@ from .desk import find, select_commit, timeline
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault({"w.md": "# W\n\n## Log\n- one\n"})

@@ -20,37 +20,47 @@ from app.ui.dashboard import Dashboard
 from app.ui.screens.insights import TagsScreen
 from app.ui.screens.review_screen import ReviewScreen
 from app.ui.widgets.timeline import Timeline, fit_line, widths
+from server.core.gitrepo import ensure_repo
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import until
+from .chinese_notes import CLIENTS, words
+from .chinese_notes import chinese_paths as notes_in
+from .conftest import until, write_files
+from .review_desk import open_review
 from .settling import settled, unsettled
+from .templates import copy_of
 
 pytestmark = pytest.mark.anyio
 
-NUMBERS = "一二三四五六七八九十"
-CLIENTS = ("claude-code", "claude-desktop")
+FOLDER = "工作/分布式系统"
 
 
 def chinese_paths() -> list[str]:
     """30 notes whose names share their start and their end (`分布式系统设计笔记之三篇.md`):
     cut in the middle at 80 columns they all read `分布式系…篇.md`."""
-    out = []
-    for i in range(30):
-        n = NUMBERS[i % 10] + ("" if i < 10 else "甲" if i < 20 else "乙")
-        out.append(f"工作/分布式系统/分布式系统设计笔记之第{n}篇.md")
-    return out
+    return notes_in(FOLDER)
 
 
 @pytest.fixture
-def cn_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cn_vault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """30 Chinese notes by two clients, titled as their file names (a copy of one built once
+    per test process: 30 writes through the server)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    root: Path = make_vault(
+    return copy_of(tmp_path_factory, "desk-readable-cn", tmp_path / "v", build_cn_vault)
+
+
+def build_cn_vault(root: Path) -> None:
+    write_files(
+        root,
         {
             "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
             "tags.yaml": "- 分布式\n- 分布式系统\n- 分布式系统设计\n",
-        }
+        },
     )
+    ensure_repo(root)
 
     async def writes() -> None:
         for k, client in enumerate(CLIENTS):
@@ -68,7 +78,6 @@ def cn_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
             vault.close()
 
     anyio.run(writes)
-    return root
 
 
 def luminance(c: Color) -> float:
@@ -193,14 +202,6 @@ def _wide(ch: str) -> bool:
     from rich.cells import cell_len
 
     return cell_len(ch) == 2
-
-
-def words(seed: str, n: int = 12) -> str:
-    """Words of this note's own (the server refuses a note that says nearly what another does)."""
-    import hashlib
-
-    digest = hashlib.sha256(seed.encode()).hexdigest() * 2
-    return " ".join(digest[i * 5 : i * 5 + 5] for i in range(n))
 
 
 def long_body(seed: str) -> str:
@@ -431,11 +432,7 @@ async def test_an_undo_the_owner_blocked_is_refused_before_the_confirm(
     (root / "a.md").write_text(text.replace("- two", "- two, as I meant it"))
     app = Dashboard(root, poll_seconds=60)
     async with app.run_test(size=(120, 36)) as pilot:
-        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
-        await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
+        review = await open_review(pilot)
         await until(pilot, lambda: review.shown is not None, "the diff")
         await pilot.press("u")
         status = review.query_one("#review-status")

@@ -20,13 +20,12 @@ from app.ui.screens.review_screen import ReviewDiff
 from .conftest import until
 from .desk import screen_text
 from .review_desk import W, app_on, header, open_review, shown
-from .review_desk import settings_home as settings_home  # the fixture
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def vault(make_vault: Any, settings_home: Path) -> Path:
+def vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault({"w.md": W, "a.md": "# A\n\n## Log\n"})
 
 

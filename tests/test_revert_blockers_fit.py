@@ -4,7 +4,6 @@ ticked commit is the AI's or the owner's is what the tick decision depends on.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,12 +37,6 @@ async def boxes_laid_out(pilot: Any) -> None:
 
 
 LONG = "项目/二〇二六年/第四季度/很长很长的文件夹名字/会议记录与后续行动计划.md"
-
-
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])

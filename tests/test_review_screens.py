@@ -36,7 +36,6 @@ from .conftest import git, screen_is, until
 from .desk import footer, footer_fits, screen_text
 from .named_clients import as_client
 from .review_desk import W, app_on, header, open_review, owner_edit, owner_move, shown
-from .review_desk import settings_home as settings_home  # the fixture
 from .settling import settled
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +44,7 @@ LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于
 
 
 @pytest.fixture
-def vault(make_vault: Any, settings_home: Path) -> Path:
+def vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault(
         {
             "w.md": W,
@@ -505,7 +504,7 @@ def note_rows(app: Dashboard) -> list[str]:
 
 
 async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
-    make_vault: Any, settings_home: Path
+    make_vault: Any, settings_dir: Path
 ) -> None:
     root = make_vault({"n.md": f"# 标题\n\n{ZH200}\n\n用 Python 写{ZH200[:60]}\n"})
     app = app_on(root)
@@ -700,9 +699,7 @@ async def select(pilot: Any, path: str) -> None:
     await settled(pilot, ignore=("poll",))  # its diff drawn, the next note read ahead
 
 
-async def test_review_at_80x24_keeps_the_diff_in_sight(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_review_at_80x24_keeps_the_diff_in_sight(make_vault: Any, settings_dir: Path) -> None:
     """The audit at 80x24: 4 notes listed over a sideways scrollbar, the diff's header took
     about 8 of its lines (0-1 diff lines left), titles cut to `我…识库`, the chapter number cut
     out of `资料/…书笔记.md`."""
@@ -730,7 +727,7 @@ async def test_review_at_80x24_keeps_the_diff_in_sight(
 
 
 async def test_the_tools_and_clients_read_at_120_columns(
-    make_vault: Any, settings_home: Path
+    make_vault: Any, settings_dir: Path
 ) -> None:
     """At 120 columns every row showed `append_…de-code`, `update_…de-code`; after an
     `audit-bot` write still `append_…desktop`."""
@@ -799,7 +796,7 @@ async def test_the_status_line_is_cleared_on_moving_to_another_note(
 
 
 async def test_review_shows_a_moved_note_under_its_new_path(
-    connect: Any, make_vault: Any, settings_home: Path
+    connect: Any, make_vault: Any, settings_dir: Path
 ) -> None:
     """After the owner moved a note (`m`) the list showed its old path and the diff every line
     removed; `u` then refused in a file that no longer existed."""

@@ -259,7 +259,7 @@ def _from(text: str, word: str, n: int) -> list[str]:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36), (200, 50)])
 async def test_the_screen_shows_the_owners_week(
-    owners_vault: Path, settings_home: Path, size: tuple[int, int]
+    owners_vault: Path, settings_dir: Path, size: tuple[int, int]
 ) -> None:
     app = Dashboard(owners_vault, poll_seconds=0.1)
     app.today = NOW.date()
@@ -302,14 +302,8 @@ async def test_the_screen_shows_the_owners_week(
         assert re.search(r"  update_frontmatter +█ +15 ", text), text
 
 
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 async def test_the_screen_counts_the_scripted_vault_and_follows_it(
-    scripted: dict[str, Any], settings_home: Path
+    scripted: dict[str, Any], settings_dir: Path
 ) -> None:
     root = scripted["root"]
     app = Dashboard(root, poll_seconds=0.1)
