@@ -557,30 +557,6 @@ def test_wrap_breaks_chinese_between_characters_and_words_at_spaces() -> None:
     assert all(r.spans for r in wrap(styled, 6))  # styles carried over to every row
 
 
-async def test_o_shows_the_obsidian_link_without_a_desktop(
-    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    async with connect(vault) as s:
-        await s.call("append_section", path=LONG, heading="日志", content="- 一行")
-    app = app_on(vault)
-    async with app.run_test(size=(200, 40)) as pilot:
-        await open_review(pilot)
-        await pilot.press("o")
-        await until(
-            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
-        )
-        await pilot.press("o")
-        url = obsidian_url(vault, LONG)
-        status = app.screen.query_one("#note-status", Static)
-        await until(pilot, lambda: url in str(status.content))
-        assert "open in Obsidian (copied)" in str(status.content)
-        assert app.clipboard == url
-    assert url.startswith(f"obsidian://open?vault={vault.name}&file=")
-    assert "%2F" in url and "%E9%A1%B9" in url and "/" not in url[len("obsidian://") :]
-
-
 # -- launch, two dashboards ---------------------------------------------------------------------
 
 
@@ -931,7 +907,8 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
     connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """N20: with no desktop to open it, the note view printed the obsidian:// link at the bottom
-    and a toast over it; now the reason and the link in the status line, nothing on top."""
+    and a toast over it; now the reason and the link in the status line, nothing on top, and
+    the link copied (`o` in the review opens the note, `o` there the link)."""
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     async with connect(vault) as s:
@@ -950,8 +927,10 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
         await settled(pilot, ignore=("poll",))  # a toast sent with the link would be up now
         assert not toasts(app), toasts(app)
         assert "no desktop session" in str(status.content)
+        assert "open in Obsidian (copied)" in str(status.content)
         rows = screen_text(app).split("\n")
         region = status.content_region
         shown_link = "".join(rows[y].strip() for y in range(region.y, region.bottom))
         assert url in shown_link, (url, shown_link)
         assert app.clipboard == url
+    assert url.startswith(f"obsidian://open?vault={vault.name}&file=")
