@@ -33,6 +33,22 @@ def client_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+# An MCP initialize request as a raw HTTP client (curl) sends it, and the Accept header the
+# streamable HTTP transport asks of every request: for tests of what the server answers before
+# any session (its token, its origin checks).
+RAW_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "0"},
+    },
+}
+MCP_ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
 class HttpServer:
     def __init__(self, root: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(
