@@ -19,19 +19,12 @@ from textual.screen import Screen
 
 from app.services import owner_flows as flows
 from app.services.actions import ActionError
+from app.services.create_action import apply_create
 from app.services.feed import Row
-from app.services.file_actions import (
-    MovePlan,
-    RemovePlan,
-    apply_create,
-    apply_move,
-    apply_remove,
-    doc_types,
-    finder_order,
-    folders_of,
-    suggest_folder,
-    vault_files,
-)
+from app.services.move_action import MovePlan, apply_move
+from app.services.note_types import doc_types, suggest_folder
+from app.services.remove_action import RemovePlan, apply_remove
+from app.services.vault_files import finder_order, folders_of, vault_files
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.navigation import Desk, desk
