@@ -223,28 +223,42 @@ class Replacing:
         self.held.append((rel, old, fd, seen))
 
     def confirm(self) -> None:
-        """Someone who opened a note just before we replaced it writes into the old copy (or
-        truncates it, their write still to come): their words would vanish with it. With a
-        lease they were held in open() and it shows: let them go, wait until they have closed
-        the file, and raise WriteRace with what they saved (`restore`: put it back). Without
-        one, a change to the old copy is all there is to see. (Our rename changed the old
-        copy's ctime, not its size or mtime.)"""
+        """WriteRace for the first save that came into an old copy meanwhile (`late_saves`),
+        with what it saved (`restore`: put it back, plan again)."""
+        for rel, old, late in self.late_saves():
+            raise WriteRace(rel, old, late, restore=late)
+
+    def late_saves(self) -> list[tuple[str, bytes | None, bytes]]:
+        """(rel, the bytes planned on, what the old copy holds now) for each note replaced whose
+        old copy someone saved into meanwhile: who opened the note just before we replaced it
+        writes into the old copy (or truncates it, their write still to come), and their words
+        would vanish with it. With a lease they were held in open() and it shows: let them go
+        and wait until they have closed the file. Without one, a change to the old copy is all
+        there is to see. (Our rename changed the old copy's ctime, not its size or mtime.)
+        A save of the very bytes planned on is none: replacing them loses nothing (an editor
+        re-saving the note it read, 500 times a second, made every write undo its rename, and
+        a note so briefly shown was read and saved back by that editor: the AI's line then went
+        into the owner's snapshot, issue 27)."""
         held, self.held = self.held, []
+        out: list[tuple[str, bytes | None, bytes]] = []
         for rel, old, fd, seen in held:
             if fd is None:
                 continue
+            late: bytes | None = None
             if fd in self.leased:
                 broken = _lease_broken(fd)
                 _unlease(fd)
                 self.leased.discard(fd)
                 if broken:
                     late = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, old)
-                    raise WriteRace(rel, old, late, restore=late)
-            st = os.fstat(fd)
-            moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
-            if moved or _read_fd(fd) != old:
-                late = _settled_fd(fd, old)
-                raise WriteRace(rel, old, late, restore=late)
+            if late is None:
+                st = os.fstat(fd)
+                moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
+                if moved or _read_fd(fd) != old:
+                    late = _settled_fd(fd, old)
+            if late is not None and late != old:
+                out.append((rel, old, late))
+        return out
 
     def release(self) -> None:
         """Give back every lease (the write failed: its files are about to be put back)."""

@@ -53,6 +53,7 @@ from server.core.git_index import (
     INDEX_LOCK_WAIT_S,
     IndexBusy,
     IndexMoved,
+    OwnerIndex,
     owner_index,
     prepare_index,
     wait_for_index,
@@ -79,7 +80,8 @@ from server.write.commits import (
     head_branch,
 )
 from server.write.journal import Commit
-from server.write.leases import Replacing, Stamp, WriteRace
+from server.write.leases import Replacing, Stamp, WriteRace, read_stable
+from server.write.merge3 import merge_lines
 from server.write.snapshot import Snapshots, _snapshot_message
 from server.write.store_errors import (
     _GIT_POLL_S,
@@ -222,6 +224,9 @@ class Store(Snapshots):
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
+        # what undoing a note takes back, once a late save was folded into it: (what is on
+        # disk of ours, what goes back) instead of (new, old)
+        undo_as: dict[str, tuple[bytes, bytes | None]] = {}
         replacing = Replacing()  # each note checked, replaced and checked again; closed below
         update: RefUpdate | None = None
         try:
@@ -314,7 +319,11 @@ class Store(Snapshots):
                     replacing.replace(self.root / w.disk, w.rel, w.old, w.stamp, tmp)
                     renamed.append(w)
                     crash_point("renamed")
-                replacing.confirm()  # a save that came in meanwhile: put back, plan again
+                saves = replacing.late_saves()  # a save that came into an old copy meanwhile
+                if saves:  # folded in: the owner's save, then the AI's change on it
+                    shas = self._take_late_saves(
+                        saves, writes, snapped, head_blobs, head, message, author, idx, undo_as
+                    )
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
@@ -329,7 +338,9 @@ class Store(Snapshots):
             replacing.release()
             restore = exc.restore if isinstance(exc, WriteRace) else None
             self._undo(
-                renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
+                renamed,
+                restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore),
+                undo_as=undo_as,
             )
             for tmp in temps:
                 if tmp is not None:
@@ -403,10 +414,135 @@ class Store(Snapshots):
                 git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=w.old)
 
     def _undo(
-        self, written: list[FileWrite], restore_for: tuple[str | None, bytes | None] = (None, None)
+        self,
+        written: list[FileWrite],
+        restore_for: tuple[str | None, bytes | None] = (None, None),
+        undo_as: dict[str, tuple[bytes, bytes | None]] | None = None,
     ) -> None:
         rel, late = restore_for
         for w in reversed(written):
             target = self.root / w.disk
+            if undo_as and w.rel in undo_as:  # a late save folded in: ours is what landed
+                ours, back = undo_as[w.rel]
+                self._put_back(target, ours, back)
+                continue
             data = late if (w.rel == rel and late is not None) else w.old
             self._put_back(target, w.new, data)
+
+    # -- a save that landed in the old copy -----------------------------------------------------
+
+    def _take_late_saves(
+        self,
+        late: list[tuple[str, bytes | None, bytes]],
+        writes: list[FileWrite],
+        snapped: list[tuple[str, str | None]],
+        head_blobs: dict[str, str],
+        head: str,
+        message: str,
+        author: tuple[str, str],
+        idx: OwnerIndex,
+        undo_as: dict[str, tuple[bytes, bytes | None]],
+    ) -> list[str]:
+        """Someone saved into a note's old copy between our check and our rename (`late`: what
+        each old copy holds). Putting that save back over our copy and planning again showed
+        the AI's text on disk for a moment, uncommitted: an editor that read it then saved it
+        back into the note, and the next write committed the AI's line as the owner's snapshot
+        (issue 27); and when the owner saved again by the note's path meanwhile, the put-back
+        was declined and the save in the old copy lost ("lost keystroke").
+
+        Instead the save is taken as made just before the write: the owner's snapshot holds
+        it, the AI's commit holds the AI's change merged onto it (`merge_lines`: both sides'
+        added lines are kept, the owner's first), and the note on disk becomes that, with
+        whatever was saved by its path since merged in too (`_land`). Rebuilt under git's index
+        lock; a change the merge cannot decide (both sides changed the same lines), a create
+        or a delete raises WriteRace with the save to put back, as before. Returns the commits
+        (snapshot, then the AI's). Caller holds git's index lock, the renames done."""
+        by_rel = {w.rel: w for w in writes}
+        merged: list[tuple[FileWrite, bytes, bytes]] = []  # (write, late save, AI on it)
+        for rel, old, saved in late:
+            w = by_rel[rel]
+            on = None
+            if old is not None and w.new is not None:
+                on = merge_lines(self.root, old, saved, w.new)
+            if on is None:
+                raise WriteRace(rel, old, saved, restore=saved)
+            merged.append((w, saved, on))
+        for data in {d for _, saved, on in merged for d in (saved, on)}:
+            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
+            if got.stdout.decode().strip() != blob_id(data):
+                raise GitError("git stored different bytes than were written")
+        # the note on disk first (nothing is committed yet): the AI's change on the save, and
+        # any save made since by the note's path
+        for w, saved, on in merged:
+            assert w.new is not None
+            ours = w.new
+            landed = self._land(self.root / w.disk, w.rel, ours, on)
+            # undone from here (the branch failed to move): the owner's save, with the saves
+            # since, comes back (or what is there is left, if that does not merge)
+            back = saved if landed == on else merge_lines(self.root, on, landed, saved)
+            undo_as[w.rel] = (landed, back if back is not None else landed)
+            w.old, w.new = saved, on
+        snap = dict(snapped)
+        for w, saved, _ in merged:
+            if blob_id(saved) == head_blobs.get(w.disk):
+                snap.pop(w.disk, None)
+            else:
+                snap[w.disk] = blob_id(saved)
+        entries = [(w.disk, blob_id(w.new) if w.new is not None else None) for w in writes]
+        steps = [(entries, message, author)]
+        if snap:
+            who = human_identity(self.root)
+            steps.insert(0, (list(snap.items()), _snapshot_message(list(snap)), who))
+        snapped[:] = list(snap.items())  # the journal names the snapshot that lands
+        shas = commit_objects(self.root, head, steps)
+        idx.git("update-index", "--index-info", input=_index_info(self.root, entries))
+        self._seal_intent(writes, entries, undo_as)
+        return shas
+
+    def _seal_intent(
+        self,
+        writes: list[FileWrite],
+        entries: list[tuple[str, str | None]],
+        undo_as: dict[str, tuple[bytes, bytes | None]],
+    ) -> None:
+        """The intent rewritten for the commit rebuilt on a late save: recovery after a crash
+        knows the commit by its blobs, and takes back from a note only what landed of ours."""
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        for f, w in zip(intent["files"], writes, strict=True):
+            if w.rel in undo_as:
+                ours, back = undo_as[w.rel]
+                f["old"] = blob_id(back) if back is not None else None
+                f["new"] = blob_id(ours)
+        intent["commit"] = [[p, b] for p, b in entries]
+        write_state(self.intent_path, json.dumps(intent).encode())
+
+    def _land(self, target: Path, rel: str, ours: bytes, want: bytes) -> bytes:
+        """Replace our own copy (`ours`) of a note with `want`, under the write rule; a save
+        made since by the note's path (the owner typing on) is merged into it, and a save
+        into the copy replaced is folded in again, a few times at most. Returns what the note
+        holds now; WriteRace when it cannot be done without losing a save."""
+        for _ in range(3):
+            current, stamp = read_stable(target, rel)
+            if current is None:
+                raise WriteRace(rel, ours, None, reason="was removed while it was written")
+            out = want if current == ours else merge_lines(self.root, ours, want, current)
+            if out is None:
+                raise WriteRace(rel, ours, current, reason="was changed on the same lines")
+            tmp = _temp_name(self.root, target)
+            again = Replacing()
+            try:
+                _write_temp(tmp, target, out)
+                again.replace(target, rel, current, stamp, tmp)
+                more = again.late_saves()
+            finally:
+                again.close()
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            if not more:
+                return out
+            _, _, saved = more[0]
+            folded = merge_lines(self.root, current, saved, out)
+            if folded is None:
+                raise WriteRace(rel, current, saved, restore=saved)
+            ours, want = out, folded
+        raise WriteRace(rel, ours, None, reason="kept changing while it was written")
