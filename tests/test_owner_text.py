@@ -777,3 +777,45 @@ async def test_a_save_into_the_old_copy_then_one_by_the_path_loses_neither(
         assert "+- ai" not in added, git(root, "show", sha)
     assert disk == text + "- human keystroke 1\n- ai\n- human keystroke 2\n"
     assert steps.count("temps") == 1, steps
+
+
+@pytest.mark.anyio
+async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the save in the old copy changed the very line the AI's edit changes, no merge
+    decides between them: the write is undone and the save put back, as before. The owner
+    saved again by the path meanwhile: the put-back used to be declined (the note no longer
+    the AI's copy) and the save in the old copy lost; now the taking back of the AI's edit
+    and the owner's line are merged into the newer save when no line is in both."""
+    import signal
+
+    text = "# My note\n\n## Log\n- first\n- second\n- third\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+    owners = text.replace("- first\n", "- first, by the owner\n")
+
+    def edit_then_type(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.write(fd, owners.encode())  # the same line the AI edits, into the old copy
+        with note.open("ab") as fh:  # then a keystroke by the path, into the AI's copy
+            fh.write(b"- human keystroke 2\n")
+
+    _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        async with connect(root) as s:
+            r = await s.client.call_tool(
+                "edit_text", {"path": "note.md", "old": "- first\n", "new": "- first, by AI\n"}
+            )
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    disk = note.read_text()
+    history = git(root, "log", "-p", "--format=")
+    for line in ("- first, by the owner\n", "- human keystroke 2\n"):
+        assert line in disk or f"+{line}" in history, f"lost {line!r}: {disk!r}"
+    assert "by AI" not in "".join(
+        ln for ln in git(root, "log", "--author=Test Owner", "-p", "--format=").splitlines()
+    ), "the AI's edit went into an owner's commit"
+    # planned again on the owner's text, the AI's `old` is no longer there: said, not forced
+    assert r.is_error or "- first, by AI\n" in disk, tool_text(r)

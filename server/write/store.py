@@ -424,10 +424,10 @@ class Store(Snapshots):
             target = self.root / w.disk
             if undo_as and w.rel in undo_as:  # a late save folded in: ours is what landed
                 ours, back = undo_as[w.rel]
-                self._put_back(target, ours, back)
+                self._put_back(target, ours, back, merge=True)
                 continue
             data = late if (w.rel == rel and late is not None) else w.old
-            self._put_back(target, w.new, data)
+            self._put_back(target, w.new, data, merge=True)
 
     # -- a save that landed in the old copy -----------------------------------------------------
 
