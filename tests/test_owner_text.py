@@ -662,30 +662,34 @@ def test_the_same_bytes_rule_holds_a_save_caught_half_way(tmp_path: Path) -> Non
 
 
 def _editor_in_the_old_copy(
-    monkeypatch: pytest.MonkeyPatch, note: Path, at_rename: Any
+    monkeypatch: pytest.MonkeyPatch, note: Path, at_rename: Any, at: str = "renamed"
 ) -> list[str]:
     """Make the write's first attempt meet an editor that opened the note (for writing, by its
-    path) before the write's check, and does `at_rename(fd)` right after the rename, the fd
-    still naming the old copy. Returns the steps reached (one "temps" per attempt)."""
-    from server.write import store
+    path) before the write's check, and does `at_rename(fd)` at the write's step `at` (right
+    after the rename; "branch_moved": once the commit is made), the fd still naming the old
+    copy. Returns the steps reached (one "temps" per attempt)."""
+    from server.write import commits, store
 
-    real = store.crash_point
     steps: list[str] = []
     held: list[int] = []
 
-    def hook(step: str) -> None:
-        steps.append(step)
-        if step == "temps" and steps.count("temps") == 1:
-            held.append(os.open(note, os.O_WRONLY))  # opened, nothing written yet
-        if step == "renamed" and held:
-            fd = held.pop()
-            try:
-                at_rename(fd)
-            finally:
-                os.close(fd)
-        real(step)
+    def hooked(real: Any) -> Any:
+        def hook(step: str) -> None:
+            steps.append(step)
+            if step == "temps" and steps.count("temps") == 1:
+                held.append(os.open(note, os.O_WRONLY))  # opened, nothing written yet
+            if step == at and held:
+                fd = held.pop()
+                try:
+                    at_rename(fd)
+                finally:
+                    os.close(fd)
+            real(step)
 
-    monkeypatch.setattr(store, "crash_point", hook)
+        return hook
+
+    monkeypatch.setattr(store, "crash_point", hooked(store.crash_point))
+    monkeypatch.setattr(commits, "crash_point", hooked(commits.crash_point))
     return steps
 
 
@@ -819,3 +823,35 @@ async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
     ), "the AI's edit went into an owner's commit"
     # planned again on the owner's text, the AI's `old` is no longer there: said, not forced
     assert r.is_error or "- first, by AI\n" in disk, tool_text(r)
+
+
+@pytest.mark.anyio
+async def test_a_save_into_the_old_copy_after_the_check_is_kept_on_disk(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor that looked the note up before the rename and wrote only after the write had
+    looked at the old copy (descheduled in between, or, with a lease, slower than our look
+    once the lease was let go) wrote into a copy nobody looked at again: the keystroke was
+    lost. The old copy is looked at once more once the commit is made, and what came into it
+    is merged into the note on disk, for the owner's next snapshot."""
+    import signal
+
+    text = "# My note\n\n## Log\n- first\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+
+    def keystroke(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_END)
+        os.write(fd, b"- human keystroke 1\n")
+
+    _editor_in_the_old_copy(monkeypatch, note, keystroke, at="branch_moved")
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        async with connect(root) as s:
+            out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
+    assert note.read_text() == text + "- human keystroke 1\n- ai\n"
+    assert git(root, "show", "HEAD:note.md") == text + "- ai\n"  # the owner's, still pending
+    assert _ai_commits_add_one_line_each(root) == 1

@@ -188,6 +188,8 @@ class Replacing:
         self.leased: set[int] = set()
         # (rel, the bytes planned on, fd of the old copy, its stamp when checked)
         self.held: list[tuple[str, bytes | None, int | None, Stamp | None]] = []
+        # (rel, what its old copy held when `late_saves` looked, fd of the old copy)
+        self.looked: list[tuple[str, bytes, int]] = []
 
     def replace(
         self, target: Path, rel: str, old: bytes | None, planned: Stamp | None, tmp: str | None
@@ -258,6 +260,25 @@ class Replacing:
                     late = _settled_fd(fd, old)
             if late is not None and late != old:
                 out.append((rel, old, late))
+            looked = late if late is not None else old
+            if looked is not None:
+                self.looked.append((rel, looked, fd))
+        return out
+
+    def saved_since(self) -> list[tuple[str, bytes, bytes]]:
+        """(rel, what the old copy held when `late_saves` looked, what it holds now) for each
+        old copy saved into since: a program that looked the note up before our rename and
+        reached its open() or its write() only after our look (descheduled in between; with a
+        lease, held until we let go and then slower than our look). Looked at once more, as
+        late as the write can (its commit made): what comes later still is lost with the old
+        copy (SECURITY.md)."""
+        looked, self.looked = self.looked, []
+        out: list[tuple[str, bytes, bytes]] = []
+        for rel, seen, fd in looked:
+            if _read_fd(fd) != seen:
+                late = _settled_fd(fd, seen)
+                if late != seen:
+                    out.append((rel, seen, late))
         return out
 
     def release(self) -> None:
@@ -272,6 +293,7 @@ class Replacing:
             os.close(fd)
         self.opened.clear()
         self.held.clear()
+        self.looked.clear()
 
 
 def ignore_lease_breaks() -> None:

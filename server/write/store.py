@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -91,6 +92,8 @@ from server.write.store_errors import (
     _busy_index,
 )
 from server.write.temp_files import _fsync_dir, _temp_name, _write_temp
+
+log = logging.getLogger("vaultwatch.store")
 
 
 @dataclass
@@ -328,6 +331,7 @@ class Store(Snapshots):
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
             _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
+            self._keep_saves_since(replacing, writes)
             _clear_a_merge_stopped_by_us(self.root)
             # The renames made durable once git's lock is let go (a directory's fsync can take
             # longer than all of the above): the journal of the file system keeps them in
@@ -498,6 +502,23 @@ class Store(Snapshots):
         idx.git("update-index", "--index-info", input=_index_info(self.root, entries))
         self._seal_intent(writes, entries, undo_as)
         return shas
+
+    def _keep_saves_since(self, replacing: Replacing, writes: list[FileWrite]) -> None:
+        """The commit made: a save that reached an old copy after our look at it (see
+        `Replacing.saved_since`) is merged into the note on disk (`_land`), left for the owner's
+        next snapshot, as any edit they make after a write. Never fails the write (it has
+        committed); a save that cannot be merged is logged, and stays only in the old copy."""
+        by_rel = {w.rel: w for w in writes}
+        try:
+            for rel, seen, saved in replacing.saved_since():
+                w = by_rel[rel]
+                want = merge_lines(self.root, seen, saved, w.new) if w.new is not None else None
+                if want is None:
+                    log.warning("a save into the old copy of %s does not merge; not kept", rel)
+                    continue
+                self._land(self.root / w.disk, rel, w.new or b"", want)
+        except (OSError, GitError, WriteRace) as exc:
+            log.warning("a save into an old copy was not kept: %s", exc)
 
     def _seal_intent(
         self,
