@@ -855,3 +855,49 @@ async def test_a_save_into_the_old_copy_after_the_check_is_kept_on_disk(
     assert note.read_text() == text + "- human keystroke 1\n- ai\n"
     assert git(root, "show", "HEAD:note.md") == text + "- ai\n"  # the owner's, still pending
     assert _ai_commits_add_one_line_each(root) == 1
+
+
+@pytest.mark.anyio
+async def test_an_editor_saving_in_every_attempts_window_does_not_starve_the_write(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 (0 AI commits at load 23-30 beside a truncate-then-write editor): under load
+    each attempt's window between the plan and the rename outlasted the editor's pause between
+    two saves, so every one of the five attempts met a save and was planned again, then
+    refused. Here an editor types and saves a line in every attempt's window. A save read whole at the rename is the owner's snapshot and the
+    AI's appended line goes on it: the write lands at its first attempt."""
+    import signal
+
+    from server.write import store
+
+    text = "# My note\n\n## Log\n- first\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+    real = store.crash_point
+    attempts: list[str] = []
+
+    def an_editor_saves(step: str) -> None:
+        if step == "temps":
+            attempts.append(step)
+            typed = note.read_bytes() + f"- human line {len(attempts)}\n".encode()
+            fd = os.open(note, os.O_WRONLY | os.O_TRUNC)  # truncate, then write
+            os.write(fd, typed)
+            os.close(fd)
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", an_editor_saves)
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        async with connect(root) as s:
+            r = await s.client.call_tool(
+                "append_section", {"path": "note.md", "heading": "Log", "content": "- ai"}
+            )
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    assert not r.is_error, tool_text(r)  # before: refused after five attempts
+    assert len(attempts) == 1, attempts
+    assert note.read_text() == text + "- human line 1\n- ai\n"
+    subjects = git(root, "log", "--format=%an %s").splitlines()
+    assert subjects[:2] == ["Claude append_section: note.md § Log", "Test Owner snapshot: note.md"]
+    assert git(root, "show", "HEAD~1:note.md") == text + "- human line 1\n"
+    assert _ai_commits_add_one_line_each(root) == 1

@@ -217,6 +217,9 @@ class Replacing:
         if not changed and fd is not None and fd in self.leased and _lease_broken(fd):
             changed = True  # a save is waiting to write into it: let it, plan again
         if changed:
+            if fd is not None and fd in self.leased:  # not replaced: nothing to hold it for
+                _unlease(fd)
+                self.leased.discard(fd)
             raise WriteRace(rel, old, current)
         if tmp is None:
             os.unlink(target)

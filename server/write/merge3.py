@@ -83,3 +83,16 @@ def _both_added(merged: bytes) -> bytes | None:
         else:
             out.append(line)
     return None if part else b"".join(out)
+
+
+def adds_lines_only(old: bytes, new: bytes) -> bool:
+    """Whether `new` is `old` with lines added at one place and nothing else changed (an
+    append to a section): the only change the write path merges onto an owner's save, so
+    what it commits is the owner's text plus lines that were checked when planned."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    if len(b) <= len(a) or (a and not a[-1].endswith(b"\n")):
+        return False  # a last line without its newline would be changed by an append
+    head = 0
+    while head < len(a) and a[head] == b[head]:
+        head += 1
+    return a[head:] == b[len(b) - (len(a) - head) :]

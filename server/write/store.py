@@ -54,7 +54,6 @@ from server.core.git_index import (
     INDEX_LOCK_WAIT_S,
     IndexBusy,
     IndexMoved,
-    OwnerIndex,
     owner_index,
     prepare_index,
     wait_for_index,
@@ -82,7 +81,7 @@ from server.write.commits import (
 )
 from server.write.journal import Commit
 from server.write.leases import Replacing, Stamp, WriteRace, read_stable
-from server.write.merge3 import merge_lines
+from server.write.merge3 import adds_lines_only, merge_lines
 from server.write.snapshot import Snapshots, _snapshot_message
 from server.write.store_errors import (
     _GIT_POLL_S,
@@ -103,6 +102,18 @@ class FileWrite:
     old: bytes | None  # None: a new file
     new: bytes | None  # None: the file is deleted (owner actions only, e.g. undoing a create)
     stamp: Stamp | None = None  # of the file the plan read (None: no file, or not known)
+    # pinned to the bytes it was planned on (replace_doc, a hash given): an owner's save met
+    # at the rename is a conflict, never merged with it
+    pinned: bool = False
+
+
+def _mergeable(w: FileWrite) -> bool:
+    """Whether an owner's save met at the rename may be merged with this write rather than
+    the write planned again: not pinned, and the write only adds lines (`adds_lines_only`),
+    so the merge holds the owner's text and lines that were checked when planned."""
+    return (
+        not w.pinned and w.old is not None and w.new is not None and adds_lines_only(w.old, w.new)
+    )
 
 
 def _keep_bom(w: FileWrite) -> FileWrite:
@@ -317,16 +328,23 @@ class Store(Snapshots):
                 if branch != named or _ref_stamp(self.root, named) != refs:
                     raise BranchMoved(f"{branch} moved while the write was being prepared")
                 self._write_temps(late)
-                for w, tmp in zip(writes, temps, strict=True):
+                rebased: list[FileWrite] = []  # planned again here, on the owner's save
+                for i, w in enumerate(writes):
                     # the write rule (leases.unchanged), one home for every writer
-                    replacing.replace(self.root / w.disk, w.rel, w.old, w.stamp, tmp)
+                    if self._replace(replacing, w, temps, i):
+                        rebased.append(w)
                     renamed.append(w)
                     crash_point("renamed")
                 saves = replacing.late_saves()  # a save that came into an old copy meanwhile
                 if saves:  # folded in: the owner's save, then the AI's change on it
-                    shas = self._take_late_saves(
-                        saves, writes, snapped, head_blobs, head, message, author, idx, undo_as
+                    rebased += self._take_late_saves(saves, writes, undo_as)
+                if rebased:
+                    shas = self._rebuild(
+                        rebased, writes, snapped, head_blobs, head, message, author
                     )
+                    info = _index_info(self.root, [(w.disk, blob_id(w.new or b"")) for w in writes])
+                    idx.git("update-index", "--index-info", input=info)
+                    self._seal_intent(writes, undo_as)
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
@@ -435,18 +453,57 @@ class Store(Snapshots):
 
     # -- a save that landed in the old copy -----------------------------------------------------
 
+    def _replace(self, replacing: Replacing, w: FileWrite, temps: list[str | None], i: int) -> bool:
+        """Rename the write's temp file over its note under the write rule. A note the owner
+        saved since the plan (read here as one state, whole: not a save caught half-way) is
+        not a reason to plan the whole write again: the AI's change is merged onto the save
+        (`merge_lines`) and that is renamed over instead, the save becoming the owner's
+        snapshot. An editor saving 50 times a second changed the note in every attempt's
+        window under load (23-30 on 2 cores), and five attempts in a row all failed (issue
+        27). True when so merged (`w` then holds the save and the merge). WriteRace as before
+        for a pinned write, a create or delete, a note being saved this moment, and a change
+        on the AI's own lines."""
+        target = self.root / w.disk
+        try:
+            replacing.replace(target, w.rel, w.old, w.stamp, temps[i])
+            return False
+        except WriteRace as race:
+            saved = race.actual
+            if (
+                not _mergeable(w)
+                or race.restore is not None
+                or saved is None
+                or w.old is None
+                or w.new is None
+                or (not saved and w.old)  # emptied: a truncate-then-write half-way
+            ):
+                raise
+            on = merge_lines(self.root, w.old, saved, w.new)
+            if on is None:
+                raise
+        self._store_blobs([saved, on])
+        old_tmp, temps[i] = temps[i], _temp_name(self.root, target)
+        if old_tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(old_tmp)
+        w.old, w.new, w.stamp = saved, on, None
+        self._seal_intent([w], {}, temps={w.rel: temps[i]})  # before the temp file exists
+        _write_temp(str(temps[i]), target, on)
+        replacing.replace(target, w.rel, saved, None, temps[i])
+        return True
+
+    def _store_blobs(self, texts: list[bytes]) -> None:
+        for data in texts:
+            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
+            if got.stdout.decode().strip() != blob_id(data):
+                raise GitError("git stored different bytes than were written")
+
     def _take_late_saves(
         self,
         late: list[tuple[str, bytes | None, bytes]],
         writes: list[FileWrite],
-        snapped: list[tuple[str, str | None]],
-        head_blobs: dict[str, str],
-        head: str,
-        message: str,
-        author: tuple[str, str],
-        idx: OwnerIndex,
         undo_as: dict[str, tuple[bytes, bytes | None]],
-    ) -> list[str]:
+    ) -> list[FileWrite]:
         """Someone saved into a note's old copy between our check and our rename (`late`: what
         each old copy holds). Putting that save back over our copy and planning again showed
         the AI's text on disk for a moment, uncommitted: an editor that read it then saved it
@@ -457,51 +514,61 @@ class Store(Snapshots):
         Instead the save is taken as made just before the write: the owner's snapshot holds
         it, the AI's commit holds the AI's change merged onto it (`merge_lines`: both sides'
         added lines are kept, the owner's first), and the note on disk becomes that, with
-        whatever was saved by its path since merged in too (`_land`). Rebuilt under git's index
-        lock; a change the merge cannot decide (both sides changed the same lines), a create
-        or a delete raises WriteRace with the save to put back, as before. Returns the commits
-        (snapshot, then the AI's). Caller holds git's index lock, the renames done."""
+        whatever was saved by its path since merged in too (`_land`). A change the merge
+        cannot decide (both sides changed the same lines), a pinned write, a create or a
+        delete raises WriteRace with the save to put back, as before. Returns the writes so
+        changed (`_rebuild` makes their commits again). Caller holds git's index lock."""
         by_rel = {w.rel: w for w in writes}
         merged: list[tuple[FileWrite, bytes, bytes]] = []  # (write, late save, AI on it)
         for rel, old, saved in late:
             w = by_rel[rel]
             on = None
-            if old is not None and w.new is not None:
-                on = merge_lines(self.root, old, saved, w.new)
+            if old is not None and _mergeable(w):
+                on = merge_lines(self.root, old, saved, w.new or b"")
             if on is None:
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
-        for data in {d for _, saved, on in merged for d in (saved, on)}:
-            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
-            if got.stdout.decode().strip() != blob_id(data):
-                raise GitError("git stored different bytes than were written")
+        self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
         # the note on disk first (nothing is committed yet): the AI's change on the save, and
         # any save made since by the note's path
         for w, saved, on in merged:
             assert w.new is not None
-            ours = w.new
-            landed = self._land(self.root / w.disk, w.rel, ours, on)
+            landed = self._land(self.root / w.disk, w.rel, w.new, on)
             # undone from here (the branch failed to move): the owner's save, with the saves
             # since, comes back (or what is there is left, if that does not merge)
             back = saved if landed == on else merge_lines(self.root, on, landed, saved)
             undo_as[w.rel] = (landed, back if back is not None else landed)
             w.old, w.new = saved, on
+        return [w for w, _, _ in merged]
+
+    def _rebuild(
+        self,
+        rebased: list[FileWrite],
+        writes: list[FileWrite],
+        snapped: list[tuple[str, str | None]],
+        head_blobs: dict[str, str],
+        head: str,
+        message: str,
+        author: tuple[str, str],
+    ) -> list[str]:
+        """The commits made again for writes planned again on an owner's save (`rebased`: each
+        now holds the save as `old` and the AI's change on it as `new`): the owner's snapshot
+        holds the save, the AI's commit its change on it. `snapped` is updated to what the
+        snapshot holds. Returns the commits (snapshot, then the AI's)."""
         snap = dict(snapped)
-        for w, saved, _ in merged:
-            if blob_id(saved) == head_blobs.get(w.disk):
+        for w in rebased:
+            assert w.old is not None
+            if blob_id(w.old) == head_blobs.get(w.disk):
                 snap.pop(w.disk, None)
             else:
-                snap[w.disk] = blob_id(saved)
+                snap[w.disk] = blob_id(w.old)
         entries = [(w.disk, blob_id(w.new) if w.new is not None else None) for w in writes]
         steps = [(entries, message, author)]
         if snap:
             who = human_identity(self.root)
             steps.insert(0, (list(snap.items()), _snapshot_message(list(snap)), who))
         snapped[:] = list(snap.items())  # the journal names the snapshot that lands
-        shas = commit_objects(self.root, head, steps)
-        idx.git("update-index", "--index-info", input=_index_info(self.root, entries))
-        self._seal_intent(writes, entries, undo_as)
-        return shas
+        return commit_objects(self.root, head, steps)
 
     def _keep_saves_since(self, replacing: Replacing, writes: list[FileWrite]) -> None:
         """The commit made: a save that reached an old copy after our look at it (see
@@ -523,18 +590,28 @@ class Store(Snapshots):
     def _seal_intent(
         self,
         writes: list[FileWrite],
-        entries: list[tuple[str, str | None]],
         undo_as: dict[str, tuple[bytes, bytes | None]],
+        temps: dict[str, str | None] | None = None,
     ) -> None:
-        """The intent rewritten for the commit rebuilt on a late save: recovery after a crash
-        knows the commit by its blobs, and takes back from a note only what landed of ours."""
+        """The intent rewritten for writes planned again on an owner's save: recovery after a
+        crash takes back from a note only what landed of ours (`new`), putting back the
+        owner's save (`old`), and knows the commit by its blobs."""
         intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
-        for f, w in zip(intent["files"], writes, strict=True):
-            if w.rel in undo_as:
-                ours, back = undo_as[w.rel]
-                f["old"] = blob_id(back) if back is not None else None
-                f["new"] = blob_id(ours)
-        intent["commit"] = [[p, b] for p, b in entries]
+        by_path = {w.disk: w for w in writes}
+        for f in intent["files"]:
+            w = by_path.get(f["path"])
+            if w is None:
+                continue
+            ours, back = undo_as.get(w.rel, (w.new, w.old))
+            f["old"] = blob_id(back) if back is not None else None
+            f["new"] = blob_id(ours) if ours is not None else None
+            if temps and w.rel in temps:
+                tmp = temps[w.rel]
+                f["tmp"] = os.path.relpath(tmp, self.root) if tmp else None
+        if temps is None:
+            intent["commit"] = [
+                [w.disk, blob_id(w.new) if w.new is not None else None] for w in writes
+            ]
         write_state(self.intent_path, json.dumps(intent).encode())
 
     def _land(self, target: Path, rel: str, ours: bytes, want: bytes) -> bytes:
