@@ -107,6 +107,10 @@ class FileWrite:
     pinned: bool = False
 
 
+# How long a save folded in is tried on a note an editor keeps saving (see Store._land).
+LAND_S = 2.0
+
+
 def _mergeable(w: FileWrite) -> bool:
     """Whether an owner's save met at the rename may be merged with this write rather than
     the write planned again: not pinned, and the write only adds lines (`adds_lines_only`),
@@ -249,9 +253,25 @@ class Store(Snapshots):
             refs = _ref_stamp(self.root, named)
             branch, head = self._branch_head()
             update = _ref_update(self.root, message)  # git starts while the rest is made
-            head_blobs, snapped = self._snapshot_entries(
-                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
-            )
+            try:
+                head_blobs, snapped = self._snapshot_entries(
+                    paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+                )
+            except WriteRace:
+                if not all(map(_mergeable, writes)):
+                    raise
+                # Saved since the plan (the owner typing): an appending write goes on, and the
+                # rename merges it onto the save it meets there, which becomes the snapshot
+                # (`_replace`). Failing here, after this step's git runs, every attempt met a
+                # save of an editor typing under load.
+                head_blobs = self._head_blobs(paths)
+                dirty = [
+                    w
+                    for w in writes
+                    if w.old is not None and head_blobs.get(w.disk) != blob_id(w.old)
+                ]
+                self._store_blobs([w.old for w in dirty if w.old is not None])
+                snapped = [(w.disk, blob_id(w.old or b"")) for w in dirty]
             gone = {p for p, b in snapped if b is None}
             in_head = {**head_blobs, **{p: b for p, b in snapped if b is not None}}
             self._store_old_blobs(writes, {p: b for p, b in in_head.items() if p not in gone})
@@ -469,6 +489,12 @@ class Store(Snapshots):
             return False
         except WriteRace as race:
             saved = race.actual
+            if saved == b"" and w.old and _mergeable(w) and race.restore is None:
+                # emptied a moment ago: a truncate-then-write save half-way, waited for
+                try:
+                    saved, _ = read_stable(target, w.rel)
+                except WriteRace:
+                    raise race from None
             if (
                 not _mergeable(w)
                 or race.restore is not None
@@ -533,7 +559,10 @@ class Store(Snapshots):
         # any save made since by the note's path
         for w, saved, on in merged:
             assert w.new is not None
-            landed = self._land(self.root / w.disk, w.rel, w.new, on)
+            try:
+                landed = self._land(self.root / w.disk, w.rel, w.new, on)
+            except WriteRace as race:  # undone: the save goes back (merged if saved since)
+                raise WriteRace(w.rel, w.old, saved, restore=saved, reason=race.reason) from race
             # undone from here (the branch failed to move): the owner's save, with the saves
             # since, comes back (or what is there is left, if that does not merge)
             back = saved if landed == on else merge_lines(self.root, on, landed, saved)
@@ -618,8 +647,11 @@ class Store(Snapshots):
         """Replace our own copy (`ours`) of a note with `want`, under the write rule; a save
         made since by the note's path (the owner typing on) is merged into it, and a save
         into the copy replaced is folded in again, a few times at most. Returns what the note
-        holds now; WriteRace when it cannot be done without losing a save."""
-        for _ in range(3):
+        holds now; WriteRace when it cannot be done without losing a save. A note saved again
+        between our read and our rename (an editor typing on) is read and merged again, for
+        LAND_S at most: given up at the first change, the save in the old copy was lost."""
+        deadline = time.monotonic() + LAND_S
+        while time.monotonic() < deadline:
             current, stamp = read_stable(target, rel)
             if current is None:
                 raise WriteRace(rel, ours, None, reason="was removed while it was written")
@@ -632,6 +664,10 @@ class Store(Snapshots):
                 _write_temp(tmp, target, out)
                 again.replace(target, rel, current, stamp, tmp)
                 more = again.late_saves()
+            except WriteRace as race:
+                if race.actual is None and race.reason is not None:
+                    raise  # held by another program, or gone: not a save to merge
+                continue  # saved again since we read it: read and merge again
             finally:
                 again.close()
                 with contextlib.suppress(FileNotFoundError):
