@@ -28,6 +28,9 @@ def merge_lines(root: Path, base: bytes, first: bytes, second: bytes) -> bytes |
         return first
     if first == base:
         return second
+    quick = _both_insert_at_one_place(base, first, second)
+    if quick is not None:
+        return quick
     texts = (base, first, second)
     if any(b"\0" in t for t in texts) or any(
         line.startswith(m.encode())
@@ -96,3 +99,26 @@ def adds_lines_only(old: bytes, new: bytes) -> bool:
     while head < len(a) and a[head] == b[head]:
         head += 1
     return a[head:] == b[len(b) - (len(a) - head) :]
+
+
+def _both_insert_at_one_place(base: bytes, first: bytes, second: bytes) -> bytes | None:
+    """Without a git run, the usual case: `second` adds lines at one place of `base` and
+    `first` adds lines at that same place (the owner typing at the end of a note whose last
+    section the AI appends to): `first`'s lines, then `second`'s. None for anything else."""
+    b = base.splitlines(keepends=True)
+    s2 = second.splitlines(keepends=True)
+    f = first.splitlines(keepends=True)
+    if b and not b[-1].endswith(b"\n"):
+        return None
+    h = 0
+    while h < len(b) and h < len(s2) and b[h] == s2[h]:
+        h += 1
+    tail = len(b) - h
+    if len(s2) <= len(b) or s2[len(s2) - tail :] != b[h:] or len(f) < len(b):
+        return None
+    if f[:h] != b[:h] or (tail and f[len(f) - tail :] != b[h:]):
+        return None
+    if f and not f[-1].endswith(b"\n") and tail == 0:
+        return None  # the owner's last line without its newline: git decides
+    inserted = s2[h : len(s2) - tail]
+    return b"".join(f[: len(f) - tail] + inserted + b[h:])

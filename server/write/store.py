@@ -484,39 +484,47 @@ class Store(Snapshots):
         for a pinned write, a create or delete, a note being saved this moment, and a change
         on the AI's own lines."""
         target = self.root / w.disk
-        try:
-            replacing.replace(target, w.rel, w.old, w.stamp, temps[i])
-            return False
-        except WriteRace as race:
-            saved = race.actual
-            if saved == b"" and w.old and _mergeable(w) and race.restore is None:
-                # emptied a moment ago: a truncate-then-write save half-way, waited for
-                try:
-                    saved, _ = read_stable(target, w.rel)
-                except WriteRace:
-                    raise race from None
-            if (
-                not _mergeable(w)
-                or race.restore is not None
-                or saved is None
-                or w.old is None
-                or w.new is None
-                or (not saved and w.old)  # emptied: a truncate-then-write half-way
-            ):
-                raise
-            on = merge_lines(self.root, w.old, saved, w.new)
-            if on is None:
-                raise
-        self._store_blobs([saved, on])
-        old_tmp, temps[i] = temps[i], _temp_name(self.root, target)
-        if old_tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(old_tmp)
-        w.old, w.new, w.stamp = saved, on, None
-        self._seal_intent([w], {}, temps={w.rel: temps[i]})  # before the temp file exists
-        _write_temp(str(temps[i]), target, on)
-        replacing.replace(target, w.rel, saved, None, temps[i])
-        return True
+        planned, change = w.old, w.new  # the AI's change: planned -> change
+        deadline = time.monotonic() + LAND_S
+        merged = False
+        while True:
+            try:
+                replacing.replace(target, w.rel, w.old, w.stamp, temps[i])
+                break
+            except WriteRace as race:
+                saved = race.actual
+                if saved == b"" and w.old and _mergeable(w) and race.restore is None:
+                    # emptied a moment ago: a truncate-then-write save half-way, waited for
+                    try:
+                        saved, _ = read_stable(target, w.rel)
+                    except WriteRace:
+                        raise race from None
+                if (
+                    not _mergeable(w)
+                    or race.restore is not None
+                    or saved is None
+                    or planned is None
+                    or change is None
+                    or (not saved and planned)  # emptied: a truncate-then-write half-way
+                    or time.monotonic() >= deadline
+                ):
+                    raise
+                on = merge_lines(self.root, planned, saved, change)
+                if on is None:
+                    raise
+            # the save, then the AI's change on it; tried again if saved again meanwhile
+            self._store_blobs([saved])  # recovery puts it back from git
+            old_tmp, temps[i] = temps[i], _temp_name(self.root, target)
+            if old_tmp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(old_tmp)
+            w.old, w.new, w.stamp = saved, on, None
+            self._seal_intent([w], {}, temps={w.rel: temps[i]})  # before the temp file exists
+            _write_temp(str(temps[i]), target, on)
+            merged = True
+        if merged:
+            self._store_blobs([w.new or b""])
+        return merged
 
     def _store_blobs(self, texts: list[bytes]) -> None:
         for data in texts:
