@@ -23,6 +23,32 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def client_env(**extra: str) -> dict[str, str]:
+    """The server's environment as a client starts it: none of the test's GIT_* variables,
+    the owner's global config given by `extra` (os.devnull otherwise), recall off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["VAULTWATCH_SEMANTIC"] = "off"
+    return {**env, **extra}
+
+
+# An MCP initialize request as a raw HTTP client (curl) sends it, and the Accept header the
+# streamable HTTP transport asks of every request: for tests of what the server answers before
+# any session (its token, its origin checks).
+RAW_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "curl", "version": "0"},
+    },
+}
+MCP_ACCEPT = {"accept": "application/json, text/event-stream"}
+
+
 class HttpServer:
     def __init__(self, root: Path, *extra: str) -> None:
         self.proc = subprocess.Popen(

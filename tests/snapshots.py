@@ -14,26 +14,42 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
+from app.ui.screens.review_screen import ReviewScreen
 from app.ui.widgets.timeline import Timeline
 from server.core.gitrepo import ensure_repo
 
 from .conftest import until
 from .settling import settled, unsettled
+from .templates import copy_of
 
 WHEN = "2026-01-15T10:{:02d}:00+00:00"
 SIZES = {"80x24": (80, 24), "120x36": (120, 36), "200x50": (200, 50)}
+_PINNED_DATES: dict[str, str] = {}  # git's dates as the pinned vault's build leaves them
 LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于离线同步与冲突解决的学习笔记.md"
 
 
 @pytest.fixture
-def pinned_vault(monkeypatch: pytest.MonkeyPatch, pinned_root: Path) -> Iterator[Path]:
-    """The vault every snapshot draws, at `~/vault` (the header shows it; HOME is the test's).
+def pinned_vault(
+    monkeypatch: pytest.MonkeyPatch, pinned_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """The vault every snapshot draws, at `~/vault` (the header shows it; HOME is the test's):
+    a copy of one built once per test process (every date in it is pinned, so every build is
+    the same), with git's dates pinned as the build leaves them for what the test commits.
     The screens read git in worker threads (lists, diffs read ahead, counts, the parse cache);
     each test waits (bounded) for the threads it started, so none outlives its vault."""
     before = set(threading.enumerate())
-    yield _build_pinned_vault(monkeypatch, pinned_root)
+
+    def build(root: Path) -> None:
+        _build_pinned_vault(monkeypatch, root)
+        _PINNED_DATES.update({k: os.environ[k] for k in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")})
+
+    root = copy_of(tmp_path_factory, "pinned", pinned_root, build)
+    for name, value in _PINNED_DATES.items():
+        monkeypatch.setenv(name, value)
+    yield root
     deadline = time.monotonic() + 20
     for t in set(threading.enumerate()) - before:
         t.join(max(0.0, deadline - time.monotonic()))
@@ -191,3 +207,30 @@ async def select_ai_commit(pilot: Any, subject_start: str) -> None:
     assert i is not None, row.key
     t.move_to(i)
     await settle(pilot)
+
+
+async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
+    """The review screen open, its list read and the diff of `path` (else the first) drawn."""
+    app = pilot.app
+    await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+    await open_screen(pilot, "v")
+    screen = app.screen
+    assert isinstance(screen, ReviewScreen)
+    await until(pilot, lambda: screen.review is not None, "the review list")
+    assert screen.review is not None
+    if path is not None:
+        at = [n.path for n in screen.review.notes].index(path)
+        screen.query_one("#review-notes", DataTable).move_cursor(row=at)
+
+    def shown() -> object:
+        return screen.shown and screen.shown.note.path
+
+    await until(
+        pilot,
+        lambda: screen.shown is not None and (path is None or shown() == path),
+        f"the diff of {path or 'the first note'}",
+        describe=shown,
+    )
+    app.clear_notifications()
+    await settle(pilot)
+    return screen

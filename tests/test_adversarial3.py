@@ -498,22 +498,12 @@ def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any,
 async def test_http_follows_a_rotated_token_and_parses_host_strictly(make_vault: Any) -> None:
     import httpx2
 
-    from .servers import HttpServer
+    from .servers import MCP_ACCEPT, RAW_INITIALIZE, HttpServer
 
     root = make_vault({"a.md": "# A\n"})
     server = HttpServer(root)
     try:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "curl", "version": "0"},
-            },
-        }
-        hdrs = {"accept": "application/json, text/event-stream"}
+        init, hdrs = RAW_INITIALIZE, MCP_ACCEPT
         token_file = root / ".git/vaultwatch/token"
         port = server.url.split(":")[2].split("/")[0]
 

@@ -205,7 +205,7 @@ def test_the_dashboards_server_indexes_recall_before_any_client_call(make_vault:
 
 
 def relay_client(root: Path, name: str) -> Any:
-    from .test_resident import Raw
+    from .residents import Raw
 
     c = Raw(root)
     c.initialize(name)

@@ -28,8 +28,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
-import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,14 +47,13 @@ from app.services.file_actions import (
 from app.services.revert import revert
 from app.services.review import mark_reviewed
 from app.services.review_undo import revert_note, undo_hunk
-from server.core.faults import FAULT_ENV
 from server.core.gitrepo import ensure_repo
 from server.notes.note import content_hash
-from server.services.writes import apply
 from server.vault import Vault
 from server.write.journal import read_all
 
 from .conftest import write_files
+from .crashes import ai_write, run_child
 
 OWNER_LINE = "- the owner's unsaved line"
 AI_MARK = "AI-MARK"  # in every line the AI writes here: an owner commit must never carry one
@@ -72,21 +69,11 @@ FILES = {
 }
 
 
-def _ai(
-    root: Path, tool: str, ops: list[tuple[str, dict[str, Any]]], msg: str | None = None
-) -> None:
-    vault = Vault(root)
-    try:
-        apply(vault, vault.store, tool, "crash-matrix", ops, msg)
-    finally:
-        vault.close()
-
-
 def _replace(root: Path) -> None:
     data = (root / "notes/n2.md").read_bytes()
     content = f"# N2\n\n## Log\n- {AI_MARK} replaced\n"
     args = {"path": "notes/n2.md", "content": content, "hash": content_hash(data)}
-    _ai(root, "replace_doc", [("replace_doc", args)])
+    ai_write(root, "replace_doc", [("replace_doc", args)])
 
 
 def _append(path: str, line: str) -> tuple[str, dict[str, Any]]:
@@ -97,25 +84,27 @@ AI_SHA: dict[str, str] = {}  # the template's AI commit (the same sha in every c
 
 ACTIONS: dict[str, Callable[[Path], object]] = {
     # the AI's writes
-    "create_doc": lambda r: _ai(
+    "create_doc": lambda r: ai_write(
         r,
         "create_doc",
         [("create_doc", {"path": "notes/ai-new.md", "body": f"# AI new\n\n- {AI_MARK} created\n"})],
     ),
     # the owner's pending edit to n0 is committed first, as theirs (the snapshot)
-    "append_section+snapshot": lambda r: _ai(r, "append_section", [_append("notes/n0.md", "x")]),
-    "edit_text": lambda r: _ai(
+    "append_section+snapshot": lambda r: ai_write(
+        r, "append_section", [_append("notes/n0.md", "x")]
+    ),
+    "edit_text": lambda r: ai_write(
         r,
         "edit_text",
         [("edit_text", {"path": "notes/n2.md", "old": "- before", "new": f"- {AI_MARK} edited"})],
     ),
-    "update_frontmatter": lambda r: _ai(
+    "update_frontmatter": lambda r: ai_write(
         r,
         "update_frontmatter",
         [("update_frontmatter", {"path": "notes/n3.md", "set": {"status": AI_MARK}})],
     ),
     "replace_doc": _replace,
-    "batch": lambda r: _ai(
+    "batch": lambda r: ai_write(
         r,
         "batch",
         [
@@ -136,27 +125,6 @@ ACTIONS: dict[str, Callable[[Path], object]] = {
     "remove": lambda r: apply_remove(r, plan_remove(r, "notes/n3.md")),
     "mark_reviewed": lambda r: mark_reviewed(r),
 }
-
-
-def run_child(root: Path, fault: str, action: Callable[[Path], object]) -> int:
-    """Run `action` on `root` in a forked process with VAULTWATCH_FAULT=`fault`; its wait
-    status. A child that raises exits 3 with the traceback on stderr."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 0
-        try:
-            os.environ[FAULT_ENV] = fault
-            action(root)
-        except BaseException:
-            traceback.print_exc()
-            code = 3
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return status
 
 
 def blob(data: bytes) -> str:
@@ -222,7 +190,7 @@ def make_template(base: Path) -> tuple[Path, str]:
     root.mkdir()
     write_files(root, FILES)
     ensure_repo(root)
-    _ai(root, "append_section", [_append("notes/n1.md", "template line")])  # the one to revert
+    ai_write(root, "append_section", [_append("notes/n1.md", "template line")])  # the one to revert
     sha = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
     with (root / "notes/n0.md").open("a", encoding="utf-8") as fh:
         fh.write(OWNER_LINE + "\n")  # the owner's pending edit, never committed by hand
@@ -350,7 +318,7 @@ def test_killed_at_every_step(tmp_path: Path, name: str) -> None:
             extra["after-owner.md"] = "after-owner.md"
             how = "owner action"
         check(root, ref, start, extra, left, events, f"{where}, after the {how}")
-        _ai(root, "append_section", [("append_section", {
+        ai_write(root, "append_section", [("append_section", {
             "path": "other.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
         extra["other.md"] = "other.md"
         check(root, ref, start, extra, left, events, f"{where}, after the next write")

@@ -3,7 +3,6 @@ write commits only its own change (issue 27: it also carried the killed batch's 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,7 +11,6 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.types import LATEST_PROTOCOL_VERSION
 
 from app.services.file_actions import apply_move, plan_move
 from app.services.review_undo import undo_hunk
@@ -20,64 +18,8 @@ from server.vault import Vault
 from server.write.journal import read_all
 
 from .conftest import REPO, git, head, vaultwatch_cli
-from .test_crash_matrix import _ai, run_child
-from .test_git_setups import child_env
-
-
-def _rpc(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(msg).encode() + b"\n")
-    proc.stdin.flush()
-
-
-def call_until_killed(root: Path, fault: str, calls: list[tuple[str, dict[str, Any]]]) -> int:
-    """Start the real stdio server with VAULTWATCH_FAULT=`fault`, make `calls` in turn (plain
-    JSON-RPC: the server is expected to die in the last one, and a client library may wait
-    forever for that answer) and return how the server ended."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "server.protocol.cli", "--vault", str(root)],
-        cwd=REPO,
-        env=child_env(VAULTWATCH_FAULT=fault),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        assert proc.stdout is not None
-        hello = {"name": "crash-test", "version": "1"}
-        params = {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {}}
-        _rpc(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {**params, "clientInfo": hello},
-            },
-        )
-        line = proc.stdout.readline()
-        assert b'"id":0' in line.replace(b" ", b""), line
-        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        for n, (tool, args) in enumerate(calls, 1):
-            _rpc(
-                proc,
-                {
-                    "jsonrpc": "2.0",
-                    "id": n,
-                    "method": "tools/call",
-                    "params": {"name": tool, "arguments": args},
-                },
-            )
-            if n < len(calls):
-                line = proc.stdout.readline()
-                assert b'"isError":false' in line.replace(b" ", b""), line
-        answer = proc.stdout.read()  # until the server's end closes its stdout
-        assert b'"id":%d' % len(calls) not in answer.replace(b" ", b""), answer
-        return proc.wait(60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+from .crashes import ai_write, call_until_killed, run_child
+from .servers import client_env
 
 
 def git_bytes(root: Path, spec: str) -> bytes:
@@ -119,7 +61,7 @@ async def test_a_batch_killed_holding_the_index_lock_leaves_nothing_for_the_next
         command=sys.executable,
         args=["-m", "server.protocol.cli", "--vault", str(root)],
         cwd=str(REPO),
-        env=child_env(),
+        env=client_env(),
     )
     async with Client(params) as c:
         r = await c.call_tool(
@@ -202,7 +144,7 @@ def _killed_batch(root: Path) -> None:
         ("append_section", {"path": f"n{i}.md", "heading": "Log", "content": BATCH_LINE})
         for i in range(4)
     ]
-    status = run_child(root, "kill:renamed:2", lambda r: _ai(r, "batch", ops, "tidy"))
+    status = run_child(root, "kill:renamed:2", lambda r: ai_write(r, "batch", ops, "tidy"))
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
     assert BATCH_LINE in (root / "n1.md").read_text()  # half-written, uncommitted
 
@@ -217,7 +159,7 @@ def test_an_owner_action_after_a_killed_write_rolls_it_back_first(
     make_vault: Any, action: str
 ) -> None:
     root = make_vault({f"n{i}.md": f"# N{i}\n\n## Log\n- before\n" for i in range(4)})
-    _ai(
+    ai_write(
         root,
         "append_section",
         [
@@ -284,7 +226,7 @@ def test_recovery_killed_half_way_is_finished_by_the_next(make_vault: Any) -> No
         ("append_section", {"path": f"n{i}.md", "heading": "Log", "content": BATCH_LINE})
         for i in range(4)
     ]
-    status = run_child(root, "kill:renamed:3", lambda r: _ai(r, "batch", ops, "tidy"))
+    status = run_child(root, "kill:renamed:3", lambda r: ai_write(r, "batch", ops, "tidy"))
     assert os.WIFSIGNALED(status)
 
     def recover(r: Path) -> None:
@@ -316,14 +258,14 @@ def test_locks_a_killed_git_child_left_on_our_own_indexes_are_cleared(make_vault
     so the next writer removes them; git's own index.lock of another program is left alone."""
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     state = root / ".git/vaultwatch"
-    _ai(
+    ai_write(
         root,
         "append_section",
         [("append_section", {"path": "a.md", "heading": "Log", "content": "- one"})],
     )
     for name in ("commit.index.lock", "index.next.lock"):
         (state / name).write_bytes(b"")
-    _ai(
+    ai_write(
         root,
         "append_section",
         [("append_section", {"path": "a.md", "heading": "Log", "content": "- two"})],

@@ -16,19 +16,13 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.widgets.lines import LinesView
-from app.ui.widgets.timeline import Timeline, cells
+from app.ui.widgets.timeline import cells
 from server.core.gitrepo import operation_in_progress
 
-from .conftest import diff_shown, git, screen_is, until
-from .test_file_dialogs import find
+from .conftest import git, screen_is, until
+from .desk import find, select_commit, timeline
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 @pytest.fixture
@@ -38,19 +32,6 @@ def vault(make_vault: Any) -> Path:
 
 def said(app: Dashboard) -> str:
     return "\n".join(str(n.message) for n in app._notifications)
-
-
-def timeline(app: Dashboard) -> Timeline:
-    return app.main.query_one("#timeline", Timeline)
-
-
-async def select(pilot: Any, app: Dashboard, sha: str) -> None:
-    t = timeline(app)
-    await until(pilot, lambda: t.index_of(f"c:{sha}") is not None)
-    i = t.index_of(f"c:{sha}")
-    assert i is not None
-    t.move_to(i)
-    await diff_shown(pilot, t.rows[i])
 
 
 def clean(root: Path) -> bool:
@@ -65,7 +46,7 @@ async def test_a_reverted_commit_is_marked_r_says_so_and_the_revert_can_be_undon
     ai = res["commit"]
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(140, 40)) as pilot:
-        await select(pilot, app, ai)
+        await select_commit(pilot, app, ai)
         await pilot.press("r")
         await screen_is(pilot, ConfirmModal)
         body = app.screen.query_one("#dialog-body", LinesView)
@@ -85,7 +66,7 @@ async def test_a_reverted_commit_is_marked_r_says_so_and_the_revert_can_be_undon
         await until(pilot, lambda: timeline(app).current.key == f"c:{revert_sha}")  # type: ignore[union-attr]
         row = timeline(app).rows[timeline(app).index_of(f"c:{ai}")]  # type: ignore[index]
         assert "↺ reverted" in "".join(c.plain for c in cells(row, row.time))
-        await select(pilot, app, ai)
+        await select_commit(pilot, app, ai)
         detail = app.main.query_one("#detail", LinesView)
         await until(pilot, lambda: f"reverted by {revert_sha[:8]}" in detail.plain)
         # r again: says so, asks nothing, changes nothing, leaves git clean
@@ -95,7 +76,7 @@ async def test_a_reverted_commit_is_marked_r_says_so_and_the_revert_can_be_undon
         assert not isinstance(app.screen, ConfirmModal)
         assert git(vault, "rev-parse", "HEAD") == head and clean(vault)
         # the revert itself is undone from the timeline: the AI's line comes back, the mark goes
-        await select(pilot, app, revert_sha)
+        await select_commit(pilot, app, revert_sha)
         await pilot.press("r")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         await pilot.press("y")
@@ -111,7 +92,7 @@ async def test_r_on_a_row_it_cannot_revert_says_why(vault: Path) -> None:
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(140, 40)) as pilot:
         imported = git(vault, "rev-parse", "HEAD").strip()
-        await select(pilot, app, imported)
+        await select_commit(pilot, app, imported)
         await pilot.press("r")
         await until(pilot, lambda: "is your own edit" in said(app))
         assert not isinstance(app.screen, ConfirmModal)
@@ -130,7 +111,7 @@ async def test_blockers_show_who_when_and_the_diff_and_the_owners_stay_unticked(
     before = (vault / "w.md").read_text(), git(vault, "rev-parse", "HEAD")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(140, 44)) as pilot:
-        await select(pilot, app, target["commit"])
+        await select_commit(pilot, app, target["commit"])
         await pilot.press("r")
         await screen_is(pilot, BlockersModal)
         boxes = list(app.screen.query(Checkbox))

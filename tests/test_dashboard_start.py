@@ -18,12 +18,6 @@ from .conftest import until
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 def gated_python(tmp_path: Path, gate: Path) -> str:
     """A real python that starts only once `gate` exists: a server slow to start, on demand."""
     script = tmp_path / "gated-python"
@@ -40,7 +34,7 @@ def header(app: Dashboard) -> str:
 
 @pytest.mark.slow
 async def test_first_paint_comes_before_the_server(
-    make_vault: Any, tmp_path: Path, settings_home: Path
+    make_vault: Any, tmp_path: Path, settings_dir: Path
 ) -> None:
     vault = make_vault({"a.md": "# A\n"})
     gate = tmp_path / "gate"
@@ -61,7 +55,7 @@ async def test_first_paint_comes_before_the_server(
 
 
 async def test_a_server_that_cannot_start_is_shown_not_a_blank_exit(
-    make_vault: Any, tmp_path: Path, settings_home: Path
+    make_vault: Any, tmp_path: Path, settings_dir: Path
 ) -> None:
     vault = make_vault({"a.md": "# A\n"})
     broken = tmp_path / "broken-python"

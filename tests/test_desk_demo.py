@@ -4,27 +4,19 @@ unless `--keep` (audit 3 N26: each run left its ~1 MB vault copy)."""
 from __future__ import annotations
 
 import os
-import pty
 import signal
-import struct
-import subprocess
 import sys
-import termios
-import time
-from fcntl import ioctl
 from pathlib import Path
 
 import pytest
 
-from .test_install import _read_until
+from .terminal import in_terminal, read_to_exit, read_until
 
 
 @pytest.mark.parametrize("keep", [False, True])
 def test_the_demo_removes_its_vault_on_quit_unless_kept(tmp_path: Path, keep: bool) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    primary, secondary = pty.openpty()
-    ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         TMPDIR=str(tmp),
@@ -37,25 +29,16 @@ def test_the_demo_removes_its_vault_on_quit_unless_kept(tmp_path: Path, keep: bo
         LINES="24",
     )
     args = ["--demo", "--keep"] if keep else ["--demo"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from app.main import main; main()", *args],
-        env=env,
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        start_new_session=True,
+    primary, proc = in_terminal(
+        [sys.executable, "-c", "from app.main import main; main()", *args], env, 80, 24
     )
-    os.close(secondary)
     try:
-        screen = _read_until(primary, b"demo-assistant", 120, proc)
+        screen = read_until(primary, b"demo-assistant", 120, proc)
         assert b"demo-assistant" in screen, screen.decode(errors="replace")[-2000:]
         made = list(tmp.glob("vaultwatch-demo-*"))
         assert len(made) == 1, made  # the copy it runs on
         os.write(primary, b"q")
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:
-            screen += _read_until(primary, b"\x00never", 0.5, proc)
-        text = (screen + _read_until(primary, b"\x00never", 1, proc)).decode(errors="replace")
+        text = (screen + read_to_exit(primary, proc, 60)).decode(errors="replace")
         assert proc.poll() == 0, text[-2000:]
         if keep:
             assert (made[0] / "vault").is_dir()

@@ -6,7 +6,6 @@ through. Real Textual app under Pilot, real git vaults in tmp_path, real MCP cli
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -21,44 +20,45 @@ from textual.widgets import DataTable, Input, Static
 from app.ui.dashboard import Dashboard
 from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder
 from app.ui.dialogs.modals import ConfirmModal
-from app.ui.screens.review_screen import ReviewScreen
 from app.ui.widgets.lines import LinesView
+from server.core.gitrepo import ensure_repo
 from server.protocol.tools import build_server
 from server.vault import Vault
 
-from .conftest import git, until, workers_done
+from .chinese_notes import CLIENTS, words
+from .chinese_notes import chinese_paths as notes_in
+from .conftest import git, until, workers_done, write_files
+from .review_desk import open_review
+from .templates import copy_of
 
 pytestmark = pytest.mark.anyio
 
-NUMBERS = "一二三四五六七八九十"
-CLIENTS = ("claude-code", "claude-desktop")
+START = 130  # s: more than the supervisor's own bound on a server child's start (2 x 60 s)
 FOLDER = "工作/分布式系统架构设计/消息队列与事件驱动"
 
 
 def chinese_paths() -> list[str]:
     """30 notes in one deep folder whose names share their start and their end."""
-    out = []
-    for i in range(30):
-        n = NUMBERS[i % 10] + ("" if i < 10 else "甲" if i < 20 else "乙")
-        out.append(f"{FOLDER}/分布式系统设计笔记之第{n}篇.md")
-    return out
-
-
-def words(seed: str, n: int = 12) -> str:
-    """Words of this note's own (the server refuses a note that says nearly what another does)."""
-    digest = hashlib.sha256(seed.encode()).hexdigest() * 2
-    return " ".join(digest[i * 5 : i * 5 + 5] for i in range(n))
+    return notes_in(FOLDER)
 
 
 @pytest.fixture
-def two_clients_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def two_clients_vault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     """30 Chinese notes titled as their file names, created by two clients in turn; the first
     ten then appended to by the other client too (notes with both clients); one English note
-    with a title of its own (the review list's title column is shown)."""
+    with a title of its own (the review list's title column is shown). A copy of one built
+    once per test process (40 writes through the server)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    root: Path = make_vault(
-        {"english.md": "---\ntitle: An English note with its own title\n---\n# English\n"}
+    return copy_of(tmp_path_factory, "desk-turn4-two-clients", tmp_path / "v", build_two_clients)
+
+
+def build_two_clients(root: Path) -> None:
+    write_files(
+        root, {"english.md": "---\ntitle: An English note with its own title\n---\n# English\n"}
     )
+    ensure_repo(root)
     paths = chinese_paths()
 
     async def writes() -> None:
@@ -86,7 +86,6 @@ def two_clients_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.Monke
                 vault.close()
 
     anyio.run(writes)
-    return root
 
 
 def client_labels(cell: str) -> tuple[list[str], int]:
@@ -99,17 +98,6 @@ def client_labels(cell: str) -> tuple[list[str], int]:
     return clients.split(", "), more
 
 
-async def open_review(pilot: Any, app: Dashboard) -> ReviewScreen:
-    await until(pilot, lambda: app.review_watch.count is not None, "the review count")
-    await pilot.press("v")
-    await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-    review = app.screen
-    assert isinstance(review, ReviewScreen)
-    await until(pilot, lambda: review.review is not None, "the review list")
-    await workers_done(app)
-    return review
-
-
 async def test_the_review_list_tells_every_client_apart_at_80_columns(
     two_clients_vault: Path,
 ) -> None:
@@ -118,7 +106,8 @@ async def test_the_review_list_tells_every_client_apart_at_80_columns(
     note is named or counted, and two clients never print alike."""
     app = Dashboard(two_clients_vault, poll_seconds=60)
     async with app.run_test(size=(80, 24)) as pilot:
-        review = await open_review(pilot, app)
+        review = await open_review(pilot)
+        await workers_done(app)
         assert review.review is not None
         by_path = {n.path: n for n in review.review.notes}
         table = review.query_one("#review-notes", DataTable)
@@ -154,7 +143,8 @@ async def test_the_review_list_names_a_chinese_note_once_with_its_folder(
     there for the English note's own title) and keeps its folder."""
     app = Dashboard(two_clients_vault, poll_seconds=60)
     async with app.run_test(size=size) as pilot:
-        review = await open_review(pilot, app)
+        review = await open_review(pilot)
+        await workers_done(app)
         table = review.query_one("#review-notes", DataTable)
         heads = [str(c.label) for c in table.columns.values()]
         # the English note's own title has a column where there is room once every folder has
@@ -266,9 +256,10 @@ async def test_the_delete_confirm_shows_the_start_of_the_note(linked_vault: Path
 async def test_the_header_says_the_server_is_down_as_soon_as_its_child_exits(
     make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """N13: with the poll a minute away, the header still says it the moment the child dies,
-    and the replacement starts then too: the supervisor's watch on its link says so, not the
-    next poll (the header said `● serving` for ~10 s)."""
+    """N13: from the moment the child is found dead until its replacement serves, the header
+    says it is restarting, not `● serving` (it did for ~10 s). With the poll ten minutes away
+    it says so the moment the child dies, and the replacement starts then too: the
+    supervisor's watch on its link says so, not the next poll."""
     import os
     import signal
 
@@ -284,21 +275,25 @@ async def test_the_header_says_the_server_is_down_as_soon_as_its_child_exits(
 
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await until(pilot, lambda: "● serving http://" in header(), "serving")
+            # a server child's start is allowed 60 s by the supervisor (on a second port, as
+            # much again): the test waits longer than that, or it gives up first under load
+            await until(pilot, lambda: "● serving http://" in header(), "serving", START, header)
             await workers_done(app)  # the first poll is over: the next is ten minutes away
             assert sup.proc is not None
             os.kill(sup.proc.pid, signal.SIGKILL)
             await until(
                 pilot,
-                lambda: "● serving" not in header(),
-                "the header to stop saying serving",
+                lambda: "restarting" in header(),
+                "the header to say restarting",
                 describe=header,
             )
+            assert "● serving" not in header(), header()
             await until(
                 pilot,
                 lambda: sup.restarts == 1 and "● serving http://" in header(),
                 "the replacement serving",
-                describe=header,
+                START,
+                lambda: (sup.restarts, header()),
             )
     finally:
         sup.stop()
@@ -348,11 +343,7 @@ async def test_the_palette_takes_typed_text_after_the_audits_dialogs(
         await pilot.press("y")
         await until(pilot, lambda: not (root / "gone.md").exists(), "the delete")
         await until(pilot, lambda: len(app.screen_stack) == 1, "the timeline")
-        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
-        await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
+        review = await open_review(pilot)
         await until(pilot, lambda: review.shown is not None, "the diff")
         await pilot.press("u")
         status = review.query_one("#review-status")

@@ -19,17 +19,13 @@ from app.ui.screens.review_screen import ReviewDiff
 
 from .conftest import until
 from .desk import screen_text
-from .test_review_screens import app_on, header, open_review, settings_home, shown
-
-__all__ = ["settings_home"]
+from .review_desk import W, app_on, header, open_review, shown
 
 pytestmark = pytest.mark.anyio
 
-W = "# Week\n\n## Log\n- one\n- two\n- three\n\n## Notes\nfree text\n"
-
 
 @pytest.fixture
-def vault(make_vault: Any, settings_home: Path) -> Path:
+def vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault({"w.md": W, "a.md": "# A\n\n## Log\n"})
 
 

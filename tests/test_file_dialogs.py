@@ -12,12 +12,13 @@ import pytest
 from textual.widgets import Input
 
 from app.ui.dashboard import Dashboard
-from app.ui.dialogs.file_dialogs import DestinationPrompt, FileFinder, NewNoteForm, rank
+from app.ui.dialogs.file_dialogs import DestinationPrompt, NewNoteForm, rank
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
 
 from .conftest import diff_shown, git, screen_is, until
+from .desk import find
 
 pytestmark = pytest.mark.anyio
 
@@ -40,13 +41,6 @@ def vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
             "index.md": "- [[2026-12-01-mock]]\n- [m](inbox/2026-12-01-mock.md)\n",
         }
     )
-
-
-async def find(pilot: Any, key: str, query: str) -> None:
-    """Press `key` (m, x), type `query` into the file finder and pick the best match."""
-    await pilot.press(key)
-    await screen_is(pilot, FileFinder)
-    await pilot.press("ctrl+u", *query, "enter")
 
 
 async def move_to(pilot: Any, dest: str) -> None:

@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from server.core.git_run import git as run_git
 from server.core.gitrepo import write_lock
 from server.vault import Vault
+from server.write import store_errors
 from server.write.journal import read_all
 
 from .conftest import git
@@ -156,12 +157,14 @@ async def test_a_lock_held_for_a_moment_by_another_git_does_not_fail_a_write(
 
 @pytest.mark.anyio
 async def test_a_lock_that_stays_refuses_the_write_and_changes_nothing(
-    connect: Any, make_vault: Any
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """.git/index.lock that does not go away (a `git commit` waiting in its editor, or a crashed
     git): the write is refused before anything is committed: the note, the branch and the
     owner's index are exactly as they were, and the message does not tell anyone to delete a
     lock that may be in use without saying how to tell."""
+    # the lock never goes: the write's wait for git (20 s) shortened, the refusal is the same
+    monkeypatch.setattr(store_errors, "GIT_WAIT_S", 1.0)
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     head = git(root, "rev-parse", "HEAD")
     index = (root / ".git" / "index").read_bytes()

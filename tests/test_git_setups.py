@@ -16,10 +16,12 @@ from mcp import Client, StdioServerParameters
 
 from server.core.gitrepo import ensure_repo
 from server.core.state_files import state_dir
+from server.write import store_errors
 from server.write.journal import Journal, read_all
 from server.write.store import Store
 
 from .conftest import REPO, git, write_files
+from .servers import client_env
 
 pytestmark = pytest.mark.anyio
 
@@ -33,16 +35,6 @@ def blob(root: Path, rev_path: str) -> bytes:
 def subjects(root: Path, *args: str) -> list[str]:
     """Each commit's subject up to its first " §" (the tool's section), newest first."""
     return [s.split(" §")[0] for s in git(root, "log", "--format=%s", *args).splitlines()]
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """The server's environment as a client starts it: none of the test's GIT_* variables,
-    the owner's global config given by `extra` (os.devnull otherwise)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
-    env["VAULTWATCH_SEMANTIC"] = "off"
-    return {**env, **extra}
 
 
 async def serve_and_append(root: Path, env: dict[str, str], note: str) -> dict[str, Any]:
@@ -83,7 +75,7 @@ async def test_a_global_hook_that_refuses_commits_does_not_stop_the_first_start(
     )
     root = tmp_path / "v"
     write_files(root, {"a.md": "# A\n\n## Log\n- one\n"})
-    out = await serve_and_append(root, child_env(GIT_CONFIG_GLOBAL=str(gitconfig)), "a.md")
+    out = await serve_and_append(root, client_env(GIT_CONFIG_GLOBAL=str(gitconfig)), "a.md")
     assert out["commit"]
     assert subjects(root)[-1] == "import"
     # the import is the owner's, by the identity their config gives (hooks off, nothing else)
@@ -137,7 +129,7 @@ async def test_the_server_starts_and_writes_in_a_worktree(worktree: tuple[Path, 
     assert (wt / ".git").is_file()
     main_head = git(main, "rev-parse", "HEAD")
     (wt / "a.md").write_bytes(b"# A\n\n## Log\n- one\n- owner typed\n")
-    out = await serve_and_append(wt, child_env(), "a.md")
+    out = await serve_and_append(wt, client_env(), "a.md")
     assert out["commit"]
     assert subjects(wt) == ["append_section: a.md", "snapshot: a.md", "import"]
     assert blob(wt, "wtb:a.md") == b"# A\n\n## Log\n- one\n- owner typed\n- from the AI\n"
@@ -153,8 +145,11 @@ async def test_the_server_starts_and_writes_in_a_worktree(worktree: tuple[Path, 
 
 
 async def test_a_worktree_keeps_its_state_and_locks_in_its_own_git_dir(
-    connect: Any, worktree: tuple[Path, Path]
+    connect: Any, worktree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the stopped rebase never ends: the write's wait for git (20 s) shortened, the refusal is
+    # the same
+    monkeypatch.setattr(store_errors, "GIT_WAIT_S", 1.0)
     main, wt = worktree
     wt_git = main / ".git" / "worktrees" / "wt"
     assert state_dir(wt) == wt_git / "vaultwatch"

@@ -18,57 +18,14 @@ from server.vault import Vault
 
 from .conftest import git
 from .conftest import vaultwatch_cli as run
+from .health_vault import FILES, LATER, embed
 
 VAULTWATCH = str(Path(sys.executable).parent / "vaultwatch")
-LATER = date.today() + timedelta(days=40)  # every committed note is 40 days old then
-
-CONFIG = """\
-private: ["private/**"]
-types:
-  task:
-    folder: tasks
-    required: [status]
-limits: {result_chars: 2000}
-health:
-  orphan_days: 30
-  stale_days: 60
-  types:
-    task: {stale_days: 14, open: [open, todo]}
-"""
-
-FILES: dict[str, str | bytes] = {
-    "vault.config.yaml": CONFIG,
-    "notes/a.md": (
-        "# A\n\nSee [[b]] and [[b#Real heading]] and [[b#^blk1]].\n"
-        "Broken: [[nothere]] and ![[missing-image.png]] and [doc](missing%20doc.md).\n"
-        "Heading gone: [[b#No such heading]]; block gone: [[b#^nope]].\n\n"
-        "| col | link |\n| --- | --- |\n| x | [[ghost\\|alias]] |\n\n"
-        "Private: [[salary]] and [[private/ghost]] and [pay](../private/salary.md).\n"
-        "In code: `[[not-a-link]]`.\n"
-        "Again: [[nothere]].\n"
-    ),
-    "notes/b.md": "# B\n\n## Real heading\n\nA paragraph ^blk1\n\nBack to [[a]].\n",
-    "notes/lonely.md": "# Lonely\n\nNobody links here and it links nowhere.\n",
-    "private/salary.md": "# Salary\n\nSee [[lonely]] and [[a]] and [[nowhere-private]].\n",
-    "tasks/t1.md": "---\nstatus: open\n---\n# Open task\n\nLinked from [[t2]].\n",
-    "tasks/t2.md": "---\nstatus: done\n---\n# Done task\n\nSee [[t1]].\n",
-    "tasks/t3.md": "---\ntitle: no status\n---\n# Missing status\n\nSee [[t1]].\n",
-    "big.md": "# Big\n\n" + "a line of a long note, [[a]]\n" * 120,
-}
 
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault(FILES)
-
-
-def embed(vault: Vault, wait: float = 120) -> None:
-    """Recall's index of the whole vault, built now (as the dashboard's server does at start)."""
-    vault.start_semantic()
-    sem = vault.semantic()
-    assert sem is not None and sem.thread is not None
-    sem.thread.join(wait)
-    assert sem.ready, sem.error
 
 
 def report(root: Path, **kw: Any) -> health.Report:

@@ -21,7 +21,7 @@ from server.vault import Vault
 
 from .conftest import git, until, workers_done
 from .desk import screen_text
-from .test_health import FILES, LATER
+from .health_vault import FILES, LATER, embed, open_health, select
 
 pytestmark = pytest.mark.anyio
 
@@ -37,25 +37,6 @@ def table_text(screen: HealthScreen) -> str:
     return "\n".join(
         " ".join(str(getattr(c, "plain", c)) for c in t.get_row_at(i)) for i in range(t.row_count)
     )
-
-
-async def open_health(pilot: Any) -> HealthScreen:
-    app = pilot.app
-    await pilot.press("H")
-    await until(pilot, lambda: isinstance(app.screen, HealthScreen))
-    screen = app.screen
-    assert isinstance(screen, HealthScreen)
-    await until(pilot, lambda: screen.report is not None, "the health check")
-    await workers_done(app)  # the check's worker has handed over its last report
-    return screen
-
-
-async def select(pilot: Any, screen: HealthScreen, finding_id: str) -> None:
-    t = screen.query_one("#findings", DataTable)
-    keys = [str(k.value) for k in t.rows]
-    t.move_cursor(row=keys.index(finding_id))
-    await pilot.pause()  # the row's highlight handled: the detail and the footer follow it
-    assert screen.selected() is not None and screen.selected().id == finding_id  # type: ignore[union-attr]
 
 
 def make_app(vault: Path) -> Dashboard:
@@ -389,8 +370,6 @@ async def test_deleting_one_of_a_near_duplicate_pair_lists_both(
         }
     )
     from server.vault import Vault
-
-    from .test_health import embed
 
     v = Vault(root)
     try:

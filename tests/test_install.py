@@ -5,19 +5,14 @@ install nothing else), and nothing reaches back into this source tree."""
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 import zipfile
 from collections.abc import Iterator
-from fcntl import ioctl
 from pathlib import Path
 
 import httpx2
@@ -26,6 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from .conftest import EXAMPLE, REPO
+from .terminal import in_terminal, read_to_exit, read_until
 
 # One worker runs the module in turn: the wheel and its environment (module fixtures, the
 # costly part) are then built once, not again on each xdist worker that gets one of the tests.
@@ -168,48 +164,18 @@ async def test_installed_server_demo_answers_over_http(
     assert "Traceback" not in rest, rest
 
 
-def _read_until(fd: int, want: bytes, seconds: float, proc: subprocess.Popen[bytes]) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and want not in seen:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-        elif proc.poll() is not None:
-            break
-    return seen
-
-
 def test_installed_dashboard_demo_runs_in_a_terminal(venv: Path, home: Path) -> None:
     """The real dashboard on a pseudo-terminal: it draws its screen (themes found), the demo's
     assistant writes through the installed server, `q` quits cleanly."""
-    primary, secondary = pty.openpty()
-    ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
     env = {**_clean_env(home), "TERM": "xterm-256color", "COLUMNS": "140", "LINES": "40"}
-    proc = subprocess.Popen(
-        [str(venv / "bin" / "vaultwatch"), "--demo"],
-        cwd=home,
-        env=env,
-        stdin=secondary,
-        stdout=secondary,
-        stderr=secondary,
-        start_new_session=True,
-    )
-    os.close(secondary)
+    primary, proc = in_terminal([str(venv / "bin" / "vaultwatch"), "--demo"], env, 140, 40, home)
     try:
         # the demo's first write lands in the feed as a commit by the demo assistant
-        screen = _read_until(primary, b"demo-assistant", 90, proc)
+        screen = read_until(primary, b"demo-assistant", 90, proc)
         assert b"Traceback" not in screen, screen.decode(errors="replace")[-3000:]
         assert b"demo-assistant" in screen, screen.decode(errors="replace")[-3000:]
         os.write(primary, b"q")
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and time.monotonic() < deadline:
-            screen += _read_until(primary, b"\x00never", 0.5, proc)
-        rest = _read_until(primary, b"\x00never", 1, proc)
-        text = (screen + rest).decode(errors="replace")
+        text = (screen + read_to_exit(primary, proc, 30)).decode(errors="replace")
         assert proc.poll() == 0, text[-3000:]
         assert "Traceback" not in text, text[-3000:]
         assert "the demo vault was removed" in text

@@ -24,12 +24,6 @@ pytestmark = pytest.mark.anyio
 CLAUDE = "Claude Code (HTTP, this server)"
 
 
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 def argv(script: str) -> list[str]:
     """The words bash hands `claude` when `script` is pasted (the command itself is a stub)."""
     stub = 'claude() { printf "%s\\n" "$@"; }\n'

@@ -14,16 +14,9 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.modals import ConfirmModal, HelpModal
 
 from .conftest import screen_is, until
-from .desk import footer
-from .test_dashboard_revert import select, timeline
+from .desk import footer, select_commit, timeline
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
 
 
 @pytest.fixture
@@ -42,7 +35,7 @@ async def test_the_confirm_footer_names_its_keys_as_its_buttons_do(
         done = await s.call("append_section", path="w.md", heading="Log", content="- ai line")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await select(pilot, app, done["commit"])
+        await select_commit(pilot, app, done["commit"])
         await pilot.press("r")
         await screen_is(pilot, ConfirmModal)
         await until(  # the dialog's own footer, mounted after it (`Dashboard._keys_of`)

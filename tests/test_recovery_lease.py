@@ -15,7 +15,7 @@ from typing import Any
 from server.write.journal import read_all
 
 from .conftest import git, head
-from .test_crash_recovery import call_until_killed
+from .crashes import call_until_killed
 
 
 def test_recovery_never_replaces_a_note_an_editor_is_saving(make_vault: Any) -> None:

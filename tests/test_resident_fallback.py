@@ -22,11 +22,11 @@ from mcp.client.stdio import stdio_client
 
 from server.protocol.relay import ask, build_id
 
-from .conftest import git_log, pid_alive, wait_gone
-from .test_resident import SERVER, env, started, vault, wait_for
+from .conftest import git_log, pid_alive, wait_for, wait_gone
+from .residents import SERVER, Raw, env, started
+from .residents import vault as vault  # the fixture
 
 pytestmark = pytest.mark.slow
-__all__ = ["vault"]  # the fixture, shared with test_resident.py
 
 # A real resident of an older build that answers a relay's "retire" and then stays: it keeps
 # its socket and its lock, as a build that predates (or mishandles) making way would.
@@ -265,8 +265,6 @@ def test_a_resident_started_by_a_relay_shares_its_clients_session(vault: Path) -
     group miss it) but in the client's session: a new session is a new scheduling group under
     the kernel's autogroups, where a resident waking for a few ms was served 3-5x slower on a
     loaded machine (relay.spawn_resident). The hangup of that session is not its end."""
-    from .test_resident import Raw
-
     c = Raw(vault)
     try:
         c.initialize("session")

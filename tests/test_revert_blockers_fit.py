@@ -4,7 +4,6 @@ ticked commit is the AI's or the owner's is what the tick decision depends on.""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.dialogs.revert_dialog import BlockerBox, BlockersModal
 
 from .conftest import git, screen_is, until
-from .desk import screen_text
-from .test_dashboard_revert import select
+from .desk import screen_text, select_commit
 
 pytestmark = pytest.mark.anyio
 
@@ -41,12 +39,6 @@ async def boxes_laid_out(pilot: Any) -> None:
 LONG = "项目/二〇二六年/第四季度/很长很长的文件夹名字/会议记录与后续行动计划.md"
 
 
-@pytest.fixture(autouse=True)
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_blockers_show_author_and_time_whole_and_cut_the_path(
     connect: Any, make_vault: Any, size: tuple[int, int]
@@ -61,7 +53,7 @@ async def test_blockers_show_author_and_time_whole_and_cut_the_path(
     mine = git(vault, "rev-parse", "HEAD").strip()
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=size) as pilot:
-        await select(pilot, app, target["commit"])
+        await select_commit(pilot, app, target["commit"])
         await pilot.press("r")
         await boxes_laid_out(pilot)
         # each box as drawn at its width (the dialog scrolls: at 80x24 the second is below)
@@ -97,7 +89,7 @@ async def test_an_unticked_commit_has_no_x(connect: Any, make_vault: Any) -> Non
         git(vault, "commit", "-qam", f"编辑 {LONG}")
     app = Dashboard(vault, poll_seconds=0.1)
     async with app.run_test(size=(120, 36)) as pilot:
-        await select(pilot, app, target["commit"])
+        await select_commit(pilot, app, target["commit"])
         await pilot.press("r")
         await boxes_laid_out(pilot)
         boxes = {b.id: b for b in app.screen.query(BlockerBox)}

@@ -19,24 +19,14 @@ from app.services.review_undo import revert_note, undo_hunk
 from app.services.rewritten import NOTES_REF
 
 from .conftest import REPO, git
+from .review_desk import W, owner_edit, owner_move
 
 pytestmark = pytest.mark.anyio
-
-W = "# Week\n\n## Log\n- one\n- two\n- three\n\n## Notes\nfree text\n"
 
 
 @pytest.fixture
 def vault(make_vault: Any) -> Path:
     return make_vault({"w.md": W, "a.md": "# A\n\n## Log\n", "b.md": "# B\n\n## Log\n"})
-
-
-def owner_edit(root: Path, path: str, old: str, new: str) -> str:
-    p = root / path
-    text = p.read_text()
-    assert old in text
-    p.write_text(text.replace(old, new, 1))
-    git(root, "commit", "-qam", f"owner edits {path}")
-    return git(root, "rev-parse", "HEAD").strip()
 
 
 def paths(root: Path) -> list[str]:
@@ -277,13 +267,6 @@ async def test_marking_many_commits_is_one_notes_commit(connect: Any, vault: Pat
 
 
 # -- a note the owner moved after the AI changed it ----------------------------------------------
-
-
-def owner_move(root: Path, old: str, new: str) -> str:
-    """The dashboard's move (`m`): one owner commit git sees as a rename."""
-    from app.services.file_actions import apply_move, plan_move
-
-    return apply_move(root, plan_move(root, old, new))
 
 
 IDEA = "---\nstatus: open\n---\n# 孤立的想法\n\n这个笔记没有链接。\n还有一行。\n"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import Implementation
 from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable, Input, Static
@@ -33,8 +34,9 @@ from app.ui.widgets.review_notes import ReviewNotes
 
 from .conftest import git, screen_is, until
 from .desk import footer, footer_fits, screen_text
+from .named_clients import as_client
+from .review_desk import W, app_on, header, open_review, owner_edit, owner_move, shown
 from .settling import settled
-from .test_review import W, owner_edit
 
 pytestmark = pytest.mark.anyio
 
@@ -42,13 +44,7 @@ LONG = "项目笔记/二零二六年第四季度/系统设计面试准备/关于
 
 
 @pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
-@pytest.fixture
-def vault(make_vault: Any, settings_home: Path) -> Path:
+def vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault(
         {
             "w.md": W,
@@ -59,14 +55,6 @@ def vault(make_vault: Any, settings_home: Path) -> Path:
     )
 
 
-def app_on(root: Path) -> Dashboard:
-    return Dashboard(root, poll_seconds=0.05)
-
-
-def header(app: Dashboard) -> str:
-    return screen_text(app).split("\n")[0]
-
-
 def notes_listed(app: Dashboard) -> list[str]:
     screen = app.screen
     assert isinstance(screen, ReviewScreen)
@@ -75,22 +63,6 @@ def notes_listed(app: Dashboard) -> list[str]:
 
 def diff_text(app: Dashboard) -> str:
     return app.screen.query_one(ReviewDiff).plain
-
-
-async def open_review(pilot: Any) -> ReviewScreen:
-    app = pilot.app
-    await until(pilot, lambda: app.review_watch.count is not None)
-    await pilot.press("v")
-    await until(pilot, lambda: isinstance(app.screen, ReviewScreen))
-    screen = app.screen
-    await until(pilot, lambda: screen.review is not None)
-    await until(pilot, lambda: screen.shown is not None or not screen.review.notes)
-    return screen
-
-
-async def shown(pilot: Any, path: str) -> None:
-    screen = pilot.app.screen
-    await until(pilot, lambda: screen.shown is not None and screen.shown.note.path == path)
 
 
 async def press_and_confirm(pilot: Any, key: str) -> None:
@@ -532,7 +504,7 @@ def note_rows(app: Dashboard) -> list[str]:
 
 
 async def test_a_long_chinese_line_wraps_between_characters_in_the_note_view(
-    make_vault: Any, settings_home: Path
+    make_vault: Any, settings_dir: Path
 ) -> None:
     root = make_vault({"n.md": f"# 标题\n\n{ZH200}\n\n用 Python 写{ZH200[:60]}\n"})
     app = app_on(root)
@@ -583,30 +555,6 @@ def test_wrap_breaks_chinese_between_characters_and_words_at_spaces() -> None:
     assert plain(Content("中文中文。好"), 8) == ["中文中", "文。好"]
     styled = Content.styled(ZH200[:10], "bold")
     assert all(r.spans for r in wrap(styled, 6))  # styles carried over to every row
-
-
-async def test_o_shows_the_obsidian_link_without_a_desktop(
-    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DISPLAY", raising=False)
-    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    async with connect(vault) as s:
-        await s.call("append_section", path=LONG, heading="日志", content="- 一行")
-    app = app_on(vault)
-    async with app.run_test(size=(200, 40)) as pilot:
-        await open_review(pilot)
-        await pilot.press("o")
-        await until(
-            pilot, lambda: isinstance(app.screen, NoteScreen) and app.screen.view is not None
-        )
-        await pilot.press("o")
-        url = obsidian_url(vault, LONG)
-        status = app.screen.query_one("#note-status", Static)
-        await until(pilot, lambda: url in str(status.content))
-        assert "open in Obsidian (copied)" in str(status.content)
-        assert app.clipboard == url
-    assert url.startswith(f"obsidian://open?vault={vault.name}&file=")
-    assert "%2F" in url and "%E9%A1%B9" in url and "/" not in url[len("obsidian://") :]
 
 
 # -- launch, two dashboards ---------------------------------------------------------------------
@@ -680,26 +628,28 @@ ZH_VAULT = {
 
 async def zh_vault(make_vault: Any) -> Path:
     """The audit's vault in small: long Chinese paths, several tools and three clients."""
-    from .test_reads import client
-
     root: Path = make_vault(ZH_VAULT)
-    async with client(root, "claude-code", "9.9") as s:
+
+    def client(name: str, version: str) -> Any:
+        return as_client(root, Implementation(name=name, version=version))
+
+    async with client("claude-code", "9.9") as s:
         for p in [*CHAPTERS, PLAN]:
-            await s.text(
+            await s.call(
                 "append_section",
                 path=p,
                 heading="行动" if p == PLAN else "摘要",
                 content="- 一行",
             )
-            await s.text("update_frontmatter", path=p, set={"status": "read"})
-    async with client(root, "audit-bot", "1") as s:
+            await s.call("update_frontmatter", path=p, set={"status": "read"})
+    async with client("audit-bot", "1") as s:
         for p in CHAPTERS:
-            await s.text("edit_text", path=p, old="- 一行", new="- 改过的一行")
-    async with client(root, "一个名字很长很长的中文助手客户端-assistant", "2") as s:
-        await s.text("append_section", path=PLAN, heading="行动", content="- 第二项")
-    async with client(root, "claude-code", "9.9") as s:
-        await s.text("update_frontmatter", path=IDEA, set={"status": "closed"})
-        await s.text("append_section", path="README.md", heading="新增", content="- 统计测试")
+            await s.call("edit_text", path=p, old="- 一行", new="- 改过的一行")
+    async with client("一个名字很长很长的中文助手客户端-assistant", "2") as s:
+        await s.call("append_section", path=PLAN, heading="行动", content="- 第二项")
+    async with client("claude-code", "9.9") as s:
+        await s.call("update_frontmatter", path=IDEA, set={"status": "closed"})
+        await s.call("append_section", path="README.md", heading="新增", content="- 统计测试")
     return root
 
 
@@ -725,9 +675,7 @@ async def select(pilot: Any, path: str) -> None:
     await settled(pilot, ignore=("poll",))  # its diff drawn, the next note read ahead
 
 
-async def test_review_at_80x24_keeps_the_diff_in_sight(
-    make_vault: Any, settings_home: Path
-) -> None:
+async def test_review_at_80x24_keeps_the_diff_in_sight(make_vault: Any, settings_dir: Path) -> None:
     """The audit at 80x24: 4 notes listed over a sideways scrollbar, the diff's header took
     about 8 of its lines (0-1 diff lines left), titles cut to `我…识库`, the chapter number cut
     out of `资料/…书笔记.md`."""
@@ -755,7 +703,7 @@ async def test_review_at_80x24_keeps_the_diff_in_sight(
 
 
 async def test_the_tools_and_clients_read_at_120_columns(
-    make_vault: Any, settings_home: Path
+    make_vault: Any, settings_dir: Path
 ) -> None:
     """At 120 columns every row showed `append_…de-code`, `update_…de-code`; after an
     `audit-bot` write still `append_…desktop`."""
@@ -824,12 +772,10 @@ async def test_the_status_line_is_cleared_on_moving_to_another_note(
 
 
 async def test_review_shows_a_moved_note_under_its_new_path(
-    connect: Any, make_vault: Any, settings_home: Path
+    connect: Any, make_vault: Any, settings_dir: Path
 ) -> None:
     """After the owner moved a note (`m`) the list showed its old path and the diff every line
     removed; `u` then refused in a file that no longer existed."""
-    from .test_review import owner_move
-
     root = make_vault({IDEA: ZH_VAULT[IDEA]})
     async with connect(root) as s:
         await s.call("update_frontmatter", path=IDEA, set={"status": "closed"})
@@ -961,7 +907,8 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
     connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """N20: with no desktop to open it, the note view printed the obsidian:// link at the bottom
-    and a toast over it; now the reason and the link in the status line, nothing on top."""
+    and a toast over it; now the reason and the link in the status line, nothing on top, and
+    the link copied (`o` in the review opens the note, `o` there the link)."""
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     async with connect(vault) as s:
@@ -980,8 +927,10 @@ async def test_the_obsidian_link_is_not_covered_at_80x24(
         await settled(pilot, ignore=("poll",))  # a toast sent with the link would be up now
         assert not toasts(app), toasts(app)
         assert "no desktop session" in str(status.content)
+        assert "open in Obsidian (copied)" in str(status.content)
         rows = screen_text(app).split("\n")
         region = status.content_region
         shown_link = "".join(rows[y].strip() for y in range(region.y, region.bottom))
         assert url in shown_link, (url, shown_link)
         assert app.clipboard == url
+    assert url.startswith(f"obsidian://open?vault={vault.name}&file=")

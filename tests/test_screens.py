@@ -33,18 +33,12 @@ pytestmark = pytest.mark.anyio
 TODAY = date(2026, 12, 3)
 
 
-@pytest.fixture
-def settings_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    return tmp_path / "config"
-
-
 def note(day: date, tags: list[str], title: str, body: str = "") -> str:
     return f"---\ndate: {day.isoformat()}\ntags: [{', '.join(tags)}]\n---\n# {title}\n\n{body}"
 
 
 @pytest.fixture
-def tagged_vault(make_vault: Any, settings_home: Path) -> Path:
+def tagged_vault(make_vault: Any, settings_dir: Path) -> Path:
     files = {
         "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
         "tags.yaml": "- system-design\n- 面试\n- crdt\n- networking\n",
@@ -149,7 +143,7 @@ def name(n: int) -> str:
 
 
 @pytest.fixture
-def batch_vault(make_vault: Any, settings_home: Path) -> Path:
+def batch_vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault({name(n): f"# N{n}\n\n- x\n" for n in range(12)})
 
 
@@ -284,7 +278,7 @@ NOTE_TYPES = """types:
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
 async def test_new_note_form_tab_defaults_pickers_path_and_visible_errors(
-    make_vault: Any, settings_home: Path, size: tuple[int, int]
+    make_vault: Any, settings_dir: Path, size: tuple[int, int]
 ) -> None:
     root = make_vault({"vault.config.yaml": NOTE_TYPES, "a.md": "# A\n"})
     app = Dashboard(root, poll_seconds=0.1)
@@ -366,7 +360,7 @@ def test_timeline_columns_never_narrower_on_a_wider_timeline() -> None:
 
 @pytest.mark.parametrize("size", [(100, 30), (120, 36), (160, 40), (200, 50)])
 async def test_timeline_rows_tell_two_edits_apart(
-    connect: Any, make_vault: Any, settings_home: Path, size: tuple[int, int]
+    connect: Any, make_vault: Any, settings_dir: Path, size: tuple[int, int]
 ) -> None:
     a, b = "study/system-design/idempotency-keys.md", "study/system-design/离线同步与冲突解决.md"
     root = make_vault({a: "# A\n\nold line\n", b: "# B\n\nold line\n"})
@@ -389,7 +383,7 @@ async def test_timeline_rows_tell_two_edits_apart(
 
 
 @pytest.fixture
-def strict_vault(make_vault: Any, settings_home: Path) -> Path:
+def strict_vault(make_vault: Any, settings_dir: Path) -> Path:
     return make_vault(
         {
             "vault.config.yaml": "tags: {vocabulary: tags.yaml, unknown: reject}\n",
@@ -470,7 +464,7 @@ async def test_a_snapshot_row_says_why_it_is_there(connect: Any, strict_vault: P
 
 
 async def test_side_by_side_is_laid_out_again_for_a_new_width(
-    connect: Any, make_vault: Any, settings_home: Path
+    connect: Any, make_vault: Any, settings_dir: Path
 ) -> None:
     root = make_vault({"n.md": "# N\n\ntags: [system-design, 面试]\n" + "prose words " * 30 + "\n"})
     async with connect(root) as s:
@@ -511,7 +505,7 @@ async def test_side_by_side_is_laid_out_again_for_a_new_width(
 
 
 async def test_the_cursor_row_is_in_sight_after_a_resize_under_another_screen(
-    make_vault: Any, settings_home: Path
+    make_vault: Any, settings_dir: Path
 ) -> None:
     root = make_vault({"a.md": "# A\n"})
     for i in range(40):  # 40 owner commits: rows enough to scroll at 80x24

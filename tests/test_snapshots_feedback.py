@@ -20,9 +20,8 @@ from app.ui.screens.note_screen import NoteScreen
 from server.write import feedback as store
 
 from .conftest import git, until
-from .snapshots import LONG, SIZES, WHEN, make_app, open_screen, settle
+from .snapshots import LONG, SIZES, WHEN, make_app, open_screen, review, settle
 from .snapshots import pinned_vault as pinned_vault  # the fixture
-from .test_snapshots_review import review
 
 
 @pytest.fixture

@@ -9,42 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
 
 from app.ui.screens.note_screen import NoteScreen
-from app.ui.screens.review_screen import ReviewScreen
 
 from .conftest import until
-from .snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, settle
+from .snapshots import LONG, SIZES, make_app, open_screen, pinned_vault, review, settle
 
 __all__ = ["pinned_vault"]  # the fixture, imported from the dashboard's snapshots
-
-
-async def review(pilot: Any, path: str | None = None) -> ReviewScreen:
-    """The review screen open, its list read and the diff of `path` (else the first) drawn."""
-    app = pilot.app
-    await until(pilot, lambda: app.review_watch.count is not None, "the review count")
-    await open_screen(pilot, "v")
-    screen = app.screen
-    assert isinstance(screen, ReviewScreen)
-    await until(pilot, lambda: screen.review is not None, "the review list")
-    assert screen.review is not None
-    if path is not None:
-        at = [n.path for n in screen.review.notes].index(path)
-        screen.query_one("#review-notes", DataTable).move_cursor(row=at)
-
-    def shown() -> object:
-        return screen.shown and screen.shown.note.path
-
-    await until(
-        pilot,
-        lambda: screen.shown is not None and (path is None or shown() == path),
-        f"the diff of {path or 'the first note'}",
-        describe=shown,
-    )
-    app.clear_notifications()
-    await settle(pilot)
-    return screen
 
 
 @pytest.mark.parametrize("size", list(SIZES))

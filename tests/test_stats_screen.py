@@ -27,17 +27,11 @@ from server.core.git_log import commit_message
 from server.core.state_files import state_dir
 from server.write.journal import Conflict, Journal, Noop, Rejected
 
-from .conftest import until
+from .conftest import VAULTWATCH, until
 from .desk import screen_text
 from .settling import settled
-from .test_stats import (  # noqa: F401
-    AI_WHO,
-    OWNER_WHO,
-    VAULTWATCH,
-    _fast_import,
-    _open_stats,
-    scripted,
-)
+from .stats_history import AI_WHO, OWNER_WHO, fast_import, open_stats
+from .stats_history import scripted as scripted  # the fixture
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +96,7 @@ def title(app: Dashboard) -> str:
 
 
 async def test_the_screen_draws_counting_then_the_figures_of_stats_json(
-    scripted: dict[str, Any],  # noqa: F811 (the fixture)
+    scripted: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Any,
 ) -> None:
@@ -198,7 +192,7 @@ def quiet(week: dict[str, Any]) -> bool:
 
 
 async def test_a_period_asked_while_counting_says_so_and_only_the_last_asked_is_shown(
-    scripted: dict[str, Any],  # noqa: F811 (the fixture)
+    scripted: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Any,
 ) -> None:
@@ -276,7 +270,7 @@ async def test_a_period_asked_while_counting_says_so_and_only_the_last_asked_is_
 
 
 async def test_the_loaded_history_is_left_out_of_full_collections(
-    scripted: dict[str, Any],  # noqa: F811 (the fixture)
+    scripted: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Any,
 ) -> None:
@@ -346,7 +340,7 @@ def busy_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             )
             commits.append((int(at.timestamp()), AI_WHO, msg, path, "".join(text)))
     commits.sort(key=lambda c: c[0])
-    _fast_import(root, commits)
+    fast_import(root, commits)
     journal = state_dir(root) / "events.jsonl"
     for client in CLIENTS:
         j = Journal(journal, client=client)
@@ -376,7 +370,7 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
     app = Dashboard(busy_vault, poll_seconds=60)
     app.today = TODAY
     async with app.run_test(size=size) as pilot:
-        screen = await _open_stats(app, pilot)
+        screen = await open_stats(app, pilot)
         weeks = screen.query_one("#stats-weeks", DataTable)
         for since in ("12w", "52w", None):
 
@@ -434,7 +428,7 @@ async def test_a_period_no_assistant_wrote_in_says_so(make_vault: Any) -> None:
     root = make_vault({"a.md": "# A\n"})
     app = Dashboard(root, poll_seconds=60)
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await _open_stats(app, pilot)
+        screen = await open_stats(app, pilot)
         await until(pilot, lambda: screen.stats is not None)
         await settled(pilot, "the figures drawn")
         note = screen.query_one("#stats-no-clients", Static)

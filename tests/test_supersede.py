@@ -176,7 +176,7 @@ async def test_health_lists_superseded_notes_and_the_screen_offers_delete(
     from server.services.health import check_root
 
     from .conftest import until
-    from .test_health_screen import open_health, select
+    from .health_vault import open_health, select
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     async with connect(example_vault) as s:

@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from server.write.journal import read_all
 
 from .conftest import EXAMPLE, REPO, tool_text
-from .servers import HttpServer, child_env, server_cmd
+from .servers import MCP_ACCEPT, RAW_INITIALIZE, HttpServer, child_env, server_cmd
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -68,17 +68,7 @@ def http_server(vault_dir: Path) -> Iterator[HttpServer]:
 async def test_http_requires_the_token(http_server: HttpServer, vault_dir: Path) -> None:
     token_file = vault_dir / ".git/vaultwatch/token"
     assert token_file.stat().st_mode & 0o777 == 0o600
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "curl", "version": "0"},
-        },
-    }
-    hdrs = {"accept": "application/json, text/event-stream"}
+    init, hdrs = RAW_INITIALIZE, MCP_ACCEPT
     async with httpx2.AsyncClient(timeout=10) as raw:
         r = await raw.post(http_server.url, json=init, headers=hdrs)
         assert r.status_code == 401 and r.json()["error"] == "invalid_token"

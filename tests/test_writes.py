@@ -9,6 +9,7 @@ import pytest
 
 from server.core.tool_names import ToolName
 from server.notes.note import content_hash
+from server.write import store_errors
 from server.write.journal import read_all
 from server.write.write_ops import WRITE_OPS
 
@@ -559,7 +560,11 @@ async def test_read_only_server_has_no_write_tools(connect: Any, vault: Path) ->
     assert all(t.annotations.destructive_hint is False for t in tools.values())
 
 
-async def test_stale_index_lock_is_reported_not_deleted(connect: Any, vault: Path) -> None:
+async def test_stale_index_lock_is_reported_not_deleted(
+    connect: Any, vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the lock never goes: the write's wait for git (20 s) shortened, the refusal is the same
+    monkeypatch.setattr(store_errors, "GIT_WAIT_S", 1.0)
     (vault / ".git/index.lock").write_text("")
     async with connect(vault) as s:
         msg = await s.error("append_section", path="weeks/w.md", heading="Log", content="x")
