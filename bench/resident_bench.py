@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from server.protocol.relay import ask, pid_alive
+from server.protocol.resident_control import ask, pid_alive
 
 from .startup_bench import StdioServer, cpu_s
 from .stats import ms, pct
@@ -214,13 +214,13 @@ def traced(role: str, trace: str, argv: list[str]) -> None:
 
     FuncMetadata.call_fn = timed_call_fn  # type: ignore[method-assign]
     if role == "relay":
-        from server.protocol import relay
+        from server.protocol import relay, relay_pump
 
         os_read, sock_recv, send, write_all = (
             os.read,
             socket.socket.recv,
-            relay.Relay.send,
-            relay.write_all,
+            relay_pump.Relay.send,
+            relay_pump.write_all,
         )
 
         def read(f: int, n: int) -> bytes:
@@ -234,7 +234,7 @@ def traced(role: str, trace: str, argv: list[str]) -> None:
             mark("sock_recv")
             return data
 
-        def sent(self: relay.Relay, line: bytes) -> None:
+        def sent(self: relay_pump.Relay, line: bytes) -> None:
             send(self, line)
             mark("sock_sent")
 
@@ -245,8 +245,8 @@ def traced(role: str, trace: str, argv: list[str]) -> None:
 
         os.read = read
         socket.socket.recv = recv  # type: ignore[method-assign,assignment]
-        relay.Relay.send = sent  # type: ignore[method-assign]
-        relay.write_all = written
+        relay_pump.Relay.send = sent  # type: ignore[method-assign]
+        relay_pump.write_all = written
         relay.main(argv)
     elif role == "resident":
         from server.protocol import resident
@@ -287,7 +287,7 @@ def hops(vault: Path, n: int = 100) -> dict[str, list[float]]:
             env=env,
             stdin=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            process_group=0,  # as a relay starts it (relay.spawn_resident)
+            process_group=0,  # as a relay starts it (resident_start.spawn_resident)
         )
         deadline = time.monotonic() + START_WAIT
         while ask(vault, "status") is None:

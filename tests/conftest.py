@@ -103,7 +103,8 @@ def _no_resident_left_behind(
 def stop_residents(base: Path) -> list[int]:
     """Stop the resident servers of the vaults under `base` (a vault at most 3 folders deep);
     returns their pids, each gone when this returns."""
-    from server.protocol.relay import Unusable, ask
+    from server.protocol.resident_control import ask
+    from server.protocol.resident_socket import Unusable
 
     pids = []
     for depth in range(4):
@@ -125,7 +126,7 @@ def resident_looked(root: Path, uptime_s: float) -> dict[str, Any] | None:
     `uptime_s` of uptime or later (status gives uptime to a tenth of a second: a twentieth is
     added), else None; fails if the resident is gone. A test that checks a quiet period did
     NOT start waits for this look instead of sleeping past the period."""
-    from server.protocol.relay import ask
+    from server.protocol.resident_control import ask
 
     status = ask(root, "status")
     assert status is not None, f"the resident of {root} left"
@@ -154,7 +155,7 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def pid_alive(pid: int) -> bool:
-    from server.protocol.relay import pid_alive as alive
+    from server.protocol.resident_control import pid_alive as alive
 
     return alive(pid)
 

@@ -230,7 +230,7 @@ def owner_moves(root: Path, before: Scan, renames: int = 3, moves: int = 3) -> d
     linked notes renamed to a dotted name, an emoji name and a CJK name, the next ones moved
     into a new folder, and the biggest folder moved under another. Returns old path -> new path
     for every note that moved (composed over the round)."""
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
 
     incoming: dict[str, int] = {}
     for s, ls in before.links.items():

@@ -29,7 +29,7 @@ def owner_edit(root: Path, path: str, old: str, new: str) -> str:
 
 def owner_move(root: Path, old: str, new: str) -> str:
     """The dashboard's move (`m`): one owner commit git sees as a rename."""
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
 
     return apply_move(root, plan_move(root, old, new))
 

@@ -216,7 +216,7 @@ async def test_the_dashboard_attaches_to_the_resident_a_client_started(make_vaul
     """A client's relay started the resident: the dashboard attaches to it (one server, one
     index), names the client, serves HTTP from it, and restarts it when it dies; the client's
     conversation goes on through the new one."""
-    from server.protocol.relay import ask
+    from server.protocol.resident_control import ask
 
     root = make_vault({"a.md": "# A\n"})
     c = relay_client(root, "desktop")
@@ -248,7 +248,7 @@ async def test_the_dashboard_attaches_to_the_resident_a_client_started(make_vaul
 async def test_a_resident_outlives_the_dashboard_for_its_clients(make_vault: Any) -> None:
     """The dashboard quits while a client is attached: the resident keeps serving the client,
     and leaves after its quiet period once the client is gone."""
-    from server.protocol.relay import ask
+    from server.protocol.resident_control import ask
 
     root = make_vault({"a.md": "# A\n"})
     sup = ServerSupervisor(root)

@@ -36,14 +36,9 @@ from typing import Any
 
 import pytest
 
-from app.services.file_actions import (
-    NewNote,
-    apply_create,
-    apply_move,
-    apply_remove,
-    plan_move,
-    plan_remove,
-)
+from app.services.create_action import NewNote, apply_create
+from app.services.move_action import apply_move, plan_move
+from app.services.remove_action import apply_remove, plan_remove
 from app.services.revert import revert
 from app.services.review import mark_reviewed
 from app.services.review_undo import revert_note, undo_hunk

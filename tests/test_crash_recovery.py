@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from app.services.file_actions import apply_move, plan_move
+from app.services.move_action import apply_move, plan_move
 from app.services.review_undo import undo_hunk
 from server.vault import Vault
 from server.write.journal import read_all

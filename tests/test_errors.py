@@ -23,7 +23,7 @@ HEADLESS = (
 )  # Textual: not needed here
 # The stdio relay imports only the standard library (a new conversation must not pay for our
 # package's imports: tests/test_resident.py holds it), so its one error cannot derive from ours.
-STDLIB_ONLY = ("server.protocol.relay",)
+STDLIB_ONLY = ("server.protocol.resident_socket",)
 
 
 def _error_classes() -> list[type[BaseException]]:

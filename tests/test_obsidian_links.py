@@ -192,7 +192,7 @@ def test_link_settings_are_read_from_app_json(tmp_path: Path) -> None:
 
 
 def test_a_move_in_a_relative_vault_through_the_owner_action(make_vault: Any) -> None:
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
 
     root = make_vault(
         {
@@ -275,7 +275,7 @@ def test_a_relative_path_a_root_path_would_shadow_gets_its_dot() -> None:
 
 
 def test_the_delete_preview_lists_every_link_obsidian_follows(make_vault: Any) -> None:
-    from app.services.file_actions import plan_remove
+    from app.services.remove_action import plan_remove
 
     root = make_vault(
         {

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from app.services.actions import ActionError
-from app.services.file_actions import apply_move, apply_remove, plan_move, plan_remove
+from app.services.move_action import apply_move, plan_move
+from app.services.remove_action import apply_remove, plan_remove
 from server.write.leases import ignore_lease_breaks
 
 from .conftest import git

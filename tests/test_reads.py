@@ -238,7 +238,7 @@ async def test_a_moved_note_keeps_its_reads_under_its_new_name(
 ) -> None:
     """Moving a note in the dashboard made it 'never read' and dropped it from the most read.
     A note made at the old name afterwards is a new note: the old reads are not its."""
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
 
     async with client(vault) as s:
         await s.text("read_doc", path="study/a.md")

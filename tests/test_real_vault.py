@@ -212,7 +212,7 @@ TABLE_NOTE = (
 async def test_table_links_with_escaped_pipes_count_everywhere(
     connect: Any, make_vault: Any
 ) -> None:
-    from app.services.file_actions import plan_remove
+    from app.services.remove_action import plan_remove
 
     root = make_vault({**REAL, "en/Formats.md": TABLE_NOTE, "en/diagram.png": b"\x89PNG\r\n"})
     plan = plan_remove(root, "en/Internal links.md")

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.protocol.relay import STOPPED_CODE, ask
+from server.protocol.relay_pump import STOPPED_CODE
+from server.protocol.resident_control import ask
 
 from .conftest import (
     git,
@@ -46,7 +47,16 @@ def test_the_relay_imports_only_the_standard_library(vault: Path, tmp_path: Path
     assert c.close() == 0, c.stderr
     loaded = json.loads(dump.read_text())
     ours = sorted(m for m in loaded if m == "server" or m.startswith("server."))
-    assert ours == ["server", "server.protocol", "server.protocol.relay"]
+    assert ours == [
+        "server",
+        "server.protocol",
+        "server.protocol.relay",
+        "server.protocol.relay_pump",
+        "server.protocol.resident_control",
+        "server.protocol.resident_link",
+        "server.protocol.resident_socket",
+        "server.protocol.resident_start",
+    ]
     heavy = [m for m in loaded if m.split(".")[0] in {"mcp", "pydantic", "anyio", "yaml", "numpy"}]
     assert not heavy, heavy
     assert started(vault)[-1]["transport"] == "resident"  # it was relayed, not served here

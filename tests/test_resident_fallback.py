@@ -20,7 +20,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from server.protocol.relay import ask, build_id
+from server.protocol.resident_control import ask
+from server.protocol.resident_link import build_id
 
 from .conftest import git_log, pid_alive, wait_for, wait_gone
 from .residents import SERVER, Raw, env, started

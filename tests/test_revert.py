@@ -14,15 +14,10 @@ from typing import Any
 import pytest
 
 from app.services.actions import ActionError
-from app.services.file_actions import (
-    apply_create,
-    apply_move,
-    apply_remove,
-    plan_create,
-    plan_move,
-    plan_remove,
-)
+from app.services.create_action import apply_create, plan_create
 from app.services.history import read_commits, reverted_by
+from app.services.move_action import apply_move, plan_move
+from app.services.remove_action import apply_remove, plan_remove
 from app.services.revert import (
     NothingToRevert,
     RevertConflict,

@@ -94,8 +94,9 @@ async def everything(connect: Any, root: Path) -> list[str]:
     from app.services.supervisor import ServerSupervisor, remember_port, remembered_port
     from server.core.state_files import state_dir
     from server.protocol.http_serve import read_or_create_token
-    from server.protocol.relay import Unusable, start_lock
     from server.protocol.resident import take_vault
+    from server.protocol.resident_socket import Unusable
+    from server.protocol.resident_start import start_lock
     from server.write.journal import JournalReader, read_all
 
     said: list[str] = []

@@ -61,7 +61,7 @@ async def test_client_name_cannot_hide_or_forge_trailers(make_vault: Any, name: 
 def test_owner_commits_carry_the_shared_trailers_and_only_their_paths(make_vault: Any) -> None:
     """A move through the dashboard's file actions commits through the write path's private
     index (nothing the owner staged goes in) with the same trailer names the history reads."""
-    from app.services.file_actions import apply_move, plan_move
+    from app.services.move_action import apply_move, plan_move
     from server.core.git_log import ACTION
 
     root: Path = make_vault({"a.md": "# A\n", "b.md": "# B\n"})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.file_actions import vault_files
+from app.services.vault_files import vault_files
 from server.core.gitrepo import ensure_repo
 from server.notes.paths import is_note
 from server.notes.templates import template_texts

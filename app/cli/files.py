@@ -92,7 +92,7 @@ def _undo(args: argparse.Namespace) -> int:
 
 
 def _mv(args: argparse.Namespace) -> int:
-    from app.services.file_actions import apply_move
+    from app.services.move_action import apply_move
     from app.services.owner_flows import apply_plan, move_preview
 
     vault, (src, dst) = _split(args.args, 2, "vaultwatch mv [VAULT] SRC DST [--dry-run]")
@@ -109,8 +109,8 @@ def _mv(args: argparse.Namespace) -> int:
 
 
 def _rm(args: argparse.Namespace) -> int:
-    from app.services.file_actions import apply_remove
     from app.services.owner_flows import apply_plan, delete_preview
+    from app.services.remove_action import apply_remove
 
     vault, (path,) = _split(args.args, 1, "vaultwatch rm [VAULT] PATH [--yes]")
     root = _vault(vault)

@@ -1,6 +1,6 @@
 """What the owner does from the dashboard fails with an ActionError: a sentence for the owner,
 and the vault as it was. The actions themselves: `revert` (revert.py) and the file actions
-(file_actions.py)."""
+(move_action, remove_action, create_action)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,9 @@ from typing import Literal, TypeVar
 
 from app.services.actions import ActionError
 from app.services.cell_wrap import wrap_text
-from app.services.file_actions import MovePlan, RemovePlan, plan_move, plan_remove
 from app.services.history import Commit, FileChange, commit_changes
+from app.services.move_action import MovePlan, plan_move
+from app.services.remove_action import RemovePlan, plan_remove
 from app.services.revert import (
     RevertConflict,
     abort_operation,

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from app.services.file_actions import vault_files
+from app.services.vault_files import vault_files
 from server.notes.dates import as_date
 from server.notes.frontmatter import split_frontmatter
 from server.services.speech_metrics import median_or_none

@@ -28,8 +28,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.services.action_tree import prune_empty_folders
 from app.services.actions import ActionError
-from app.services.file_actions import prune_empty_folders
 from app.services.history import (
     Commit,
     FileChange,

@@ -21,7 +21,10 @@ from pathlib import Path
 
 from server.core.state_files import make_state_dir, open_state, read_state, state_dir, write_state
 from server.protocol.connect import claude_mcp_add_http
-from server.protocol.relay import LOG_NAME, Unusable, ask, log_tail, open_link, pid_alive, read_line
+from server.protocol.resident_control import ask, pid_alive
+from server.protocol.resident_link import open_link, read_line
+from server.protocol.resident_socket import Unusable
+from server.protocol.resident_start import LOG_NAME, log_tail
 
 
 def port_file(root: Path) -> Path:
@@ -113,7 +116,7 @@ class ServerSupervisor:
         """The resident as this dashboard's child: its own process group (stopping it stops what
         it started; the terminal's ^C and hangup miss it, so it outlives the dashboard for its
         other clients), messages in its log. Not its own session: a lone process in a session
-        of its own waits longer for a core under load (Linux autogroups; see relay.spawn_resident)."""
+        of its own waits longer for a core under load (Linux autogroups; see resident_start.spawn_resident)."""
         if self._stopped:  # the dashboard quit while this start was on its way
             raise Unusable("vaultwatch-server was stopped before it started")
         log = open_state(sdir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT)

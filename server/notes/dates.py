@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,17 @@ def as_date(value: Any) -> date | None:
             except ValueError:
                 return None
     return None
+
+
+def note_date(date_fields: Iterable[str], fields: Mapping[str, Any]) -> date:
+    """The date a new note's file name is made from: the first of its type's date fields that
+    holds a date, else its `date`, else today. The write tools' `note_path` and the owner's
+    new-note form (which fills a `week` field from it) ask the same."""
+    for name in (*date_fields, "date"):
+        found = as_date(fields.get(name))
+        if found is not None:
+            return found
+    return date.today()
 
 
 def _add_months(d: date, months: int) -> date:

@@ -37,6 +37,29 @@ def nfc(name: str) -> str:
     return name if name.isascii() else unicodedata.normalize("NFC", name)
 
 
+def spelled(root: Path, rel: str) -> str:
+    """`rel` (NFC, as every path rule compares it) as it is spelled on disk, the way back from
+    `nfc`: a name made on macOS may be NFD, and Linux opens only the bytes it has (adversarial
+    pass 3, N16: such a note could be neither moved nor deleted). A path that does not exist,
+    or a name two files share in NFC, stays as given: never a guess between two files. The
+    owner's file actions and the check of what the owner changed (write/modified.py) ask it."""
+    if rel.isascii() or os.path.lexists(root / rel):
+        return rel
+    here, out = root, []
+    for part in rel.split("/"):
+        if not os.path.lexists(here / part):
+            try:
+                match = [n for n in os.listdir(here) if unicodedata.normalize("NFC", n) == part]
+            except OSError:
+                return rel
+            if len(match) != 1:
+                return rel
+            part = match[0]
+        out.append(part)
+        here = here / part
+    return "/".join(out)
+
+
 def inside_vault(root: Path | str) -> Callable[[str], bool]:
     """Where a symlink may point when the caller has no path policy: inside the vault (`real`
     fully resolved) and in no dot-folder."""

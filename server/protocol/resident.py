@@ -39,15 +39,9 @@ from server import __version__
 from server.core.gitrepo import ensure_repo
 from server.core.state_files import make_state_dir, open_state, state_dir
 from server.protocol.cli import _raise_interrupt, no_core_dumps, open_vault, stop
-from server.protocol.relay import (
-    EXIT_ANOTHER,
-    LIFE_LOCK,
-    LOG_NAME,
-    PROTOCOL,
-    SOCKET_NAME,
-    build_id,
-    socket_address,
-)
+from server.protocol.resident_link import PROTOCOL, build_id
+from server.protocol.resident_socket import SOCKET_NAME, socket_address
+from server.protocol.resident_start import EXIT_ANOTHER, LIFE_LOCK, LOG_NAME
 from server.vault import Vault
 from server.write.journal import ServerStarted, ServerStopped
 from server.write.leases import ignore_lease_breaks
@@ -401,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--log", action="store_true", help="messages to .git/vaultwatch/resident.log")
     args = ap.parse_args(argv)
     no_core_dumps()
-    # a relay starts us in its client's session (relay.spawn_resident says why): the hangup of
+    # a relay starts us in its client's session (resident_start.spawn_resident says why): the hangup of
     # that client's terminal is not ours to die of; its other clients still talk to us
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     logging.basicConfig(

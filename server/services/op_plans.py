@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any, assert_never
 
 from server.notes.config import Config, normalize_tag, tag_problem
-from server.notes.dates import as_date
+from server.notes.dates import note_date
 from server.notes.frontmatter import frontmatter_tags
 from server.notes.note import parse_doc
 from server.notes.paths import is_note, new_name_problem
@@ -175,8 +175,7 @@ def note_path(cfg: Config, type_name: str | None, fields: dict[str, Any], body: 
             [],
         )
     title = _title_of(fields, body)
-    d = next((as_date(fields.get(f)) for f in (*t.dates, "date") if as_date(fields.get(f))), None)
-    d = d or date.today()
+    d = note_date(t.dates, fields)
     pattern = t.filename or "{slug}.md"
 
     def fill(m: re.Match[str]) -> str:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from server.core.git_run import git
 from server.core.state_files import load_state_json, state_dir, write_state
+from server.notes.walk import spelled
 
 log = logging.getLogger("vaultwatch.modified")
 
@@ -272,24 +273,10 @@ class ModifiedTimes:
         return mode, blob.hexdigest()
 
     def _on_disk(self, path: str) -> str | None:
-        """The file for an NFC path as spelled on disk (a name made on macOS may be NFD)."""
-        full = os.path.join(self.root, path)
-        if os.path.lexists(full) or path.isascii():
-            return full if os.path.lexists(full) else None
-        here = str(self.root)
-        for part in path.split("/"):
-            step = os.path.join(here, part)
-            if not os.path.lexists(step):
-                try:
-                    names = os.listdir(here)
-                except OSError:
-                    return None
-                match = [n for n in names if unicodedata.normalize("NFC", n) == part]
-                if len(match) != 1:
-                    return None
-                step = os.path.join(here, match[0])
-            here = step
-        return here
+        """The file for an NFC path as spelled on disk (a name made on macOS may be NFD);
+        None when there is none."""
+        full = os.path.join(self.root, spelled(self.root, path))
+        return full if os.path.lexists(full) else None
 
     def _read_tree(self, head: str) -> _Tree | None:
         """HEAD's blob ids: one `git ls-tree` per HEAD (a few ms for 10,000 notes)."""

@@ -19,7 +19,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from app.services.file_actions import ActionError, NewNote, doc_type, from_date, plan_create
+from app.services.actions import ActionError
+from app.services.create_action import NewNote, plan_create
+from app.services.note_types import doc_type, from_date
 from server.notes.config import ConfigError, DocType, load_config
 from server.services.op_plans import note_path
 from server.services.write_plan import Rejected

@@ -19,19 +19,12 @@ from textual.screen import Screen
 
 from app.services import owner_flows as flows
 from app.services.actions import ActionError
+from app.services.create_action import apply_create
 from app.services.feed import Row
-from app.services.file_actions import (
-    MovePlan,
-    RemovePlan,
-    apply_create,
-    apply_move,
-    apply_remove,
-    doc_types,
-    finder_order,
-    folders_of,
-    suggest_folder,
-    vault_files,
-)
+from app.services.move_action import MovePlan, apply_move
+from app.services.note_types import doc_types, suggest_folder
+from app.services.remove_action import RemovePlan, apply_remove
+from app.services.vault_files import finder_order, folders_of, vault_files
 from app.ui.dialogs.modals import ConfirmModal
 from app.ui.dialogs.revert_dialog import BlockersModal
 from app.ui.navigation import Desk, desk
@@ -104,11 +97,18 @@ class OwnerActions(Screen[None]):
     # -- the owner's actions ----------------------------------------------------------------------
 
     def _done(self, out: flows.Outcome) -> None:
-        """Say what an action did; a new commit is looked for at once."""
+        """Say what an action did; a new commit is looked for at once. The action ran in a
+        thread the UI does not stop: it committed (or rolled back) whole whatever happened
+        here. When it comes back to a screen being taken down (the app quitting: the
+        timeline already gone), there is nobody to tell; the next start shows the commit."""
+        try:
+            pane = self.query_one("#timeline", TimelinePane)
+        except NoMatches:
+            return
         if out.ok:
             assert out.sha is not None
             self.notify(out.message, timeout=4)
-            self.query_one("#timeline", TimelinePane).select_when_shown(f"c:{out.sha}")
+            pane.select_when_shown(f"c:{out.sha}")
             self.post_message(VaultChanged(out.sha))
         else:
             self.notify(out.message, title=out.title, severity=out.severity, timeout=8)

@@ -22,7 +22,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from app.services import owner_flows as flows
-from app.services.file_actions import apply_move, apply_remove, vault_files
+from app.services.move_action import apply_move
+from app.services.remove_action import apply_remove
+from app.services.vault_files import vault_files
 from app.ui.dialogs.file_dialogs import FileFinder
 from app.ui.dialogs.note_at_line import NoteModal, note_lines
 from app.ui.dialogs.owner_actions import ask_delete, ask_move

@@ -177,8 +177,6 @@ class MainScreen(OwnerActions):
         with contextlib.suppress(NoMatches):  # the app is closing
             t = self.query_one("#timeline", Timeline)
             self.call_after_refresh(lambda: t.move_to(t.cursor))
-        if self.split:  # a side-by-side diff is laid out for the pane's width: lay it out again
-            self.call_after_refresh(self.show_detail)
 
     # -- the feed ---------------------------------------------------------------------------------
 
@@ -244,27 +242,36 @@ class MainScreen(OwnerActions):
             if self.query_one("#timeline", Timeline).rows:  # else it says "no matches"
                 pane.show([])
             return
-        if row.commit is not None:
-            self.load_diff(row, self.split, self.context_lines, self._asked)
+        if row.commit is not None:  # the width read here, in the UI's thread, as it is now
+            self.load_diff(row, self.split, self.context_lines, self._asked, pane.text_width())
         else:
             pane.show(event_detail(row, self.dash.root).split("\n", allow_blank=True))
 
+    @on(DiffPane.Rewidth)
+    def _rewidth(self) -> None:
+        # the pane's width changed under a side-by-side diff (its own resize says so)
+        if self.split:
+            self.show_detail()
+
     @work(thread=True, exclusive=True, group="diff")
-    def load_diff(self, row: Row, split: bool, context: int, asked: int) -> None:
-        try:
-            width = self.query_one(DiffPane).scrollable_content_region.width or 100
-        except NoMatches:
-            return  # the app is closing
+    def load_diff(self, row: Row, split: bool, context: int, asked: int, width: int) -> None:
         lines, marks = commit_lines(self.dash.root, row, split=split, context=context, width=width)
         with contextlib.suppress(RuntimeError):  # the app is closing
-            self.app.call_from_thread(self._diff_loaded, asked, lines, marks)
+            self.app.call_from_thread(self._diff_loaded, asked, lines, marks, split, width)
 
-    def _diff_loaded(self, asked: int, lines: list[Content], marks: dict[str, list[int]]) -> None:
+    def _diff_loaded(
+        self,
+        asked: int,
+        lines: list[Content],
+        marks: dict[str, list[int]],
+        split: bool,
+        width: int,
+    ) -> None:
         # Only the newest ask is shown: a thread of an earlier one (another row, the unified
         # diff before `s`, the old context or width) can finish after it, and was shown over it.
         if asked == self._asked:
             with contextlib.suppress(NoMatches):  # the app is closing
-                self.query_one(DiffPane).show(lines, marks)
+                self.query_one(DiffPane).show(lines, marks, width if split else None)
 
     # -- keys -------------------------------------------------------------------------------------
 

@@ -109,7 +109,8 @@ def week_columns(
 
 class StatsTable(Table):
     """A table whose `→` and `←` scroll a column at a time (DataTable's row cursor scrolls a
-    cell: the tools of the week table were some 95 presses away)."""
+    cell: the tools of the week table were some 95 presses away), sized by its content
+    (`width: auto; height: auto`; keys.Table keeps that size new)."""
 
     def action_cursor_right(self) -> None:
         self._scroll_column(1)

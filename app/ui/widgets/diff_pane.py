@@ -9,6 +9,7 @@ from pathlib import Path
 
 from textual.binding import Binding
 from textual.content import Content
+from textual.message import Message
 
 from app.services.feed import Row
 from app.services.history import commit_changes_upto
@@ -62,17 +63,55 @@ class DiffPane(LinesView):
         Binding("escape", "screen.back", "Back", tooltip="back to the timeline"),
     ]
 
+    class Rewidth(Message):
+        """The lines shown were laid out for another width (a side-by-side diff's columns):
+        lay them out again for `width`, the pane's text width now."""
+
+        def __init__(self, width: int) -> None:
+            super().__init__()
+            self.width = width
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.marks: dict[str, list[int]] = {"hunk": [], "file": []}
         self.search = ""
         self.found: int | None = None
         self._unmarked = Content("")
+        self.laid_for: int | None = None  # the width the lines were laid out for, if any
 
-    def show(self, lines: list[Content], marks: dict[str, list[int]] | None = None) -> None:
+    def text_width(self) -> int:
+        """The width a side-by-side diff is laid out for: the pane's text width (before its
+        first layout, 100)."""
+        return self.scrollable_content_region.width or 100
+
+    def show(
+        self,
+        lines: list[Content],
+        marks: dict[str, list[int]] | None = None,
+        laid_for: int | None = None,
+    ) -> None:
+        """Show `lines`; `laid_for`: the width they were laid out for (a side-by-side
+        diff), None when they wrap to any width."""
         self.marks = marks or {"hunk": [], "file": []}
         self.found = None  # the line n/N last found, shown reversed
+        self.laid_for = laid_for
         self.update(lines)
+        self._check_width()  # the pane resized while they were read
+
+    def on_resize(self) -> None:
+        self._check_width()
+
+    def _check_width(self) -> None:
+        """Lines laid out for another width than the pane's ask to be laid out again. Asked
+        by the pane on each of its own resizes, not only the screen's: the screen's came
+        before the pane had its new width, and the side by side read it then kept the old
+        columns for good."""
+        if self.laid_for is None or not self.size.width:
+            return
+        width = self.text_width()
+        if width != self.laid_for:
+            self.laid_for = None  # asked once; the new lines say their width again
+            self.post_message(self.Rewidth(width))
 
     def _top_line(self) -> int:
         self._layout()
@@ -118,6 +157,6 @@ class DiffPane(LinesView):
         self._unmarked = lines[line]
         lines[line] = lines[line].stylize("reverse")
         marks = self.marks
-        self.show(lines, marks)  # from the top: then to the line found
+        self.show(lines, marks, self.laid_for)  # from the top: then to the line found
         self.found = line
         self._go(line)

@@ -4,7 +4,6 @@ rest shortens as the terminal narrows (`header_fit`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +17,7 @@ from textual.widgets import Static
 from app.ui.widgets.cells import plural
 from app.ui.widgets.header_fit import Segment, fit
 from server.core.clients import client_name
+from server.protocol.resident_control import pid_alive
 from server.write.journal import event_time
 
 
@@ -113,17 +113,12 @@ def recall_progress(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def running(pid: Any) -> bool:
-    """Whether a process of this pid runs on this machine (the vault's servers run here); an
+    """Whether a process of this pid runs on this machine (the vault's servers run here), by
+    the rule `vaultwatch-server stop` waits on (an exited one not yet reaped does not); an
     event without a pid (an older journal) cannot be told dead, so it counts as running."""
     if not isinstance(pid, int) or pid <= 0:
         return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+    return pid_alive(pid)
 
 
 def segments(f: HeaderFacts) -> list[Segment]:

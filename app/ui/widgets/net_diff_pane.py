@@ -43,6 +43,7 @@ class NetDiffPane(ReviewDiff):
         self.diffs = NetDiffs(root)
         self.feedback: dict[str, list[Feedback]] = {}  # open and answered, by note
         self._asked = 0.0
+        self._drawn_for = 0  # the text width the shown diff's header lines were worded for
         self.diff_in: float | None = None  # seconds from selecting a note to its diff shown
 
     @work(thread=True, exclusive=True, group="review-feedback")
@@ -114,14 +115,26 @@ class NetDiffPane(ReviewDiff):
         if near:  # once this diff is on screen: reading ahead would hold its drawing back
             self.call_after_refresh(self.read_ahead, near, since)
 
+    def _room(self) -> int:
+        """The pane's text width; before its first layout, the screen's less its border,
+        padding and scrollbar (what the pane gets, spanning the screen)."""
+        own = self.scrollable_content_region.width if self.size.width else 0
+        return max(20, own or (self.app.size.width or 120) - 6)
+
+    def on_resize(self) -> None:
+        """Every new width words the header lines again, from the pane's own Resize: the
+        screen's came before the pane was laid out at the new size, and a diff drawn then
+        kept the old width's wording."""
+        if self.shown is not None and self._room() != self._drawn_for:
+            self.draw(scroll=False)
+
     def draw(self, scroll: bool = True) -> None:
         """The diff shown, drawn again (another hunk, new feedback, another width); with
         `scroll` the selected hunk is scrolled to."""
         s = self.shown
         if s is None:
             return
-        # the pane's text width: the screen's less its border, padding and scrollbar
-        width = max(20, (self.app.size.width or 120) - 6)
+        width = self._drawn_for = self._room()
         fb = feedback_lines(self.feedback.get(s.note.path, []), width)
         lines, starts = render_net(s.note, s.diff, self.host.since, s.hunk, width, fb)
         s.starts = tuple(starts)
