@@ -30,9 +30,10 @@ from server.services.write_plan import Conflict, Outcome, Plan, Rejected
 from server.vault import Vault
 from server.write import store_errors
 from server.write.commits import git_moment
+from server.write.file_write import FileWrite
 from server.write.journal import cap_diff
 from server.write.leases import WriteRace
-from server.write.store import FileWrite, Store
+from server.write.store import Store
 from server.write.store_errors import GitBusy, StoreError
 from server.write.write_ops import (
     WRITE_OPS,

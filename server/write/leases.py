@@ -177,7 +177,7 @@ def unchanged(
 class Replacing:
     """Notes replaced (a temp file renamed over) or removed under the write rule, and checked
     again after: the AI's writes (Store.apply), the owner's reverts and undos through it, and
-    the owner's moves, creates and deletes (app/services/file_actions.py). Each note is opened,
+    the owner's moves, creates and deletes (app/services/action_tree.py). Each note is opened,
     leased when leases can be had (`_lease`), checked (`unchanged`), replaced; `confirm` then
     looks at each old copy for a save that came in meanwhile. Every descriptor is closed and
     every lease given back by `close`, on every way out (a failed rename kept its lease and an

@@ -1,6 +1,6 @@
 """A three-way line merge for the write path's one merge: a save that landed in a note's old copy
 while a write replaced it (leases.Replacing.late_saves), folded in with the write's change
-instead of put back over it (store.Store._take_late_saves; issue 27)."""
+instead of put back over it (late_saves.LateSaves._take_late_saves; issue 27)."""
 
 from __future__ import annotations
 

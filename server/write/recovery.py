@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import posixpath
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,7 +259,9 @@ class Recovery:
                     kept.append(f["path"])  # being saved, or changed at that moment
                     continue
                 if f["old"] is None:
-                    _prune_parents(self.root, f["path"])  # folders a killed move made
+                    prune_empty_folders(
+                        self.root, {posixpath.dirname(f["path"])}
+                    )  # folders a killed move made
                 restored.append(f["path"])
                 crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
@@ -295,13 +298,14 @@ class Recovery:
         return restored
 
 
-def _prune_parents(root: Path, rel: str) -> None:
-    """Remove the folders above `rel` that are now empty (git keeps no empty folder; Obsidian
-    would show one), never the vault folder itself."""
-    parent = os.path.dirname(rel)
-    while parent:
-        try:
-            (root / parent).rmdir()
-        except OSError:
-            return
-        parent = os.path.dirname(parent)
+def prune_empty_folders(root: Path, folders: set[str]) -> None:
+    """Remove the folders (and those above them) that a move, delete, revert or a rolled-back
+    move left empty: git keeps no empty folder, Obsidian would show one. Never the vault
+    folder itself."""
+    for f in sorted(folders - {""}, key=len, reverse=True):
+        while f:
+            try:
+                (root / f).rmdir()
+            except OSError:
+                break
+            f = posixpath.dirname(f)
