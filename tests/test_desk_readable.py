@@ -369,6 +369,10 @@ def keys_vault(make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             vault.close()
 
     anyio.run(writes)
+    from app.services.feedback import add_feedback
+
+    for i, path in enumerate(chinese_paths()):  # the feedback list, longer than its screen
+        add_feedback(root, path, f"第{i}条：标题写错了", line=1)
     return root
 
 
@@ -441,6 +445,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
     """Every screen walked at 80x24; on each, every list and scrolling pane takes j/k, g/G
     (the timeline's too: Tags is `t`), Home/End and ctrl+d/ctrl+u. The tags and reads lists
     ignored j/k; the review list Home/End."""
+    from app.ui.screens.feedback_screen import FeedbackScreen
     from app.ui.screens.health_screen import HealthScreen
     from app.ui.screens.note_screen import NoteScreen
     from app.ui.screens.reads import ReadsScreen
@@ -474,6 +479,7 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         await until(pilot, lambda: t.row_count >= 30, "the timeline's rows")
         await until(pilot, lambda: app.review_watch.count is not None, "the review count")
         app.clear_notifications()
+        main = app.screen
         await walk("timeline")
 
         async def opened(key: str, kind: type) -> None:
@@ -512,8 +518,21 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         review.query_one("#review-notes").focus()
         await opened("o", NoteScreen)
         await walk("note")
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: app.screen is main, "back on the timeline")
+        t.focus()
+        await opened("F", FeedbackScreen)
+        fb = app.screen.query_one("#feedback-list", DataTable)
+        await until(pilot, lambda: fb.row_count >= 30, "the feedback list")
+        await walk("feedback")
     assert not failures, failures
-    for must in ("timeline #timeline", "tags #tags", "review #review-notes", "stats #stats-body"):
+    for must in (
+        "timeline #timeline",
+        "tags #tags",
+        "review #review-notes",
+        "stats #stats-body",
+        "feedback #feedback-list",
+    ):
         assert must in checked, (must, checked)
     assert any(c.startswith("reads") for c in checked), checked
     assert any(c.startswith("note") for c in checked), checked

@@ -69,9 +69,6 @@ def test_the_server_loads_without_textual_or_the_dashboard() -> None:
 # Imports from one test module into another: pytest then collects the imported tests twice and
 # fixtures move with them, and a change to one test file breaks others. Shared helpers live in
 # modules that are not test modules (tests/desk.py, tests/servers.py, ...) or in conftest.
-# test_snapshots_stats.py is edited on another branch now: its import of test_stats moves to
-# tests/stats_history.py when that branch lands (and this entry, and test_stats's re-export, go).
-KNOWN_TEST_IMPORTS = {("test_snapshots_stats.py", "test_stats")}
 
 
 def imported_test_modules(source: str, package: str = "tests") -> list[str]:
@@ -111,7 +108,7 @@ def test_no_test_module_imports_another_test_module() -> None:
         if "__snapshots__" not in path.parts
         for name in imported_test_modules(path.read_text(encoding="utf-8"))
     }
-    assert found - KNOWN_TEST_IMPORTS == set(), sorted(found - KNOWN_TEST_IMPORTS)
+    assert not found, sorted(found)
 
 
 def test_the_import_scan_finds_every_form() -> None:

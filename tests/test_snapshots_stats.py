@@ -25,7 +25,7 @@ from server.write.journal import Conflict, Journal, Noop, Rejected
 
 from .conftest import until
 from .snapshots import SIZES, open_screen, settle
-from .test_stats import AI_WHO, START, _fast_import, owners_history
+from .stats_history import AI_WHO, START, fast_import, owners_history
 
 HELPER = "笔记助手"  # a client whose name is wider on screen than its length
 
@@ -81,7 +81,7 @@ def _fast_import_on_top(root: Path, commits: list[tuple[int, str, str, str, str]
     head = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    _fast_import(root, commits, parent=head)
+    fast_import(root, commits, parent=head)
 
 
 def make_app(root: Path) -> Dashboard:

@@ -32,19 +32,12 @@ from .stats_history import (
     DESKTOP,
     OWNERS_WEEK,
     POLL,
-    START,
     fast_import,
     numstat,
     open_stats,
     owners_history,
 )
 from .stats_history import scripted as scripted  # the fixture
-
-# test_snapshots_stats.py (edited on another branch now) imports AI_WHO, START, _fast_import and
-# owners_history from here: its import moves to stats_history.py when that branch lands, and
-# these two lines go.
-_fast_import = fast_import
-__all__ = ["START", "_fast_import"]
 
 pytestmark = pytest.mark.anyio
 

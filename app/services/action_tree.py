@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import posixpath
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -154,18 +153,6 @@ def _rmdirs(folders: list[Path]) -> None:
     for f in folders:  # deepest first
         with contextlib.suppress(OSError):
             f.rmdir()
-
-
-def prune_empty_folders(root: Path, folders: set[str]) -> None:
-    """Remove folders a move, delete or revert emptied (git keeps no empty folders; Obsidian
-    would show them)."""
-    for f in sorted(folders - {""}, key=len, reverse=True):
-        while f:
-            try:
-                (root / f).rmdir()
-            except OSError:
-                break
-            f = posixpath.dirname(f)
 
 
 @contextlib.contextmanager

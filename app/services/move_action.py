@@ -12,7 +12,6 @@ from app.services.action_tree import (
     check_unchanged,
     commit_action,
     open_action,
-    prune_empty_folders,
     why_failed,
 )
 from app.services.actions import ActionError
@@ -32,6 +31,7 @@ from server.notes.note import decode, parse_doc
 from server.notes.paths import NOTE_EXTENSIONS, is_note
 from server.notes.walk import spelled
 from server.write.leases import WriteRace
+from server.write.recovery import prune_empty_folders
 from server.write.validate import new_problems, problems
 
 

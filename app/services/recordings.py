@@ -23,8 +23,8 @@ from server.notes.paths import PathRefused, normalize_rel
 from server.notes.recordings_config import RecordingsConfig
 from server.services.transcribe import is_audio, metrics, transcribe_cached
 from server.write.edits import append_section
+from server.write.file_write import FileWrite
 from server.write.frontmatter_edits import update_frontmatter
-from server.write.store import FileWrite
 from server.write.store_errors import StoreError
 
 ACTION = "transcribe"

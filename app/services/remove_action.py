@@ -11,7 +11,6 @@ from app.services.action_tree import (
     check_unchanged,
     commit_action,
     open_action,
-    prune_empty_folders,
     why_failed,
 )
 from app.services.actions import ActionError
@@ -28,6 +27,7 @@ from server.notes.links import LinkIndex
 from server.notes.paths import NOTE_EXTENSIONS
 from server.notes.walk import spelled
 from server.write.leases import WriteRace
+from server.write.recovery import prune_empty_folders
 
 
 @dataclass

@@ -28,7 +28,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.services.action_tree import prune_empty_folders
 from app.services.actions import ActionError
 from app.services.history import (
     Commit,
@@ -42,9 +41,11 @@ from server.core.git_log import ACTION, REVERTS, REVERTS_PATH, commit_message, p
 from server.core.git_run import GitError, git, human_identity
 from server.core.gitrepo import operation_in_progress, write_lock
 from server.core.state_files import make_state_dir, state_dir
+from server.write.file_write import FileWrite
 from server.write.journal import Journal
 from server.write.leases import WriteRace
-from server.write.store import FileWrite, Store
+from server.write.recovery import prune_empty_folders
+from server.write.store import Store
 from server.write.store_errors import StoreError
 
 # What `r` offers: AI commits, and the owner's own dashboard actions (a revert, a move, a new

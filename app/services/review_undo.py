@@ -16,8 +16,9 @@ from app.services.review import NoteSummary, summaries
 from app.services.review_marks import write_marks
 from server.core.git_log import ACTION, UNDOES, commit_message, printable
 from server.core.state_files import state_dir
+from server.write.file_write import FileWrite
 from server.write.journal import Journal
-from server.write.store import FileWrite, Store
+from server.write.store import Store
 
 # ------------------------------------------------------------------------------------------------
 # undo one hunk, revert a note's unreviewed changes

@@ -14,8 +14,8 @@ from server.core.safetext import CONTROLS_HINT, added_controls, controls_message
 from server.notes.config import ConfigError, parse_vocabulary
 from server.notes.note import CONFLICT_MARKER, Doc, decode, parse_doc
 from server.services.write_plan import MAX_NOTE_BYTES, Plan, Rejected, _File
+from server.write.file_write import FileWrite
 from server.write.journal import cap_diff
-from server.write.store import FileWrite
 from server.write.validate import (
     decoded_values,
     new_problems,

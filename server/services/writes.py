@@ -30,9 +30,10 @@ from server.services.write_plan import Conflict, Outcome, Plan, Rejected
 from server.vault import Vault
 from server.write import store_errors
 from server.write.commits import git_moment
+from server.write.file_write import FileWrite
 from server.write.journal import cap_diff
 from server.write.leases import WriteRace
-from server.write.store import FileWrite, Store
+from server.write.store import Store
 from server.write.store_errors import GitBusy, StoreError
 from server.write.write_ops import (
     WRITE_OPS,
@@ -106,7 +107,7 @@ def apply(
     file's content (no hash, no replace_doc) is simply made again on the new text: appending
     to the end of a section means the section as it is now. A pinned one is a conflict.
     """
-    pinned = any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
+    pinned = _pinned(ops)
     # Another git tool on the vault (the Obsidian Git plugin's sync: add, commit, rebase or
     # merge) is waited for, up to this, never written through: a commit made mid-rebase lands
     # on a branch the rebase resets (`git rebase --abort` drops it).
@@ -151,6 +152,12 @@ def apply(
     raise AssertionError("unreachable")
 
 
+def _pinned(ops: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Whether the write is pinned to the text it was planned on (replace_doc, a hash given):
+    a change of the note meanwhile is a conflict, never planned again or merged with."""
+    return any(name == ToolName.REPLACE_DOC or args.get("hash") for name, args in ops)
+
+
 def _apply_once(
     vault: Vault,
     store: Store,
@@ -176,6 +183,8 @@ def _apply_once(
             errors.append(exc)
     # Check the files even when an operation failed, so a batch reports every problem.
     writes, warnings, rejected = check(plan)
+    for w in writes:
+        w.pinned = _pinned(ops)  # else the store may merge an owner's save met at the rename
     if len(ops) > 1:
         for r in rejected:
             nums = sorted({n for path in r.paths for n in plan.touched.get(path, [])})
@@ -189,6 +198,7 @@ def _apply_once(
         raise _merge(errors + rejected)
     vw = vocab_write(plan)
     if vw is not None:
+        vw.pinned = True  # the vocabulary is checked whole: never merged with an owner's save
         writes.append(vw)
     _refuse_ignored(vault, writes)
     _refuse_filtered(vault, writes)

@@ -177,7 +177,7 @@ def unchanged(
 class Replacing:
     """Notes replaced (a temp file renamed over) or removed under the write rule, and checked
     again after: the AI's writes (Store.apply), the owner's reverts and undos through it, and
-    the owner's moves, creates and deletes (app/services/file_actions.py). Each note is opened,
+    the owner's moves, creates and deletes (app/services/action_tree.py). Each note is opened,
     leased when leases can be had (`_lease`), checked (`unchanged`), replaced; `confirm` then
     looks at each old copy for a save that came in meanwhile. Every descriptor is closed and
     every lease given back by `close`, on every way out (a failed rename kept its lease and an
@@ -188,6 +188,8 @@ class Replacing:
         self.leased: set[int] = set()
         # (rel, the bytes planned on, fd of the old copy, its stamp when checked)
         self.held: list[tuple[str, bytes | None, int | None, Stamp | None]] = []
+        # (rel, what its old copy held when `late_saves` looked, fd of the old copy)
+        self.looked: list[tuple[str, bytes, int]] = []
 
     def replace(
         self, target: Path, rel: str, old: bytes | None, planned: Stamp | None, tmp: str | None
@@ -215,6 +217,9 @@ class Replacing:
         if not changed and fd is not None and fd in self.leased and _lease_broken(fd):
             changed = True  # a save is waiting to write into it: let it, plan again
         if changed:
+            if fd is not None and fd in self.leased:  # not replaced: nothing to hold it for
+                _unlease(fd)
+                self.leased.discard(fd)
             raise WriteRace(rel, old, current)
         if tmp is None:
             os.unlink(target)
@@ -223,28 +228,61 @@ class Replacing:
         self.held.append((rel, old, fd, seen))
 
     def confirm(self) -> None:
-        """Someone who opened a note just before we replaced it writes into the old copy (or
-        truncates it, their write still to come): their words would vanish with it. With a
-        lease they were held in open() and it shows: let them go, wait until they have closed
-        the file, and raise WriteRace with what they saved (`restore`: put it back). Without
-        one, a change to the old copy is all there is to see. (Our rename changed the old
-        copy's ctime, not its size or mtime.)"""
+        """WriteRace for the first save that came into an old copy meanwhile (`late_saves`),
+        with what it saved (`restore`: put it back, plan again)."""
+        for rel, old, late in self.late_saves():
+            raise WriteRace(rel, old, late, restore=late)
+
+    def late_saves(self) -> list[tuple[str, bytes | None, bytes]]:
+        """(rel, the bytes planned on, what the old copy holds now) for each note replaced whose
+        old copy someone saved into meanwhile: who opened the note just before we replaced it
+        writes into the old copy (or truncates it, their write still to come), and their words
+        would vanish with it. With a lease they were held in open() and it shows: let them go
+        and wait until they have closed the file. Without one, a change to the old copy is all
+        there is to see. (Our rename changed the old copy's ctime, not its size or mtime.)
+        A save of the very bytes planned on is none: replacing them loses nothing (an editor
+        re-saving the note it read, 500 times a second, made every write undo its rename, and
+        a note so briefly shown was read and saved back by that editor: the AI's line then went
+        into the owner's snapshot, issue 27)."""
         held, self.held = self.held, []
+        out: list[tuple[str, bytes | None, bytes]] = []
         for rel, old, fd, seen in held:
             if fd is None:
                 continue
+            late: bytes | None = None
             if fd in self.leased:
                 broken = _lease_broken(fd)
                 _unlease(fd)
                 self.leased.discard(fd)
                 if broken:
                     late = _read_fd(fd) if _writers_gone(fd) else _settled_fd(fd, old)
-                    raise WriteRace(rel, old, late, restore=late)
-            st = os.fstat(fd)
-            moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
-            if moved or _read_fd(fd) != old:
-                late = _settled_fd(fd, old)
-                raise WriteRace(rel, old, late, restore=late)
+            if late is None:
+                st = os.fstat(fd)
+                moved = seen is not None and (st.st_size, st.st_mtime_ns) != seen[1:3]
+                if moved or _read_fd(fd) != old:
+                    late = _settled_fd(fd, old)
+            if late is not None and late != old:
+                out.append((rel, old, late))
+            looked = late if late is not None else old
+            if looked is not None:
+                self.looked.append((rel, looked, fd))
+        return out
+
+    def saved_since(self) -> list[tuple[str, bytes, bytes]]:
+        """(rel, what the old copy held when `late_saves` looked, what it holds now) for each
+        old copy saved into since: a program that looked the note up before our rename and
+        reached its open() or its write() only after our look (descheduled in between; with a
+        lease, held until we let go and then slower than our look). Looked at once more, as
+        late as the write can (its commit made): what comes later still is lost with the old
+        copy (SECURITY.md)."""
+        looked, self.looked = self.looked, []
+        out: list[tuple[str, bytes, bytes]] = []
+        for rel, seen, fd in looked:
+            if _read_fd(fd) != seen:
+                late = _settled_fd(fd, seen)
+                if late != seen:
+                    out.append((rel, seen, late))
+        return out
 
     def release(self) -> None:
         """Give back every lease (the write failed: its files are about to be put back)."""
@@ -258,6 +296,7 @@ class Replacing:
             os.close(fd)
         self.opened.clear()
         self.held.clear()
+        self.looked.clear()
 
 
 def ignore_lease_breaks() -> None:

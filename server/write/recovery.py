@@ -8,6 +8,7 @@ import contextlib
 import json
 import logging
 import os
+import posixpath
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from server.write.leases import (
     _unlease,
     _writers_gone,
 )
+from server.write.merge3 import merge_lines
 from server.write.temp_files import atomic_write, temp_dir
 
 log = logging.getLogger("vaultwatch.store")
@@ -104,11 +106,16 @@ class Recovery:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.intent_path)
 
-    def _put_back(self, target: Path, ours: bytes | None, data: bytes | None) -> bool:
+    def _put_back(
+        self, target: Path, ours: bytes | None, data: bytes | None, merge: bool = False
+    ) -> bool:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
         lease as the write itself is (see _lease), so a save the owner makes into our copy
-        meanwhile is never dropped: a file that is no longer ours is left as it is. False when
-        it was left so (changed, being saved, or held by another program's lease)."""
+        meanwhile is never dropped: a file that is no longer ours is left as it is, or, with
+        `merge` (a write undoing itself), gets the change ours -> data merged into what it
+        holds when that merge decides every line (`merge_lines`): a save put back from the old
+        copy is then not lost to a newer save by the path (issue 27). False when it was left
+        as it is (changed, being saved, or held by another program's lease)."""
         try:
             fd = _open_if_exists(target)
         except BlockingIOError:  # another program's lease: it is busy with the file, leave it
@@ -123,8 +130,26 @@ class Recovery:
                     log.warning("%s is being saved; left as it is, not put back", target)
                     return False
             now = _read_fd(fd) if fd is not None else None
-            if now != ours or (leased and fd is not None and _lease_broken(fd)):
-                return False  # edited again since we replaced it: that edit is newer, keep it
+            if leased and fd is not None and _lease_broken(fd):
+                return False  # being saved this moment: that save is newer, keep it
+            if now != ours:
+                # edited again since we replaced it: that edit is newer, keep it, with the
+                # change we meant merged in when it can be
+                if not merge or now is None or ours is None or data is None:
+                    return False
+                merged = merge_lines(self.root, ours, data, now)
+                if merged is None:
+                    log.warning("%s was saved again and does not merge; left as it is", target)
+                    return False
+                ours, data = now, merged
+                # the merge took a git run: looked at again, so the window in which a save
+                # by the path is replaced unseen stays the moment it was
+                if (
+                    fd is None
+                    or _read_fd(fd) != now
+                    or os.stat(target).st_ino != os.fstat(fd).st_ino
+                ):
+                    return False
             if data is None:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
@@ -234,7 +259,9 @@ class Recovery:
                     kept.append(f["path"])  # being saved, or changed at that moment
                     continue
                 if f["old"] is None:
-                    _prune_parents(self.root, f["path"])  # folders a killed move made
+                    prune_empty_folders(
+                        self.root, {posixpath.dirname(f["path"])}
+                    )  # folders a killed move made
                 restored.append(f["path"])
                 crash_point("recovered_file")
         # The index for these paths goes back to HEAD whichever way it went (a crash may
@@ -271,13 +298,14 @@ class Recovery:
         return restored
 
 
-def _prune_parents(root: Path, rel: str) -> None:
-    """Remove the folders above `rel` that are now empty (git keeps no empty folder; Obsidian
-    would show one), never the vault folder itself."""
-    parent = os.path.dirname(rel)
-    while parent:
-        try:
-            (root / parent).rmdir()
-        except OSError:
-            return
-        parent = os.path.dirname(parent)
+def prune_empty_folders(root: Path, folders: set[str]) -> None:
+    """Remove the folders (and those above them) that a move, delete, revert or a rolled-back
+    move left empty: git keeps no empty folder, Obsidian would show one. Never the vault
+    folder itself."""
+    for f in sorted(folders - {""}, key=len, reverse=True):
+        while f:
+            try:
+                (root / f).rmdir()
+            except OSError:
+                break
+            f = posixpath.dirname(f)

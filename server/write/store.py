@@ -36,7 +36,10 @@ editor that saves by truncate-then-write passes through an empty file, which nev
 non-empty plan; one that re-saves identical text changes the stamp only, and replacing that
 text loses nothing. Under a read lease (granted only while no program has the file open for
 writing: no save is in progress) the bytes are enough. The rule's one home is
-`leases.unchanged`, applied by `leases.Replacing` for every writer.
+`leases.unchanged`, applied by `leases.Replacing` for every writer. An appending write that meets
+an owner's save at the snapshot or the rename, or finds one in the note's old copy after it, is
+not planned again: the save becomes the owner's snapshot and the AI's lines are merged onto it
+(`late_saves.LateSaves`, on which `Store` is built).
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ import contextlib
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from server.core.faults import crash_point
@@ -78,9 +80,11 @@ from server.write.commits import (
     commit_objects,
     head_branch,
 )
+from server.write.file_write import FileWrite, mergeable
 from server.write.journal import Commit
-from server.write.leases import Replacing, Stamp, WriteRace
-from server.write.snapshot import Snapshots, _snapshot_message
+from server.write.late_saves import LateSaves
+from server.write.leases import Replacing, WriteRace
+from server.write.snapshot import _snapshot_message
 from server.write.store_errors import (
     _GIT_POLL_S,
     GitBusy,
@@ -91,15 +95,6 @@ from server.write.store_errors import (
 from server.write.temp_files import _fsync_dir, _temp_name, _write_temp
 
 
-@dataclass
-class FileWrite:
-    rel: str  # NFC path (the model's)
-    disk: str  # path on disk, relative to the root
-    old: bytes | None  # None: a new file
-    new: bytes | None  # None: the file is deleted (owner actions only, e.g. undoing a create)
-    stamp: Stamp | None = None  # of the file the plan read (None: no file, or not known)
-
-
 def _keep_bom(w: FileWrite) -> FileWrite:
     """The write with the BOM the file has now put back at the start of its new bytes."""
     if w.old is not None and w.new is not None and w.old.startswith(BOM) and w.new[:3] != BOM:
@@ -107,7 +102,7 @@ def _keep_bom(w: FileWrite) -> FileWrite:
     return w
 
 
-class Store(Snapshots):
+class Store(LateSaves):
     """The write path of one vault. Its vault, journal, lock, intent and recovery after a crash
     are `Recovery`'s (recovery.py), the owner's snapshot `Snapshots`' (snapshot.py)."""
 
@@ -222,6 +217,9 @@ class Store(Snapshots):
         paths = [w.disk for w in writes]
         temps: list[str | None] = []  # None: the file is deleted, no temp file
         renamed: list[FileWrite] = []
+        # what undoing a note takes back, once a late save was folded into it: (what is on
+        # disk of ours, what goes back) instead of (new, old)
+        undo_as: dict[str, tuple[bytes, bytes | None]] = {}
         replacing = Replacing()  # each note checked, replaced and checked again; closed below
         update: RefUpdate | None = None
         try:
@@ -230,9 +228,25 @@ class Store(Snapshots):
             refs = _ref_stamp(self.root, named)
             branch, head = self._branch_head()
             update = _ref_update(self.root, message)  # git starts while the rest is made
-            head_blobs, snapped = self._snapshot_entries(
-                paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
-            )
+            try:
+                head_blobs, snapped = self._snapshot_entries(
+                    paths, expect={w.disk: (w.rel, w.old, w.stamp) for w in writes}
+                )
+            except WriteRace:
+                if not all(map(mergeable, writes)):
+                    raise
+                # Saved since the plan (the owner typing): an appending write goes on, and the
+                # rename merges it onto the save it meets there, which becomes the snapshot
+                # (`_replace`). Failing here, after this step's git runs, every attempt met a
+                # save of an editor typing under load.
+                head_blobs = self._head_blobs(paths)
+                dirty = [
+                    w
+                    for w in writes
+                    if w.old is not None and head_blobs.get(w.disk) != blob_id(w.old)
+                ]
+                self._store_blobs([w.old for w in dirty if w.old is not None])
+                snapped = [(w.disk, blob_id(w.old or b"")) for w in dirty]
             gone = {p for p, b in snapped if b is None}
             in_head = {**head_blobs, **{p: b for p, b in snapped if b is not None}}
             self._store_old_blobs(writes, {p: b for p, b in in_head.items() if p not in gone})
@@ -309,16 +323,28 @@ class Store(Snapshots):
                 if branch != named or _ref_stamp(self.root, named) != refs:
                     raise BranchMoved(f"{branch} moved while the write was being prepared")
                 self._write_temps(late)
-                for w, tmp in zip(writes, temps, strict=True):
+                rebased: list[FileWrite] = []  # planned again here, on the owner's save
+                for i, w in enumerate(writes):
                     # the write rule (leases.unchanged), one home for every writer
-                    replacing.replace(self.root / w.disk, w.rel, w.old, w.stamp, tmp)
+                    if self._replace(replacing, w, temps, i):
+                        rebased.append(w)
                     renamed.append(w)
                     crash_point("renamed")
-                replacing.confirm()  # a save that came in meanwhile: put back, plan again
+                saves = replacing.late_saves()  # a save that came into an old copy meanwhile
+                if saves:  # folded in: the owner's save, then the AI's change on it
+                    rebased += self._take_late_saves(saves, writes, undo_as)
+                if rebased:
+                    shas = self._rebuild(
+                        rebased, writes, snapped, head_blobs, head, message, author
+                    )
+                    info = _index_info(self.root, [(w.disk, blob_id(w.new or b"")) for w in writes])
+                    idx.git("update-index", "--index-info", input=info)
+                    self._seal_intent(writes, undo_as)
                 crash_point("index_locked")  # renamed, the commit built, the index lock ours
                 _move_branch(self.root, branch, head, shas[-1], idx, update)
             sha = shas[-1]
             _HELD_AT[self.root] = (_HELD_AT[self.root][0], time.time_ns())
+            self._keep_saves_since(replacing, writes)
             _clear_a_merge_stopped_by_us(self.root)
             # The renames made durable once git's lock is let go (a directory's fsync can take
             # longer than all of the above): the journal of the file system keeps them in
@@ -329,7 +355,9 @@ class Store(Snapshots):
             replacing.release()
             restore = exc.restore if isinstance(exc, WriteRace) else None
             self._undo(
-                renamed, restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore)
+                renamed,
+                restore_for=(exc.rel if isinstance(exc, WriteRace) else None, restore),
+                undo_as=undo_as,
             )
             for tmp in temps:
                 if tmp is not None:
@@ -403,10 +431,17 @@ class Store(Snapshots):
                 git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=w.old)
 
     def _undo(
-        self, written: list[FileWrite], restore_for: tuple[str | None, bytes | None] = (None, None)
+        self,
+        written: list[FileWrite],
+        restore_for: tuple[str | None, bytes | None] = (None, None),
+        undo_as: dict[str, tuple[bytes, bytes | None]] | None = None,
     ) -> None:
         rel, late = restore_for
         for w in reversed(written):
             target = self.root / w.disk
+            if undo_as and w.rel in undo_as:  # a late save folded in: ours is what landed
+                ours, back = undo_as[w.rel]
+                self._put_back(target, ours, back, merge=True)
+                continue
             data = late if (w.rel == rel and late is not None) else w.old
-            self._put_back(target, w.new, data)
+            self._put_back(target, w.new, data, merge=True)

@@ -33,6 +33,7 @@ from app.ui.widgets.cells import cut_middle
 from app.ui.widgets.diffview import ADD, DEL, HUNK
 from app.ui.widgets.feedback_lines import STATUS_STYLE, lines_words, local_time
 from app.ui.widgets.header import StatusHeader
+from app.ui.widgets.keys import Table
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.table_fill import fill
 
@@ -102,7 +103,7 @@ class FeedbackScreen(Screen[None]):
         yield StatusHeader(id="header")
         yield Static(Content.styled(" Feedback · reading…", "bold"), id="feedback-title")
         with Horizontal(id="feedback-body"):
-            yield DataTable(id="feedback-list", cursor_type="row", zebra_stripes=True)
+            yield Table(id="feedback-list", cursor_type="row", zebra_stripes=True)
             yield FeedbackDetail(id="feedback-detail")
         yield Static(id="feedback-status")
         yield Footer(compact=True)

@@ -110,19 +110,7 @@ def week_columns(
 class StatsTable(Table):
     """A table whose `→` and `←` scroll a column at a time (DataTable's row cursor scrolls a
     cell: the tools of the week table were some 95 presses away), sized by its content
-    (`width: auto; height: auto`) every time that content changes."""
-
-    def watch_virtual_size(self) -> None:
-        """A new content size is a new box. Textual caches a widget's box model under its
-        layout count, which `refresh(layout=True)` bumps only when no layout is pending yet;
-        DataTable measures its rows (its virtual size, what `auto` reads) later, when idle.
-        With a layout already pending on the table, a reflow run in between (another
-        widget's layout: it clears and bumps the ancestors) cached the box of the empty
-        table under that count, and the rows' size, set after it, left the count as it was:
-        the per-client table stayed 0x0 under its heading, filled, for good (a redraw
-        measures the same size and changes nothing). `test_snapshots_stats.py::
-        test_the_client_table_filled_while_a_reflow_waits_is_laid_out` forces that order."""
-        self._layout_updates += 1  # the cache key (Widget._get_box_model); private, pinned
+    (`width: auto; height: auto`; keys.Table keeps that size new)."""
 
     def action_cursor_right(self) -> None:
         self._scroll_column(1)

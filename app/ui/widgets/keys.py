@@ -31,9 +31,23 @@ PANE_KEYS: list[BindingType] = [
 
 class Table(DataTable[Any]):
     """A DataTable of rows with the list keys (Home/End went to the first and last column,
-    which a row cursor does not have: they did nothing in the review list)."""
+    which a row cursor does not have: they did nothing in the review list). Every table sized
+    by its content (`height: auto`: Stats, Reads, the blockers) gets a new box when its
+    content's size changes."""
 
     BINDINGS = LIST_KEYS
+
+    def watch_virtual_size(self) -> None:
+        """A new content size is a new box. Textual caches a widget's box model under its
+        layout count, which `refresh(layout=True)` bumps only when no layout is pending yet;
+        DataTable measures its rows (its virtual size, what `auto` reads) later, when idle.
+        With a layout already pending on the table, a reflow run in between (another
+        widget's layout: it clears and bumps the ancestors) cached the box of the empty
+        table under that count, and the rows' size, set after it, left the count as it was:
+        the stats per-client table stayed 0x0 under its heading, filled, for good (a redraw
+        measures the same size and changes nothing). `test_snapshots_stats.py::
+        test_the_client_table_filled_while_a_reflow_waits_is_laid_out` forces that order."""
+        self._layout_updates += 1  # the cache key (Widget._get_box_model); private, pinned
 
 
 class Pane(VerticalScroll):
