@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -320,9 +322,7 @@ def vaultwatch_here(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     call (about half a second each on the CI machine). For tests that run many commands to
     check what they open and refuse; tests about the command as a process (its exit, its
     signals, its environment) use `vaultwatch_cli`."""
-    import contextlib
     import io
-    import signal
 
     from app.main import main
 
@@ -416,3 +416,15 @@ async def screen_is(pilot: Any, kind: type) -> Any:
 
     await until(pilot, up, f"a {kind.__name__} on top", describe=lambda: app.screen)
     return app.screen
+
+
+@contextlib.contextmanager
+def no_lease() -> Iterator[None]:
+    """An in-process server without file leases, as on a filesystem that has none (NFS, SMB,
+    FUSE): the server takes a lease only where SIGIO is ignored (its main ignores it), so with
+    SIGIO at its default the write decides by what it sees of the file alone."""
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGIO, previous)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import git, head, vaultwatch_cli
+from .servers import RAW_INITIALIZE
 
 pytestmark = pytest.mark.anyio
 
@@ -468,17 +469,7 @@ def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any,
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.write((json.dumps(RAW_INITIALIZE) + "\n").encode())
         proc.stdin.flush()
         assert b'"id":1' in proc.stdout.readline().replace(b" ", b"")  # it serves
         proc.send_signal(getattr(signal, sig))
@@ -498,7 +489,7 @@ def test_a_stdio_server_exits_on_a_signal_with_stdin_still_open(make_vault: Any,
 async def test_http_follows_a_rotated_token_and_parses_host_strictly(make_vault: Any) -> None:
     import httpx2
 
-    from .servers import MCP_ACCEPT, RAW_INITIALIZE, HttpServer
+    from .servers import MCP_ACCEPT, HttpServer
 
     root = make_vault({"a.md": "# A\n"})
     server = HttpServer(root)

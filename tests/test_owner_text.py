@@ -17,7 +17,7 @@ import pytest
 
 from server.write.journal import read_all
 
-from .conftest import REPO, git, tool_text
+from .conftest import REPO, git, no_lease, tool_text
 
 # An editor that saves the way many do: read the note, change it in memory, then
 # open(O_TRUNC) and write() the whole text. Between the two the file is empty on disk.
@@ -144,21 +144,17 @@ async def test_an_editor_saving_by_truncate_then_write_loses_no_line(
 async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
     connect: Any, make_vault: Any, period: float
 ) -> None:
-    import signal
 
     root = make_vault({"note.md": "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"})
     # Without a file lease (a filesystem that has none: NFS, SMB, FUSE), as an in-process
     # server is unless SIGIO is ignored: the write decides by what it sees of the file alone.
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)
-    try:
+    with no_lease():
         async with connect(root) as s:
             proc, _ = _start_editor(root, "resave", period)
             try:
                 counts = await _ai_appends_while(s, proc)
             finally:
                 proc.wait(30)
-    finally:
-        signal.signal(signal.SIGIO, previous)
     # The editor only ever writes back what it read. Most saves find the note as it is, and
     # leave nothing to snapshot; a save preempted between its read and its write (a loaded
     # machine) writes back the note as it was before an AI line, which the next write keeps as
@@ -591,7 +587,6 @@ def test_a_note_held_open_for_writing_is_waited_for_then_planned_again(
 async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_land(
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import signal
 
     from server.write import store
 
@@ -613,12 +608,9 @@ async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_la
         real(step)
 
     monkeypatch.setattr(store, "crash_point", an_editor_saves_then)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease: the rule alone decides
-    try:
+    with no_lease():  # no lease: the rule alone decides
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
-    finally:
-        signal.signal(signal.SIGIO, previous)
     assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
     assert len(saves) == 1  # landed at its first attempt (before: refused at all five)
     assert note.read_text() == text + "- ai\n"
@@ -702,7 +694,6 @@ async def test_an_identical_save_into_the_old_copy_lets_the_write_land(
     for a lost save: the write put the old text back and planned again, after its own text had
     been on disk for a moment. The editor read it there and saved it back later, so the next
     attempt snapshotted the AI's line as the owner's, then appended it a second time."""
-    import signal
 
     text = "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"
     root = make_vault({"note.md": text})
@@ -725,12 +716,9 @@ async def test_an_identical_save_into_the_old_copy_lets_the_write_land(
         real(step)
 
     monkeypatch.setattr(store, "crash_point", and_saves_back)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
-    finally:
-        signal.signal(signal.SIGIO, previous)
     assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
     _snapshots_are_committed_states(root)
     assert note.read_text() == text + "- ai\n"
@@ -748,7 +736,6 @@ async def test_a_save_into_the_old_copy_then_one_by_the_path_loses_neither(
     put the first back only while the note was still its own copy: the second save made it
     decline, and the first keystroke went with the old copy. Now the save in the old copy is
     the owner's snapshot, the AI's line goes on it, and the later keystroke stays on disk."""
-    import signal
 
     text = "# My note\n\n## Log\n- first\n"
     root = make_vault({"note.md": text})
@@ -761,12 +748,9 @@ async def test_a_save_into_the_old_copy_then_one_by_the_path_loses_neither(
             fh.write(b"- human keystroke 2\n")
 
     steps = _editor_in_the_old_copy(monkeypatch, note, two_keystrokes)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
-    finally:
-        signal.signal(signal.SIGIO, previous)
     history = git(root, "log", "-p", "--format=")
     disk = note.read_text()
     for k in (1, 2):
@@ -792,7 +776,6 @@ async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
     saved again by the path meanwhile: the put-back used to be declined (the note no longer
     the AI's copy) and the save in the old copy lost; now the taking back of the AI's edit
     and the owner's line are merged into the newer save when no line is in both."""
-    import signal
 
     text = "# My note\n\n## Log\n- first\n- second\n- third\n"
     root = make_vault({"note.md": text})
@@ -806,14 +789,11 @@ async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
             fh.write(b"- human keystroke 2\n")
 
     _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():  # no lease
         async with connect(root) as s:
             r = await s.client.call_tool(
                 "edit_text", {"path": "note.md", "old": "- first\n", "new": "- first, by AI\n"}
             )
-    finally:
-        signal.signal(signal.SIGIO, previous)
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     for line in ("- first, by the owner\n", "- human keystroke 2\n"):
@@ -834,7 +814,6 @@ async def test_a_save_into_the_old_copy_after_the_check_is_kept_on_disk(
     once the lease was let go) wrote into a copy nobody looked at again: the keystroke was
     lost. The old copy is looked at once more once the commit is made, and what came into it
     is merged into the note on disk, for the owner's next snapshot."""
-    import signal
 
     text = "# My note\n\n## Log\n- first\n"
     root = make_vault({"note.md": text})
@@ -845,12 +824,9 @@ async def test_a_save_into_the_old_copy_after_the_check_is_kept_on_disk(
         os.write(fd, b"- human keystroke 1\n")
 
     _editor_in_the_old_copy(monkeypatch, note, keystroke, at="branch_moved")
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
-    finally:
-        signal.signal(signal.SIGIO, previous)
     assert out["commit"] == git(root, "rev-parse", "HEAD").strip()
     assert note.read_text() == text + "- human keystroke 1\n- ai\n"
     assert git(root, "show", "HEAD:note.md") == text + "- ai\n"  # the owner's, still pending
@@ -866,7 +842,6 @@ async def test_an_editor_saving_in_every_attempts_window_does_not_starve_the_wri
     two saves, so every one of the five attempts met a save and was planned again, then
     refused. Here an editor types and saves a line in every attempt's window. A save read whole at the rename is the owner's snapshot and the
     AI's appended line goes on it: the write lands at its first attempt."""
-    import signal
 
     from server.write import store
 
@@ -886,14 +861,11 @@ async def test_an_editor_saving_in_every_attempts_window_does_not_starve_the_wri
         real(step)
 
     monkeypatch.setattr(store, "crash_point", an_editor_saves)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():  # no lease
         async with connect(root) as s:
             r = await s.client.call_tool(
                 "append_section", {"path": "note.md", "heading": "Log", "content": "- ai"}
             )
-    finally:
-        signal.signal(signal.SIGIO, previous)
     assert not r.is_error, tool_text(r)  # before: refused after five attempts
     assert len(attempts) == 1, attempts
     assert note.read_text() == text + "- human line 1\n- ai\n"
