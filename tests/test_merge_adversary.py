@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -278,3 +279,230 @@ async def test_the_result_of_a_merged_write_has_the_hash_of_the_note(
     assert git(root, "show", "HEAD:note.md").encode() == disk
     assert len(tool_text(r)) < 4000
     assert json.loads(tool_text(r))["hash"] == content_hash(disk), tool_text(r)
+
+
+@pytest.mark.anyio
+async def test_a_batch_where_one_note_merges_and_one_does_not_is_all_or_nothing(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch appends to a.md and b.md; the owner saves both between the plan and the rename:
+    a.md a typed line at the end (merges), b.md an edit of the line the AI appends under (does
+    not: git cannot tell whose). The batch is planned again as one: one AI commit with both
+    lines, each owner's save whole in their snapshot, nothing half-written."""
+    root = make_vault({"a.md": TEXT, "b.md": TEXT})
+    a, b = root / "a.md", root / "b.md"
+    a_owner = TEXT + "- typed\n"
+    b_owner = TEXT.replace("- first\n", "- first, edited\n")
+    steps = _owner_saves(
+        monkeypatch, {a: lambda _x: a_owner.encode(), b: lambda _x: b_owner.encode()}
+    )
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        async with connect(root) as s:
+            ops = [
+                {
+                    "tool": "append_section",
+                    "args": {"path": p, "heading": "Log", "content": f"- AI {p}"},
+                }
+                for p in ("a.md", "b.md")
+            ]
+            r = await s.client.call_tool("batch", {"ops": ops})
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    assert not r.is_error, tool_text(r)
+    assert a.read_text() == a_owner + "- AI a.md\n"
+    assert b.read_text() == b_owner + "- AI b.md\n"
+    assert git(root, "status", "--porcelain").strip() == ""
+    ai = git(root, "log", "--author=Claude", "--format=%H").split()
+    assert len(ai) == 1
+    body = git(root, "show", "--format=", "--unified=0", ai[0]).splitlines()
+    changed = [ln for ln in body if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    assert changed == ["+- AI a.md", "+- AI b.md"], body
+    snap = git(root, "log", "--author=Test Owner", "--format=%H", "-1").strip()
+    assert git(root, "show", f"{snap}:a.md") == a_owner
+    assert git(root, "show", f"{snap}:b.md") == b_owner
+    assert steps.count("temps") == 2, steps  # b.md did not merge: planned again, once
+    assert not list((root / ".git" / "vaultwatch").glob("intent*"))
+
+
+# ------------------------------------------------------------------------------------------------
+# killed after the merge: the intent `_seal_intent` rewrote is what recovery reads
+
+
+@pytest.mark.parametrize("step", ["renamed", "index_locked", "branch_moved", "commit_done"])
+def test_killed_after_the_merge_recovery_keeps_the_owners_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The owner types a line between the plan and the rename, the AI's append is merged onto
+    it, and the writer is killed (SIGKILL, a fork of the test process) at `step`. After the
+    restart's recovery and one more write: the owner's line is on disk or committed as theirs,
+    the killed write is whole or absent, each AI commit adds only its own line, nothing staged."""
+    from .crashes import ai_write, run_child
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "note.md").write_text(TEXT)
+    ensure_repo(root)
+    note = root / "note.md"
+    owners = TEXT + "- typed by the owner\n"
+    _owner_saves(monkeypatch, {note: lambda _b: owners.encode()})
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        status = run_child(
+            root,
+            f"kill:{step}:1",
+            lambda r: ai_write(
+                r,
+                "append_section",
+                [
+                    (
+                        "append_section",
+                        {"path": "note.md", "heading": "Log", "content": "- AI killed"},
+                    )
+                ],
+            ),
+        )
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+        monkeypatch.undo()  # the restart: no editor, no fault
+        ai_write(
+            root,
+            "append_section",
+            [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
+        )
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    disk = note.read_text()
+    history = git(root, "log", "-p", "--format=")
+    assert "- typed by the owner\n" in disk, disk
+    assert disk.count("- AI after\n") == 1 and disk.count("- AI killed\n") <= 1, disk
+    assert git(root, "show", "HEAD:note.md") == disk  # nothing of the AI's uncommitted
+    assert git(root, "diff", "--cached", "--name-only").strip() == ""
+    assert not (root / ".git" / "index.lock").exists()
+    landed = "- AI killed\n" in disk
+    # killed before the branch moved: rolled back; after: landed on the owner's save
+    assert landed == (step in ("branch_moved", "commit_done")), (step, disk)
+    if landed:
+        assert disk == owners + "- AI killed\n- AI after\n"
+        snap = git(root, "log", "--author=Test Owner", "--format=%H", "-1").strip()
+        assert git(root, "show", f"{snap}:note.md") == owners
+    _ai_commits_add_exactly(root, (["- AI killed"] if landed else []) + ["- AI after"])
+    assert "+- typed by the owner" in history
+    fsck = subprocess.run(["git", "-C", str(root), "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
+
+
+@pytest.mark.parametrize("step", ["index_locked", "branch_moved"])
+def test_killed_after_a_save_into_the_old_copy_was_folded_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """An editor opened the note before the rename and saves a keystroke into the old copy
+    right after it, then the next one by the path into the AI's copy: `_take_late_saves`
+    folds the first in, `_land` merges the second, `_seal_intent` rewrites the intent with
+    what is ours on disk and what goes back. Killed then: recovery must give back both
+    keystrokes, and the AI's line only if its commit landed."""
+    from server.write import store
+
+    from .crashes import ai_write, run_child
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "note.md").write_text(TEXT)
+    ensure_repo(root)
+    note = root / "note.md"
+    real = store.crash_point
+    steps: list[str] = []
+    held: list[int] = []
+
+    def hook(step_: str) -> None:
+        steps.append(step_)
+        if step_ == "temps" and steps.count("temps") == 1:
+            held.append(os.open(note, os.O_WRONLY))  # looked up before the rename
+        if step_ == "renamed" and held:
+            fd = held.pop()
+            os.lseek(fd, 0, os.SEEK_END)
+            os.write(fd, b"- keystroke 1\n")  # into the old copy
+            os.close(fd)
+            with note.open("ab") as fh:  # by the path: into the AI's copy
+                fh.write(b"- keystroke 2\n")
+        real(step_)
+
+    monkeypatch.setattr(store, "crash_point", hook)
+    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
+    try:
+        status = run_child(
+            root,
+            f"kill:{step}:1",
+            lambda r: ai_write(
+                r,
+                "append_section",
+                [
+                    (
+                        "append_section",
+                        {"path": "note.md", "heading": "Log", "content": "- AI killed"},
+                    )
+                ],
+            ),
+        )
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
+        monkeypatch.undo()
+        ai_write(
+            root,
+            "append_section",
+            [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
+        )
+    finally:
+        signal.signal(signal.SIGIO, previous)
+    disk = note.read_text()
+    history = git(root, "log", "-p", "--format=")
+    for k in (1, 2):
+        assert f"- keystroke {k}\n" in disk, (k, disk)
+        assert f"+- keystroke {k}" in history, (k, history)  # snapshotted by the next write
+    landed = "- AI killed\n" in disk
+    assert landed == (step == "branch_moved"), (step, disk)
+    assert disk.count("- AI after\n") == 1, disk
+    assert git(root, "show", "HEAD:note.md") == disk
+    assert git(root, "diff", "--cached", "--name-only").strip() == ""
+    _ai_commits_add_exactly(root, (["- AI killed"] if landed else []) + ["- AI after"])
+
+
+@pytest.mark.anyio
+async def test_a_write_failing_after_a_folded_save_takes_its_line_back_out(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, but the write fails (an OSError, e.g. a full disk, at "index_locked") instead
+    of being killed: undone, the note must keep both keystrokes and lose the AI's line. The
+    taking back met the second keystroke right after the AI's line and git's merge refused,
+    so the AI's line stayed on disk uncommitted, and the next write committed it as the
+    owner's snapshot (then appended it a second time)."""
+    from server.write import store
+
+    root = make_vault({"note.md": TEXT})
+    note = root / "note.md"
+    real = store.crash_point
+    steps: list[str] = []
+    held: list[int] = []
+
+    def hook(step: str) -> None:
+        steps.append(step)
+        if step == "temps" and steps.count("temps") == 1:
+            held.append(os.open(note, os.O_WRONLY))
+        if step == "renamed" and held:
+            fd = held.pop()
+            os.lseek(fd, 0, os.SEEK_END)
+            os.write(fd, b"- keystroke 1\n")
+            os.close(fd)
+            with note.open("ab") as fh:
+                fh.write(b"- keystroke 2\n")
+        if step == "index_locked" and steps.count("index_locked") == 1:
+            raise OSError(28, "No space left on device")
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", hook)
+    first = await _append(connect, root, "- AI failed")
+    assert first.is_error, tool_text(first)
+    disk = note.read_text()
+    assert disk == TEXT + "- keystroke 1\n- keystroke 2\n", disk
+    again = await _append(connect, root, "- AI after")
+    assert not again.is_error, tool_text(again)
+    assert note.read_text() == TEXT + "- keystroke 1\n- keystroke 2\n- AI after\n"
+    _ai_commits_add_exactly(root, ["- AI after"])

@@ -126,6 +126,27 @@ def adds_lines_only(old: bytes, new: bytes) -> bool:
     return a[head:] == b[len(b) - (len(a) - head) :]
 
 
+def take_back(saved: bytes, on: bytes, landed: bytes) -> bytes | None:
+    """`landed` without the lines the AI added to `saved` (`on` is `saved` with them, one
+    block), for undoing a write whose note took a save since (`landed`: `on` with it). The
+    3-way merge first; where it cannot decide (the owner typed right after the AI's last line,
+    so the taking back and the typing touch), the AI's block is taken out where it stands,
+    when it stands in `landed` exactly once, whole: else None (the owner changed it, or typed
+    the same lines; left as it is)."""
+    if not adds_lines_only(saved, on):
+        return None
+    a, b = saved.splitlines(keepends=True), on.splitlines(keepends=True)
+    head = 0
+    while head < len(a) and a[head] == b[head]:
+        head += 1
+    block = b[head : head + len(b) - len(a)]
+    lines = landed.splitlines(keepends=True)
+    at = [i for i in range(len(lines) - len(block) + 1) if lines[i : i + len(block)] == block]
+    if len(at) != 1:
+        return None
+    return b"".join(lines[: at[0]] + lines[at[0] + len(block) :])
+
+
 def _both_insert_at_one_place(base: bytes, first: bytes, second: bytes) -> bytes | None:
     """Without a git run, the usual case: `second` adds lines at one place of `base` and
     `first` adds lines at that same place (the owner typing at the end of a note whose last
