@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,7 @@ def _ai_commits_add_exactly(root: Path, lines: list[str], heading: bool = False)
     assert len(shas) == len(lines), git(root, "log", "--format=%an %s")
     for sha, line in zip(shas, lines, strict=True):
         body = git(root, "show", "--format=", "--unified=0", sha).splitlines()
-        changed = [ln for ln in body if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        changed = [ln for ln in body if ln[:1] in ("+", "-") and not ln.startswith(("+++", "---"))]
         want = ["+## Log", f"+{line}"] if heading else [f"+{line}"]
         assert changed == want, git(root, "show", sha)
     for sha in git(root, "log", "--author=Test Owner", "--format=%H").split():
@@ -316,7 +317,7 @@ async def test_a_batch_where_one_note_merges_and_one_does_not_is_all_or_nothing(
     ai = git(root, "log", "--author=Claude", "--format=%H").split()
     assert len(ai) == 1
     body = git(root, "show", "--format=", "--unified=0", ai[0]).splitlines()
-    changed = [ln for ln in body if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    changed = [ln for ln in body if ln[:1] in ("+", "-") and not ln.startswith(("+++", "---"))]
     assert changed == ["+- AI a.md", "+- AI b.md"], body
     snap = git(root, "log", "--author=Test Owner", "--format=%H", "-1").strip()
     assert git(root, "show", f"{snap}:a.md") == a_owner
@@ -506,3 +507,107 @@ async def test_a_write_failing_after_a_folded_save_takes_its_line_back_out(
     assert not again.is_error, tool_text(again)
     assert note.read_text() == TEXT + "- keystroke 1\n- keystroke 2\n- AI after\n"
     _ai_commits_add_exactly(root, ["- AI after"])
+
+
+@st.composite
+def _taken_back(draw: Any) -> tuple[bytes, bytes, bytes, bytes]:
+    """(saved, on, landed, block): `on` is `saved` with the AI's block; `landed` is `on` with
+    the owner's later adds and deletes anywhere outside the block."""
+    eol = draw(EOLS)
+    saved = draw(st.lists(LINES, max_size=8))
+    at = draw(st.integers(0, len(saved)))
+    block = draw(st.lists(LINES, min_size=1, max_size=3))
+    before, after = saved[:at], saved[at:]
+    for _ in range(draw(st.integers(0, 3))):
+        side = before if draw(st.booleans()) else after
+        if side and draw(st.booleans()):
+            del side[draw(st.integers(0, len(side) - 1))]
+        else:
+            side.insert(draw(st.integers(0, len(side))), draw(LINES))
+    on = saved[:at] + block + saved[at:]
+    return _join(saved, eol), _join(on, eol), _join(before + block + after, eol), _join(block, eol)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_taken_back())
+def test_taking_the_ais_lines_back_keeps_every_owner_line(
+    case: tuple[bytes, bytes, bytes, bytes],
+) -> None:
+    """`take_back` (the undo of a write whose note took a save since) returns the note with
+    exactly the AI's block removed, every owner line kept, or None."""
+    from server.write.merge3 import take_back
+
+    saved, on, landed, block = case
+    out = take_back(saved, on, landed)
+    if out is None:
+        return
+    assert adds_lines_only(out, landed), (case, out)
+    assert _inserted(out, landed) == Counter(block.splitlines(keepends=True)), (case, out)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", ["emptied", "half-way save", "crlf"])
+async def test_an_emptied_or_crlf_note_during_an_append(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The owner empties the note (select all, delete, save); or an editor's truncate-then-write
+    is caught between its two steps, its write coming 0.3 s later; or the note is CRLF and the
+    owner types a CRLF line. Nothing of the owner's lost, the AI's commit adds its line only."""
+    import threading
+
+    text = TEXT.replace("\n", "\r\n") if case == "crlf" else TEXT
+    root = make_vault({"note.md": text.encode()})
+    note = root / "note.md"
+    owners = {"emptied": "", "half-way save": TEXT + "- typed\n", "crlf": text + "- typed\r\n"}[
+        case
+    ]
+    from server.write import store
+
+    real = store.crash_point
+    steps: list[str] = []
+    writers: list[threading.Thread] = []
+
+    def hook(step: str) -> None:
+        steps.append(step)
+        if step == "temps" and steps.count("temps") == 1:
+            fd = os.open(note, os.O_WRONLY | os.O_TRUNC)
+            if case == "half-way save":
+
+                def finish() -> None:
+                    time.sleep(0.3)  # the editor's write, a moment after its truncate
+                    os.write(fd, owners.encode())
+                    os.close(fd)
+
+                writers.append(threading.Thread(target=finish))
+                writers[-1].start()
+            else:
+                os.write(fd, owners.encode())
+                os.close(fd)
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", hook)
+    r = await _append(connect, root, "- AI line")
+    for t in writers:
+        t.join(10)
+    disk = note.read_bytes().decode()
+
+    def show(*args: str) -> str:  # bytes as git holds them (no newline translation)
+        out = subprocess.run(["git", "-C", str(root), "show", *args], capture_output=True)
+        return out.stdout.decode()
+
+    assert not r.is_error or "conflict" in tool_text(r), tool_text(r)
+    if r.is_error:
+        assert disk == owners
+        return
+    assert disk.count("- AI line") == 1, disk
+    assert show("HEAD:note.md") == disk
+    assert disk.startswith(owners.rstrip("\r\n")) or case == "emptied", disk
+    snap = git(root, "log", "--author=Test Owner", "--format=%H", "-1").strip()
+    assert show(f"{snap}:note.md") == owners, case
+    ai = git(root, "log", "--author=Claude", "--format=%H").split()
+    assert len(ai) == 1
+    body = show("--format=", "--unified=0", ai[0]).split("\n")
+    changed = [ln for ln in body if ln[:1] in ("+", "-") and not ln.startswith(("+++", "---"))]
+    eol = "\r" if case == "crlf" else ""
+    want = [f"+- AI line{eol}"] if case != "emptied" else ["+## Log", "+- AI line"]
+    assert changed == want, body

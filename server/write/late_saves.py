@@ -134,11 +134,9 @@ class LateSaves(Snapshots):
             # (git's merge alone refused the owner typing just after the AI's lines, and the
             # note was left with the AI's text: uncommitted, so a crash's recovery took it for
             # untouched and the next write snapshotted the AI's line as the owner's)
-            back = (
-                saved
-                if landed == on
-                else merge_lines(self.root, on, landed, saved) or take_back(saved, on, landed)
-            )
+            back = saved if landed == on else merge_lines(self.root, on, landed, saved)
+            if back is None:
+                back = take_back(saved, on, landed)
             if back is not None and back not in (saved, on):
                 self._store_blobs([back])  # recovery after a crash puts it back from git
             undo_as[w.rel] = (landed, back if back is not None else landed)
