@@ -68,7 +68,9 @@ class LateSaves(Snapshots):
                 ):
                     raise
                 on = merge_lines(self.root, planned, saved, change)
-                if on is None:
+                if on is None or on == saved:
+                    # (the save is the AI's text byte for byte: taken as merged, the AI's
+                    # commit was empty and the owner's snapshot held the AI's line)
                     raise
             # the save, then the AI's change on it; tried again if saved again meanwhile
             self._store_blobs([saved])  # recovery puts it back from git
@@ -117,7 +119,7 @@ class LateSaves(Snapshots):
             on = None
             if old is not None and mergeable(w):
                 on = merge_lines(self.root, old, saved, w.new or b"")
-            if on is None:
+            if on is None or on == saved:  # the AI's change gone in it: see `_replace`
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
         self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
