@@ -660,3 +660,42 @@ async def test_an_edit_into_the_old_copy_after_the_commit_is_never_lost(
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     assert "edited by the owner" in disk or "edited by the owner" in history, disk
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="recovery._put_back(merge=True) merges the taking back of the AI's lines into a "
+    "newer save with git's merge only; the owner typing right after the AI's line makes it a "
+    "conflict and the AI's line is left on disk uncommitted (fix: fall back to "
+    "merge3.take_back(data, ours, now) there; recovery.py is outside this pass)",
+)
+async def test_a_failed_write_takes_its_line_back_out_of_a_note_typed_on_since(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repro: note TEXT; the AI appends "- AI failed" to Log; right after the rename
+    ("renamed") the owner types "- typed\\n" at the end by the path (into the AI's copy); the
+    write then fails (OSError at "index_locked") and is undone. The undo merges "take the AI's
+    line out" into the owner's newer save; git calls the two adjacent changes a conflict, and
+    `_put_back` leaves the note as it is: TEXT + "- AI failed\\n- typed\\n", the AI's line in
+    no commit. The next write snapshots it as the owner's."""
+    from server.write import store
+
+    root = make_vault({"note.md": TEXT})
+    note = root / "note.md"
+    real = store.crash_point
+    steps: list[str] = []
+
+    def hook(step: str) -> None:
+        steps.append(step)
+        if step == "renamed" and steps.count("renamed") == 1:
+            with note.open("ab") as fh:
+                fh.write(b"- typed\n")
+        if step == "index_locked" and steps.count("index_locked") == 1:
+            raise OSError(28, "No space left on device")
+        real(step)
+
+    monkeypatch.setattr(store, "crash_point", hook)
+    first = await _append(connect, root, "- AI failed")
+    assert first.is_error, tool_text(first)
+    assert note.read_text() == TEXT + "- typed\n"
