@@ -699,3 +699,31 @@ async def test_a_failed_write_takes_its_line_back_out_of_a_note_typed_on_since(
     first = await _append(connect, root, "- AI failed")
     assert first.is_error, tool_text(first)
     assert note.read_text() == TEXT + "- typed\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    _edits(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([b"", b"\xef\xbb\xbf", b"<<<<<<< ours\n", b"=======\r\n"]),
+)
+def test_the_invariant_holds_without_final_newlines_with_a_bom_or_marker_lines(
+    repo: Path, case: tuple[bytes, bytes, bytes, bytes], cut_owner: bool, cut_ai: bool, head: bytes
+) -> None:
+    """As above, with the owner's save or the AI's text missing its final newline, a BOM or
+    a git-style conflict marker as every side's first line: a merge is the owner's save plus
+    exactly the AI's lines, or None."""
+    base, owner, ai, _ = case
+    base, owner, ai = head + base, head + owner, head + ai
+    if cut_owner and owner.endswith(b"\n"):
+        owner = owner[:-1]
+    if cut_ai and ai.endswith(b"\n"):
+        ai = ai[:-1]
+    out = merge_lines(repo, base, owner, ai)
+    if out is None or ai == base or owner in (base, ai):
+        return
+    if not adds_lines_only(base, ai):
+        return  # the write path never merges such a change (file_write.mergeable)
+    assert adds_lines_only(owner, out), (base, owner, ai, out)
+    assert _inserted(owner, out) == _inserted(base, ai), (base, owner, ai, out)
