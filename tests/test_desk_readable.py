@@ -5,6 +5,8 @@ with shared prefixes written by two clients (issue 33, audit turn 3 N1 and N2)."
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,12 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
+from app.ui.screens.health_screen import HealthScreen
 from app.ui.screens.insights import TagsScreen
+from app.ui.screens.reads import ReadsScreen
 from app.ui.screens.review_screen import ReviewScreen
+from app.ui.screens.stats_screen import StatsScreen
+from app.ui.widgets.path_list import PathList
 from app.ui.widgets.timeline import Timeline, fit_line, widths
 from server.core.gitrepo import ensure_repo
 from server.protocol.tools import build_server
@@ -37,9 +43,11 @@ FOLDER = "工作/分布式系统"
 
 
 def chinese_paths() -> list[str]:
-    """30 notes whose names share their start and their end (`分布式系统设计笔记之三篇.md`):
-    cut in the middle at 80 columns they all read `分布式系…篇.md`."""
-    return notes_in(FOLDER)
+    """30 notes whose names share their start and their end, a series with one subtitle
+    (`分布式系统设计笔记之第三篇：一致性与可用性的权衡.md`): cut in the middle, as every list
+    cut them at 80 columns, they all read `分布式系…权衡.md`."""
+    subtitle = "：一致性与可用性的权衡.md"
+    return [p.removesuffix(".md") + subtitle for p in notes_in(FOLDER)]
 
 
 @pytest.fixture
@@ -78,6 +86,28 @@ def build_cn_vault(root: Path) -> None:
             vault.close()
 
     anyio.run(writes)
+
+
+@pytest.fixture
+def cn_read_vault(cn_vault: Path) -> Path:
+    """The Chinese vault read by both clients: each its own notes twice and the other's once,
+    so the Reads screen's client column names either client, each with `+1`."""
+
+    async def reads() -> None:
+        for k, client in enumerate(CLIENTS):
+            vault = Vault(root)
+            async with Client(
+                build_server(vault), client_info=Implementation(name=client, version="1")
+            ) as c:
+                for i, path in enumerate(chinese_paths()):
+                    for _ in range(2 if i % 2 == k else 1):
+                        r = await c.call_tool("read_doc", {"path": path})
+                        assert not r.is_error, r.content
+            vault.close()
+
+    root = cn_vault
+    anyio.run(reads)
+    return root
 
 
 def luminance(c: Color) -> float:
@@ -125,12 +155,13 @@ async def test_the_selected_ai_row_reads_in_every_theme_colour(cn_vault: Path) -
         assert not low, f"unreadable on the selected row: {low}"
 
 
-async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Path) -> None:
-    """N2: the timeline, the review list and the tags list at 80x24 give every note and client a
-    label of its own; at 120 the review list drops the title that repeats the file name and
-    shows the folder instead."""
+async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_read_vault: Path) -> None:
+    """N2: every list that names notes or clients at 80x24 (the timeline, the review list, the
+    tags list and its notes, the Reads screen's lists, the health findings, the stats client
+    tables) gives every note and client a label of its own; at 120 the review list drops the
+    title that repeats the file name and shows the folder instead."""
     paths = chinese_paths()
-    app = Dashboard(cn_vault, poll_seconds=60)
+    app = Dashboard(cn_read_vault, poll_seconds=60)
     async with app.run_test(size=(80, 24)) as pilot:
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: sum(r.kind == "ai" for r in t.rows) >= 30, "30 AI rows")
@@ -181,7 +212,17 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Pa
         tags = app.screen.query_one("#tags", DataTable)
         shown = [str(tags.get_row_at(i)[0]) for i in range(tags.row_count)]
         assert len(set(shown)) == len(shown) == tags.row_count, shown
+        pane = app.screen.query_one(PathList)
+        await until(pilot, lambda: len(pane.paths) == 30, "the tag's 30 notes")
+        await settled(pilot, "the tag's notes laid out")
+        rows = pane.rows(pane.content_region.width)
+        assert len(set(rows)) == 30, rows
         await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, TagsScreen), "the timeline")
+
+        await reads_apart(app, pilot, set(paths))
+        await findings_apart(app, pilot)
+        await stats_apart(app, pilot)
 
         await pilot.resize_terminal(120, 36)
         await until(pilot, lambda: app.size.width == 120, "the resize")
@@ -195,7 +236,92 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_vault: Pa
         heads = [str(c.label) for c in table.columns.values()]
         assert "title" not in heads, heads
         first = str(table.get_row_at(0)[0])
-        assert "工作/" in first, f"the folder is dropped: {first!r}"
+        folder = first.partition("  ")[2]  # after the file name, cut in its middle if need be
+        assert folder.startswith("工") and folder.endswith("统/"), f"no folder: {first!r}"
+
+
+def apart(labels: list[str], names: list[str], what: str) -> None:
+    """Each label stands for one name, and each name has one label: two never print alike."""
+    by: dict[str, set[str]] = {}
+    for label, name in zip(labels, names, strict=True):
+        by.setdefault(label, set()).add(name)
+    alike = {k: v for k, v in by.items() if len(v) > 1}
+    assert not alike, f"{what} printed alike: {alike}"
+
+
+def note_of(cell: object) -> str:
+    """The file name part of a `note_label` cell (its folder follows two spaces after)."""
+    return str(cell).split("  ")[0].strip()
+
+
+async def reads_apart(app: Dashboard, pilot: Any, paths: set[str]) -> None:
+    """The Reads screen at 80 columns: Most read's notes and clients (`…code +1`), and the
+    cost tab's per-client rows."""
+    await pilot.press("dollar_sign")
+    await until(pilot, lambda: isinstance(app.screen, ReadsScreen), "the reads screen")
+    reads = app.screen
+    assert isinstance(reads, ReadsScreen)
+    await until(pilot, lambda: reads.report is not None, "the reads report")
+    report = reads.report
+    assert report is not None
+    await pilot.press("2")
+    await until(pilot, lambda: "most" in reads.widths, "the Most read tab drawn")
+    most = reads.query_one("#most", DataTable)
+    await until(pilot, lambda: most.row_count == len(report.most), "the Most read rows")
+    rows = [most.get_row_at(i) for i in range(most.row_count)]
+    read = [n.path for n in report.most]
+    assert paths <= set(read), sorted(set(paths) - set(read))
+    apart([note_of(r[0]) for r in rows], read, "Most read's notes")
+    tops = [next(iter(n.clients)) for n in report.most]
+    assert set(tops) == set(CLIENTS), tops
+    apart([str(r[-1]) for r in rows], tops, "Most read's clients")
+    await pilot.press("1")
+    days = reads.query_one("#client-days", DataTable)
+    await until(pilot, lambda: days.row_count == 2, "a row per client a day")
+    apart(
+        [str(days.get_row_at(i)[0]).strip() for i in range(2)],
+        list(report.per_day.clients),
+        "the clients' days",
+    )
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, ReadsScreen), "the timeline")
+
+
+async def findings_apart(app: Dashboard, pilot: Any) -> None:
+    """The health findings at 80 columns: a note's label names that note only. Two months on,
+    every note is an orphan (no note links to it)."""
+    app.today = date.today() + timedelta(days=60)
+    await pilot.press("H")
+    await until(pilot, lambda: isinstance(app.screen, HealthScreen), "the health screen")
+    health = app.screen
+    assert isinstance(health, HealthScreen)
+    await until(pilot, lambda: health.report is not None, "every finding")
+    table = health.query_one("#findings", DataTable)
+    keys = [str(k.value) for k in table.rows]
+    by_id = {f.id: f.path for f in health.shown_findings()}
+    rows = [(note_of(table.get_row_at(i)[0]), by_id[k]) for i, k in enumerate(keys) if k in by_id]
+    assert {p for _, p in rows} >= set(chinese_paths()), rows
+    apart([label for label, _ in rows], [p for _, p in rows], "the findings' notes")
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, HealthScreen), "the timeline")
+    app.today = None
+
+
+async def stats_apart(app: Dashboard, pilot: Any) -> None:
+    """The stats screen's client tables at 80 columns: the two clients apart."""
+    await pilot.press("S")
+    await until(pilot, lambda: isinstance(app.screen, StatsScreen), "the stats screen")
+    for id_ in ("#stats-clients", "#stats-client-tools"):
+        table: DataTable[Any] = app.screen.query_one(id_, DataTable)
+        await until(pilot, partial(two_rows, table), f"{id_}: a row per client")
+        shown = [str(table.get_row_at(i)[0]).strip() for i in range(2)]
+        assert len(set(shown)) == 2, (id_, shown)
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, StatsScreen), "the timeline")
+
+
+def two_rows(table: DataTable[Any]) -> bool:
+    return table.row_count == 2
 
 
 def _wide(ch: str) -> bool:

@@ -71,8 +71,7 @@ def distinct_cuts(
             for n in group:
                 if cell_len(n) <= width:
                     continue  # whole already: the others give way
-                rest = n[shared:]
-                out[n] = ELLIPSIS + cut_middle(rest, max(1, width - 1))
+                out[n] = ELLIPSIS + _from_start(n[shared:], max(1, width - 1))
     return out
 
 
@@ -85,11 +84,35 @@ class Distinct:
         self.cut = cut
         self._by_width: dict[int, dict[str, str]] = {}
 
+    @classmethod
+    def clients(cls, names: Iterable[str]) -> Distinct:
+        """The one rule for clients, every list alike: whole where they fit, else cut at the
+        end (`claude-…`) where that still tells them apart, else where they differ (`…code`,
+        `…desktop`). Give it every client the list shows (a cut depends on the others)."""
+        return cls(names, cut_end)
+
+    @classmethod
+    def notes(cls, paths: Iterable[str]) -> Distinct:
+        """The one rule for notes, by file name (as `note_label` shows them): cut in the
+        middle, and where two would print alike, where they differ (`…预算表.md`)."""
+        return cls(p.rpartition("/")[2] for p in paths)
+
     def __call__(self, name: str, width: int) -> str:
         cuts = self._by_width.get(width)
         if cuts is None:
             cuts = self._by_width[width] = distinct_cuts(self.names, width, self.cut)
         return cuts.get(name) or self.cut(name, width)
+
+
+def _from_start(rest: str, width: int) -> str:
+    """What follows the start two names share, in `width` cells: cut in the middle (its end,
+    a note's `.md`, stays) while that keeps its first character, the one that differs; else
+    cut at its end (at 3 cells `claude-code` and `claude-desktop` read `…c…` and `…d…`, where
+    the middle cut gave both `……e`)."""
+    cut = cut_middle(rest, width)
+    if rest and cut.startswith(ELLIPSIS) and not rest.startswith(ELLIPSIS):
+        cut = cut_end(rest, width) if width > 1 else rest[:1] if cell_len(rest[:1]) <= 1 else ""
+    return cut
 
 
 def _common_prefix(names: Sequence[str]) -> str:

@@ -13,7 +13,7 @@ from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import DataTable
 
-from app.ui.widgets.cells import Cell, cut_middle, note_label
+from app.ui.widgets.cells import Cell, Distinct, cut_middle, note_label
 from server.services.health_findings import TITLES, Finding, Report
 
 
@@ -70,6 +70,7 @@ class FindingsTable(DataTable[Any]):
         self.add_column("finding", width=detail_w, key="finding")
         if not shown:
             self.add_row(Content.styled("nothing to look at", "$text-muted"), "", key="none")
+        names = Distinct.notes(f.path for f in shown)  # two notes never alike
         for kind in TITLES:
             group = [f for f in shown if f.kind == kind]
             if not group:
@@ -88,7 +89,8 @@ class FindingsTable(DataTable[Any]):
                     detail = Content.styled("ignored · " + detail_text(f), "$text-muted").truncate(
                         detail_w, ellipsis=True
                     )
-                self.add_row(Cell.of(note_label(f.path, path_w)), Cell.of(detail), key=f.id)
+                label = note_label(f.path, path_w, cuts=names)
+                self.add_row(Cell.of(label), Cell.of(detail), key=f.id)
         keys = self.keys()
         if keep in keys:
             self.move_cursor(row=keys.index(keep))

@@ -21,15 +21,38 @@ class FitFooter(Footer):
         super().__init__(compact=compact)
         self.more = tuple(more)  # actions, most wanted first
         self._width = 0
+        self._shown: tuple[object, ...] | None = None  # the plan of the keys shown (recompose)
 
     def _cells(self, binding: Binding) -> int:
         """The cells a compact FooterKey takes: key, a space, description, and its margin."""
         key = cell_len(self.app.get_key_display(binding))
         return key + (1 + cell_len(binding.description) if binding.description else 0) + 1
 
-    def compose(self) -> ComposeResult:
-        if not self._bindings_ready:
+    async def recompose(self) -> None:
+        """Made again only when what it shows changed. Every change of focus or bindings asks
+        for a recompose: at start a dozen in a row, each making twenty keys and styling them
+        anew (a third of the first screen's time on the UI thread), for the same keys."""
+        plan = self._plan() if self._bindings_ready and self.is_attached else None
+        if plan is not None and plan == self._shown and self.children:
             return
+        self._shown = plan
+        await super().recompose()
+
+    def _plan(self) -> tuple[object, ...]:
+        """What compose shows, comparable: each key's binding, state and tooltip, the width."""
+        keys, palette = self._keys()
+        return (
+            tuple((b.key, b.action, b.description, e, t) for _, (b, e, t, _) in keys),
+            None if palette is None else (palette[1].key, palette[2]),
+        )
+
+    def _keys(
+        self,
+    ) -> tuple[
+        list[tuple[str, tuple[Binding, bool, str, bool]]],
+        tuple[object, Binding, bool, str] | None,
+    ]:
+        """The keys compose shows, in order, and the palette's (or None)."""
         # one key per action, as Footer shows them (end and G both go to the last row), the one
         # meant for the footer first (q, not ctrl+q, quits)
         first: dict[str, tuple[Binding, bool, str, bool]] = {}
@@ -52,6 +75,15 @@ class FitFooter(Footer):
                 room -= cells
         # the screen's keys, what fits of the rest, then the app's own (? Keys, q Quit)
         keys = [k for k in shown if not k[1][3]] + extra + [k for k in shown if k[1][3]]
+        palette = None
+        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
+            palette = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
+        return keys, palette
+
+    def compose(self) -> ComposeResult:
+        if not self._bindings_ready:
+            return
+        keys, found_palette = self._keys()
         for action, (binding, enabled, tooltip, _) in keys:
             yield FooterKey(
                 binding.key,
@@ -61,19 +93,17 @@ class FitFooter(Footer):
                 disabled=not enabled,
                 tooltip=tooltip or binding.tooltip,
             ).data_bind(compact=Footer.compact)
-        if self.show_command_palette and self.app.ENABLE_COMMAND_PALETTE:
-            found_palette = self.screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
-            if found_palette is not None:
-                _, binding, enabled, _ = found_palette
-                yield FooterKey(
-                    binding.key,
-                    self.app.get_key_display(binding),
-                    binding.description,
-                    binding.action,
-                    classes="-command-palette",
-                    disabled=not enabled,
-                    tooltip=binding.tooltip or binding.description,
-                )
+        if found_palette is not None:
+            _, binding, enabled, _ = found_palette
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=binding.tooltip or binding.description,
+            )
 
     def on_resize(self, event: Resize) -> None:
         # what fits depends on the width: chosen again when it changes

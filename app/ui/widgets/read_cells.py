@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual.content import Content
 
 from app.services.stats import BARS
-from app.ui.widgets.cells import cut_middle, more_files, note_label
+from app.ui.widgets.cells import Distinct, more_files, note_label
 from server.services.reads import (
     BigRead,
     local_time,
@@ -56,13 +56,14 @@ def big_notes_width(b: BigRead) -> int:
     return label_width(b.paths[0], len(b.paths) - 1) + hidden
 
 
-def big_notes(b: BigRead, width: int) -> Content:
-    """The notes a big result named, private ones counted but never named."""
+def big_notes(b: BigRead, width: int, cuts: Distinct | None = None) -> Content:
+    """The notes a big result named, private ones counted but never named; with `cuts` (the
+    file names of every row's note) two different notes never print alike."""
     hidden = f"{b.hidden} private" if b.hidden else ""
     if not b.paths:
         return Content.styled(hidden, "$text-muted")
     label = note_label(
-        b.paths[0], width - len(f" · {hidden}") if hidden else width, len(b.paths) - 1
+        b.paths[0], width - len(f" · {hidden}") if hidden else width, len(b.paths) - 1, cuts
     )
     return label + Content.styled(f" · {hidden}", "$text-muted") if hidden else label
 
@@ -75,12 +76,22 @@ def when(at: datetime | None, year: int) -> str:
 
 
 def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
-    """The client that read it most, and how many others."""
-    names = list(clients)
-    if not names:
-        return ""
-    more = f" +{len(names) - 1}" if len(names) > 1 else ""
-    return cut_middle(names[0], width - len(more)) + more
+    """The client that read it most, and how many others (`claude-code +1`)."""
+    return clients_column([clients], width)[0]
+
+
+def clients_column(rows: Sequence[dict[str, int]], width: int = CLIENT_WIDTH) -> list[str]:
+    """A client cell per row (`clients_cell`) in `width` cells, cut by `Distinct`: in the
+    middle as Stats cuts clients (`claud…sktop +1`: this column has the room), and where
+    two would print alike (`claude-code`, `claude-vscode`: `cl…de` each), where they differ;
+    a row without `+N` gives its client those cells too (whole where it fits)."""
+    tops = [next(iter(c), "") for c in rows]
+    mores = [f" +{len(c) - 1}" if len(c) > 1 else "" for c in rows]
+    cut = Distinct(t for t in tops if t)
+    return [
+        cut(t, max(1, width - len(more))) + more if t else ""
+        for t, more in zip(tops, mores, strict=True)
+    ]
 
 
 def share(width: int, others: int, notes: int, clients: Sequence[str]) -> tuple[int, int]:

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from app.ui.widgets.cells import cut_middle, others_width
+from app.ui.widgets.cells import Distinct, cut_middle, others_width
 from app.ui.widgets.keys import Table
 from app.ui.widgets.read_cells import (
     CLIENT_WIDTH,
@@ -82,7 +82,9 @@ class CostPane(VerticalScroll):
             + [b.tokens]
             for b in big
         ]
-        clients = [cut_middle(b.client, CLIENT_WIDTH) for b in big]
+        # in the middle, as Stats and Most read cut clients; two never alike (`Distinct`)
+        cut = Distinct(b.client for b in big)
+        clients = [cut(b.client, CLIENT_WIDTH) for b in big]
         # the table's margin 3, the scroll's bar 2
         note, client = share(
             self.app.size.width,
@@ -90,12 +92,13 @@ class CostPane(VerticalScroll):
             max(map(big_notes_width, big), default=0),
             clients,
         )
+        names = Distinct.notes(b.paths[0] for b in big if b.paths)
         refill(
             self.query_one("#biggest", DataTable),
             [*headings, "notes", "client"],
             [
-                [*row, big_notes(b, note), cut_middle(k, client)]
-                for row, b, k in zip(rows, big, clients, strict=True)
+                [*row, big_notes(b, note, names), cut(b.client, client)]
+                for row, b in zip(rows, big, strict=True)
             ],
             most=200,
         )
@@ -110,10 +113,12 @@ class CostPane(VerticalScroll):
             ("#tool-days", "tool", per.tools),
             ("#client-days", "client", per.clients),
         ):
+            # a client cut in the middle, as Stats does, and never as another is (`Distinct`)
+            cut = Distinct(series) if name == "client" else cut_middle
             refill(
                 self.query_one(id_, DataTable),
                 [name, f"≈ tokens a day, {span}", "≈ tokens"],
-                [[cut_middle(k, 30), sparkline(v), sum(v)] for k, v in series.items()],
+                [[cut(k, 30), sparkline(v), sum(v)] for k, v in series.items()],
                 most=max(len(per.days), 30),
             )
         refill(

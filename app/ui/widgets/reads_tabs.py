@@ -16,10 +16,17 @@ from textual.widget import Widget
 from textual.widgets import DataTable, Static, TabPane
 
 from app.services.context_preview import Preview
-from app.ui.widgets.cells import note_label, others_width, plural
+from app.ui.widgets.cells import Distinct, note_label, others_width, plural
 from app.ui.widgets.keys import Table
 from app.ui.widgets.lines import LinesView
-from app.ui.widgets.read_cells import clients_cell, label_width, scrollbar, share, when
+from app.ui.widgets.read_cells import (
+    clients_cell,
+    clients_column,
+    label_width,
+    scrollbar,
+    share,
+    when,
+)
 from app.ui.widgets.table_fill import refill
 from server.services.reads import Reads
 
@@ -89,12 +96,14 @@ class MostReadTab(NotesTab):
             max((label_width(n.path) for n in r.most), default=0),
             [clients_cell(n.clients) for n in r.most],
         )
+        names = Distinct.notes(n.path for n in r.most)  # two notes never alike
+        whos = clients_column([n.clients for n in r.most], client)  # nor two clients
         refill(
             self.table(),
             ["note", *headings, "clients"],
             [
-                [note_label(n.path, note), *row, clients_cell(n.clients, client)]
-                for n, row in zip(r.most, rows, strict=True)
+                [note_label(n.path, note, cuts=names), *row, who]
+                for n, row, who in zip(r.most, rows, whos, strict=True)
             ],
             most=max(note, 40),
         )
@@ -119,10 +128,14 @@ class UnreadTab(NotesTab):
         size = self.app.size
         others = others_width(headings, rows) + 2 + scrollbar(size.height, len(rows))
         note, _ = share(size.width, others, 0, [])
+        names = Distinct.notes(u.path for u in r.unread)  # two notes never alike
         refill(
             self.table(),
             ["note", *headings],
-            [[note_label(u.path, note), *row] for u, row in zip(r.unread, rows, strict=True)],
+            [
+                [note_label(u.path, note, cuts=names), *row]
+                for u, row in zip(r.unread, rows, strict=True)
+            ],
             most=max(note, 40),
         )
         return note

@@ -16,7 +16,6 @@ from app.services.review import NoteSummary
 from app.ui.widgets.cells import (
     Cell,
     Distinct,
-    cut_end,
     cut_middle,
     note_label,
     rich_style,
@@ -159,7 +158,7 @@ def clients(note: NoteSummary) -> str:
 
 def client_cuts(notes: list[NoteSummary]) -> Distinct:
     """Every client of the list cut by the timeline's rule: two never print alike."""
-    return Distinct((c for n in notes for c in clients(n).split(", ")), cut_end)
+    return Distinct.clients(c for n in notes for c in clients(n).split(", "))
 
 
 def some(items: list[str], keep: int) -> str:
@@ -182,7 +181,7 @@ def tools_clients(
     `2 clients` told no client from another); a tool too long is cut in the middle."""
     ts = [names.get(x, x) for x in tools] or ["?"]
     cs = who.split(", ")
-    cut = cut or Distinct(cs, cut_end)
+    cut = cut or Distinct.clients(cs)
     # whole client names (a tool before a client on a tie), else each client cut as the
     # timeline cuts them at 80 columns (a client before a tool: the cut is there to tell them
     # apart, and `…code +1` hid the other)
@@ -223,7 +222,7 @@ def fill_notes(table: DataTable[Any], notes: list[NoteSummary], width: int, peri
         table.add_column(Text(name), width=cells)
     good, bad = rich_style("$text-success"), rich_style("$text-error")
     w = dict(zip(cols.heads, cols.widths, strict=True))
-    names = Distinct(n.path.rpartition("/")[2] for n in notes)  # never two alike
+    names = Distinct.notes(n.path for n in notes)  # never two alike
     whos = client_cuts(notes)  # nor two clients
     for n in notes:
         row = [Cell.of(note_label(n.path, w["note"], cuts=names))]

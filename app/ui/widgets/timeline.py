@@ -24,7 +24,7 @@ from textual.visual import Visual
 
 from app.services.feed import Row
 from app.services.history import line_counts
-from app.ui.widgets.cells import Distinct, cut_end, fit, more_files, note_label
+from app.ui.widgets.cells import Distinct, fit, more_files, note_label
 
 KIND_STYLE = {
     "ai": "bold $text-primary",
@@ -167,7 +167,7 @@ class Timeline(ScrollView, can_focus=True):
         self._counts: dict[str, tuple[int, int]] = {}
         self._wanted: set[str] = set()
         self._counting = False
-        self._names = (Distinct(()), Distinct((), cut_end))
+        self._names = (Distinct.notes(()), Distinct.clients(()))
 
     @property
     def row_count(self) -> int:
@@ -190,9 +190,9 @@ class Timeline(ScrollView, can_focus=True):
         notes = list(dict.fromkeys(p.rpartition("/")[2] for r in rows for p in r.paths[:1]))
         whos = list(dict.fromkeys(r.who for r in rows))
         if set(notes) != set(self._names[0].names):
-            self._names = (Distinct(notes), self._names[1])
+            self._names = (Distinct.notes(notes), self._names[1])
         if set(whos) != set(self._names[1].names):
-            self._names = (self._names[0], Distinct(whos, cut_end))
+            self._names = (self._names[0], Distinct.clients(whos))
         at = self._index.get(keep) if keep is not None else None
         self.virtual_size = Size(self.size.width, len(rows) + 1)  # + the header line
         if at is not None and at != self.cursor and self.scroll_y > 0:
