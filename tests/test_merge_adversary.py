@@ -394,7 +394,7 @@ def test_killed_after_the_merge_recovery_keeps_the_owners_save(
     assert fsck.returncode == 0, fsck.stderr
 
 
-@pytest.mark.parametrize("step", ["index_locked", "branch_moved"])
+@pytest.mark.parametrize("step", ["index_locked", "branch_moved", "index_locked+recovery"])
 def test_killed_after_a_save_into_the_old_copy_was_folded_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
@@ -434,7 +434,7 @@ def test_killed_after_a_save_into_the_old_copy_was_folded_in(
     try:
         status = run_child(
             root,
-            f"kill:{step}:1",
+            f"kill:{step.split('+')[0]}:1",
             lambda r: ai_write(
                 r,
                 "append_section",
@@ -448,6 +448,11 @@ def test_killed_after_a_save_into_the_old_copy_was_folded_in(
         )
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
         monkeypatch.undo()
+        if step.endswith("+recovery"):  # the recovery is killed too, once it put the note back
+            from server.vault import Vault
+
+            status = run_child(root, "kill:recovered_file:1", lambda r: Vault(r).store.recover())
+            assert os.WIFSIGNALED(status), status
         ai_write(
             root,
             "append_section",
@@ -463,6 +468,8 @@ def test_killed_after_a_save_into_the_old_copy_was_folded_in(
     landed = "- AI killed\n" in disk
     assert landed == (step == "branch_moved"), (step, disk)
     assert disk.count("- AI after\n") == 1, disk
+    if not landed:
+        assert disk == TEXT + "- keystroke 1\n- keystroke 2\n- AI after\n", disk
     assert git(root, "show", "HEAD:note.md") == disk
     assert git(root, "diff", "--cached", "--name-only").strip() == ""
     _ai_commits_add_exactly(root, (["- AI killed"] if landed else []) + ["- AI after"])
