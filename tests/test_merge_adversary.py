@@ -251,6 +251,16 @@ async def test_an_owner_save_during_an_append_loses_nothing(
     # the owner's save is their snapshot, whole
     snap = git(root, "log", "--author=Test Owner", "--format=%H", "-1").strip()
     assert git(root, "show", f"{snap}:note.md") == owners, case
+    # the result the model gets stays under the result budget and shows the AI's line only
+    import json
+
+    result = json.loads(tool_text(r))
+    assert (
+        len(tool_text(r)) <= 40_000 and result["commit"] == git(root, "rev-parse", "HEAD").strip()
+    )
+    assert [ln for ln in result["diff"].splitlines() if ln[:1] == "+" and ln[:3] != "+++"] == (
+        ["+## Log", "+- AI line"] if case == "section deleted" else ["+- AI line"]
+    ), result
     # planned again on a note without the section: the AI's append makes the heading anew
     _ai_commits_add_exactly(root, ["- AI line"], heading=case == "section deleted")
 
