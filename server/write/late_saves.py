@@ -18,7 +18,7 @@ from server.core.state_files import write_state
 from server.write.commits import blob_id, commit_objects
 from server.write.file_write import FileWrite, mergeable
 from server.write.leases import Replacing, WriteRace, read_stable
-from server.write.merge3 import merge_lines
+from server.write.merge3 import merge_lines, take_back
 from server.write.snapshot import Snapshots, _snapshot_message
 from server.write.temp_files import _temp_name, _write_temp
 
@@ -68,7 +68,9 @@ class LateSaves(Snapshots):
                 ):
                     raise
                 on = merge_lines(self.root, planned, saved, change)
-                if on is None:
+                if on is None or on == saved:
+                    # (the save is the AI's text byte for byte: taken as merged, the AI's
+                    # commit was empty and the owner's snapshot held the AI's line)
                     raise
             # the save, then the AI's change on it; tried again if saved again meanwhile
             self._store_blobs([saved])  # recovery puts it back from git
@@ -117,7 +119,7 @@ class LateSaves(Snapshots):
             on = None
             if old is not None and mergeable(w):
                 on = merge_lines(self.root, old, saved, w.new or b"")
-            if on is None:
+            if on is None or on == saved:  # the AI's change gone in it: see `_replace`
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
         self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
@@ -131,7 +133,14 @@ class LateSaves(Snapshots):
                 raise WriteRace(w.rel, w.old, saved, restore=saved, reason=race.reason) from race
             # undone from here (the branch failed to move): the owner's save, with the saves
             # since, comes back (or what is there is left, if that does not merge)
+            # (git's merge alone refused the owner typing just after the AI's lines, and the
+            # note was left with the AI's text: uncommitted, so a crash's recovery took it for
+            # untouched and the next write snapshotted the AI's line as the owner's)
             back = saved if landed == on else merge_lines(self.root, on, landed, saved)
+            if back is None:
+                back = take_back(saved, on, landed)
+            if back is not None and back not in (saved, on):
+                self._store_blobs([back])  # recovery after a crash puts it back from git
             undo_as[w.rel] = (landed, back if back is not None else landed)
             w.old, w.new = saved, on
         return [w for w, _, _ in merged]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections import Counter
 from pathlib import Path
 
 from server.core.git_run import git
@@ -30,7 +31,7 @@ def merge_lines(root: Path, base: bytes, first: bytes, second: bytes) -> bytes |
         return second
     quick = _both_insert_at_one_place(base, first, second)
     if quick is not None:
-        return quick
+        return _keeps_both(base, first, second, quick)
     texts = (base, first, second)
     if any(b"\0" in t for t in texts) or any(
         line.startswith(m.encode())
@@ -61,9 +62,33 @@ def merge_lines(root: Path, base: bytes, first: bytes, second: bytes) -> bytes |
                 path.unlink()
     if r.returncode < 0 or r.returncode > 127:  # an error, not a count of conflicts
         return None
-    if r.returncode == 0:
-        return bytes(r.stdout)
-    return _both_added(bytes(r.stdout))
+    out = bytes(r.stdout) if r.returncode == 0 else _both_added(bytes(r.stdout))
+    return None if out is None else _keeps_both(base, first, second, out)
+
+
+def _keeps_both(base: bytes, first: bytes, second: bytes, out: bytes) -> bytes | None:
+    """`out`, or None when it lost what a side that only added lines added: git's merge takes
+    the same line added by both sides near one place for one (the owner typing the line the AI
+    appends, with any other change of theirs: the AI's commit came out empty, its line in the
+    owner's snapshot), and gives an owner's last line without its newline one (an owner's line
+    changed in the AI's commit). A side that only added lines must be the other side with
+    exactly those lines added, nothing else changed."""
+    for side, other in ((second, first), (first, second)):
+        if side == base or not adds_lines_only(base, side):
+            continue
+        if not adds_lines_only(other, out) or _added(other, out) != _added(base, side):
+            return None
+    return out
+
+
+def _added(old: bytes, new: bytes) -> Counter[bytes]:
+    """The lines `new` adds to `old` (`adds_lines_only(old, new)`), as a multiset: where a run of
+    equal lines lets the block sit, its lines are the same."""
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head = 0
+    while head < len(a) and a[head] == b[head]:
+        head += 1
+    return Counter(b[head : head + len(b) - len(a)])
 
 
 def _both_added(merged: bytes) -> bytes | None:
@@ -99,6 +124,27 @@ def adds_lines_only(old: bytes, new: bytes) -> bool:
     while head < len(a) and a[head] == b[head]:
         head += 1
     return a[head:] == b[len(b) - (len(a) - head) :]
+
+
+def take_back(saved: bytes, on: bytes, landed: bytes) -> bytes | None:
+    """`landed` without the lines the AI added to `saved` (`on` is `saved` with them, one
+    block), for undoing a write whose note took a save since (`landed`: `on` with it). The
+    3-way merge first; where it cannot decide (the owner typed right after the AI's last line,
+    so the taking back and the typing touch), the AI's block is taken out where it stands,
+    when it stands in `landed` exactly once, whole: else None (the owner changed it, or typed
+    the same lines; left as it is)."""
+    if not adds_lines_only(saved, on):
+        return None
+    a, b = saved.splitlines(keepends=True), on.splitlines(keepends=True)
+    head = 0
+    while head < len(a) and a[head] == b[head]:
+        head += 1
+    block = b[head : head + len(b) - len(a)]
+    lines = landed.splitlines(keepends=True)
+    at = [i for i in range(len(lines) - len(block) + 1) if lines[i : i + len(block)] == block]
+    if len(at) != 1:
+        return None
+    return b"".join(lines[: at[0]] + lines[at[0] + len(block) :])
 
 
 def _both_insert_at_one_place(base: bytes, first: bytes, second: bytes) -> bytes | None:
