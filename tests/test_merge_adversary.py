@@ -266,11 +266,6 @@ async def test_an_owner_save_during_an_append_loses_nothing(
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="writes.py `_hashes(plan)` reports the hash of the planned text, not of the merged "
-    "note that was committed and is on disk (server/services/writes.py, outside this pass)",
-)
 async def test_the_result_of_a_merged_write_has_the_hash_of_the_note(
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -633,11 +628,6 @@ async def test_an_emptied_or_crlf_note_during_an_append(
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="late_saves._keep_saves_since drops a save into the old copy that does not merge "
-    "with the committed note (logged only): the owner's edit is lost with the old copy",
-)
 async def test_an_edit_into_the_old_copy_after_the_commit_is_never_lost(
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -680,13 +670,6 @@ async def test_an_edit_into_the_old_copy_after_the_commit_is_never_lost(
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery._put_back(merge=True) merges the taking back of the AI's lines into a "
-    "newer save with git's merge only; the owner typing right after the AI's line makes it a "
-    "conflict and the AI's line is left on disk uncommitted (fix: fall back to "
-    "merge3.take_back(data, ours, now) there; recovery.py is outside this pass)",
-)
 async def test_a_failed_write_takes_its_line_back_out_of_a_note_typed_on_since(
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -235,7 +235,7 @@ def _apply_once(
     )
     # The commit exists: from here on nothing may turn this into a failure (a retry would
     # write twice). The indexes are caches that catch up by themselves.
-    res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan), "")
+    res = WriteResult(sha, outcomes, [w.rel for w in writes], warnings, _hashes(plan, writes), "")
     res.answered = answers
 
     def diff() -> None:
@@ -315,12 +315,19 @@ def _refuse_filtered(vault: Vault, writes: list[FileWrite]) -> None:
         )
 
 
-def _hashes(plan: Plan) -> dict[str, str]:
-    return {
+def _hashes(plan: Plan, written: list[FileWrite] | None = None) -> dict[str, str]:
+    """Each note's hash as the write leaves it: the planned text's, or, for a note the store
+    merged an owner's save into (`late_saves`), the bytes it committed (the plan's was of a
+    text the note never had: a replace_doc pinned to it was refused)."""
+    hashes = {
         f.rel: content_hash(f.text.encode("utf-8"))
         for f in plan.files.values()
         if f.text is not None
     }
+    for w in written or []:
+        if w.new is not None and w.rel in hashes:
+            hashes[w.rel] = content_hash(w.new)
+    return hashes
 
 
 def _merge(errors: list[Rejected]) -> Rejected:

@@ -177,17 +177,22 @@ class LateSaves(Snapshots):
     def _keep_saves_since(self, replacing: Replacing, writes: list[FileWrite]) -> None:
         """The commit made: a save that reached an old copy after our look at it (see
         `Replacing.saved_since`) is merged into the note on disk (`_land`), left for the owner's
-        next snapshot, as any edit they make after a write. Never fails the write (it has
-        committed); a save that cannot be merged is logged, and stays only in the old copy."""
+        next snapshot, as any edit they make after a write. A save that does not merge (the
+        owner changed a line next to the AI's) lands whole, as the same save by the note's path
+        would have: the AI's lines stay in their commit, and the review shows the owner's save
+        taking them out; dropped, the owner's edit was in no file and no commit. Never fails
+        the write (it has committed); what cannot be landed is logged."""
         by_rel = {w.rel: w for w in writes}
         try:
             for rel, seen, saved in replacing.saved_since():
                 w = by_rel[rel]
-                want = merge_lines(self.root, seen, saved, w.new) if w.new is not None else None
+                if w.new is None:
+                    continue  # a note removed by the owner's action: their save is theirs
+                want = merge_lines(self.root, seen, saved, w.new)
                 if want is None:
-                    log.warning("a save into the old copy of %s does not merge; not kept", rel)
-                    continue
-                self._land(self.root / w.disk, rel, w.new or b"", want)
+                    log.warning("a save into the old copy of %s does not merge; landed whole", rel)
+                    want = saved
+                self._land(self.root / w.disk, rel, w.new, want)
         except (OSError, GitError, WriteRace) as exc:
             log.warning("a save into an old copy was not kept: %s", exc)
 

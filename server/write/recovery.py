@@ -30,7 +30,7 @@ from server.write.leases import (
     _unlease,
     _writers_gone,
 )
-from server.write.merge3 import merge_lines
+from server.write.merge3 import merge_lines, take_back
 from server.write.temp_files import atomic_write, temp_dir
 
 log = logging.getLogger("vaultwatch.store")
@@ -138,6 +138,8 @@ class Recovery:
                 if not merge or now is None or ours is None or data is None:
                     return False
                 merged = merge_lines(self.root, ours, data, now)
+                if merged is None:  # the owner typed right against our lines: take them out
+                    merged = take_back(data, ours, now)
                 if merged is None:
                     log.warning("%s was saved again and does not merge; left as it is", target)
                     return False
