@@ -43,3 +43,16 @@ def test_notes_by_file_name_apart_where_they_differ() -> None:
     for width in range(8, 40):
         shown = [cut(p.rpartition("/")[2], width) for p in paths]
         assert len(set(shown)) == len(shown), (width, shown)
+
+
+def test_the_reads_client_column_cuts_as_the_timeline_does() -> None:
+    """One rule for clients on every screen (issue 33): the Reads column cut them in the
+    middle (`claud…sktop +1`) where the timeline and the review list cut at the end
+    (`claude-…`); at a given width a client now reads the same in each."""
+    long = "obsidian-copilot-self-hosted-assistant-bridge"
+    rows = [{"claude-desktop": 2, "claude-code": 1}, {long: 1}]
+    timeline = Distinct.clients(["claude-desktop", long])
+    for width in range(6, 20):
+        shown = clients_column(rows, width)
+        assert shown == [timeline("claude-desktop", width - 3) + " +1", timeline(long, width)]
+        assert shown[1].startswith(long[: min(3, width - 1)]), (width, shown)

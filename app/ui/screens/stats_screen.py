@@ -6,7 +6,8 @@ Every table is laid out for the terminal's width (again when it changes): the we
 starts with the measures a week is read for and has a column per tool after them (short names
 where the full ones do not fit, explained under it; `→` scrolls a column at a time); the trend's
 sparklines take what the measure and the total leave (the newest weeks, when not all fit); the
-client tables give the names and the tools what the counts leave, a name cut in the middle."""
+client tables give the names and the tools what the counts leave, a name cut as every screen
+cuts clients (`Distinct.clients`)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from app.services.stats import (
     measure_table,
     week_table,
 )
-from app.ui.widgets.cells import cut_middle, others_width, short_names
+from app.ui.widgets.cells import Distinct, cut_middle, others_width, short_names
 from app.ui.widgets.keys import Pane, Table
 from app.ui.widgets.table_fill import fill
 
@@ -345,11 +346,12 @@ class StatsScreen(Screen[None]):
         return [headings[0], heading, headings[2]], [[r[0], str(r[1])[-spark:], r[2]] for r in rows]
 
     def _clients(self, stats: Stats, room: int, names: dict[str, str]) -> bool:
-        """The client tables in `room` cells. The counts: a name gets what they leave, cut in
-        the middle. The tools: with their full names where every client's list fits beside
+        """The client tables in `room` cells. The counts: a name gets what they leave, cut as
+        every screen cuts clients (`Distinct.clients`: `claude-…`, `…code`). The tools: with their full names where every client's list fits beside
         the name (cut no shorter than TOOLS_NAME_WIDTH), else the short names, else the busiest
         tools and how many more. True when the short names are used."""
         headings, rows = client_table(stats)
+        whos = Distinct.clients(stats.clients)  # the timeline's rule: a client reads alike
         counts = headings[1:-1]
         need = max([cell_len(headings[0]), *(cell_len(str(r[0])) for r in rows)])
         left = room - others_width(counts, [r[1:-1] for r in rows]) - 2
@@ -357,7 +359,7 @@ class StatsScreen(Screen[None]):
         self._table(
             "#stats-clients",
             headings[:-1],
-            [[cut_middle(str(r[0]), name), *r[1:-1]] for r in rows],
+            [[whos(str(r[0]), name), *r[1:-1]] for r in rows],
         )
         room -= 4  # the name's and the tools' padding
         short = False
@@ -373,7 +375,7 @@ class StatsScreen(Screen[None]):
         self._table(
             "#stats-client-tools",
             ["client", "tools"],
-            [[cut_middle(k, name), cut_list(v, tools)] for k, v in text.items()],
+            [[whos(k, name), cut_list(v, tools)] for k, v in text.items()],
         )
         self.query_one("#stats-client-tools", DataTable).display = bool(text)
         # headings over nothing say nothing: say why there is nothing

@@ -18,7 +18,7 @@ from server.services.reads import (
     local_time,
 )
 
-CLIENT_WIDTH = 30  # a client's name, cut in the middle past it
+CLIENT_WIDTH = 30  # a client's name, cut past it as every screen cuts clients (`Distinct.clients`)
 NOTE_WIDTH = 24  # the least the Not read tab's note column takes
 
 
@@ -81,13 +81,13 @@ def clients_cell(clients: dict[str, int], width: int = CLIENT_WIDTH) -> str:
 
 
 def clients_column(rows: Sequence[dict[str, int]], width: int = CLIENT_WIDTH) -> list[str]:
-    """A client cell per row (`clients_cell`) in `width` cells, cut by `Distinct`: in the
-    middle as Stats cuts clients (`claud…sktop +1`: this column has the room), and where
-    two would print alike (`claude-code`, `claude-vscode`: `cl…de` each), where they differ;
-    a row without `+N` gives its client those cells too (whole where it fits)."""
+    """A client cell per row (`clients_cell`) in `width` cells, cut by the one rule for
+    clients (`Distinct.clients`, as the timeline and the review list cut them): at the end
+    (`claude-… +1`), and where two would print alike, where they differ (`…code`,
+    `…desktop`); a row without `+N` gives its client those cells too (whole where it fits)."""
     tops = [next(iter(c), "") for c in rows]
     mores = [f" +{len(c) - 1}" if len(c) > 1 else "" for c in rows]
-    cut = Distinct(t for t in tops if t)
+    cut = Distinct.clients(t for t in tops if t)
     return [
         cut(t, max(1, width - len(more))) + more if t else ""
         for t, more in zip(tops, mores, strict=True)

@@ -62,10 +62,14 @@ class CostPane(VerticalScroll):
             ["tool", "calls", "chars", "≈ tokens"],
             [[t, c["calls"][t], n, c["tool_tokens"][t]] for t, n in c["tools"].most_common()],
         )
+        whos = Distinct.clients(c["clients"])  # past CLIENT_WIDTH, cut as every screen does
         refill(
             self.query_one("#by-client", DataTable),
             ["client", "chars", "≈ tokens"],
-            [[k, n, c["client_tokens"][k]] for k, n in c["clients"].most_common()],
+            [
+                [whos(k, CLIENT_WIDTH), n, c["client_tokens"][k]]
+                for k, n in c["clients"].most_common()
+            ],
         )
         self.draw_biggest(c["biggest"])
         self.draw_per_day(daily)
@@ -82,8 +86,8 @@ class CostPane(VerticalScroll):
             + [b.tokens]
             for b in big
         ]
-        # in the middle, as Stats and Most read cut clients; two never alike (`Distinct`)
-        cut = Distinct(b.client for b in big)
+        # as every screen cuts clients, two never alike (`Distinct.clients`)
+        cut = Distinct.clients(b.client for b in big)
         clients = [cut(b.client, CLIENT_WIDTH) for b in big]
         # the table's margin 3, the scroll's bar 2
         note, client = share(
@@ -113,8 +117,8 @@ class CostPane(VerticalScroll):
             ("#tool-days", "tool", per.tools),
             ("#client-days", "client", per.clients),
         ):
-            # a client cut in the middle, as Stats does, and never as another is (`Distinct`)
-            cut = Distinct(series) if name == "client" else cut_middle
+            # a client cut as every screen cuts clients, never as another is (`Distinct.clients`)
+            cut = Distinct.clients(series) if name == "client" else cut_middle
             refill(
                 self.query_one(id_, DataTable),
                 [name, f"≈ tokens a day, {span}", "≈ tokens"],
