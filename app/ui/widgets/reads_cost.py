@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from app.ui.widgets.cells import Distinct, cut_middle, others_width
+from app.ui.widgets.cells import Distinct, cut_middle, fit, others_width
 from app.ui.widgets.keys import Table
 from app.ui.widgets.read_cells import (
     CLIENT_WIDTH,
@@ -101,7 +101,9 @@ class CostPane(VerticalScroll):
             self.query_one("#biggest", DataTable),
             [*headings, "notes", "client"],
             [
-                [*row, big_notes(b, note, names), cut(b.client, client)]
+                # padded to its cells: cut at the end, a wide character that does not fit
+                # leaves the last cell blank, and the column would give it up to no one
+                [*row, big_notes(b, note, names), fit(Content(cut(b.client, client)), client)]
                 for row, b in zip(rows, big, strict=True)
             ],
             most=200,
