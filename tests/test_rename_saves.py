@@ -98,3 +98,47 @@ async def test_a_note_made_after_the_check_is_never_replaced_by_a_new_one(
         root, "status", "--porcelain"
     )
     del r  # refused or planned again: either way the owner's note is whole
+
+
+@pytest.mark.anyio
+async def test_a_failed_writes_put_back_never_replaces_an_editors_rename_save(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write fails after its rename (no space, at "index_locked") and puts the note back;
+    between the put-back's look at the note and its rename (its temp file being made), the
+    owner's editor renames its save over the note. The put-back leaves that save (before: it
+    was replaced by the text from before the write, the owner's edit in no file)."""
+    import tempfile
+
+    from server.write import store
+
+    root = make_vault({"note.md": TEXT})
+    note = root / "note.md"
+    real_point, real_mkstemp = store.crash_point, tempfile.mkstemp
+    failed: list[str] = []
+    saved: list[bytes] = []
+
+    def fail_once(step: str) -> None:
+        if step == "index_locked" and not failed:
+            failed.append(step)
+            raise OSError(28, "No space left on device")
+        real_point(step)
+
+    def an_editor_saves_then_mkstemp(*a: Any, **kw: Any) -> Any:
+        if failed and not saved and "- ai" in note.read_text():  # the put-back's temp file
+            new = root / ".note.md.swp"
+            data = note.read_bytes().replace(b"- ai\n", b"- the owner's own line\n")
+            new.write_bytes(data)
+            os.replace(new, note)
+            saved.append(data)
+        return real_mkstemp(*a, **kw)
+
+    monkeypatch.setattr(store, "crash_point", fail_once)
+    monkeypatch.setattr(tempfile, "mkstemp", an_editor_saves_then_mkstemp)
+    async with connect(root) as s:
+        r = await s.client.call_tool(
+            "append_section", {"path": "note.md", "heading": "Log", "content": "- ai"}
+        )
+    assert r.is_error
+    assert saved, "the editor's save was never made"
+    assert note.read_bytes() == saved[0], note.read_text()
