@@ -111,12 +111,30 @@ def _target_path(link: Link, source: str) -> str:
     return link.target.lstrip("/")
 
 
+_INDEXES: dict[str, LinkIndex] = {}  # vault root -> the last check's files, indexed
+
+
+def _link_index(root: Path) -> LinkIndex:
+    """The vault's files indexed for links: built again only when a file came or went (a
+    LinkIndex is a pure function of the file names; sorting and keying 10,000 of them is most
+    of what resolving links costs a re-check)."""
+    files = set(all_files(root))
+    with _CACHE_LOCK:
+        hit = _INDEXES.get(str(root))
+    if hit is not None and hit.files == files:
+        return hit
+    index = LinkIndex(files)
+    with _CACHE_LOCK:
+        _INDEXES[str(root)] = index
+    return index
+
+
 def _links(
     vault: Vault, parsed: dict[str, _Parsed]
 ) -> tuple[list[Finding], dict[str, int], set[str]]:
     """(broken links, incoming link count per note, notes with a link that resolves)."""
     private = vault.policy.is_private
-    index = LinkIndex(all_files(vault.root))
+    index = _link_index(vault.root)
     broken: list[Finding] = []
     lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
     incoming: dict[str, int] = {}
