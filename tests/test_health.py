@@ -490,3 +490,24 @@ def test_templates_and_their_instances_are_not_near_duplicates(
     assert "shares" in r.by_kind("duplicate")[0].reason
     assert r.duplicates_unlisted > 0
     assert any("skeleton" in w for w in r.warnings), r.warnings
+
+
+def test_too_big_is_read_docs_own_rule_for_text_that_json_escapes() -> None:
+    """health_links._fits takes a shortcut for notes that surely fit (twice their length, when
+    no character escapes to six); it must answer as read_doc's rule for every text, control
+    characters (six each in JSON) and quotes (two) included, on both sides of the limit."""
+    from server.notes.note import parse_doc
+    from server.notes.reading import fits_one_read
+    from server.services.health_links import _fits
+
+    limit = 40_000  # the default: here a text of control characters that passes "twice its
+    # length" would not fit
+    answers = set()
+    for fill in ("a", "\x01", '"', "\n", "中"):
+        for n in range(0, 21_000, 331):
+            text = "# T\n\n" + fill * n + "\n"
+            doc = parse_doc("t.md", text.encode("utf-8"))
+            exact = fits_one_read(doc, text, None, limit)
+            assert _fits(doc, text, None, limit) == exact, (fill, n)
+            answers.add(exact)
+    assert answers == {True, False}  # both sides of the limit were tried
