@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from server.core.git_run import RefUpdate
+from server.write import leases
 
 from .conftest import git
 
@@ -39,7 +40,7 @@ async def test_a_backup_in_the_write_window_never_takes_the_ai_line(
     ours until the commit is made), and it never sees a temp file of ours."""
     root = make_vault({"a.md": NOTE})
     seen: list[tuple[str, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]] = []
-    real_replace = os.replace
+    real_replace = leases.replace_if_same  # the rename over the note (swap.py)
 
     def replace_then_backup(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
         real_replace(src, dst, *a, **kw)
@@ -49,10 +50,10 @@ async def test_a_backup_in_the_write_window_never_takes_the_ai_line(
             commit = _run(root, "commit", "-m", "vault backup: now")
             seen.append((str(src), add, commit))
 
-    monkeypatch.setattr(os, "replace", replace_then_backup)
+    monkeypatch.setattr(leases, "replace_if_same", replace_then_backup)
     async with connect(root) as s:
         r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
-    monkeypatch.setattr(os, "replace", real_replace)
+    monkeypatch.setattr(leases, "replace_if_same", real_replace)
     [(tmp, add, commit)] = seen
     # our temp file was never in the working tree
     assert Path(tmp).parent == root / ".git/vaultwatch/tmp", tmp
@@ -184,7 +185,7 @@ async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_hal
     editor.chmod(0o755)
     env = {**os.environ, "GIT_SEQUENCE_EDITOR": str(editor)}
     rebase: list[subprocess.Popen[str]] = []
-    real_replace = os.replace
+    real_replace = leases.replace_if_same  # the rename over the note (swap.py)
 
     def rebase_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
         if str(dst) == str(root / "a.md") and not rebase:
@@ -218,7 +219,7 @@ async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_hal
         _run(root, "status", "--porcelain")
         (tmp_path / "go").touch()
 
-    monkeypatch.setattr(os, "replace", rebase_then_replace)
+    monkeypatch.setattr(leases, "replace_if_same", rebase_then_replace)
     t = threading.Thread(target=go_once_the_branch_moved)
     t.start()
     try:
@@ -227,7 +228,7 @@ async def test_a_rebase_begun_inside_our_commit_fails_before_it_starts_never_hal
     finally:
         (tmp_path / "go").touch()
         t.join(60)
-        monkeypatch.setattr(os, "replace", real_replace)
+        monkeypatch.setattr(leases, "replace_if_same", real_replace)
     out, err = rebase[0].communicate(timeout=60)
     # the rebase stopped before it began: nothing of it is left, the branch is the AI's commit
     assert not (root / ".git/rebase-merge").exists(), (out, err, _run(root, "status").stdout)
@@ -261,17 +262,17 @@ async def test_a_merge_our_lock_stopped_before_it_merged_is_cleared_not_committe
     (root / "c.md").write_text("mine\n")
     git(root, "commit", "-qam", "local edit")
     merged: list[subprocess.CompletedProcess[str]] = []
-    real_replace = os.replace
+    real_replace = leases.replace_if_same  # the rename over the note (swap.py)
 
     def merge_then_replace(src: Any, dst: Any, *a: Any, **kw: Any) -> None:
         if str(dst) == str(root / "a.md") and not merged:
             merged.append(_run(root, "merge", "other", "-m", "sync"))  # our lock is held
         real_replace(src, dst, *a, **kw)
 
-    monkeypatch.setattr(os, "replace", merge_then_replace)
+    monkeypatch.setattr(leases, "replace_if_same", merge_then_replace)
     async with connect(root) as s:
         r = await s.call("append_section", path="a.md", heading="Log", content="- ai line")
-    monkeypatch.setattr(os, "replace", real_replace)
+    monkeypatch.setattr(leases, "replace_if_same", real_replace)
     [stopped] = merged
     assert stopped.returncode != 0 and "Unable to write index" in stopped.stderr, stopped
     assert not (root / ".git/MERGE_HEAD").exists()  # cleared: nothing was merged

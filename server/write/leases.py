@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from server.core.errors import VaultwatchError
+from server.write.swap import Replaced, replace_if_same
 
 
 class WriteRace(VaultwatchError):
@@ -224,7 +225,13 @@ class Replacing:
         if tmp is None:
             os.unlink(target)
         else:
-            os.replace(tmp, target)
+            try:  # only over the file checked: an editor's save renamed over it since goes back
+                replace_if_same(tmp, target, seen[0] if seen is not None else None)
+            except Replaced as gone:
+                if fd is not None and fd in self.leased:
+                    _unlease(fd)
+                    self.leased.discard(fd)
+                raise WriteRace(rel, old, gone.saved) from None
         self.held.append((rel, old, fd, seen))
 
     def confirm(self) -> None:

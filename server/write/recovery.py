@@ -31,6 +31,7 @@ from server.write.leases import (
     _writers_gone,
 )
 from server.write.merge3 import merge_lines, take_back
+from server.write.swap import Replaced
 from server.write.temp_files import atomic_write, temp_dir
 
 log = logging.getLogger("vaultwatch.store")
@@ -156,7 +157,16 @@ class Recovery:
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
             else:
-                atomic_write(target, data, temp_dir(self.root, target))
+                try:  # only over the file looked at: an editor's rename-save stays
+                    atomic_write(
+                        target,
+                        data,
+                        temp_dir(self.root, target),
+                        same_as=os.fstat(fd).st_ino if fd is not None else None,
+                    )
+                except Replaced:
+                    log.warning("%s was saved again as it was put back; left as saved", target)
+                    return False
             if fd is not None and leased and _lease_broken(fd):
                 # a save into our copy was held while it was replaced: keep what it saved
                 _unlease(fd)

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from server.core.state_files import make_state_dir, state_dir
+from server.write.swap import replace_if_same
 
 
 def temp_dir(root: Path, path: Path) -> Path:
@@ -67,9 +68,13 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, tmp_dir: Path | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes, tmp_dir: Path | None = None, same_as: int | None = None
+) -> None:
     """Temp file in `tmp_dir` (on the same filesystem; default the same folder), fsync, rename
-    over: a reader sees old or new, never half."""
+    over: a reader sees old or new, never half. With `same_as` (an inode), only over that
+    file (`swap.replace_if_same`): swap.Replaced, the file there kept, when another took its
+    place (an editor's rename-save)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = None
     with contextlib.suppress(FileNotFoundError):
@@ -86,7 +91,10 @@ def atomic_write(path: Path, data: bytes, tmp_dir: Path | None = None) -> None:
             os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        if same_as is None:
+            os.replace(tmp, path)
+        else:
+            replace_if_same(tmp, path, same_as)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
