@@ -86,6 +86,31 @@ def test_a_note_with_unsaved_edits_is_as_old_as_its_last_save(vault: Path) -> No
     assert report(vault).to_json()["orphans"] == []
 
 
+def test_a_recheck_sees_what_changed_since_the_last_check(vault: Path) -> None:
+    """Health keeps each note's problems and the vault's link index between checks in one
+    process (a re-check judges only what changed): an edited note, a new config and a new file
+    each change the findings of the next check, as a first check would see them."""
+
+    def seen() -> tuple[list[tuple[str, str]], set[str]]:
+        out = report(vault).to_json()
+        return [(p["path"], p["code"]) for p in out["problems"]], {
+            b["link"] for b in out["broken_links"]
+        }
+
+    problems, broken = seen()
+    assert problems == [("tasks/t3.md", "missing_field")] and "[[nothere]]" in broken
+    t3 = vault / "tasks/t3.md"
+    t3.write_text("---\nstatus: done\n---\n# Has its status now\n\nSee [[t1]].\n", "utf-8")
+    t1 = vault / "tasks/t1.md"  # a second problem planted with the same edit
+    t1.write_text(t1.read_text("utf-8").replace("status: open", "title: x"), "utf-8")
+    assert seen()[0] == [("tasks/t1.md", "missing_field")]
+    cfg = vault / "vault.config.yaml"
+    cfg.write_text(cfg.read_text("utf-8").replace("required: [status]", "required: []"), "utf-8")
+    assert seen()[0] == []  # judged under the new config, not the one kept from before
+    (vault / "notes/nothere.md").write_text("# Here now\n", "utf-8")
+    assert "[[nothere]]" not in seen()[1]  # the new file resolves the link
+
+
 def test_health_changes_nothing(vault: Path) -> None:
     before = git(vault, "status", "--porcelain"), git(vault, "rev-parse", "HEAD")
     report(vault)
@@ -465,3 +490,24 @@ def test_templates_and_their_instances_are_not_near_duplicates(
     assert "shares" in r.by_kind("duplicate")[0].reason
     assert r.duplicates_unlisted > 0
     assert any("skeleton" in w for w in r.warnings), r.warnings
+
+
+def test_too_big_is_read_docs_own_rule_for_text_that_json_escapes() -> None:
+    """health_links._fits takes a shortcut for notes that surely fit (twice their length, when
+    no character escapes to six); it must answer as read_doc's rule for every text, control
+    characters (six each in JSON) and quotes (two) included, on both sides of the limit."""
+    from server.notes.note import parse_doc
+    from server.notes.reading import fits_one_read
+    from server.services.health_links import _fits
+
+    limit = 40_000  # the default: here a text of control characters that passes "twice its
+    # length" would not fit
+    answers = set()
+    for fill in ("a", "\x01", '"', "\n", "中"):
+        for n in range(0, 21_000, 331):
+            text = "# T\n\n" + fill * n + "\n"
+            doc = parse_doc("t.md", text.encode("utf-8"))
+            exact = fits_one_read(doc, text, None, limit)
+            assert _fits(doc, text, None, limit) == exact, (fill, n)
+            answers.add(exact)
+    assert answers == {True, False}  # both sides of the limit were tried

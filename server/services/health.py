@@ -15,6 +15,8 @@ private folder is neither a link nor a broken one, and a private note's own link
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 from datetime import date
 from pathlib import Path
@@ -32,6 +34,46 @@ from server.write.validate import problems as note_problems
 
 if TYPE_CHECKING:
     from server.vault import Vault
+
+
+# Each note's problems under the config, per process, keyed by the note's path and content hash
+# (a Doc is a pure function of its bytes, and `note_problems` of the Doc and the config): a
+# re-check (the screen's `r`, its next opening, another check in the same process) judges only
+# the notes that changed. Dropped whole when the config is not the one they were judged under.
+_PROBLEMS: dict[tuple[str, str], tuple[str, list[Finding]]] = {}  # (root, path) -> (hash, ...)
+_PROBLEMS_CFG: dict[str, Config] = {}  # vault root -> the config `_PROBLEMS` was judged under
+_PROBLEMS_LOCK = threading.Lock()
+
+
+def _problems(vault: Vault, cfg: Config, entries: dict[str, Entry]) -> list[Finding]:
+    root = str(vault.root)
+    # loaded_at is when the file was read, not what it says: a fresh Vault reads the same file
+    same = dataclasses.replace(cfg, loaded_at="")
+    with _PROBLEMS_LOCK:
+        if _PROBLEMS_CFG.get(root) != same:
+            for k in [k for k in _PROBLEMS if k[0] == root]:
+                del _PROBLEMS[k]
+            _PROBLEMS_CFG[root] = same
+        known = {k[1]: v for k, v in _PROBLEMS.items() if k[0] == root}
+    found: list[Finding] = []
+    fresh: dict[tuple[str, str], tuple[str, list[Finding]]] = {}
+    for path, e in entries.items():
+        hit = known.get(path)
+        if hit is not None and hit[0] == e.doc.hash:
+            found += hit[1]
+            continue
+        got = [
+            Finding("problem", path, f"{pr.message} ({pr.hint})", code=pr.code, key=pr.key)
+            for pr in note_problems(e.doc, cfg)
+        ]
+        fresh[(root, path)] = (e.doc.hash, got)
+        found += got
+    with _PROBLEMS_LOCK:
+        if _PROBLEMS_CFG.get(root) == same:  # not judged under a config loaded meanwhile
+            for k in [k for k in _PROBLEMS if k[0] == root and k[1] not in entries]:
+                del _PROBLEMS[k]  # notes gone (deleted, moved, now private)
+            _PROBLEMS.update(fresh)
+    return found
 
 
 def _age_days(e: Entry, today: date) -> int:
@@ -93,13 +135,7 @@ def _findings(
     warnings += [f"health config: {p}" for p in cfg.health_problems]
     limit = cfg.limits.result_chars
     parsed = _parse_all(vault, entries, limit)
-    found: list[Finding] = []
-
-    for path, e in entries.items():
-        for pr in note_problems(e.doc, cfg):
-            found.append(
-                Finding("problem", path, f"{pr.message} ({pr.hint})", code=pr.code, key=pr.key)
-            )
+    found: list[Finding] = _problems(vault, cfg, entries)
 
     broken, incoming, linking = _links(vault, parsed)
     found += broken

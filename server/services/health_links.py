@@ -23,6 +23,7 @@ from server.services.health_findings import Finding
 if TYPE_CHECKING:
     from server.vault import Vault
 
+SIX_CHAR_ESCAPES = re.compile(r"[\x00-\x07\x0b\x0e-\x1f]")  # escaped as \u00XX in JSON
 # a block id ends its line after a space, or right after an embed or link (Obsidian's own help
 # writes `![[image.png]]^version-history-image`)
 BLOCK_ID = re.compile(r"(?:^|\s|(?<=\]\])|(?<=\)))\^([A-Za-z0-9-]+)[ \t]*$", re.M)
@@ -57,7 +58,12 @@ def _fits(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
     # Every note of a few KB fits whatever its outline (at most a third) and the note's
     # own fields (at most a quarter) take, and measuring that costs one JSON encode of the
     # text; only longer notes get read_doc's exact rule, which needs their headings.
-    if escaped_len(text) + 2 + limit // 3 + limit // 4 + FOOTER_ROOM + 20 <= limit:
+    room = limit - (2 + limit // 3 + limit // 4 + FOOTER_ROOM + 20)
+    # JSON escapes a character in at most 2 unless it is a control character other than
+    # \t \n \r \b \f (those take 6): a scan for those is cheaper than encoding the text
+    if 2 * len(text) <= room and SIX_CHAR_ESCAPES.search(text) is None:
+        return True
+    if escaped_len(text) <= room:
         return True
     full = parse_doc(doc.path, text.encode("utf-8"), disk=doc.disk, mtime_ns=doc.mtime_ns)
     return fits_one_read(full, text, type_name, limit)
@@ -111,12 +117,30 @@ def _target_path(link: Link, source: str) -> str:
     return link.target.lstrip("/")
 
 
+_INDEXES: dict[str, LinkIndex] = {}  # vault root -> the last check's files, indexed
+
+
+def _link_index(root: Path) -> LinkIndex:
+    """The vault's files indexed for links: built again only when a file came or went (a
+    LinkIndex is a pure function of the file names; sorting and keying 10,000 of them is most
+    of what resolving links costs a re-check)."""
+    files = set(all_files(root))
+    with _CACHE_LOCK:
+        hit = _INDEXES.get(str(root))
+    if hit is not None and hit.files == files:
+        return hit
+    index = LinkIndex(files)
+    with _CACHE_LOCK:
+        _INDEXES[str(root)] = index
+    return index
+
+
 def _links(
     vault: Vault, parsed: dict[str, _Parsed]
 ) -> tuple[list[Finding], dict[str, int], set[str]]:
     """(broken links, incoming link count per note, notes with a link that resolves)."""
     private = vault.policy.is_private
-    index = LinkIndex(all_files(vault.root))
+    index = _link_index(vault.root)
     broken: list[Finding] = []
     lines: dict[tuple[str, str], tuple[str, list[int]]] = {}  # (note, link as written)
     incoming: dict[str, int] = {}
