@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from server.core.gitrepo import ensure_repo
 from server.write.merge3 import adds_lines_only, merge_lines
 
-from .conftest import git, tool_text
+from .conftest import git, no_lease, tool_text
 
 # a small alphabet, so lines repeat: the cases a line merge gets wrong
 LINES = st.sampled_from(["a", "b", "c", "- ai", "## Log", "", "x" * 3])
@@ -146,6 +146,10 @@ def test_the_merge_keeps_what_it_should(repo: Path) -> None:
 TEXT = "# My note\n\nintro\n\n## Log\n- first\n"
 
 
+# the append a killed writer was making
+KILLED = ("append_section", {"path": "note.md", "heading": "Log", "content": "- AI killed"})
+
+
 def _owner_saves(monkeypatch: pytest.MonkeyPatch, saves: dict[Path, Any]) -> list[str]:
     """At the first attempt's "temps" step, each note in `saves` is saved by truncate-then-write
     with `saves[note](its bytes)`. Returns the steps reached."""
@@ -185,15 +189,12 @@ def _ai_commits_add_exactly(root: Path, lines: list[str], heading: bool = False)
 
 async def _append(connect: Any, root: Path, content: str, path: str = "note.md") -> Any:
     """The AI's append_section to `path`'s Log, as the model calls it: its raw result."""
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():
         async with connect(root) as s:
             r = await s.client.call_tool(
                 "append_section", {"path": path, "heading": "Log", "content": content}
             )
             return r
-    finally:
-        signal.signal(signal.SIGIO, previous)
 
 
 @pytest.mark.anyio
@@ -304,8 +305,7 @@ async def test_a_batch_where_one_note_merges_and_one_does_not_is_all_or_nothing(
     steps = _owner_saves(
         monkeypatch, {a: lambda _x: a_owner.encode(), b: lambda _x: b_owner.encode()}
     )
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():
         async with connect(root) as s:
             ops = [
                 {
@@ -315,8 +315,6 @@ async def test_a_batch_where_one_note_merges_and_one_does_not_is_all_or_nothing(
                 for p in ("a.md", "b.md")
             ]
             r = await s.client.call_tool("batch", {"ops": ops})
-    finally:
-        signal.signal(signal.SIGIO, previous)
     assert not r.is_error, tool_text(r)
     assert a.read_text() == a_owner + "- AI a.md\n"
     assert b.read_text() == b_owner + "- AI b.md\n"
@@ -354,21 +352,11 @@ def test_killed_after_the_merge_recovery_keeps_the_owners_save(
     note = root / "note.md"
     owners = TEXT + "- typed by the owner\n"
     _owner_saves(monkeypatch, {note: lambda _b: owners.encode()})
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():
         status = run_child(
             root,
             f"kill:{step}:1",
-            lambda r: ai_write(
-                r,
-                "append_section",
-                [
-                    (
-                        "append_section",
-                        {"path": "note.md", "heading": "Log", "content": "- AI killed"},
-                    )
-                ],
-            ),
+            lambda r: ai_write(r, "append_section", [KILLED]),
         )
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
         monkeypatch.undo()  # the restart: no editor, no fault
@@ -377,8 +365,6 @@ def test_killed_after_the_merge_recovery_keeps_the_owners_save(
             "append_section",
             [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
         )
-    finally:
-        signal.signal(signal.SIGIO, previous)
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     assert "- typed by the owner\n" in disk, disk
@@ -435,21 +421,11 @@ def test_killed_after_a_save_into_the_old_copy_was_folded_in(
         real(step_)
 
     monkeypatch.setattr(store, "crash_point", hook)
-    previous = signal.signal(signal.SIGIO, signal.SIG_DFL)  # no lease
-    try:
+    with no_lease():
         status = run_child(
             root,
             f"kill:{step.split('+')[0]}:1",
-            lambda r: ai_write(
-                r,
-                "append_section",
-                [
-                    (
-                        "append_section",
-                        {"path": "note.md", "heading": "Log", "content": "- AI killed"},
-                    )
-                ],
-            ),
+            lambda r: ai_write(r, "append_section", [KILLED]),
         )
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
         monkeypatch.undo()
@@ -463,8 +439,6 @@ def test_killed_after_a_save_into_the_old_copy_was_folded_in(
             "append_section",
             [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
         )
-    finally:
-        signal.signal(signal.SIGIO, previous)
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     for k in (1, 2):
