@@ -497,9 +497,22 @@ async def test_an_ai_write_does_not_take_the_cursor_the_owner_moved(
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: kinds(app).count("import") == 1 and len(kinds(app)) >= 2)
         t = app.query_one("#timeline", Timeline)
+        # the timeline showing it too (the feed's rows reach the widget on its next fill: End
+        # pressed before took the cursor to the last row then, and there it stayed)
+        await until(
+            pilot,
+            lambda: bool(t.rows) and t.rows[-1].kind == "import",
+            "the timeline to show the import last",
+            describe=lambda: [r.kind for r in t.rows],
+        )
         t.focus()
         await pilot.press("end")  # the owner looks at the oldest row, the import
-        await until(pilot, lambda: t.current is not None and t.current.kind == "import")
+        await until(
+            pilot,
+            lambda: t.current is not None and t.current.kind == "import",
+            "the cursor on the import",
+            describe=lambda: (t.current, [r.kind for r in t.rows]),
+        )
         async with connect(vault) as s:
             await s.call("append_section", path="w.md", heading="Log", content="- ai")
         await until(pilot, lambda: "ai" in kinds(app))

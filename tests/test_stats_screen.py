@@ -15,6 +15,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -412,13 +413,23 @@ async def test_every_table_fits_the_terminal(busy_vault: Path, size: tuple[int, 
         while weeks.scroll_x < weeks.max_scroll_x:
             before = weeks.scroll_x
             await pilot.press("right")
-            await pilot.pause()
-            assert weeks.scroll_x > before
+            # the scroll lands on the next refresh (scroll_to), not with the key's handling
+            moved = partial(lambda b: weeks.scroll_x > b, before)
+            await until(
+                pilot,
+                moved,
+                "a column scrolled",
+                describe=lambda: (weeks.scroll_x, weeks.max_scroll_x),
+            )
             presses += 1
             assert presses <= len(weeks.ordered_columns), "a press moves a column"
         await pilot.press("left")
-        await pilot.pause()
-        assert weeks.scroll_x < weeks.max_scroll_x or weeks.max_scroll_x == 0
+        await until(
+            pilot,
+            lambda: weeks.scroll_x < weeks.max_scroll_x or weeks.max_scroll_x == 0,
+            "a column back",
+            describe=lambda: (weeks.scroll_x, weeks.max_scroll_x),
+        )
 
 
 def _row(text: str, first: str) -> list[str]:

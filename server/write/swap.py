@@ -23,6 +23,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from server.core.errors import VaultwatchError
+
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -54,9 +56,12 @@ def _rename2(src: str, dst: str, flags: int) -> bool:
     raise OSError(code, os.strerror(code), dst)
 
 
-class Replaced(Exception):
+class Replaced(VaultwatchError):
     """The note's path held another file than the one checked: `saved` is what it holds (None:
-    no file now); it was put back, nothing of ours is there."""
+    no file now); it was put back, nothing of ours is there. The write path turns it into a
+    WriteRace (planned again); nobody reads its message."""
+
+    code = "write_race"
 
     def __init__(self, saved: bytes | None) -> None:
         super().__init__("the note was replaced by another file while it was written")
