@@ -22,6 +22,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from server.core.gc_pause import gc_paused
 from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.superseded import DATE_FIELD, is_superseded
@@ -92,7 +93,8 @@ def check(
     started = time.monotonic()
     # the notes read once for the whole check: each vault.entries() walks the vault again
     entries = vault.entries()
-    found, warnings = _findings(vault, today or date.today(), entries)
+    with gc_paused():  # thousands of findings and parsed notes made at once (gc_pause.py)
+        found, warnings = _findings(vault, today or date.today(), entries)
     report = _report(vault, found, warnings, include_ignored, started, len(entries))
     if not duplicates:
         return report
