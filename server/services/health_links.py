@@ -4,9 +4,11 @@ links (a missing note, #heading or #^block), each note's incoming links."""
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,21 +119,62 @@ def _target_path(link: Link, source: str) -> str:
     return link.target.lstrip("/")
 
 
-_INDEXES: dict[str, LinkIndex] = {}  # vault root -> the last check's files, indexed
+# vault root -> the last check's files, indexed, and the folders' mtimes when they were listed
+_INDEXES: dict[str, tuple[LinkIndex, dict[str, int] | None]] = {}
+# a folder changed this recently may change again within the file system clock's tick
+# without its mtime moving: its listing is not trusted to stand for the next check
+SETTLED_NS = 2_000_000_000
+
+
+def _listed(root: Path) -> tuple[set[str], dict[str, int] | None]:
+    """Every file (`all_files`), and each folder's mtime taken before it was listed: None
+    when one was changed moments ago, or a symlink was met (its target's folder may change
+    without any of these)."""
+    stamps: dict[str, int] | None = {}
+    links = False
+
+    def folder(_rel: str, _disk: str, absolute: str) -> None:
+        nonlocal stamps
+        if stamps is None:
+            return
+        try:
+            stamps[absolute] = os.stat(absolute).st_mtime_ns
+        except OSError:
+            stamps = None
+
+    def link() -> None:
+        nonlocal links
+        links = True
+
+    started = time.time_ns()
+    files = {f.rel for f in walk_files(root, on_folder=folder, on_link=link)}
+    if links or stamps is None or any(m >= started - SETTLED_NS for m in stamps.values()):
+        return files, None
+    return files, stamps
+
+
+def _unchanged(stamps: dict[str, int]) -> bool:
+    """No file came, went or was renamed in any folder listed (each folder's mtime moves
+    when an entry is added, removed or renamed in it, and a new folder's parent's does)."""
+    try:
+        return all(os.stat(d).st_mtime_ns == m for d, m in stamps.items())
+    except OSError:
+        return False
 
 
 def _link_index(root: Path) -> LinkIndex:
     """The vault's files indexed for links: built again only when a file came or went (a
     LinkIndex is a pure function of the file names; sorting and keying 10,000 of them is most
-    of what resolving links costs a re-check)."""
-    files = set(all_files(root))
+    of what resolving links costs a re-check), and the vault walked again only when a
+    folder's mtime says so (`_listed`: a second walk of 10,000 files after the index's)."""
     with _CACHE_LOCK:
         hit = _INDEXES.get(str(root))
-    if hit is not None and hit.files == files:
-        return hit
-    index = LinkIndex(files)
+    if hit is not None and hit[1] is not None and _unchanged(hit[1]):
+        return hit[0]
+    files, stamps = _listed(root)
+    index = hit[0] if hit is not None and hit[0].files == files else LinkIndex(files)
     with _CACHE_LOCK:
-        _INDEXES[str(root)] = index
+        _INDEXES[str(root)] = (index, stamps)
     return index
 
 
