@@ -6,8 +6,9 @@ Every rule comes from where it already lives: problems under the config are the 
 (`validate.problems`), links are parsed and resolved as the owner's move rewrites them
 (`links`), "modified" is the vault's (last commit, or mtime for unsaved edits), "too big" is
 read_doc's own budget (`reading.fits_one_read`), near-duplicates use the vectors recall already
-stored (nothing is embedded here). Health never changes a note; the only file it writes is the
-ignore list, `.git/vaultwatch/health-ignore.json`.
+stored (nothing is embedded here). Health never changes a note; the files it writes are the
+ignore list, `.git/vaultwatch/health-ignore.json`, and its cache of each note's judgment,
+`.git/vaultwatch/health.sqlite` (health_store.py).
 
 Private notes never appear: they are not in the vault's note index, a link that resolves into a
 private folder is neither a link nor a broken one, and a private note's own links are not read.
