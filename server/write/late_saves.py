@@ -13,6 +13,7 @@ import os
 import time
 from pathlib import Path
 
+from server.core.faults import crash_point
 from server.core.git_run import GitError, git, human_identity
 from server.core.state_files import write_state
 from server.write.commits import blob_id, commit_objects
@@ -74,6 +75,7 @@ class LateSaves(Snapshots):
                     raise
             # the save, then the AI's change on it; tried again if saved again meanwhile
             self._store_blobs([saved])  # recovery puts it back from git
+            crash_point("merge_taken")  # the save stored in git; intent and disk as they were
             old_tmp, temps[i] = temps[i], _temp_name(self.root, target)
             if old_tmp is not None:
                 with contextlib.suppress(FileNotFoundError):
@@ -81,6 +83,7 @@ class LateSaves(Snapshots):
             w.old, w.new, w.stamp = saved, on, None
             self._seal_intent([w], {}, temps={w.rel: temps[i]})  # before the temp file exists
             _write_temp(str(temps[i]), target, on)
+            crash_point("merge_temp")  # the merge in its temp file, named by the intent
             merged = True
         if merged:
             self._store_blobs([w.new or b""])
@@ -123,6 +126,7 @@ class LateSaves(Snapshots):
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
         self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
+        crash_point("late_taken")  # the saves and the merges stored in git; disk as it was
         # the note on disk first (nothing is committed yet): the AI's change on the save, and
         # any save made since by the note's path
         for w, saved, on in merged:
@@ -141,6 +145,7 @@ class LateSaves(Snapshots):
                 back = take_back(saved, on, landed)
             if back is not None and back not in (saved, on):
                 self._store_blobs([back])  # recovery after a crash puts it back from git
+                crash_point("late_back_stored")
             undo_as[w.rel] = (landed, back if back is not None else landed)
             w.old, w.new = saved, on
         return [w for w, _, _ in merged]
@@ -172,7 +177,9 @@ class LateSaves(Snapshots):
             who = human_identity(self.root)
             steps.insert(0, (list(snap.items()), _snapshot_message(list(snap)), who))
         snapped[:] = list(snap.items())  # the journal names the snapshot that lands
-        return commit_objects(self.root, head, steps)
+        shas = commit_objects(self.root, head, steps)
+        crash_point("merge_rebuilt")  # the commits made again, the branch not moved
+        return shas
 
     def _keep_saves_since(self, replacing: Replacing, writes: list[FileWrite]) -> None:
         """The commit made: a save that reached an old copy after our look at it (see
@@ -193,6 +200,7 @@ class LateSaves(Snapshots):
                     log.warning("a save into the old copy of %s does not merge; landed whole", rel)
                     want = saved
                 self._land(self.root / w.disk, rel, w.new, want)
+                crash_point("kept_since")  # committed; the save since merged into the note
         except (OSError, GitError, WriteRace) as exc:
             log.warning("a save into an old copy was not kept: %s", exc)
 
@@ -222,6 +230,18 @@ class LateSaves(Snapshots):
                 [w.disk, blob_id(w.new) if w.new is not None else None] for w in writes
             ]
         write_state(self.intent_path, json.dumps(intent).encode())
+        crash_point("merge_sealed")  # the intent names the save and the merge
+
+    def _intent_temp(self, target: Path, tmp: str) -> None:
+        """Name `tmp` as the temp file of the note `target` in the intent (the write's own was
+        renamed over it already): a writer killed while landing a save left it, with the
+        note's text, where only the next server start found it, not the next owner action."""
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        disk = target.relative_to(self.root).as_posix()
+        for f in intent["files"]:
+            if f["path"] == disk:
+                f["tmp"] = os.path.relpath(tmp, self.root)
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def _land(self, target: Path, rel: str, ours: bytes, want: bytes) -> bytes:
         """Replace our own copy (`ours`) of a note with `want`, under the write rule; a save
@@ -239,10 +259,13 @@ class LateSaves(Snapshots):
             if out is None:
                 raise WriteRace(rel, ours, current, reason="was changed on the same lines")
             tmp = _temp_name(self.root, target)
+            self._intent_temp(target, tmp)  # before it exists: recovery removes it
             again = Replacing()
             try:
                 _write_temp(tmp, target, out)
+                crash_point("land_temp")  # a temp file no intent names
                 again.replace(target, rel, current, stamp, tmp)
+                crash_point("land_renamed")  # the note holds the merge
                 more = again.late_saves()
             except WriteRace as race:
                 if race.actual is None and race.reason is not None:

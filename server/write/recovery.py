@@ -30,7 +30,7 @@ from server.write.leases import (
     _unlease,
     _writers_gone,
 )
-from server.write.merge3 import merge_lines, take_back
+from server.write.merge3 import adds_lines_only, clear_merge_inputs, merge_lines, take_back
 from server.write.swap import Replaced
 from server.write.temp_files import atomic_write, temp_dir
 
@@ -183,6 +183,21 @@ class Recovery:
                     _unlease(fd)
                 os.close(fd)
 
+    def _take_our_lines_out(self, target: Path, f: dict[str, str | None]) -> bool:
+        """An append a writer was killed in (renamed, not committed) into a note the owner
+        typed into since, by its path (an editor saving into our copy): our lines taken out,
+        their typing kept (`_put_back`'s merge, as a write undoing itself does). Left as it
+        was, the AI's lines stayed on disk in no commit, and the next write snapshotted them
+        as the owner's (the crash matrix's late-save merge, killed at "renamed"). Only a
+        write that adds lines (`adds_lines_only`): anything else is left as found."""
+        if not f.get("old") or not f.get("new") or not target.exists():
+            return False
+        old = git(self.root, "cat-file", "blob", str(f["old"]), check=False)
+        new = git(self.root, "cat-file", "blob", str(f["new"]), check=False)
+        if old.returncode or new.returncode or not adds_lines_only(old.stdout, new.stdout):
+            return False
+        return self._put_back(target, bytes(new.stdout), bytes(old.stdout), merge=True)
+
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
             "utf-8", "replace"
@@ -218,6 +233,7 @@ class Recovery:
         the lock until they end.
         """
         restored: list[str] = []
+        clear_merge_inputs(self.root)  # a killed writer's merge inputs (notes' text)
         for path in sorted(state_dir(self.root).glob("intent*.json")):
             restored += self._recover_intent(path)
         return restored
@@ -261,7 +277,12 @@ class Recovery:
                 if cur_id == f["old"]:
                     continue  # never touched
                 if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
-                    kept.append(f["path"])  # changed by someone since: leave it alone
+                    # changed by someone since: left alone, but for the AI's appended lines
+                    if self._take_our_lines_out(target, f):
+                        restored.append(f["path"])
+                        crash_point("recovered_file")
+                    else:
+                        kept.append(f["path"])
                     continue
                 # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
                 # writers of ours out, not the owner's editor; one saving into the dead
