@@ -344,13 +344,14 @@ MERGE = {
     "into_the_old_copy": {
         "merge_inputs",
         "late_taken",
+        "late_back_stored",
         "land_temp",
         "land_renamed",
         "merge_rebuilt",
         "merge_sealed",
     },
     # saved into the old copy once the branch moved: `_keep_saves_since` lands it
-    "after_the_commit": {"merge_inputs", "land_temp", "land_renamed", "kept_since"},
+    "after_the_commit": {"since_taken", "merge_inputs", "land_temp", "land_renamed", "kept_since"},
 }
 # the step at which the editor saves (its hook saves, then the kill there): killed before it,
 # there is no late line to keep
@@ -360,9 +361,9 @@ SAVED_AT = {
     "after_the_commit": "branch_moved",
 }
 # A save into the old copy is in a file that is no longer the note: killed after the save and
-# before the merge holding it is renamed over the note ("land_renamed"), no process can read it
-# any more (the editor still has it in its buffer, and saves it again by the path).
-OLD_COPY = {"into_the_old_copy", "after_the_commit"}
+# before the writer names it in the intent (TAKEN), no process can read it any more (the editor
+# still has it in its buffer, and saves it again by the path).
+TAKEN = {"into_the_old_copy": "late_taken", "after_the_commit": "since_taken"}
 
 
 def _merging_append(kind: str) -> Callable[[Path], object]:
@@ -426,14 +427,15 @@ def test_killed_at_every_step_of_the_late_save_merge(tmp_path: Path, kind: str) 
     assert OWNER_LATE in after and AI_LINE in after, f"{kind}: no merge: {after!r}"
     saved = SAVED + (f"{KEYSTROKE}\n" if kind == "into_the_old_copy" else "")
     saved_at = ref.steps.index(SAVED_AT[kind])
-    landed_at = ref.steps.index("land_renamed", saved_at) if kind in OLD_COPY else saved_at
+    kept_at = ref.steps.index(TAKEN[kind], saved_at) if kind in TAKEN else saved_at
+    assert kept_at <= saved_at + 1, f"{kind}: the save not named at once: {ref.steps}"
     # rolled back with the owner's save kept, or (once committed) the save left on disk
     ref.states = [{"notes/n2.md": saved.encode()}]
     ref.pending = {saved.encode()}
     if kind == "into_the_old_copy":  # killed before the save in the old copy was read
         ref.states.append({"notes/n2.md": (N2 + f"{KEYSTROKE}\n").encode()})
         ref.pending.add((N2 + f"{KEYSTROKE}\n").encode())
-    if kind in OLD_COPY:  # what landed after the commit was made: the owner's, uncommitted
+    if kind in TAKEN:  # what landed after the commit was made: the owner's, uncommitted
         ref.pending.add(ref.after["notes/n2.md"])
     if kind == "after_the_commit":
         ref.states.append({"notes/n2.md": (N2 + AI_LINE).encode()})  # committed, save unread
@@ -464,7 +466,7 @@ def test_killed_at_every_step_of_the_late_save_merge(tmp_path: Path, kind: str) 
             extra["after-owner.md"] = "after-owner.md"
             how = "owner action"
         check(root, ref, start, extra, left, events, f"{where}, after the {how}")
-        reached = i >= landed_at  # the late line on disk, or in a commit, from here on
+        reached = i >= kept_at  # the late line on disk, or in a commit, from here on
         n2 = (root / "notes/n2.md").read_text()
         assert not reached or OWNER_LATE in n2, f"{where}: the late line lost: {n2!r}"
         ai_write(root, "append_section", [("append_section", {

@@ -116,6 +116,8 @@ class LateSaves(Snapshots):
         delete raises WriteRace with the save to put back, as before. Returns the writes so
         changed (`_rebuild` makes their commits again). Caller holds git's index lock."""
         by_rel = {w.rel: w for w in writes}
+        self._name_late_saves([(by_rel[r].disk, old, s) for r, old, s in late if old is not None])
+        crash_point("late_taken")  # the saves named in the intent; disk as it was
         merged: list[tuple[FileWrite, bytes, bytes]] = []  # (write, late save, AI on it)
         for rel, old, saved in late:
             w = by_rel[rel]
@@ -125,8 +127,7 @@ class LateSaves(Snapshots):
             if on is None or on == saved:  # the AI's change gone in it: see `_replace`
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
-        self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
-        crash_point("late_taken")  # the saves and the merges stored in git; disk as it was
+        self._store_blobs([on for _, _, on in merged])
         # the note on disk first (nothing is committed yet): the AI's change on the save, and
         # any save made since by the note's path
         for w, saved, on in merged:
@@ -195,6 +196,8 @@ class LateSaves(Snapshots):
                 w = by_rel[rel]
                 if w.new is None:
                     continue  # a note removed by the owner's action: their save is theirs
+                self._name_late_saves([(w.disk, seen, saved)])
+                crash_point("since_taken")  # the save named in the intent; disk as it was
                 want = merge_lines(self.root, seen, saved, w.new)
                 if want is None:
                     log.warning("a save into the old copy of %s does not merge; landed whole", rel)
@@ -203,6 +206,23 @@ class LateSaves(Snapshots):
                 crash_point("kept_since")  # committed; the save since merged into the note
         except (OSError, GitError, WriteRace) as exc:
             log.warning("a save into an old copy was not kept: %s", exc)
+
+    def _name_late_saves(self, saves: list[tuple[str, bytes, bytes]]) -> None:
+        """Each save taken in from an old copy ((disk path, what the copy held before, the
+        save)) stored in git and named in the intent (`late`), before anything is done with
+        it: a writer killed from here until the merge holding it is on the note leaves it for
+        recovery to merge into the note (`Recovery._fold_late_save`). Without it, the save
+        was in no file and no commit once the writer died: the old copy is no longer the
+        note, and nobody else can read it."""
+        if not saves:
+            return
+        self._store_blobs([d for _, base, saved in saves for d in (base, saved)])
+        late = {p: [blob_id(base), blob_id(saved)] for p, base, saved in saves}
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        for f in intent["files"]:
+            if f["path"] in late:
+                f["late"] = late[f["path"]]
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def _seal_intent(
         self,
@@ -225,6 +245,8 @@ class LateSaves(Snapshots):
             if temps and w.rel in temps:
                 tmp = temps[w.rel]
                 f["tmp"] = os.path.relpath(tmp, self.root) if tmp else None
+            if temps is None:
+                f.pop("late", None)  # in `old` now, with what was saved since
         if temps is None:
             intent["commit"] = [
                 [w.disk, blob_id(w.new) if w.new is not None else None] for w in writes

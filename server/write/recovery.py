@@ -198,6 +198,34 @@ class Recovery:
             return False
         return self._put_back(target, bytes(new.stdout), bytes(old.stdout), merge=True)
 
+    def _fold_late_save(self, f: dict[str, object], committed: bool) -> bool:
+        """Merge into the note a save its writer took in from the note's old copy and named in
+        the intent (`late`: the copy's blob before and the save's; see
+        `LateSaves._name_late_saves`), then was killed before the merge holding it was on
+        the note: the old copy is no longer the note, so this is the save's last home. After
+        a commit, only into the committed text (else it landed already, or the owner typed
+        on). A save that does not merge is left out, logged: the file is never made worse."""
+        target = self.root / str(f["path"])
+        late = f["late"]
+        if not isinstance(late, list) or len(late) != 2:
+            return False
+        try:
+            current = target.read_bytes()
+        except OSError:
+            return False
+        if committed and blob_id(current) != f.get("new"):
+            return False
+        base = git(self.root, "cat-file", "blob", str(late[0]), check=False)
+        saved = git(self.root, "cat-file", "blob", str(late[1]), check=False)
+        if base.returncode or saved.returncode:
+            return False
+        merged = merge_lines(self.root, bytes(base.stdout), bytes(saved.stdout), current)
+        if merged is None:
+            log.warning("a save taken in for %s does not merge; left out", target)
+        if merged is None or merged == current:
+            return False
+        return self._put_back(target, current, merged)
+
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
             "utf-8", "replace"
@@ -297,6 +325,10 @@ class Recovery:
                     )  # folders a killed move made
                 restored.append(f["path"])
                 crash_point("recovered_file")
+        for f in files:  # a save taken in from an old copy, not yet on the note
+            folded = bool(f.get("late")) and self._fold_late_save(f, committed)
+            if folded and f["path"] not in restored:
+                restored.append(f["path"])
         # The index for these paths goes back to HEAD whichever way it went (a crash may
         # fall between moving the branch and updating the index).
         tidied = True
