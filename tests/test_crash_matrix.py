@@ -18,6 +18,10 @@ write, check them again. The invariants, each checked by code:
 - the journal has one `recovered` event for each write a kill left half-done, naming only its
   paths, and none when nothing was left.
 
+The late-save merge (an append meeting an owner's save) has entries of its own: an editor wrapped
+around the writer's fault hooks saves the note at a fixed step of every run, so the merge is
+taken each time and the kills land inside it too; the owner's late line is checked besides.
+
 The killed writer is a fork of the test process (the real write path, no import cost), so the
 whole matrix stays within CI's budget.
 """

@@ -196,7 +196,10 @@ class LateSaves(Snapshots):
                 w = by_rel[rel]
                 if w.new is None:
                     continue  # a note removed by the owner's action: their save is theirs
-                self._name_late_saves([(w.disk, seen, saved)])
+                try:  # (not named, it is still landed: only a crash from here would lose it)
+                    self._name_late_saves([(w.disk, seen, saved)])
+                except (OSError, GitError, ValueError) as exc:
+                    log.warning("a save into the old copy of %s not named: %s", rel, exc)
                 crash_point("since_taken")  # the save named in the intent; disk as it was
                 want = merge_lines(self.root, seen, saved, w.new)
                 if want is None:
@@ -285,7 +288,7 @@ class LateSaves(Snapshots):
             again = Replacing()
             try:
                 _write_temp(tmp, target, out)
-                crash_point("land_temp")  # a temp file no intent names
+                crash_point("land_temp")  # the merge in a temp file the intent names
                 again.replace(target, rel, current, stamp, tmp)
                 crash_point("land_renamed")  # the note holds the merge
                 more = again.late_saves()
