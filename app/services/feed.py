@@ -91,7 +91,8 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         else "?"
     )
     tool = e.get("tool") or ""
-    paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
+    # (a rollback names the notes it left as found apart from those it put back)
+    paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []) or e.get("kept") or [])
     if kind == "conflict":
         summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
