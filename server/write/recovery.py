@@ -358,9 +358,10 @@ class Recovery:
             else f"an interrupted {tool} had been committed"
             + ("; the index was tidied" if tidied else "")
         )
-        if kept_refs:
-            msg += "; the text before the write, in no commit, is kept in git: " + ", ".join(
-                kept_refs
+        if kept_refs:  # (the note named once when it is the only one)
+            refs = kept_refs if len(kept) > 1 else [r.partition(": ")[2] for r in kept_refs]
+            msg += "; the text it had before the write, in no commit, is kept in git: " + (
+                ", ".join(refs)
             )
         if again:
             msg += "; an earlier recovery of it was cut short and may have put back more files"
