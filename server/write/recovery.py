@@ -278,6 +278,8 @@ class Recovery:
         saved = git(self.root, "cat-file", "blob", str(late[1]), check=False)
         if base.returncode or saved.returncode:
             return False
+        if current == saved.stdout or adds_lines_only(bytes(saved.stdout), current):
+            return False  # in the note already (landed, then typed on; or put back)
         merged = merge_lines(self.root, bytes(base.stdout), bytes(saved.stdout), current)
         if merged is None:  # kept in git, and the journal says where
             self._keep_aside(str(f["path"]), bytes(saved.stdout))
