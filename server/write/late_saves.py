@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from server.core.git_run import GitError, git, human_identity
+from server.core.git_run import GitError, human_identity
 from server.core.state_files import write_state
 from server.write.commits import blob_id, commit_objects
 from server.write.file_write import FileWrite, mergeable
@@ -85,12 +85,6 @@ class LateSaves(Snapshots):
         if merged:
             self._store_blobs([w.new or b""])
         return merged
-
-    def _store_blobs(self, texts: list[bytes]) -> None:
-        for data in texts:
-            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
-            if got.stdout.decode().strip() != blob_id(data):
-                raise GitError("git stored different bytes than were written")
 
     def _take_late_saves(
         self,

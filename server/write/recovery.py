@@ -10,6 +10,7 @@ import logging
 import os
 import posixpath
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +36,9 @@ from server.write.swap import Replaced
 from server.write.temp_files import atomic_write, temp_dir
 
 log = logging.getLogger("vaultwatch.store")
+
+# Where the owner's text that a put-back could not keep on disk is kept (see `_keep_aside`).
+KEPT_REFS = "refs/vaultwatch/kept/"
 
 
 class Recovery:
@@ -108,6 +112,60 @@ class Recovery:
             os.unlink(self.intent_path)
 
     def _put_back(
+        self, target: Path, ours: bytes | None, data: bytes | None, merge: bool = False
+    ) -> bool:
+        """`_put_back_once`; a write undoing itself (`merge`) that cannot put back text that is
+        in no commit (the owner's save from the old copy, their pending edit) keeps it aside in
+        git (`_keep_aside`) rather than drop it."""
+        done = self._put_back_once(target, ours, data, merge)
+        if not done and merge and data is not None:
+            self._keep_aside(target.relative_to(self.root).as_posix(), data)
+        return done
+
+    def _keep_aside(self, rel: str, data: bytes, say: bool = True) -> str | None:
+        """The owner's text `data` for `rel`, which no file or commit will hold (the note keeps
+        a newer save that it does not merge into), kept in git under `refs/vaultwatch/kept/`
+        and named in the journal (`say`; a rollback names it in its own event instead), where
+        the dashboard shows it: before, a save into the old copy that merged with nothing was
+        only a warning in a log (issue 27). Returns the ref, None when the text is already the
+        note's in HEAD or on disk, or git refused."""
+        target = self.root / rel
+        try:
+            if target.is_file() and target.read_bytes() == data:
+                return None
+            got = git(self.root, "rev-parse", "--verify", "-q", f"HEAD:{rel}", check=False)
+            if got.stdout.decode().strip() == blob_id(data):
+                return None
+            self._store_blobs([data])
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            ref = f"{KEPT_REFS}{stamp}-{blob_id(data)[:12]}"
+            git(self.root, "update-ref", ref, blob_id(data))
+        except (OSError, GitError) as exc:
+            log.warning("%s: an earlier save could not be kept aside: %s", rel, exc)
+            return None
+        if say:
+            self.journal.append(
+                Recovered(
+                    [],
+                    [rel],
+                    f"{rel}: an AI write was undone, and your save made while it ran does not "
+                    "merge with the save you made after it; the note keeps the later save, "
+                    f"and the earlier is kept in git: `git show {ref}` prints it",
+                    None,
+                    False,
+                    os.getpid(),
+                )
+            )
+        return ref
+
+    def _store_blobs(self, texts: list[bytes]) -> None:
+        """Each text stored in git as a blob, checked stored as written."""
+        for data in texts:
+            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
+            if got.stdout.decode().strip() != blob_id(data):
+                raise GitError("git stored different bytes than were written")
+
+    def _put_back_once(
         self, target: Path, ours: bytes | None, data: bytes | None, merge: bool = False
     ) -> bool:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
@@ -234,7 +292,7 @@ class Recovery:
             if f.get("tmp"):  # a temp file the crash left before its rename
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.root / f["tmp"])
-        restored, kept = [], []
+        restored, kept, kept_refs = [], [], []
         # an owner action records the exact blobs its commit holds (see intent_commits)
         sealed = intent.get("commit")
         names = {f["path"] for f in files} | (
@@ -260,15 +318,19 @@ class Recovery:
                 cur_id = blob_id(current) if current is not None else None
                 if cur_id == f["old"]:
                     continue  # never touched
-                if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
-                    kept.append(f["path"])  # changed by someone since: leave it alone
-                    continue
+                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
                 # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
                 # writers of ours out, not the owner's editor; one saving into the dead
                 # writer's copy between our look and our rename lost its words (issue 27).
-                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
-                if not self._put_back(target, current, data):
-                    kept.append(f["path"])  # being saved, or changed at that moment
+                if (
+                    cur_id != f["new"] and cur_id != f.get("between", f["new"])
+                ) or not self._put_back(target, current, data):
+                    # changed by someone since, or being saved: left as found, the text it
+                    # held before the write kept aside when it is in no commit
+                    kept.append(f["path"])
+                    ref = self._keep_aside(f["path"], data, say=False) if data else None
+                    if ref is not None:
+                        kept_refs.append(f"{f['path']}: `git show {ref}`")
                     continue
                 if f["old"] is None:
                     prune_empty_folders(
@@ -296,6 +358,11 @@ class Recovery:
             else f"an interrupted {tool} had been committed"
             + ("; the index was tidied" if tidied else "")
         )
+        if kept_refs:  # (the note named once when it is the only one)
+            refs = kept_refs if len(kept) > 1 else [r.partition(": ")[2] for r in kept_refs]
+            msg += "; the text it had before the write, in no commit, is kept in git: " + (
+                ", ".join(refs)
+            )
         if again:
             msg += "; an earlier recovery of it was cut short and may have put back more files"
         if not tidied:
