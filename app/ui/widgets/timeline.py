@@ -173,7 +173,9 @@ class Timeline(ScrollView, can_focus=True):
         self._wanted: set[str] = set()
         self._counting = False
         self._names = (Distinct.notes(()), Distinct.clients(()))
-        self.drawn_at: float | None = None  # when rows were first drawn (perf_counter)
+        # when rows were first drawn (perf_counter, and process_time: the bench's CPU figure)
+        self.drawn_at: float | None = None
+        self.drawn_cpu: float | None = None
 
     @property
     def row_count(self) -> int:
@@ -254,7 +256,7 @@ class Timeline(ScrollView, can_focus=True):
         if i >= len(self.rows):
             return Strip.blank(width, self.rich_style)
         if self.drawn_at is None:  # the first screen's figure (bench/dashboard_bench.py)
-            self.drawn_at = time.perf_counter()
+            self.drawn_at, self.drawn_cpu = time.perf_counter(), time.process_time()
             # made and sent once this frame is out, from the timeline's own queue: made here,
             # in the screen's drawing, its sender would be the screen, and it stops there
             self.call_later(self._say_drawn)
