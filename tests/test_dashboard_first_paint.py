@@ -78,15 +78,18 @@ async def test_the_history_is_read_after_the_first_paint_and_none_of_it_is_lost(
     monkeypatch.setattr(feed_mod, "FIRST_EVENTS", 40)
     # the fallback for a timeline never drawn, out of the way: under CI's load the first
     # frame may come later than it
-    monkeypatch.setattr(dashboard_mod, "FIRST_PAINT_WAIT", 300.0)
+    monkeypatch.setattr(dashboard_mod, "FIRST_PAINT_WAIT", 300.0, raising=False)
     vault = long_vault(tmp_path / "vault")
     order: list[str] = []  # what happened first: the timeline's first rows drawn, the backfill
 
     draw = Timeline.render_line
 
+    first: list[Any] = []  # the rows and the cursor's row as first drawn
+
     def render_line(self: Timeline, y: int) -> Any:
         if self.rows and y > 0 and "drawn" not in order:
             order.append("drawn")
+            first.extend(([r.key for r in self.rows], self.current))
         return draw(self, y)
 
     backfill = Feed.backfill
@@ -101,8 +104,7 @@ async def test_the_history_is_read_after_the_first_paint_and_none_of_it_is_lost(
     async with app.run_test(size=(160, 40)) as pilot:
         t = app.query_one("#timeline", Timeline)
         await until(pilot, lambda: "drawn" in order, "the timeline's first rows drawn")
-        first = [r.key for r in t.rows]
-        at_first = t.current
+        first_keys, at_first = first
         await until(
             pilot,
             lambda: app.feed.complete and t.row_count == len(app.feed.rows),
@@ -110,7 +112,8 @@ async def test_the_history_is_read_after_the_first_paint_and_none_of_it_is_lost(
             describe=lambda: (app.feed.complete, t.row_count, order[:3]),
         )
         assert order.index("drawn") < order.index("backfill"), order[:3]
-        assert len(first) < t.row_count
+        assert len(first_keys) < t.row_count
+        assert set(first_keys) <= {r.key for r in t.rows}  # every row first drawn is still there
         monkeypatch.setattr(feed_mod, "FIRST_COMMITS", 10**9)
         monkeypatch.setattr(feed_mod, "FIRST_EVENTS", 10**9)
         whole = Feed(vault)
