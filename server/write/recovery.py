@@ -31,7 +31,7 @@ from server.write.leases import (
     _unlease,
     _writers_gone,
 )
-from server.write.merge3 import merge_lines, take_back
+from server.write.merge3 import adds_lines_only, clear_merge_inputs, merge_lines, take_back
 from server.write.swap import Replaced
 from server.write.temp_files import atomic_write, temp_dir
 
@@ -241,6 +241,52 @@ class Recovery:
                     _unlease(fd)
                 os.close(fd)
 
+    def _take_our_lines_out(self, target: Path, f: dict[str, str | None]) -> bool:
+        """An append a writer was killed in (renamed, not committed) into a note the owner
+        typed into since, by its path (an editor saving into our copy): our lines taken out,
+        their typing kept (`_put_back`'s merge, as a write undoing itself does). Left as it
+        was, the AI's lines stayed on disk in no commit, and the next write snapshotted them
+        as the owner's (the crash matrix's late-save merge, killed at "renamed"). Only a
+        write that adds lines (`adds_lines_only`): anything else is left as found."""
+        if not f.get("old") or not f.get("new") or not target.exists():
+            return False
+        old = git(self.root, "cat-file", "blob", str(f["old"]), check=False)
+        new = git(self.root, "cat-file", "blob", str(f["new"]), check=False)
+        if old.returncode or new.returncode or not adds_lines_only(old.stdout, new.stdout):
+            return False
+        # (once: left as found, the caller keeps the text before the write aside)
+        return self._put_back_once(target, bytes(new.stdout), bytes(old.stdout), merge=True)
+
+    def _fold_late_save(self, f: dict[str, object], committed: bool) -> bool:
+        """Merge into the note a save its writer took in from the note's old copy and named in
+        the intent (`late`: the copy's blob before and the save's; see
+        `LateSaves._name_late_saves`), then was killed before the merge holding it was on
+        the note: the old copy is no longer the note, so this is the save's last home. After
+        a commit, only into the committed text (else it landed already, or the owner typed
+        on). A save that does not merge is kept aside in git (`_keep_aside`), the note left."""
+        target = self.root / str(f["path"])
+        late = f["late"]
+        if not isinstance(late, list) or len(late) != 2:
+            return False
+        try:
+            current = target.read_bytes()
+        except OSError:
+            return False
+        if committed and blob_id(current) != f.get("new"):
+            return False
+        base = git(self.root, "cat-file", "blob", str(late[0]), check=False)
+        saved = git(self.root, "cat-file", "blob", str(late[1]), check=False)
+        if base.returncode or saved.returncode:
+            return False
+        if current == saved.stdout or adds_lines_only(bytes(saved.stdout), current):
+            return False  # in the note already (landed, then typed on; or put back)
+        merged = merge_lines(self.root, bytes(base.stdout), bytes(saved.stdout), current)
+        if merged is None:  # kept in git, and the journal says where
+            self._keep_aside(str(f["path"]), bytes(saved.stdout))
+        if merged is None or merged == current:
+            return False
+        return self._put_back(target, current, merged)
+
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
             "utf-8", "replace"
@@ -276,6 +322,7 @@ class Recovery:
         the lock until they end.
         """
         restored: list[str] = []
+        clear_merge_inputs(self.root)  # a killed writer's merge inputs (notes' text)
         for path in sorted(state_dir(self.root).glob("intent*.json")):
             restored += self._recover_intent(path)
         return restored
@@ -319,12 +366,15 @@ class Recovery:
                 if cur_id == f["old"]:
                     continue  # never touched
                 data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
+                changed = cur_id != f["new"] and cur_id != f.get("between", f["new"])
+                if changed and self._take_our_lines_out(target, f):
+                    restored.append(f["path"])  # the AI's appended lines out, the typing kept
+                    crash_point("recovered_file")
+                    continue
                 # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
                 # writers of ours out, not the owner's editor; one saving into the dead
                 # writer's copy between our look and our rename lost its words (issue 27).
-                if (
-                    cur_id != f["new"] and cur_id != f.get("between", f["new"])
-                ) or not self._put_back(target, current, data):
+                if changed or not self._put_back(target, current, data):
                     # changed by someone since, or being saved: left as found, the text it
                     # held before the write kept aside when it is in no commit
                     kept.append(f["path"])
@@ -338,6 +388,10 @@ class Recovery:
                     )  # folders a killed move made
                 restored.append(f["path"])
                 crash_point("recovered_file")
+        for f in files:  # a save taken in from an old copy, not yet on the note
+            folded = bool(f.get("late")) and self._fold_late_save(f, committed)
+            if folded and f["path"] not in restored:
+                restored.append(f["path"])
         # The index for these paths goes back to HEAD whichever way it went (a crash may
         # fall between moving the branch and updating the index).
         tidied = True
