@@ -456,6 +456,9 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
     from app.ui.widgets.lines import LinesView
 
     app = Dashboard(keys_vault, poll_seconds=60)
+    # what a key moves is under test, not how it animates: g/G/Home/End on a scrolling pane
+    # animate for a second each, and Pilot's press waits the animation out (20 s of this test)
+    app.animation_level = "none"
     failures: list[str] = []
     checked: list[str] = []
 
