@@ -441,7 +441,7 @@ async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -
     return f"{name}: {' '.join(wrong)}" if wrong else None
 
 
-# slow: the longest test outside the load tests (~45 s on 2 cores): dealt out first, so a run
+# slow: among the longest tests outside the load tests (~25 s on 2 cores): dealt out first, so a run
 # does not end on it
 @pytest.mark.slow
 async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) -> None:
