@@ -78,6 +78,14 @@ def _ts(event: dict[str, Any]) -> datetime:
     return event_time(event) or datetime.now(UTC)
 
 
+def event_paths(e: dict[str, Any]) -> tuple[str, ...]:
+    """The notes an event names: its `paths`, or its one `path`; a rollback's, the notes it
+    put back and those it left as found (`kept`)."""
+    if e.get("kind") == "recovered":
+        return tuple(str(p) for p in [*(e.get("paths") or []), *(e.get("kept") or [])])
+    return tuple(str(p) for p in (e.get("paths") or ([e["path"]] if e.get("path") else [])))
+
+
 def event_row(e: dict[str, Any], n: int) -> Row | None:
     kind = e.get("kind", "")
     if kind not in SHOWN_EVENTS:
@@ -91,7 +99,7 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         else "?"
     )
     tool = e.get("tool") or ""
-    paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
+    paths = event_paths(e)
     if kind == "conflict":
         summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
