@@ -795,7 +795,7 @@ async def test_a_save_that_merges_with_nothing_is_kept_aside_in_git(
         newer = note.read_text().replace("- first, by AI\n", "- first, typed again\n")
         note.write_text(newer)  # then a save by the path over the AI's line
 
-    _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
+    editor_in_the_old_copy(monkeypatch, note, edit_then_type)
     with no_lease():
         async with connect(root) as s:
             r = await s.client.call_tool(
