@@ -4,11 +4,11 @@ with shared prefixes written by two clients (issue 33, audit turn 3 N1 and N2)."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.types import Implementation
 from rich.color import Color
 from textual.coordinate import Coordinate
+from textual.screen import Screen
 from textual.widgets import DataTable
 
 from app.ui.dashboard import Dashboard
@@ -32,12 +33,14 @@ from server.vault import Vault
 
 from .chinese_notes import CLIENTS, words
 from .chinese_notes import chinese_paths as notes_in
-from .conftest import until, write_files
+from .conftest import screen_is, until, write_files
 from .review_desk import open_review
 from .settling import settled, unsettled
 from .templates import copy_of
 
 pytestmark = pytest.mark.anyio
+
+S = TypeVar("S", bound="Screen[Any]")
 
 FOLDER = "工作/分布式系统"
 
@@ -70,22 +73,34 @@ def build_cn_vault(root: Path) -> None:
     )
     ensure_repo(root)
 
-    async def writes() -> None:
+    async def writes(k: int, c: Client) -> None:
+        for path in chinese_paths()[k::2]:
+            stem = path.rpartition("/")[2].removesuffix(".md")
+            # the title is the file name again, as Chinese vaults name notes
+            body = f"# {stem}\n\n第一，先把问题定义清楚。{words(path)}\n"
+            await c.call_tool(
+                "create_doc", {"path": path, "body": body, "tags": ["分布式系统设计"]}
+            )
+
+    as_each_client(root, writes)
+
+
+def as_each_client(root: Path, act: Callable[[int, Client], Awaitable[None]]) -> None:
+    """`act(k, the client)` for each of CLIENTS in turn (k: its place in CLIENTS), each through
+    the real server on `root` under its own client name."""
+
+    async def each() -> None:
         for k, client in enumerate(CLIENTS):
             vault = Vault(root)
-            async with Client(
-                build_server(vault), client_info=Implementation(name=client, version="1")
-            ) as c:
-                for path in chinese_paths()[k::2]:
-                    stem = path.rpartition("/")[2].removesuffix(".md")
-                    # the title is the file name again, as Chinese vaults name notes
-                    body = f"# {stem}\n\n第一，先把问题定义清楚。{words(path)}\n"
-                    await c.call_tool(
-                        "create_doc", {"path": path, "body": body, "tags": ["分布式系统设计"]}
-                    )
-            vault.close()
+            try:
+                async with Client(
+                    build_server(vault), client_info=Implementation(name=client, version="1")
+                ) as c:
+                    await act(k, c)
+            finally:
+                vault.close()
 
-    anyio.run(writes)
+    anyio.run(each)
 
 
 @pytest.fixture
@@ -93,21 +108,28 @@ def cn_read_vault(cn_vault: Path) -> Path:
     """The Chinese vault read by both clients: each its own notes twice and the other's once,
     so the Reads screen's client column names either client, each with `+1`."""
 
-    async def reads() -> None:
-        for k, client in enumerate(CLIENTS):
-            vault = Vault(root)
-            async with Client(
-                build_server(vault), client_info=Implementation(name=client, version="1")
-            ) as c:
-                for i, path in enumerate(chinese_paths()):
-                    for _ in range(2 if i % 2 == k else 1):
-                        r = await c.call_tool("read_doc", {"path": path})
-                        assert not r.is_error, r.content
-            vault.close()
+    async def reads(k: int, c: Client) -> None:
+        for i, path in enumerate(chinese_paths()):
+            for _ in range(2 if i % 2 == k else 1):
+                r = await c.call_tool("read_doc", {"path": path})
+                assert not r.is_error, r.content
 
-    root = cn_vault
-    anyio.run(reads)
-    return root
+    as_each_client(cn_vault, reads)
+    return cn_vault
+
+
+async def opened(pilot: Any, key: str, kind: type[S]) -> S:
+    """`key` pressed, and its screen on top (conftest.screen_is: composed and mounted)."""
+    await pilot.press(key)
+    screen = await screen_is(pilot, kind)
+    assert isinstance(screen, kind)
+    return screen
+
+
+async def closed(pilot: Any, kind: type[Screen[Any]]) -> None:
+    """Escape pressed, and the `kind` screen gone: the timeline's again."""
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(pilot.app.screen, kind), "the timeline")
 
 
 def luminance(c: Color) -> float:
@@ -189,10 +211,7 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_read_vaul
         assert set().union(*notes.values()) == set(paths)
 
         await until(pilot, lambda: app.review_watch.count is not None, "the review count")
-        await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
+        review = await opened(pilot, "v", ReviewScreen)
         await until(pilot, lambda: review.review is not None, "the review list")
         table = review.query_one("#review-notes", DataTable)
         labels: dict[str, set[str]] = {}
@@ -205,10 +224,8 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_read_vaul
         assert len(labels) == 30, labels
         assert all(len(v) == 1 for v in labels.values()), labels
 
-        await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, ReviewScreen), "the timeline")
-        await pilot.press("t")
-        await until(pilot, lambda: isinstance(app.screen, TagsScreen), "the tags screen")
+        await closed(pilot, ReviewScreen)
+        await opened(pilot, "t", TagsScreen)
         tags = app.screen.query_one("#tags", DataTable)
         shown = [str(tags.get_row_at(i)[0]) for i in range(tags.row_count)]
         assert len(set(shown)) == len(shown) == tags.row_count, shown
@@ -217,8 +234,7 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_read_vaul
         await settled(pilot, "the tag's notes laid out")
         rows = pane.rows(pane.content_region.width)
         assert len(set(rows)) == 30, rows
-        await pilot.press("escape")
-        await until(pilot, lambda: not isinstance(app.screen, TagsScreen), "the timeline")
+        await closed(pilot, TagsScreen)
 
         await reads_apart(app, pilot, set(paths))
         await findings_apart(app, pilot)
@@ -226,10 +242,7 @@ async def test_at_80_columns_no_two_notes_or_clients_print_the_same(cn_read_vaul
 
         await pilot.resize_terminal(120, 36)
         await until(pilot, lambda: app.size.width == 120, "the resize")
-        await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-        screen = app.screen
-        assert isinstance(screen, ReviewScreen)
+        screen = await opened(pilot, "v", ReviewScreen)
         await until(pilot, lambda: screen.review is not None, "the review list")
         table = screen.query_one("#review-notes", DataTable)
         await settled(pilot, "the review list laid out at 120 columns")
@@ -257,10 +270,7 @@ def note_of(cell: object) -> str:
 async def reads_apart(app: Dashboard, pilot: Any, paths: set[str]) -> None:
     """The Reads screen at 80 columns: Most read's notes and clients (`…code +1`), and the
     cost tab's per-client rows."""
-    await pilot.press("dollar_sign")
-    await until(pilot, lambda: isinstance(app.screen, ReadsScreen), "the reads screen")
-    reads = app.screen
-    assert isinstance(reads, ReadsScreen)
+    reads = await opened(pilot, "dollar_sign", ReadsScreen)
     await until(pilot, lambda: reads.report is not None, "the reads report")
     report = reads.report
     assert report is not None
@@ -283,18 +293,14 @@ async def reads_apart(app: Dashboard, pilot: Any, paths: set[str]) -> None:
         list(report.per_day.clients),
         "the clients' days",
     )
-    await pilot.press("escape")
-    await until(pilot, lambda: not isinstance(app.screen, ReadsScreen), "the timeline")
+    await closed(pilot, ReadsScreen)
 
 
 async def findings_apart(app: Dashboard, pilot: Any) -> None:
     """The health findings at 80 columns: a note's label names that note only. Two months on,
     every note is an orphan (no note links to it)."""
     app.today = date.today() + timedelta(days=60)
-    await pilot.press("H")
-    await until(pilot, lambda: isinstance(app.screen, HealthScreen), "the health screen")
-    health = app.screen
-    assert isinstance(health, HealthScreen)
+    health = await opened(pilot, "H", HealthScreen)
     await until(pilot, lambda: health.report is not None, "every finding")
     table = health.query_one("#findings", DataTable)
     keys = [str(k.value) for k in table.rows]
@@ -302,22 +308,19 @@ async def findings_apart(app: Dashboard, pilot: Any) -> None:
     rows = [(note_of(table.get_row_at(i)[0]), by_id[k]) for i, k in enumerate(keys) if k in by_id]
     assert {p for _, p in rows} >= set(chinese_paths()), rows
     apart([label for label, _ in rows], [p for _, p in rows], "the findings' notes")
-    await pilot.press("escape")
-    await until(pilot, lambda: not isinstance(app.screen, HealthScreen), "the timeline")
+    await closed(pilot, HealthScreen)
     app.today = None
 
 
 async def stats_apart(app: Dashboard, pilot: Any) -> None:
     """The stats screen's client tables at 80 columns: the two clients apart."""
-    await pilot.press("S")
-    await until(pilot, lambda: isinstance(app.screen, StatsScreen), "the stats screen")
+    await opened(pilot, "S", StatsScreen)
     for id_ in ("#stats-clients", "#stats-client-tools"):
         table: DataTable[Any] = app.screen.query_one(id_, DataTable)
         await until(pilot, partial(two_rows, table), f"{id_}: a row per client")
         shown = [str(table.get_row_at(i)[0]).strip() for i in range(2)]
         assert len(set(shown)) == 2, (id_, shown)
-    await pilot.press("escape")
-    await until(pilot, lambda: not isinstance(app.screen, StatsScreen), "the timeline")
+    await closed(pilot, StatsScreen)
 
 
 def two_rows(table: DataTable[Any]) -> bool:
@@ -438,7 +441,7 @@ async def answers_keys(pilot: Any, widget: Any, name: str, top_key: str = "g") -
     return f"{name}: {' '.join(wrong)}" if wrong else None
 
 
-# slow: the longest test outside the load tests (~45 s on 2 cores): dealt out first, so a run
+# slow: among the longest tests outside the load tests (~25 s on 2 cores): dealt out first, so a run
 # does not end on it
 @pytest.mark.slow
 async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) -> None:
@@ -453,6 +456,9 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
     from app.ui.widgets.lines import LinesView
 
     app = Dashboard(keys_vault, poll_seconds=60)
+    # what a key moves is under test, not how it animates: g/G/Home/End on a scrolling pane
+    # animate for a second each, and Pilot's press waits the animation out (20 s of this test)
+    app.animation_level = "none"
     failures: list[str] = []
     checked: list[str] = []
 
@@ -482,46 +488,45 @@ async def test_every_list_and_pane_answers_the_lazygit_keys(keys_vault: Path) ->
         main = app.screen
         await walk("timeline")
 
-        async def opened(key: str, kind: type) -> None:
-            await pilot.press(key)
-            await until(pilot, lambda: isinstance(app.screen, kind), f"{kind.__name__}")
+        async def opened_and_drawn(key: str, kind: type[Screen[Any]]) -> None:
+            await opened(pilot, key, kind)
             await settled(pilot, f"{kind.__name__} loaded and drawn")
 
         t.focus()
-        await opened("t", TagsScreen)
+        await opened_and_drawn("t", TagsScreen)
         await walk("tags")
         await pilot.press("escape")
         t.focus()
-        await opened("dollar_sign", ReadsScreen)
+        await opened_and_drawn("dollar_sign", ReadsScreen)
         for tab in "1234":
             await pilot.press(tab)
             await settled(pilot, f"the reads tab {tab} drawn")
             await walk(f"reads tab {tab}")
         await pilot.press("escape")
         t.focus()
-        await opened("S", StatsScreen)
+        await opened_and_drawn("S", StatsScreen)
         await walk("stats")
         await pilot.press("escape")
         t.focus()
-        await opened("H", HealthScreen)
+        await opened_and_drawn("H", HealthScreen)
         await until(
             pilot, lambda: app.screen.query_one("#findings", DataTable).row_count > 0, "findings"
         )
         await walk("health")
         await pilot.press("escape")
         t.focus()
-        await opened("v", ReviewScreen)
+        await opened_and_drawn("v", ReviewScreen)
         review = app.screen
         assert isinstance(review, ReviewScreen)
         await until(pilot, lambda: review.shown is not None, "the review's diff")
         await walk("review")
         review.query_one("#review-notes").focus()
-        await opened("o", NoteScreen)
+        await opened_and_drawn("o", NoteScreen)
         await walk("note")
         await pilot.press("escape", "escape")
         await until(pilot, lambda: app.screen is main, "back on the timeline")
         t.focus()
-        await opened("F", FeedbackScreen)
+        await opened_and_drawn("F", FeedbackScreen)
         fb = app.screen.query_one("#feedback-list", DataTable)
         await until(pilot, lambda: fb.row_count >= 30, "the feedback list")
         await walk("feedback")
@@ -556,10 +561,7 @@ async def test_a_note_the_owner_deleted_is_not_left_to_review(
     async with app.run_test(size=(120, 36)) as pilot:
         await until(pilot, lambda: app.review_watch.count is not None, "the review count")
         assert app.review_watch.count == (1, 1), app.review_watch.count
-        await pilot.press("v")
-        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
-        review = app.screen
-        assert isinstance(review, ReviewScreen)
+        review = await opened(pilot, "v", ReviewScreen)
         await until(pilot, lambda: review.review is not None, "the review list")
         assert review.review is not None
         assert [n.path for n in review.review.notes] == ["a.md"]

@@ -7,7 +7,8 @@ and the terminal is resized with every core busy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +70,41 @@ async def _laid_out_for_the_pane(pilot: Any, pane: DiffPane, what: str) -> None:
     )
 
 
-async def test_the_side_by_side_follows_its_panes_width_not_only_the_terminals(
+@contextlib.asynccontextmanager
+async def _side_by_side_at_200x50(
     connect: Any, make_vault: Any
-) -> None:
+) -> AsyncIterator[tuple[Any, DiffPane]]:
+    """The dashboard at 200x50 with the AI's edit shown side by side, laid out for its pane:
+    yields (the pilot, the diff pane)."""
     root = make_vault({"n.md": NOTE})
     sha = await _ai_edit(connect, root)
     app = Dashboard(root, poll_seconds=60)
     async with app.run_test(size=(200, 50)) as pilot:
         pane = await _side_by_side(pilot, sha)
-        await _laid_out_for_the_pane(pilot, pane, "the side by side at 200 columns")
+        await _laid_out_for_the_pane(pilot, pane, "the side by side at 200x50")
+        yield pilot, pane
+
+
+async def _resized_under_load(
+    pilot: Any, sizes: list[tuple[int, int]], laid_out: Callable[[str], Awaitable[None]]
+) -> None:
+    """The terminal resized to each of `sizes` with every core busy: at each, the screen at
+    that size and then `laid_out(what)` (what: the size, for its timeout message)."""
+    hogs = start_hogs()
+    try:
+        for size in sizes:
+            await pilot.resize_terminal(*size)
+            await until(pilot, _at(pilot.app, size), f"the screen at {size}")
+            await laid_out(f"at {size}")
+    finally:
+        stop_hogs(hogs)
+
+
+async def test_the_side_by_side_follows_its_panes_width_not_only_the_terminals(
+    connect: Any, make_vault: Any
+) -> None:
+    async with _side_by_side_at_200x50(connect, make_vault) as (pilot, pane):
+        app = pilot.app
         before = _columns(pane)
         # the timeline narrower: the pane wider, the terminal as it was (no screen Resize)
         app.query_one("#timeline").styles.width = 40
@@ -89,20 +116,12 @@ async def test_the_side_by_side_follows_its_panes_width_not_only_the_terminals(
 async def test_the_side_by_side_follows_terminal_resizes_under_load(
     connect: Any, make_vault: Any
 ) -> None:
-    root = make_vault({"n.md": NOTE})
-    sha = await _ai_edit(connect, root)
-    app = Dashboard(root, poll_seconds=60)
-    async with app.run_test(size=(200, 50)) as pilot:
-        pane = await _side_by_side(pilot, sha)
-        await _laid_out_for_the_pane(pilot, pane, "the side by side at 200x50")
-        hogs = start_hogs()
-        try:
-            for size in [(100, 30), (160, 40), (80, 24), (200, 50)]:
-                await pilot.resize_terminal(*size)
-                await until(pilot, _at(app, size), f"the screen at {size}")
-                await _laid_out_for_the_pane(pilot, pane, f"the side by side at {size}")
-        finally:
-            stop_hogs(hogs)
+    async with _side_by_side_at_200x50(connect, make_vault) as (pilot, pane):
+        await _resized_under_load(
+            pilot,
+            [(100, 30), (160, 40), (80, 24), (200, 50)],
+            lambda at: _laid_out_for_the_pane(pilot, pane, f"the side by side {at}"),
+        )
 
 
 async def _review_open(pilot: Any, connect: Any, root: Path) -> NetDiffPane:
@@ -141,14 +160,24 @@ async def _worded_for_the_pane(pilot: Any, pane: NetDiffPane, what: str) -> None
     )
 
 
+@contextlib.asynccontextmanager
+async def _review_at(
+    connect: Any, make_vault: Any, size: tuple[int, int]
+) -> AsyncIterator[tuple[Any, NetDiffPane]]:
+    """The review screen at `size` on the AI's appended line, its header worded for the pane:
+    yields (the pilot, the net diff pane)."""
+    root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
+    app = Dashboard(root, poll_seconds=0.05)
+    async with app.run_test(size=size) as pilot:
+        pane = await _review_open(pilot, connect, root)
+        await _worded_for_the_pane(pilot, pane, f"the header at {size}")
+        yield pilot, pane
+
+
 async def test_the_review_diffs_header_is_worded_for_its_panes_width(
     connect: Any, make_vault: Any
 ) -> None:
-    root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
-    app = Dashboard(root, poll_seconds=0.05)
-    async with app.run_test(size=(120, 36)) as pilot:
-        pane = await _review_open(pilot, connect, root)
-        await _worded_for_the_pane(pilot, pane, "the header at 120 columns")
+    async with _review_at(connect, make_vault, (120, 36)) as (pilot, pane):
         longest = max(cell_len(line) for line in _header(pane))
         # the pane 40 cells narrower, the terminal as it was (no screen Resize)
         pane.styles.margin = (0, 20)
@@ -163,16 +192,9 @@ async def test_the_review_diffs_header_is_worded_for_its_panes_width(
 async def test_the_review_diffs_header_follows_terminal_resizes_under_load(
     connect: Any, make_vault: Any
 ) -> None:
-    root = make_vault({"w.md": "# W\n\n## Log\n- one\n"})
-    app = Dashboard(root, poll_seconds=0.05)
-    async with app.run_test(size=(200, 50)) as pilot:
-        pane = await _review_open(pilot, connect, root)
-        await _worded_for_the_pane(pilot, pane, "the header at 200x50")
-        hogs = start_hogs()
-        try:
-            for size in [(80, 24), (120, 36), (70, 24), (200, 50)]:
-                await pilot.resize_terminal(*size)
-                await until(pilot, _at(app, size), f"the screen at {size}")
-                await _worded_for_the_pane(pilot, pane, f"the header at {size}")
-        finally:
-            stop_hogs(hogs)
+    async with _review_at(connect, make_vault, (200, 50)) as (pilot, pane):
+        await _resized_under_load(
+            pilot,
+            [(80, 24), (120, 36), (70, 24), (200, 50)],
+            lambda at: _worded_for_the_pane(pilot, pane, f"the header {at}"),
+        )

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from server.core.gitrepo import ensure_repo
 from server.write.merge3 import adds_lines_only, merge_lines
 
 from .conftest import git, no_lease, tool_text
+from .editors import at_steps, disk_full_once_at, editor_in_the_old_copy
 
 # a small alphabet, so lines repeat: the cases a line merge gets wrong
 LINES = st.sampled_from(["a", "b", "c", "- ai", "## Log", "", "x" * 3])
@@ -170,6 +172,19 @@ def _owner_saves(monkeypatch: pytest.MonkeyPatch, saves: dict[Path, Any]) -> lis
 
     monkeypatch.setattr(store, "crash_point", hook)
     return steps
+
+
+def _two_keystrokes(note: Path) -> Callable[[int], None]:
+    """An editor's two keystrokes right after the rename: "- keystroke 1" into the old copy
+    (`fd`, opened before the rename), "- keystroke 2" by the path, into the AI's copy."""
+
+    def type_(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_END)
+        os.write(fd, b"- keystroke 1\n")  # into the old copy
+        with note.open("ab") as fh:  # by the path: into the AI's copy
+            fh.write(b"- keystroke 2\n")
+
+    return type_
 
 
 def _ai_commits_add_exactly(root: Path, lines: list[str], heading: bool = False) -> None:
@@ -335,36 +350,43 @@ async def test_a_batch_where_one_note_merges_and_one_does_not_is_all_or_nothing(
 # killed after the merge: the intent `_seal_intent` rewrote is what recovery reads
 
 
-@pytest.mark.parametrize("step", ["renamed", "index_locked", "branch_moved", "commit_done"])
-def test_killed_after_the_merge_recovery_keeps_the_owners_save(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+def _killed_then_one_more(
+    monkeypatch: pytest.MonkeyPatch,
+    root: Path,
+    fault: str,
+    restarted: Callable[[Path], None] | None = None,
 ) -> None:
-    """The owner types a line between the plan and the rename, the AI's append is merged onto
-    it, and the writer is killed (SIGKILL, a fork of the test process) at `step`. After the
-    restart's recovery and one more write: the owner's line is on disk or committed as theirs,
-    the killed write is whole or absent, each AI commit adds only its own line, nothing staged."""
+    """The AI's KILLED append in a fork of the test process, killed (SIGKILL) at `fault`
+    (e.g. "kill:renamed:1"); then the restart, without the test's editor or fault:
+    `restarted(root)` if given, and the AI's "- AI after" append (its store recovers first)."""
     from .crashes import ai_write, run_child
 
-    root = tmp_path / "v"
-    root.mkdir()
-    (root / "note.md").write_text(TEXT)
-    ensure_repo(root)
-    note = root / "note.md"
-    owners = TEXT + "- typed by the owner\n"
-    _owner_saves(monkeypatch, {note: lambda _b: owners.encode()})
     with no_lease():
-        status = run_child(
-            root,
-            f"kill:{step}:1",
-            lambda r: ai_write(r, "append_section", [KILLED]),
-        )
+        status = run_child(root, fault, lambda r: ai_write(r, "append_section", [KILLED]))
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
         monkeypatch.undo()  # the restart: no editor, no fault
+        if restarted is not None:
+            restarted(root)
         ai_write(
             root,
             "append_section",
             [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
         )
+
+
+@pytest.mark.parametrize("step", ["renamed", "index_locked", "branch_moved", "commit_done"])
+def test_killed_after_the_merge_recovery_keeps_the_owners_save(
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The owner types a line between the plan and the rename, the AI's append is merged onto
+    it, and the writer is killed (SIGKILL, a fork of the test process) at `step`. After the
+    restart's recovery and one more write: the owner's line is on disk or committed as theirs,
+    the killed write is whole or absent, each AI commit adds only its own line, nothing staged."""
+    root = make_vault({"note.md": TEXT})
+    note = root / "note.md"
+    owners = TEXT + "- typed by the owner\n"
+    _owner_saves(monkeypatch, {note: lambda _b: owners.encode()})
+    _killed_then_one_more(monkeypatch, root, f"kill:{step}:1")
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     assert "- typed by the owner\n" in disk, disk
@@ -387,58 +409,31 @@ def test_killed_after_the_merge_recovery_keeps_the_owners_save(
 
 @pytest.mark.parametrize("step", ["index_locked", "branch_moved", "index_locked+recovery"])
 def test_killed_after_a_save_into_the_old_copy_was_folded_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+    make_vault: Any, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     """An editor opened the note before the rename and saves a keystroke into the old copy
     right after it, then the next one by the path into the AI's copy: `_take_late_saves`
     folds the first in, `_land` merges the second, `_seal_intent` rewrites the intent with
     what is ours on disk and what goes back. Killed then: recovery must give back both
     keystrokes, and the AI's line only if its commit landed."""
-    from server.write import store
+    from server.vault import Vault
 
-    from .crashes import ai_write, run_child
+    from .crashes import run_child
 
-    root = tmp_path / "v"
-    root.mkdir()
-    (root / "note.md").write_text(TEXT)
-    ensure_repo(root)
+    root = make_vault({"note.md": TEXT})
     note = root / "note.md"
-    real = store.crash_point
-    steps: list[str] = []
-    held: list[int] = []
+    editor_in_the_old_copy(monkeypatch, note, _two_keystrokes(note))
 
-    def hook(step_: str) -> None:
-        steps.append(step_)
-        if step_ == "temps" and steps.count("temps") == 1:
-            held.append(os.open(note, os.O_WRONLY))  # looked up before the rename
-        if step_ == "renamed" and held:
-            fd = held.pop()
-            os.lseek(fd, 0, os.SEEK_END)
-            os.write(fd, b"- keystroke 1\n")  # into the old copy
-            os.close(fd)
-            with note.open("ab") as fh:  # by the path: into the AI's copy
-                fh.write(b"- keystroke 2\n")
-        real(step_)
+    def recovery_killed_too(root: Path) -> None:  # once it put the note back
+        status = run_child(root, "kill:recovered_file:1", lambda r: Vault(r).store.recover())
+        assert os.WIFSIGNALED(status), status
 
-    monkeypatch.setattr(store, "crash_point", hook)
-    with no_lease():
-        status = run_child(
-            root,
-            f"kill:{step.split('+')[0]}:1",
-            lambda r: ai_write(r, "append_section", [KILLED]),
-        )
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, status
-        monkeypatch.undo()
-        if step.endswith("+recovery"):  # the recovery is killed too, once it put the note back
-            from server.vault import Vault
-
-            status = run_child(root, "kill:recovered_file:1", lambda r: Vault(r).store.recover())
-            assert os.WIFSIGNALED(status), status
-        ai_write(
-            root,
-            "append_section",
-            [("append_section", {"path": "note.md", "heading": "Log", "content": "- AI after"})],
-        )
+    _killed_then_one_more(
+        monkeypatch,
+        root,
+        f"kill:{step.split('+')[0]}:1",
+        recovery_killed_too if step.endswith("+recovery") else None,
+    )
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     for k in (1, 2):
@@ -463,30 +458,10 @@ async def test_a_write_failing_after_a_folded_save_takes_its_line_back_out(
     taking back met the second keystroke right after the AI's line and git's merge refused,
     so the AI's line stayed on disk uncommitted, and the next write committed it as the
     owner's snapshot (then appended it a second time)."""
-    from server.write import store
-
     root = make_vault({"note.md": TEXT})
     note = root / "note.md"
-    real = store.crash_point
-    steps: list[str] = []
-    held: list[int] = []
-
-    def hook(step: str) -> None:
-        steps.append(step)
-        if step == "temps" and steps.count("temps") == 1:
-            held.append(os.open(note, os.O_WRONLY))
-        if step == "renamed" and held:
-            fd = held.pop()
-            os.lseek(fd, 0, os.SEEK_END)
-            os.write(fd, b"- keystroke 1\n")
-            os.close(fd)
-            with note.open("ab") as fh:
-                fh.write(b"- keystroke 2\n")
-        if step == "index_locked" and steps.count("index_locked") == 1:
-            raise OSError(28, "No space left on device")
-        real(step)
-
-    monkeypatch.setattr(store, "crash_point", hook)
+    editor_in_the_old_copy(monkeypatch, note, _two_keystrokes(note))
+    at_steps(monkeypatch, disk_full_once_at("index_locked"))
     first = await _append(connect, root, "- AI failed")
     assert first.is_error, tool_text(first)
     disk = note.read_text()
@@ -611,33 +586,19 @@ async def test_an_edit_into_the_old_copy_after_the_commit_is_never_lost(
     right after "- first": git's merge calls the two adjacent changes a conflict, so
     `_keep_saves_since` logs "does not merge; not kept" and the owner's edit exists nowhere
     (not on disk, not in git) once the editor closes the old copy."""
-    from server.write import commits, store
-
     root = make_vault({"note.md": TEXT})
     note = root / "note.md"
     owners = TEXT.replace("- first\n", "- first, edited by the owner\n")
-    steps: list[str] = []
-    held: list[int] = []
+    saved: list[int] = []
 
-    def hooked(real: Any) -> Any:
-        def hook(step: str) -> None:
-            steps.append(step)
-            if step == "temps" and steps.count("temps") == 1:
-                held.append(os.open(note, os.O_WRONLY))
-            if step == "branch_moved" and held:
-                fd = held.pop()
-                os.ftruncate(fd, 0)
-                os.write(fd, owners.encode())  # into the old copy
-                os.close(fd)
-            real(step)
+    def save(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        saved.append(os.write(fd, owners.encode()))  # into the old copy
 
-        return hook
-
-    monkeypatch.setattr(store, "crash_point", hooked(store.crash_point))
-    monkeypatch.setattr(commits, "crash_point", hooked(commits.crash_point))
+    steps = editor_in_the_old_copy(monkeypatch, note, save, at="branch_moved")
     r = await _append(connect, root, "- AI line")
     assert not r.is_error, tool_text(r)
-    assert "branch_moved" in steps and not held  # the owner's save was made
+    assert "branch_moved" in steps and saved  # the owner's save was made
     disk = note.read_text()
     history = git(root, "log", "-p", "--format=")
     assert "edited by the owner" in disk or "edited by the owner" in history, disk
@@ -653,23 +614,15 @@ async def test_a_failed_write_takes_its_line_back_out_of_a_note_typed_on_since(
     line out" into the owner's newer save; git calls the two adjacent changes a conflict, and
     `_put_back` leaves the note as it is: TEXT + "- AI failed\\n- typed\\n", the AI's line in
     no commit. The next write snapshots it as the owner's."""
-    from server.write import store
-
     root = make_vault({"note.md": TEXT})
     note = root / "note.md"
-    real = store.crash_point
-    steps: list[str] = []
 
-    def hook(step: str) -> None:
-        steps.append(step)
+    def typed(step: str, steps: list[str]) -> None:
         if step == "renamed" and steps.count("renamed") == 1:
             with note.open("ab") as fh:
                 fh.write(b"- typed\n")
-        if step == "index_locked" and steps.count("index_locked") == 1:
-            raise OSError(28, "No space left on device")
-        real(step)
 
-    monkeypatch.setattr(store, "crash_point", hook)
+    at_steps(monkeypatch, typed, disk_full_once_at("index_locked"))
     first = await _append(connect, root, "- AI failed")
     assert first.is_error, tool_text(first)
     assert note.read_text() == TEXT + "- typed\n"

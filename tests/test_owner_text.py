@@ -19,6 +19,7 @@ from app.services.feed import event_row
 from server.write.journal import read_all
 
 from .conftest import REPO, git, no_lease, tool_text
+from .editors import at_steps, editor_in_the_old_copy
 
 # An editor that saves the way many do: read the note, change it in memory, then
 # open(O_TRUNC) and write() the whole text. Between the two the file is empty on disk.
@@ -597,15 +598,12 @@ async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_la
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
 
-    from server.write import store
-
     text = "# My note\n\nA paragraph the owner wrote.\n\n## Log\n"
     root = make_vault({"note.md": text})
     note = root / "note.md"
-    real = store.crash_point
     saves: list[int] = []
 
-    def an_editor_saves_then(step: str) -> None:
+    def an_editor_saves_then(step: str, _: list[str]) -> None:
         # between the plan and the rename of every attempt: an editor that saves by writing a
         # new file and renaming it over the note (vim, many IDEs) re-saves the same text, so
         # the note's inode, ctime and mtime are new and its bytes are not
@@ -614,9 +612,8 @@ async def test_a_save_of_the_same_text_between_plan_and_rename_lets_the_write_la
             saved.write_bytes(note.read_bytes())
             os.replace(saved, note)
             saves.append(note.stat().st_ino)
-        real(step)
 
-    monkeypatch.setattr(store, "crash_point", an_editor_saves_then)
+    at_steps(monkeypatch, an_editor_saves_then)
     with no_lease():  # no lease: the rule alone decides
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
@@ -662,38 +659,6 @@ def test_the_same_bytes_rule_holds_a_save_caught_half_way(tmp_path: Path) -> Non
 # the copy the rename took off the path (no lease: NFS, SMB, FUSE)
 
 
-def _editor_in_the_old_copy(
-    monkeypatch: pytest.MonkeyPatch, note: Path, at_rename: Any, at: str = "renamed"
-) -> list[str]:
-    """Make the write's first attempt meet an editor that opened the note (for writing, by its
-    path) before the write's check, and does `at_rename(fd)` at the write's step `at` (right
-    after the rename; "branch_moved": once the commit is made), the fd still naming the old
-    copy. Returns the steps reached (one "temps" per attempt)."""
-    from server.write import commits, store
-
-    steps: list[str] = []
-    held: list[int] = []
-
-    def hooked(real: Any) -> Any:
-        def hook(step: str) -> None:
-            steps.append(step)
-            if step == "temps" and steps.count("temps") == 1:
-                held.append(os.open(note, os.O_WRONLY))  # opened, nothing written yet
-            if step == at and held:
-                fd = held.pop()
-                try:
-                    at_rename(fd)
-                finally:
-                    os.close(fd)
-            real(step)
-
-        return hook
-
-    monkeypatch.setattr(store, "crash_point", hooked(store.crash_point))
-    monkeypatch.setattr(commits, "crash_point", hooked(commits.crash_point))
-    return steps
-
-
 @pytest.mark.anyio
 async def test_an_identical_save_into_the_old_copy_lets_the_write_land(
     connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
@@ -714,17 +679,13 @@ async def test_an_identical_save_into_the_old_copy_lets_the_write_land(
         os.ftruncate(fd, 0)
         os.write(fd, text.encode())  # the bytes it read before, into the old copy
 
-    steps = _editor_in_the_old_copy(monkeypatch, note, resave)
-    from server.write import store
+    steps = editor_in_the_old_copy(monkeypatch, note, resave)
 
-    real = store.crash_point
-
-    def and_saves_back(step: str) -> None:
+    def and_saves_back(step: str, _: list[str]) -> None:
         if step == "temps" and steps.count("temps") == 2 and seen:
             note.write_bytes(seen[-1])  # its save of what it read, as it comes around
-        real(step)
 
-    monkeypatch.setattr(store, "crash_point", and_saves_back)
+    at_steps(monkeypatch, and_saves_back)
     with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
@@ -756,7 +717,7 @@ async def test_a_save_into_the_old_copy_then_one_by_the_path_loses_neither(
         with note.open("ab") as fh:  # the next one, by the path: into the AI's copy
             fh.write(b"- human keystroke 2\n")
 
-    steps = _editor_in_the_old_copy(monkeypatch, note, two_keystrokes)
+    steps = editor_in_the_old_copy(monkeypatch, note, two_keystrokes)
     with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
@@ -797,7 +758,7 @@ async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
         with note.open("ab") as fh:  # then a keystroke by the path, into the AI's copy
             fh.write(b"- human keystroke 2\n")
 
-    _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
+    editor_in_the_old_copy(monkeypatch, note, edit_then_type)
     with no_lease():  # no lease
         async with connect(root) as s:
             r = await s.client.call_tool(
@@ -834,7 +795,7 @@ async def test_a_save_that_merges_with_nothing_is_kept_aside_in_git(
         newer = note.read_text().replace("- first, by AI\n", "- first, typed again\n")
         note.write_text(newer)  # then a save by the path over the AI's line
 
-    _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
+    editor_in_the_old_copy(monkeypatch, note, edit_then_type)
     with no_lease():
         async with connect(root) as s:
             r = await s.client.call_tool(
@@ -876,7 +837,7 @@ async def test_a_save_into_the_old_copy_after_the_check_is_kept_on_disk(
         os.lseek(fd, 0, os.SEEK_END)
         os.write(fd, b"- human keystroke 1\n")
 
-    _editor_in_the_old_copy(monkeypatch, note, keystroke, at="branch_moved")
+    editor_in_the_old_copy(monkeypatch, note, keystroke, at="branch_moved")
     with no_lease():  # no lease
         async with connect(root) as s:
             out = await s.call("append_section", path="note.md", heading="Log", content="- ai")
@@ -896,24 +857,20 @@ async def test_an_editor_saving_in_every_attempts_window_does_not_starve_the_wri
     refused. Here an editor types and saves a line in every attempt's window. A save read whole at the rename is the owner's snapshot and the
     AI's appended line goes on it: the write lands at its first attempt."""
 
-    from server.write import store
-
     text = "# My note\n\n## Log\n- first\n"
     root = make_vault({"note.md": text})
     note = root / "note.md"
-    real = store.crash_point
     attempts: list[str] = []
 
-    def an_editor_saves(step: str) -> None:
+    def an_editor_saves(step: str, _: list[str]) -> None:
         if step == "temps":
             attempts.append(step)
             typed = note.read_bytes() + f"- human line {len(attempts)}\n".encode()
             fd = os.open(note, os.O_WRONLY | os.O_TRUNC)  # truncate, then write
             os.write(fd, typed)
             os.close(fd)
-        real(step)
 
-    monkeypatch.setattr(store, "crash_point", an_editor_saves)
+    at_steps(monkeypatch, an_editor_saves)
     with no_lease():  # no lease
         async with connect(root) as s:
             r = await s.client.call_tool(
