@@ -157,7 +157,7 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def pid_alive(pid: int) -> bool:
-    from server.protocol.resident_control import pid_alive as alive
+    from server.core.pids import pid_alive as alive
 
     return alive(pid)
 

@@ -49,6 +49,8 @@ def test_the_relay_imports_only_the_standard_library(vault: Path, tmp_path: Path
     ours = sorted(m for m in loaded if m == "server" or m.startswith("server."))
     assert ours == [
         "server",
+        "server.core",  # (a docstring)
+        "server.core.pids",  # (standard library only: whether a pid runs)
         "server.protocol",
         "server.protocol.relay",
         "server.protocol.relay_pump",

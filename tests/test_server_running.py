@@ -1,5 +1,5 @@
 """Whether a server the journal names still runs: one rule for `vaultwatch-server stop`, the
-dashboard's supervisor and the header's recall progress (resident_control.pid_alive). A server
+dashboard's supervisor and the header's recall progress (server/core/pids.pid_alive). A server
 that has exited and is not yet reaped (the dashboard's own resident, between its death and the
 supervisor's next look) is a zombie: its pid answers a signal, but it serves nothing."""
 

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.core.pids import pid_alive
 from server.core.state_files import make_state_dir, open_state, read_state, state_dir, write_state
 from server.protocol.connect import claude_mcp_add_http
-from server.protocol.resident_control import ask, pid_alive
+from server.protocol.resident_control import ask
 from server.protocol.resident_link import open_link, read_line
 from server.protocol.resident_socket import Unusable
 from server.protocol.resident_start import LOG_NAME, log_tail

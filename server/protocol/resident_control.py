@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from server.core.pids import pid_alive
 from server.protocol.resident_link import open_link, read_line
 from server.protocol.resident_socket import Unusable
 
@@ -83,14 +83,6 @@ def control(argv: list[str]) -> int:
     print(f"stopped the resident server (pid {pid}) for {root}")
     return 0
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     # a zombie (our own child, not yet reaped) has stopped serving
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"

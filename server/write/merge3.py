@@ -12,6 +12,7 @@ from pathlib import Path
 
 from server.core.faults import crash_point
 from server.core.git_run import git
+from server.core.pids import pid_alive
 from server.core.state_files import make_state_dir, state_dir
 
 # Long conflict markers: a note line that starts with one makes the merge refuse (None), so no
@@ -79,20 +80,10 @@ def clear_merge_inputs(root: Path) -> None:
         return  # no merge ever made (or not a folder we read)
     for path in names:
         pid = path.name.split(".", 1)[0]
-        if pid.isdigit() and _alive(int(pid)):
+        if pid.isdigit() and pid_alive(int(pid)):
             continue
         with contextlib.suppress(OSError):
             path.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's: alive
-    return True
 
 
 def _keeps_both(base: bytes, first: bytes, second: bytes, out: bytes) -> bytes | None:

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from app.ui.widgets.cells import plural
 from app.ui.widgets.header_fit import Segment, fit
 from server.core.clients import client_name
-from server.protocol.resident_control import pid_alive
+from server.core.pids import pid_alive
 from server.write.journal import event_time
 
 
