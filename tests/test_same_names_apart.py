@@ -22,6 +22,7 @@ from app.ui.screens.health_screen import HealthScreen
 from app.ui.screens.insights import TagsScreen
 from app.ui.screens.reads import ReadsScreen
 from app.ui.screens.review_screen import ReviewScreen
+from app.ui.settings import READABLE
 from app.ui.widgets.cells import Distinct, note_label, note_names
 from app.ui.widgets.path_list import PathList
 from app.ui.widgets.timeline import Timeline, widths
@@ -30,6 +31,7 @@ from server.protocol.tools import build_server
 from server.vault import Vault
 
 from .chinese_notes import CLIENTS, words
+from .colours import segment_contrast
 from .conftest import until, write_files
 from .desk import screen_text
 from .settling import settled
@@ -283,3 +285,59 @@ async def test_same_file_names_in_other_folders_print_apart_at_80_columns(
     assert len(found) == 5, found
     bad = {k: v for k, v in found.items() if v}
     assert not bad, f"printed alike in {sorted(bad)}: {bad}"
+
+
+THEMES = ("vaultwatch-dark", "vaultwatch-light", "textual-dark", "textual-light")
+
+
+def folder_contrasts(table: DataTable[Any]) -> list[tuple[str, float]]:
+    """Each drawn folder (the muted text after a note's name, `  weeks/`) in the table's rows
+    in sight, with its contrast against the row it is drawn on."""
+    out = []
+    for y in range(1, table.size.height):  # under the header line
+        for seg in table.render_line(y):
+            text = seg.text.strip()
+            if seg.text.startswith("  ") and text.endswith("/"):
+                out.append((text, round(segment_contrast(seg), 2)))
+    return out
+
+
+async def test_the_folder_after_a_note_reads_on_every_theme(same_vault: Path) -> None:
+    """The Reads screen's Most read list and the review list, drawn in each theme shipped (ours
+    and Textual's own): the folder after a note's name stands at 4.5:1 or more against its row.
+    It was drawn black on the grey rows (1.2-2.3:1): `$text-muted` is `auto 60%`, blended over
+    what lies under it, and a table cell is drawn with nothing under it."""
+    app = Dashboard(same_vault, poll_seconds=60)
+    low: dict[str, list[tuple[str, float]]] = {}
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        await pilot.press("dollar_sign")
+        await until(pilot, lambda: isinstance(app.screen, ReadsScreen), "the reads screen")
+        reads = app.screen
+        assert isinstance(reads, ReadsScreen)
+        await until(pilot, lambda: reads.report is not None, "the reads report")
+        await pilot.press("2")
+        most = reads.query_one("#most", DataTable)
+        await until(pilot, lambda: most.row_count >= len(SAME), "the Most read rows")
+        for theme in THEMES:
+            app.theme = theme
+            await settled(pilot, f"Most read drawn in {theme}")
+            seen = folder_contrasts(most)
+            assert len(seen) >= 5, (theme, seen)  # the folders, found
+            low[f"reads {theme}"] = [s for s in seen if s[1] < READABLE]
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ReadsScreen), "the timeline")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.review is not None, "the review list")
+        table = review.query_one("#review-notes", DataTable)
+        for theme in THEMES:
+            app.theme = theme
+            await settled(pilot, f"the review list drawn in {theme}")
+            seen = folder_contrasts(table)
+            assert len(seen) >= 3, (theme, seen)
+            low[f"review {theme}"] = [s for s in seen if s[1] < READABLE]
+    bad = {k: v for k, v in low.items() if v}
+    assert not bad, f"folders drawn below {READABLE}:1: {bad}"
