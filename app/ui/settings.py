@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from textual.color import Color
 from textual.theme import Theme
 
 from server.notes.bundled import bundled_dir
@@ -87,8 +88,6 @@ def muted_text(variables: dict[str, str], ansi: bool) -> dict[str, str]:
     nothing under it, and the folder came out black (#000000 on the Reads screen's grey rows,
     1.2-2.3:1), and on vaultwatch-dark's panel even the blend was 4.3:1. An ANSI theme's
     colours are the terminal's own: left as they are."""
-    from textual.color import Color
-
     if ansi:
         return {}
     fg = Color.parse(variables["foreground"])
