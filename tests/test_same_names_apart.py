@@ -167,6 +167,8 @@ def test_notes_of_one_file_name_never_print_alike_at_any_column_width() -> None:
         shown = [note_label(p, width, cuts=cuts).plain for p in SAME]
         assert len(set(shown)) == len(shown), (width, shown)
         assert all(cell_len(s) <= width for s in shown), (width, shown)
+        # the cut's ellipsis beside the name's own reads as one (`…alpha/……notes.md` did not)
+        assert not [s for s in shown if "……" in s or "…/…" in s], (width, shown)
 
 
 async def table_notes(pilot: Any, app: Any, table: DataTable[Any]) -> dict[int, str]:

@@ -36,13 +36,18 @@ def cut_middle(text: str, width: int) -> str:
         if used + w > room // 2:
             break
         head, used = head + ch, used + w
+    rest = text[len(head) :]
+    # an ellipsis of the text's own beside the cut's reads as one: `…beta/…notes.md`, not
+    # `…beta/……notes.md` or `…beta/…/…notes.md` (a note named by the folder where it differs)
+    head = head.removesuffix(ELLIPSIS + "/").rstrip(ELLIPSIS)
+    used = cell_len(head)
     tail = ""
-    for ch in reversed(text[len(head) :]):
+    for ch in reversed(rest):
         w = cell_len(ch)
         if used + w > room:
             break
         tail, used = ch + tail, used + w
-    return head + ELLIPSIS + tail
+    return head + ELLIPSIS + tail.lstrip(ELLIPSIS)
 
 
 def cut_end(text: str, width: int) -> str:
