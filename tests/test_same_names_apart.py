@@ -156,6 +156,11 @@ def test_a_note_of_a_shared_file_name_is_named_by_the_folder_where_they_differ()
         names["工作/团队与项目管理/二〇二六年第四季度规划与复盘/十月迭代复盘.md"]
         == "十月迭代复盘.md"
     )
+    # where the whole folder fits after the name, the name alone: where they differ is said
+    # once (`…甲组/周报.md  项目/甲组/` said it twice)
+    cuts = Distinct.notes(SAME)
+    assert note_label("项目/甲组/周报.md", 30, cuts=cuts).plain == "周报.md  项目/甲组/"
+    assert note_label("项目/甲组/周报.md", 18, cuts=cuts).plain == "…甲组/周报.md"
 
 
 def test_notes_of_one_file_name_never_print_alike_at_any_column_width() -> None:

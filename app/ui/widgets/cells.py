@@ -223,8 +223,9 @@ def note_label(
     """A note in at most `width` cells: its file name first (and `+2 files` for two more),
     then its folder, muted. The folder is shortened first, and dropped when fewer than four
     cells are left for it; then the name's middle. With `cuts` (`Distinct.notes` of the other
-    notes on screen, asked by path) the name is as they name it: two never alike, the folder
-    where they differ for notes of one file name (`…甲组/周报.md`)."""
+    notes on screen, asked by path) a name cut is as they cut it: two never alike, the folder
+    where they differ for notes of one file name (`…甲组/周报.md`) when its whole folder does not
+    fit after it."""
     folder, _, name = path.rpartition("/")
     width = max(8, width)
 
@@ -232,6 +233,10 @@ def note_label(
         return cuts(path, w) if cuts is not None else cut_middle(name, w)
 
     suffix = more_files(more)
+    if folder and cell_len(name + suffix) + cell_len(folder) + 3 <= width:
+        # the whole path in sight tells any two notes apart: the name alone, then its folder
+        # (not `…甲组/会议纪要.md  工作/…/甲组/`, where the two notes differ said twice)
+        return Content(name + suffix) + Content.styled(f"  {folder}/", "$text-muted")
     name = cut_middle(cut(max(1, width - cell_len(suffix))) + suffix, width)
     room = width - cell_len(name) - 2
     if not folder or room < 4 or name == path:  # no folder, no room, or shown whole already
