@@ -250,6 +250,10 @@ async def test_same_file_names_in_other_folders_print_apart_at_80_columns(
         }
         assert set(seen) == set(SAME), seen
         found["the tag's notes"] = alike(seen)
+        # the file name first, as every list names notes (it was the path cut in its middle:
+        # `工作/团队与项…迭代复盘.md`)
+        review_note = "工作/团队与项目管理/二〇二六年第四季度规划与复盘/十月迭代复盘.md"
+        assert seen[review_note].startswith("十月迭代复盘.md"), seen[review_note]
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, TagsScreen), "the timeline")
 
@@ -348,3 +352,19 @@ async def test_the_folder_after_a_note_reads_on_every_theme(same_vault: Path) ->
             low[f"review {theme}"] = [s for s in seen if s[1] < READABLE]
     bad = {k: v for k, v in low.items() if v}
     assert not bad, f"folders drawn below {READABLE}:1: {bad}"
+
+
+async def test_the_tags_screen_says_why_it_is_empty(
+    make_vault: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A vault whose notes have no tags: the Tags screen (`t`) said nothing at all, an empty
+    table beside an empty pane (audit at 80x24 on a Chinese vault)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    root = make_vault({"笔记.md": "# 笔记\n\n没有标签。\n"})
+    app = Dashboard(root, poll_seconds=60)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, TagsScreen), "the tags screen")
+        await settled(pilot, "the tags screen drawn")
+        text = screen_text(app)
+        assert "No tags yet" in text and "frontmatter" in text, text
