@@ -368,3 +368,46 @@ async def test_the_tags_screen_says_why_it_is_empty(
         await settled(pilot, "the tags screen drawn")
         text = screen_text(app)
         assert "No tags yet" in text and "frontmatter" in text, text
+
+
+def drawn(app: Any, words: tuple[str, ...]) -> list[tuple[str, float]]:
+    """Each segment on screen whose text is one of `words`, with its contrast."""
+    return [
+        (seg.text.strip(), round(segment_contrast(seg), 2))
+        for strip in app.screen._compositor.render_strips()
+        for seg in strip
+        if seg.text.strip() in words and seg.style is not None
+    ]
+
+
+async def test_pane_titles_and_footer_keys_read_on_every_theme(same_vault: Path) -> None:
+    """The review's diff pane says how many hunks on its border, and the footer names the keys:
+    both at 4.5:1 or more in each theme. The title was drawn in the border's own colour ($panel
+    on the background, 1.1-1.5:1 in every theme), the keys in the accent (3.05:1 on
+    vaultwatch-dark's footer, 2.9:1 on textual-light's); the counts' `−0` at 3.7:1 on
+    vaultwatch-dark's rows."""
+    app = Dashboard(same_vault, poll_seconds=60)
+    low: dict[str, list[tuple[str, float]]] = {}
+    async with app.run_test(size=(120, 36)) as pilot:
+        t = app.query_one("#timeline", Timeline)
+        await until(pilot, lambda: bool(t._counts), "the +/- counts")
+        for theme in THEMES:
+            app.theme = theme
+            await settled(pilot, f"the timeline drawn in {theme}")
+            seen = drawn(app, ("−0",))
+            assert seen, (theme, "no −0 drawn")
+            low[f"timeline {theme}"] = [s for s in seen if s[1] < READABLE]
+        await until(pilot, lambda: app.review_watch.count is not None, "the review count")
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen), "the review screen")
+        review = app.screen
+        assert isinstance(review, ReviewScreen)
+        await until(pilot, lambda: review.shown is not None, "the review's diff")
+        for theme in THEMES:
+            app.theme = theme
+            await settled(pilot, f"the review drawn in {theme}")
+            seen = drawn(app, ("1 hunk", "esc", "space", "^p"))
+            assert {"1 hunk", "esc"} <= {text for text, _ in seen}, (theme, seen)
+            low[f"review {theme}"] = [s for s in seen if s[1] < READABLE]
+    bad = {k: v for k, v in low.items() if v}
+    assert not bad, f"drawn below {READABLE}:1: {bad}"
