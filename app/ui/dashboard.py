@@ -85,7 +85,7 @@ class Dashboard(App[None]):
         return {
             **variables,
             **settings.diff_colours(variables, ansi),
-            **settings.muted_text(variables, ansi),
+            **settings.readable_colours(variables, ansi),
         }
 
     def get_line_filters(self) -> Sequence[LineFilter]:

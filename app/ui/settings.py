@@ -80,7 +80,7 @@ def contrast(a: str, b: str) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
-def muted_text(variables: dict[str, str], ansi: bool) -> dict[str, str]:
+def readable_colours(variables: dict[str, str], ansi: bool) -> dict[str, str]:
     """The theme's colours that were drawn below READABLE, each made readable in one place:
     - muted text (a folder after a note's name, hints, counts, a pane's title) as one solid
       colour: the foreground faded toward the background as far as it stays readable on the
