@@ -101,7 +101,8 @@ def _first_page(root: Path) -> dict[str, float]:
         finally:
             vault.close()
     print(
-        f"  check without near-duplicates: first in a process {ms(out['cold'])}, "
+        f"  check without near-duplicates: first in a process {ms(out['cold'])} "
+        "(what the last process kept in health.sqlite, if this code has one), "
         f"fresh Vault {ms(out['fresh_vault'])}, re-check {ms(out['recheck'])}"
     )
     return out

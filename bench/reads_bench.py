@@ -22,6 +22,7 @@ from app.services.context_preview import preview
 from app.ui.dashboard import Dashboard
 from app.ui.screens.reads import ReadsScreen
 from server.core.gitrepo import ensure_repo
+from server.services import reads as reads_service
 from server.services.reads import context_cost, cost_per_day, reads_report
 from server.vault import Vault
 from server.write.journal import read_all
@@ -120,19 +121,32 @@ async def run(notes: int = 2_000, events: int = 20_000) -> dict[str, Any]:
         vault = Vault(root)
         vault.entries()  # warm, as the dashboard's own vault is
         try:
-            res["report_ms"] = _median(lambda: reads_report(vault, evs, 30)) * 1e3
+
+            def whole() -> None:
+                # the count kept from the last call (reads.vault_note_reads) dropped: all counted
+                getattr(reads_service, "_TALLIES", {}).clear()
+                reads_report(vault, evs, 30)
+
+            res["report_ms"] = _median(whole) * 1e3
             res["cost_today_ms"] = _median(lambda: context_cost(evs)) * 1e3
             res["cost_per_day_ms"] = _median(lambda: cost_per_day(evs)) * 1e3
+            res["preview_ms"] = _median(lambda: preview(root), 3) * 1e3
+            reads_report(vault, evs, 30)
+            res["report_again_ms"] = _median(lambda: reads_report(vault, evs, 30)) * 1e3
         finally:
             vault.close()
-        res["preview_ms"] = _median(lambda: preview(root), 3) * 1e3
         print(f"  {events:,} read events, {notes:,} notes")
         print(f"  journal parsed                              {ms(res['journal_read_ms'] / 1e3)}")
-        cpu = dict(zip(("report", "today", "per_day", "preview"), CPU[-4:], strict=True))
+        names = ("report", "today", "per_day", "preview", "again")
+        cpu = dict(zip(names, CPU[-5:], strict=True))
         res["report_cpu_ms"] = cpu["report"] * 1e3
         print(
             f"  most read + not read + 30 days (service)    {ms(res['report_ms'] / 1e3)}"
             f"  (CPU {ms(cpu['report'])})"
+        )
+        print(
+            f"  … again, no new event (the count kept)      {ms(res['report_again_ms'] / 1e3)}"
+            f"  (CPU {ms(cpu['again'])})"
         )
         print(f"  today's cost (service)                      {ms(res['cost_today_ms'] / 1e3)}")
         print(f"  cost per day, 30 days (service)             {ms(res['cost_per_day_ms'] / 1e3)}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.core.errors import VaultwatchError
+from server.core.gc_pause import gc_paused
 from server.core.state_files import secure_state, state_dir
 from server.index.doc_index import DocIndex
 from server.index.recall_lifecycle import CATCH_UP_S, RecallLifecycle
@@ -162,13 +163,24 @@ class Vault:
 
     def entries(self) -> dict[str, Entry]:
         """Every visible note with its type and date under the current config (warm: cheap)."""
+        if self._entries_key is None:  # the first: every note loaded (parsed or from the cache)
+            with gc_paused():
+                return self._load_entries()
+        return self._load_entries()
+
+    def _load_entries(self) -> dict[str, Entry]:
         cfg = self.config
         pol = self.policy
+        if self._entries_key is None:
+            # the first call: git's status of every file runs beside the walk, not after it
+            self.modified.prime()
         docs = self.index.refresh(
             self._want(), want_key=self._policy_key, target_ok=pol.target_allowed
         )
         gen = self.index.generation
-        version, commits, dirty = self.modified.current(gen, self.index.changes_since)
+        version, commits, dirty = self.modified.current(
+            gen, self.index.changes_since, self.index.changed_after
+        )
 
         def modified(doc: Doc) -> int:
             if doc.path in dirty:

@@ -384,9 +384,23 @@ async def until(
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            seen = f": saw {describe()!r}" if describe is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
+            seen = describe() if describe is not None else _screen_seen(pilot)
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}: saw {seen!r}")
         await pilot.pause(0.05)
+
+
+def _screen_seen(pilot: Any) -> str:
+    """What the terminal shows (its rows with text) and the workers still running: what a
+    wait with nothing better to describe saw when it gave up."""
+    from textual.worker import WorkerState
+
+    try:
+        rows = [s.text.rstrip() for s in pilot.app.screen._compositor.render_strips()]
+        running = [w.name for w in pilot.app.workers if w.state == WorkerState.RUNNING]
+    except Exception as exc:  # the app closing, no screen yet: said, not raised
+        return f"(no screen: {exc})"
+    shown = "\n".join(r for r in rows if r.strip())
+    return f"{shown}\n(workers running: {running})"
 
 
 async def diff_shown(pilot: Any, row: Any) -> None:

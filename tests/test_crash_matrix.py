@@ -18,6 +18,10 @@ write, check them again. The invariants, each checked by code:
 - the journal has one `recovered` event for each write a kill left half-done, naming only its
   paths, and none when nothing was left.
 
+The late-save merge (an append meeting an owner's save) has entries of its own: an editor wrapped
+around the writer's fault hooks saves the note at a fixed step of every run, so the merge is
+taken each time and the kills land inside it too; the owner's late line is checked besides.
+
 The killed writer is a fork of the test process (the real write path, no import cost), so the
 whole matrix stays within CI's budget.
 """
@@ -47,7 +51,7 @@ from server.notes.note import content_hash
 from server.vault import Vault
 from server.write.journal import read_all
 
-from .conftest import write_files
+from .conftest import no_lease, write_files
 from .crashes import ai_write, run_child
 
 OWNER_LINE = "- the owner's unsaved line"
@@ -178,6 +182,10 @@ class Reference:
     after: dict[str, bytes]
     commits: dict[str, frozenset[str]]
     touched: set[str] = field(default_factory=set)
+    # what else a kill may leave, by design: whole states of the touched paths (the owner's
+    # save with the write rolled back), and texts that are the owner's uncommitted edit
+    states: list[dict[str, bytes | None]] = field(default_factory=list)
+    pending: set[bytes] = field(default_factory=set)
 
 
 def make_template(base: Path) -> tuple[Path, str]:
@@ -236,6 +244,7 @@ def check(
         *state.glob("commit.index.lock"),
         *state.glob("index.next*"),
         *state.glob("index.lock"),
+        *state.glob("merge/*"),  # a merge's inputs (merge3.merge_lines)
         *root.rglob("*.vaultwatch-tmp"),
     ]
     assert not leftovers, f"{where}: left behind: {leftovers}"
@@ -244,7 +253,8 @@ def check(
     paths = ref.touched | set(extra.values())
     for p in sorted(paths):
         on_disk = disk.get(p)
-        if on_disk == ref.before["notes/n0.md"] and tree.get(p) != blob(on_disk):
+        owners_edit = on_disk == ref.before["notes/n0.md"] or on_disk in ref.pending
+        if owners_edit and on_disk is not None and tree.get(p) != blob(on_disk):
             continue  # the owner's uncommitted edit, exactly: on disk by design
         assert tree.get(p) == (blob(on_disk) if on_disk is not None else None), (
             f"{where}: {p} on disk differs from HEAD"
@@ -257,7 +267,8 @@ def check(
     was = [ref.before.get(p) for p in action]
     done = [ref.after.get(p) for p in action]
     differ = [p for p, n, b in zip(action, now, was, strict=True) if n != b]
-    assert now in (was, done), f"{where}: half done: {differ} of {action} changed"
+    also = [[s.get(p, ref.before.get(p)) for p in action] for s in ref.states]
+    assert now in (was, done, *also), f"{where}: half done: {differ} of {action} changed"
     for sha, subject, by_ai, changed in new_commits(root, start):
         later = [p for frag, p in extra.items() if frag in subject]
         if later:
@@ -317,3 +328,161 @@ def test_killed_at_every_step(tmp_path: Path, name: str) -> None:
             "path": "other.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
         extra["other.md"] = "other.md"
         check(root, ref, start, extra, left, events, f"{where}, after the next write")
+
+
+# ------------------------------------------------------------------------------------------------
+# the late-save merge (late_saves.LateSaves), killed at each of its own steps: an editor saves the
+# note the AI appends to at a fixed step of every run (reference and killed alike), so the merge
+# is taken every time, and the kill lands at every hook the run then reaches
+
+OWNER_LATE = "- the owner's late line"
+KEYSTROKE = "- the owner's keystroke by the path"
+N2 = FILES["notes/n2.md"]
+SAVED = N2.replace("# N2\n", f"# N2\n{OWNER_LATE}\n")  # not where the AI appends: git merges
+AI_LINE = f"- {AI_MARK} merged\n"
+MERGE = {
+    # saved by the path between the plan and the rename: `_replace` merges onto the save
+    "by_the_path": {"merge_inputs", "merge_taken", "merge_sealed", "merge_temp", "merge_rebuilt"},
+    # saved into the old copy just after the rename, then a keystroke by the path into the AI's
+    # copy: `_take_late_saves` folds the save in, `_land` merges the keystroke, `_seal_intent`
+    "into_the_old_copy": {
+        "merge_inputs",
+        "late_taken",
+        "late_back_stored",
+        "land_temp",
+        "land_renamed",
+        "merge_rebuilt",
+        "merge_sealed",
+    },
+    # saved into the old copy once the branch moved: `_keep_saves_since` lands it
+    "after_the_commit": {"since_taken", "merge_inputs", "land_temp", "land_renamed", "kept_since"},
+}
+# the step at which the editor saves (its hook saves, then the kill there): killed before it,
+# there is no late line to keep
+SAVED_AT = {
+    "by_the_path": "temps",
+    "into_the_old_copy": "renamed",
+    "after_the_commit": "branch_moved",
+}
+# A save into the old copy is in a file that is no longer the note: killed after the save and
+# before the writer names it in the intent (TAKEN), no process can read it any more (the editor
+# still has it in its buffer, and saves it again by the path).
+TAKEN = {"into_the_old_copy": "late_taken", "after_the_commit": "since_taken"}
+
+
+def _merging_append(kind: str) -> Callable[[Path], object]:
+    """The AI's append to n2 with an editor saving n2 at a fixed step (see MERGE). Runs in the
+    forked writer: the editor is a wrapper of its fault hooks, gone with the process."""
+
+    def action(root: Path) -> None:
+        from server.write import commits, late_saves, store
+
+        note = root / "notes/n2.md"
+        held: list[int] = []
+        reached: Counter[str] = Counter()
+        into_old = {"into_the_old_copy": "renamed", "after_the_commit": "branch_moved"}
+
+        def hooked(real: Callable[[str], None]) -> Callable[[str], None]:
+            def hook(step: str) -> None:
+                reached[step] += 1
+                first = reached[step] == 1
+                if step == "temps" and first and kind == "by_the_path":
+                    fd = os.open(note, os.O_WRONLY | os.O_TRUNC)  # truncate-then-write
+                    os.write(fd, SAVED.encode())
+                    os.close(fd)
+                elif step == "temps" and first:
+                    held.append(os.open(note, os.O_WRONLY))  # the editor's file, opened now
+                elif step == into_old.get(kind) and held:
+                    fd = held.pop()
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, SAVED.encode(), 0)  # into the old copy
+                    os.close(fd)
+                    if kind == "into_the_old_copy":
+                        with note.open("ab") as fh:  # by the path: into the AI's copy
+                            fh.write(f"{KEYSTROKE}\n".encode())
+                real(step)
+
+            return hook
+
+        for module in (store, commits, late_saves):
+            module.crash_point = hooked(module.crash_point)  # type: ignore[attr-defined]
+        with no_lease():
+            ai_write(root, "append_section", [_append("notes/n2.md", "merged")])
+
+    return action
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(MERGE))
+def test_killed_at_every_step_of_the_late_save_merge(tmp_path: Path, kind: str) -> None:
+    """The matrix for the merge: the reference run must reach the merge's own hooks (else this
+    kills nowhere new); after each kill, the restart, and the next write (an append to the same
+    note, so the owner's save left on disk is snapshotted and checked as theirs): invariants
+    1-6, and the owner's late line is on disk, except where only the old copy had it."""
+    template, AI_SHA["sha"] = make_template(tmp_path)
+    ACTIONS[f"merge:{kind}"] = _merging_append(kind)
+    try:
+        ref = reference(template, tmp_path, f"merge:{kind}")
+    finally:
+        del ACTIONS[f"merge:{kind}"]
+    missing = MERGE[kind] - set(ref.steps)
+    assert not missing, f"{kind}: the merge's hooks not reached: {missing} in {ref.steps}"
+    after = ref.after["notes/n2.md"].decode()
+    assert OWNER_LATE in after and AI_LINE in after, f"{kind}: no merge: {after!r}"
+    saved = SAVED + (f"{KEYSTROKE}\n" if kind == "into_the_old_copy" else "")
+    saved_at = ref.steps.index(SAVED_AT[kind])
+    kept_at = ref.steps.index(TAKEN[kind], saved_at) if kind in TAKEN else saved_at
+    assert kept_at <= saved_at + 1, f"{kind}: the save not named at once: {ref.steps}"
+    # rolled back with the owner's save kept, or (once committed) the save left on disk
+    ref.states = [{"notes/n2.md": saved.encode()}]
+    ref.pending = {saved.encode()}
+    if kind == "into_the_old_copy":  # killed before the save in the old copy was read
+        ref.states.append({"notes/n2.md": (N2 + f"{KEYSTROKE}\n").encode()})
+        ref.pending.add((N2 + f"{KEYSTROKE}\n").encode())
+    if kind in TAKEN:  # what landed after the commit was made: the owner's, uncommitted
+        ref.pending.add(ref.after["notes/n2.md"])
+    if kind == "after_the_commit":
+        ref.states.append({"notes/n2.md": (N2 + AI_LINE).encode()})  # committed, save unread
+    action = _merging_append(kind)
+    seen: Counter[str] = Counter()
+    for i, step in enumerate(ref.steps):
+        seen[step] += 1
+        fault = f"kill:{step}:{seen[step]}"
+        where = f"merge {kind} killed at {fault}"
+        root = fresh_copy(template, tmp_path / f"case{i}")
+        start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
+        events = len(read_all(root / ".git/vaultwatch/events.jsonl"))
+        status = run_child(root, fault, action)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, (
+            f"{where}: not killed there (status {status})"
+        )
+        left = len(list((root / ".git/vaultwatch").glob("intent*.json")))
+        extra: dict[str, str] = {}
+        if i % 2 == 0:
+            vault = Vault(root)
+            try:
+                vault.store.recover()
+            finally:
+                vault.close()
+            how = "server start"
+        else:
+            apply_create(root, NewNote("after-owner.md", "# After\n"))
+            extra["after-owner.md"] = "after-owner.md"
+            how = "owner action"
+        check(root, ref, start, extra, left, events, f"{where}, after the {how}")
+        reached = i >= kept_at  # the late line on disk, or in a commit, from here on
+        n2 = (root / "notes/n2.md").read_text()
+        assert not reached or OWNER_LATE in n2, f"{where}: the late line lost: {n2!r}"
+        ai_write(root, "append_section", [("append_section", {
+            "path": "notes/n2.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
+        extra["the next write"] = "notes/n2.md"
+        extra["snapshot: notes/n2.md"] = "notes/n2.md"  # the owner's save, taken in first
+        # whole or absent, then the next write's line appended (Log is n2's last section)
+        ref_next = Reference(ref.steps, ref.before, ref.after, ref.commits, ref.touched)
+        ends = [ref.before["notes/n2.md"], ref.after["notes/n2.md"]]
+        ends += [st["notes/n2.md"] or b"" for st in ref.states]
+        ref_next.states = [{"notes/n2.md": e + b"- the next write\n"} for e in ends]
+        check(root, ref_next, start, extra, left, events, f"{where}, after the next write")
+        n2 = (root / "notes/n2.md").read_text()
+        assert not reached or OWNER_LATE in n2, f"{where}: the late line lost: {n2!r}"
+        assert n2.count("- the next write\n") == 1, f"{where}: {n2!r}"

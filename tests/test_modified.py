@@ -245,3 +245,59 @@ def test_a_note_named_in_nfd_on_disk(tmp_path: Path, git_runs: list[list[str]]) 
         assert _day(vault, "café.md") == "2025-01-05"
     finally:
         vault.close()
+
+
+def _primed(vault: Vault) -> None:
+    """Start the first status early (as `Vault.entries` does) and wait until it has run."""
+    import time
+
+    vault.modified.prime()
+    deadline = time.monotonic() + 30
+    while vault.modified._primed_at is None:  # the thread's own answer, nothing else to wait on
+        assert time.monotonic() < deadline, "prime's git status never finished (30 s)"
+        time.sleep(0.01)
+
+
+def test_the_first_status_runs_beside_the_walk_and_once(
+    tmp_path: Path, git_runs: list[list[str]]
+) -> None:
+    """The first `entries()` starts `git status` before walking the notes and uses its answer:
+    one full status, not a second after the walk."""
+    root = _repo(tmp_path, {"a.md": "# A\n", "b.md": "# B\n"})
+    (root / "b.md").write_text("# B changed\n")
+    v = Vault(root)
+    try:
+        assert _day(v, "a.md") == "2025-01-05"
+        assert _day(v, "b.md") == TODAY  # changed since the commit: its mtime
+        assert sum("status" in r for r in git_runs) == 1
+    finally:
+        v.close()
+
+
+def test_a_note_changed_after_the_early_status_is_compared_again(tmp_path: Path) -> None:
+    """A note saved after the early status looked at it, but before the walk read it: the
+    status says clean, the index has the new text. It must be dated by its mtime, not by
+    the commit of text it no longer has."""
+    root = _repo(tmp_path, {"a.md": "# A\n", "b.md": "# B\n"})
+    v = Vault(root)
+    try:
+        _primed(v)
+        _touch_later(root / "a.md", b"# A edited after the status\n")
+        assert _day(v, "a.md") == TODAY
+        assert _day(v, "b.md") == "2025-01-05"
+    finally:
+        v.close()
+
+
+def test_a_commit_after_the_early_status_is_followed(tmp_path: Path) -> None:
+    """HEAD moved after the early status: its answer was for the old HEAD, and is not used."""
+    root = _repo(tmp_path, {"a.md": "# A\n", "b.md": "# B\n"})
+    (root / "a.md").write_text("# A draft\n")
+    v = Vault(root)
+    try:
+        _primed(v)
+        _git(root, "commit", "-qam", "draft", when=LATER)  # a.md clean again, at LATER
+        assert _day(v, "a.md") == "2025-12-01"
+        assert _day(v, "b.md") == "2025-01-05"
+    finally:
+        v.close()

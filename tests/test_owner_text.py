@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from app.services.feed import event_row
 from server.write.journal import read_all
 
 from .conftest import REPO, git, no_lease, tool_text
@@ -172,10 +173,18 @@ async def test_re_saving_identical_text_never_gives_an_empty_snapshot(
     # rename are enough (store: the same-bytes rule), so the AI's writes land between saves.
     assert counts["commit"] > 0, counts
     # the dashboard's revert of the newest AI commit takes out its line, nothing else
-    from app.services.revert import revert
+    from app.services.revert import NothingToRevert, revert
 
     before = (root / "note.md").read_text()
     newest = git(root, "log", "--author=Claude", "-1", "--format=%H").strip()
+    added = [ln[1:] for ln in git(root, "show", "--format=", newest).splitlines() if ln[:2] == "+-"]
+    if added[0] + "\n" not in before:
+        # the editor's last save, preempted between its read and its write (a loaded
+        # machine), wrote back the note from before that line: the owner's edit took it
+        # out, so the revert has nothing to undo and says so (fresh-clone run, load 12)
+        with pytest.raises(NothingToRevert):
+            revert(root, [newest])
+        return
     revert(root, [newest])
     after = (root / "note.md").read_text()
     assert after.startswith("# My note\n\nA paragraph the owner wrote.\n\n## Log\n")
@@ -802,6 +811,50 @@ async def test_a_save_that_does_not_merge_is_put_back_beside_a_newer_save(
         ln for ln in git(root, "log", "--author=Test Owner", "-p", "--format=").splitlines()
     ), "the AI's edit went into an owner's commit"
     # planned again on the owner's text, the AI's `old` is no longer there: said, not forced
+    assert r.is_error or "- first, by AI\n" in disk, tool_text(r)
+
+
+@pytest.mark.anyio
+async def test_a_save_that_merges_with_nothing_is_kept_aside_in_git(
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, but the newer save by the path changes the very line too: neither the AI's
+    taking back nor the owner's first save merges into it, so the note keeps the newer save.
+    The first save was lost (a warning in a log nobody reads). It is now kept in git under
+    `refs/vaultwatch/kept/`, and the journal tells the owner where, in the dashboard."""
+
+    text = "# My note\n\n## Log\n- first\n- second\n"
+    root = make_vault({"note.md": text})
+    note = root / "note.md"
+    first = text.replace("- first\n", "- first, saved by the owner\n")
+
+    def edit_then_type(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.write(fd, first.encode())  # the same line the AI edits, into the old copy
+        newer = note.read_text().replace("- first, by AI\n", "- first, typed again\n")
+        note.write_text(newer)  # then a save by the path over the AI's line
+
+    _editor_in_the_old_copy(monkeypatch, note, edit_then_type)
+    with no_lease():
+        async with connect(root) as s:
+            r = await s.client.call_tool(
+                "edit_text", {"path": "note.md", "old": "- first\n", "new": "- first, by AI\n"}
+            )
+    disk = note.read_text()
+    assert "- first, typed again\n" in disk, disk  # the newer save is the note
+    assert "by AI" not in disk, disk
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objecttype)", "refs/vaultwatch/kept/")
+    kept = [git(root, "cat-file", "blob", ln.split()[0]) for ln in refs.splitlines()]
+    history = git(root, "log", "-p", "--format=")
+    assert first in kept or "+- first, saved by the owner" in history, (
+        f"the owner's first save is lost: {disk!r}, kept {kept!r}"
+    )
+    if first in kept:
+        events = read_all(root / ".git/vaultwatch/events.jsonl", kinds=["recovered"])
+        said = [e for e in events if "refs/vaultwatch/kept/" in e["message"]]
+        assert said and said[0]["kept"] == ["note.md"], events
+        row = event_row(said[0], 0)  # the dashboard's timeline row names the note
+        assert row is not None and row.paths == ("note.md",), row
     assert r.is_error or "- first, by AI\n" in disk, tool_text(r)
 
 

@@ -9,13 +9,14 @@ open for writing), the note is left as found, and the recovery says so. Failed b
 
 from __future__ import annotations
 
+import os
 import signal
 from typing import Any
 
 from server.write.journal import read_all
 
 from .conftest import git, head
-from .crashes import call_until_killed
+from .crashes import ai_write, call_until_killed, run_child
 
 
 def test_recovery_never_replaces_a_note_an_editor_is_saving(make_vault: Any) -> None:
@@ -50,3 +51,36 @@ def test_recovery_never_replaces_a_note_an_editor_is_saving(make_vault: Any) -> 
     assert head(root) == before
     assert not list(state_dir(root).glob("intent*.json"))
     assert git(root, "status", "--porcelain") == " M notes/a.md\n"  # the owner's, to snapshot
+
+
+def test_a_rollback_that_leaves_a_note_as_found_keeps_the_text_before_in_git(
+    make_vault: Any,
+) -> None:
+    """The owner had a pending edit (in no commit); an AI append was killed after its rename;
+    before the restart, another program saved the note over with other text. The rollback
+    leaves the note as found (that save is newer), and the pending edit was then in no file
+    and no commit: lost. It is kept in git under `refs/vaultwatch/kept/`, and the rollback's
+    `recovered` event says where."""
+    from server.core.state_files import state_dir
+    from server.vault import Vault
+
+    root = make_vault({"notes/a.md": "# A\n\n## Log\n- owner\n"})
+    note = root / "notes/a.md"
+    pending = "# A\n\n## Log\n- owner\n- the owner's pending line\n"
+    note.write_text(pending)
+    killed = ("append_section", {"path": "notes/a.md", "heading": "Log", "content": "- ai, killed"})
+    status = run_child(root, "kill:renamed:1", lambda r: ai_write(r, "append_section", [killed]))
+    assert os.WIFSIGNALED(status), status
+    assert "- ai, killed" in note.read_text()  # renamed in, never committed
+    note.write_text("# A\n\nreplaced whole by another program\n")
+    vault = Vault(root)  # a fresh server's start recovers the dead write
+    try:
+        vault.store.recover()
+    finally:
+        vault.close()
+    assert note.read_text() == "# A\n\nreplaced whole by another program\n"
+    refs = git(root, "for-each-ref", "--format=%(refname)", "refs/vaultwatch/kept/").split()
+    assert [git(root, "cat-file", "blob", ref) for ref in refs] == [pending], refs
+    recovered = [e for e in read_all(state_dir(root) / "events.jsonl") if e["kind"] == "recovered"]
+    assert recovered[-1]["kept"] == ["notes/a.md"], recovered
+    assert f"git show {refs[0]}" in recovered[-1]["message"], recovered[-1]

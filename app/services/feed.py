@@ -14,7 +14,7 @@ from app.services.history import Commit, is_ancestor, read_commits, reverted_by
 from server.core.clients import client_name
 from server.core.git_run import git
 from server.core.state_files import state_dir
-from server.write.journal import JournalReader, event_time
+from server.write.journal import JournalReader, event_time, parse_lines
 
 SHOWN_EVENTS = {
     "conflict",
@@ -78,6 +78,14 @@ def _ts(event: dict[str, Any]) -> datetime:
     return event_time(event) or datetime.now(UTC)
 
 
+def event_paths(e: dict[str, Any]) -> tuple[str, ...]:
+    """The notes an event names: its `paths`, or its one `path`; a rollback's, the notes it
+    put back and those it left as found (`kept`)."""
+    if e.get("kind") == "recovered":
+        return tuple(str(p) for p in [*(e.get("paths") or []), *(e.get("kept") or [])])
+    return tuple(str(p) for p in (e.get("paths") or ([e["path"]] if e.get("path") else [])))
+
+
 def event_row(e: dict[str, Any], n: int) -> Row | None:
     kind = e.get("kind", "")
     if kind not in SHOWN_EVENTS:
@@ -91,7 +99,7 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
         else "?"
     )
     tool = e.get("tool") or ""
-    paths = tuple(e.get("paths") or ([e["path"]] if e.get("path") else []))
+    paths = event_paths(e)
     if kind == "conflict":
         summary = "the note changed after the AI read it; nothing written"
     elif kind == "rejected":
@@ -118,8 +126,9 @@ def event_row(e: dict[str, Any], n: int) -> Row | None:
 
 
 FIRST_COMMITS = 400  # read at start; the rest of the history follows in the background
-# journal events made rows at start (the newest); the older ones' rows follow with the history:
-# on the bench's vault, rows for its 5,000 events took ~100 ms of the first screen's 250
+# journal lines read at start (the newest); the older ones are parsed, and their rows made, with
+# the rest of the history: on the bench's vault, rows for its 5,000 events took ~100 ms of the
+# first screen's 250, and their JSON ~40 ms more
 FIRST_EVENTS = 1000
 
 
@@ -141,14 +150,20 @@ class Feed:
         self._event_rows: list[Row] = []
         self._precise: dict[str, datetime] = {}  # commit sha -> its journal time (ms)
         self._complete = True  # the whole history of _head is in _commit_rows
-        self._events_from = 0  # the events before this index have no rows yet (backfill)
+        # the journal's lines older than the first read's, not parsed yet (backfill)
+        self._older: list[bytes] | None = None
+        # rows' keys number the events in journal order, the older ones included before they
+        # are read: events[i] is number i + _shift from index _shift_from on, i before it
+        self._shift = 0
+        self._shift_from = 0
         self._generation = 0  # bumped when the history is reread from the top
         self._lock = threading.Lock()
         self._backfilling = threading.Lock()
 
     @property
     def complete(self) -> bool:
-        return self._complete and not self._events_from
+        """The whole history is in: every commit of HEAD and every event of the journal."""
+        return self._complete and self._older is None
 
     def _current_head(self) -> str | None:
         r = git(self.root, "rev-parse", "-q", "--verify", "HEAD", check=False)
@@ -157,13 +172,19 @@ class Feed:
     def poll(self) -> bool:
         with self._lock:
             rows_changed = False
-            new = self.reader.poll()
+            if not self.events and not self.reader.offset:  # the first read: the newest lines
+                older, new = self.reader.poll_tail(FIRST_EVENTS)
+                if older:
+                    self._older = older
+                    # numbered after the older lines' events: as many as lines with text,
+                    # unless some were damaged (then the numbers leave gaps, never repeat)
+                    self._shift = sum(1 for line in older if line.strip())
+            else:
+                new = self.reader.poll()
             if new:
                 start = len(self.events)
                 self.events.extend(new)
-                if not start and len(new) > FIRST_EVENTS:  # the first read of a long journal
-                    self._events_from = len(new) - FIRST_EVENTS
-                rows, timed = self._event_rows_of(max(start, self._events_from), len(self.events))
+                rows, timed = self._event_rows_of(start, len(self.events))
                 self._event_rows.extend(rows)
                 rows_changed = bool(rows) or timed
             head = self._current_head()
@@ -182,7 +203,7 @@ class Feed:
         rows, timed = [], False
         for i in range(start, end):
             e = self.events[i]
-            row = event_row(e, i)
+            row = event_row(e, i + self._shift if i >= self._shift_from else i)
             if row is not None:
                 rows.append(row)
             elif e.get("kind") == "commit" and e.get("sha"):
@@ -213,27 +234,33 @@ class Feed:
             self._backfilling.release()
 
     def _backfill(self) -> bool:
-        with self._lock:
-            if self._events_from:  # the older events' rows, below the newest ones
-                older, _ = self._event_rows_of(0, self._events_from)
+        made = False
+        if self._older is not None:  # set by the first poll only, cleared only here
+            parsed = parse_lines(self._older)  # unlocked: polls go on meanwhile
+            with self._lock:
+                n = len(parsed)
+                self.events[0:0] = parsed  # in place: the Reads screen holds this list
+                # the events read so far keep their numbers (and rows their keys)
+                self._shift, self._shift_from = self._shift - n, n
+                older, _ = self._event_rows_of(0, n)
                 self._event_rows = older + self._event_rows
-                self._events_from = 0
-                if self._complete or self._head is None:
-                    self._sort()
-                    return True
+                self._older = None
+                self._sort()
+                made = True
+        with self._lock:
             if self._complete or self._head is None:
-                return False
+                return made
             # the rows held are exactly the newest commits of `head`'s history
             head, generation, held = self._head, self._generation, len(self._commit_rows)
         rest = read_commits(self.root, rev=head, skip=held)  # the slow part, unlocked
         with self._lock:
             if generation != self._generation:
-                return False  # the history was rewritten meanwhile; poll reread it
+                return made  # the history was rewritten meanwhile; poll reread it
             # commits that arrived meanwhile were put on top; what was read goes below
             self._commit_rows = self._commit_rows + [commit_row(c) for c in rest]
             self._complete = True
             self._sort()
-            return bool(rest)
+            return bool(rest) or made
 
     def _sort(self) -> None:
         """Newest first. Git keeps whole seconds, the journal milliseconds: a commit the server

@@ -272,6 +272,11 @@ class DocIndex:
                     out |= paths
             return out
 
+    def changed_after(self, ns: int) -> set[str]:
+        """The notes whose file was modified or changed (mtime, ctime) at or after `ns`."""
+        with self._lock:
+            return {p for p, e in self._entries.items() if max(e.mtime_ns, e.ctime_ns) >= ns}
+
     def put(self, doc: Doc, st: os.stat_result) -> None:
         """Record a doc the server itself just wrote, so the next refresh need not re-read it."""
         with self._lock:

@@ -111,12 +111,19 @@ CREATE TABLE IF NOT EXISTS notes(
 """
 
 
-class ParseCache:
-    """Load every row once at start; write back only what changed."""
+class SqliteCache:
+    """A derived cache in one SQLite file of the state folder: opened 0600 and never through a
+    link (state_files.state_file), versioned (`version`: another one's rows are deleted on
+    open), and rebuilt when found unusable; no error from it ever reaches a caller. A
+    subclass names its tables (`DDL`, a `meta` table among them) and what a new version
+    deletes (`RESET`)."""
 
-    def __init__(self, path: Path, version: str | None = None) -> None:
+    DDL = ""
+    RESET = ""
+
+    def __init__(self, path: Path, version: str) -> None:
         self.path = path
-        self.version = version or parser_version()
+        self.version = version
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self.rebuilds = 0  # how often the file was found unusable and started afresh
@@ -131,12 +138,12 @@ class ParseCache:
             db.execute("PRAGMA busy_timeout = 5000")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(DDL)
+            db.executescript(self.DDL)
             row = db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if row is None or row[0] != self.version:
                 # Another parser wrote these rows (or none did): start the table afresh.
                 db.execute("BEGIN IMMEDIATE")
-                db.execute("DELETE FROM notes")
+                db.execute(self.RESET)
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (self.version,))
                 db.execute("COMMIT")
         except BaseException:
@@ -152,13 +159,13 @@ class ParseCache:
                 self._db = self._open_file()
                 return self._db
             except sqlite3.OperationalError as exc:  # full disk, locked too long: not broken
-                log.warning("parse cache %s not opened now (%s)", self.path, exc)
+                log.warning("cache %s not opened now (%s)", self.path, exc)
                 return None
             except OSError as exc:  # cannot even create the file (a full disk, read-only)
-                log.warning("parse cache %s not opened now (%s)", self.path, exc)
+                log.warning("cache %s not opened now (%s)", self.path, exc)
                 return None
             except sqlite3.Error as exc:
-                log.warning("parse cache %s unusable (%s); rebuilding it", self.path, exc)
+                log.warning("cache %s unusable (%s); rebuilding it", self.path, exc)
                 if attempt == 2:
                     self.disabled = True
                     return None
@@ -174,6 +181,22 @@ class ParseCache:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.path) + suffix)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+
+class ParseCache(SqliteCache):
+    """Load every row once at start; write back only what changed."""
+
+    DDL = DDL
+    RESET = "DELETE FROM notes"
+
+    def __init__(self, path: Path, version: str | None = None) -> None:
+        super().__init__(path, version or parser_version())
 
     def load(self) -> dict[str, Cached]:
         """Every cached note: path -> (stat key, doc). Empty when the file cannot be read."""
@@ -233,9 +256,3 @@ class ParseCache:
                 self._discard()
                 return False
             return True
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None

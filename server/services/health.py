@@ -6,8 +6,9 @@ Every rule comes from where it already lives: problems under the config are the 
 (`validate.problems`), links are parsed and resolved as the owner's move rewrites them
 (`links`), "modified" is the vault's (last commit, or mtime for unsaved edits), "too big" is
 read_doc's own budget (`reading.fits_one_read`), near-duplicates use the vectors recall already
-stored (nothing is embedded here). Health never changes a note; the only file it writes is the
-ignore list, `.git/vaultwatch/health-ignore.json`.
+stored (nothing is embedded here). Health never changes a note; the files it writes are the
+ignore list, `.git/vaultwatch/health-ignore.json`, and its cache of each note's judgment,
+`.git/vaultwatch/health.sqlite` (health_store.py).
 
 Private notes never appear: they are not in the vault's note index, a link that resolves into a
 private folder is neither a link nor a broken one, and a private note's own links are not read.
@@ -20,15 +21,17 @@ import threading
 import time
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from server.core.gc_pause import gc_paused
 from server.notes.config import Config
 from server.notes.entry import Entry
 from server.notes.superseded import DATE_FIELD, is_superseded
 from server.services.health_duplicates import SAME_SUBJECT, _duplicates, _Near, _same_subject
 from server.services.health_findings import KINDS, Finding, Report
 from server.services.health_ignore import load_ignored
-from server.services.health_links import _links, _parse_all
+from server.services.health_links import _links, _parse_all, _Parsed
+from server.services.health_store import Rows, config_digest
 from server.services.supersede import successor
 from server.write.validate import problems as note_problems
 
@@ -45,7 +48,9 @@ _PROBLEMS_CFG: dict[str, Config] = {}  # vault root -> the config `_PROBLEMS` wa
 _PROBLEMS_LOCK = threading.Lock()
 
 
-def _problems(vault: Vault, cfg: Config, entries: dict[str, Entry]) -> list[Finding]:
+def _problems(
+    vault: Vault, cfg: Config, entries: dict[str, Entry], rows: Rows | None = None
+) -> list[Finding]:
     root = str(vault.root)
     # loaded_at is when the file was read, not what it says: a fresh Vault reads the same file
     same = dataclasses.replace(cfg, loaded_at="")
@@ -55,6 +60,7 @@ def _problems(vault: Vault, cfg: Config, entries: dict[str, Entry]) -> list[Find
                 del _PROBLEMS[k]
             _PROBLEMS_CFG[root] = same
         known = {k[1]: v for k, v in _PROBLEMS.items() if k[0] == root}
+    digest: str | None = None
     found: list[Finding] = []
     fresh: dict[tuple[str, str], tuple[str, list[Finding]]] = {}
     for path, e in entries.items():
@@ -62,10 +68,20 @@ def _problems(vault: Vault, cfg: Config, entries: dict[str, Entry]) -> list[Find
         if hit is not None and hit[0] == e.doc.hash:
             found += hit[1]
             continue
-        got = [
-            Finding("problem", path, f"{pr.message} ({pr.hint})", code=pr.code, key=pr.key)
-            for pr in note_problems(e.doc, cfg)
-        ]
+        got: list[Finding] | None = None
+        if rows is not None:  # judged by an earlier process, under the same config?
+            if digest is None:
+                digest = config_digest(cfg) or ""
+            row = rows.get(path, e.doc.hash) if digest else None
+            if row is not None and row.get("cfg") == digest:
+                got = _stored_problems(path, row.get("problems"))
+        if got is None:
+            got = [
+                Finding("problem", path, f"{pr.message} ({pr.hint})", code=pr.code, key=pr.key)
+                for pr in note_problems(e.doc, cfg)
+            ]
+            if rows is not None:
+                rows.fresh.add(path)
         fresh[(root, path)] = (e.doc.hash, got)
         found += got
     with _PROBLEMS_LOCK:
@@ -74,6 +90,48 @@ def _problems(vault: Vault, cfg: Config, entries: dict[str, Entry]) -> list[Find
                 del _PROBLEMS[k]  # notes gone (deleted, moved, now private)
             _PROBLEMS.update(fresh)
     return found
+
+
+def _stored_problems(path: str, stored: object) -> list[Finding] | None:
+    """A note's problems as health.sqlite keeps them; None when they are not that form."""
+    if not isinstance(stored, list):
+        return None
+    out = []
+    for item in stored:
+        if not (
+            isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item)
+        ):
+            return None
+        out.append(Finding("problem", path, item[0], code=item[1], key=item[2]))
+    return out
+
+
+def _keep(
+    vault: Vault,
+    cfg: Config,
+    entries: dict[str, Entry],
+    parsed: dict[str, _Parsed],
+    rows: Rows,
+) -> None:
+    """Write what this check judged afresh to health.sqlite (each note's row whole: its
+    reading and its problems, both of the content the index has), and delete the rows of
+    notes no longer in the index."""
+    root = str(vault.root)
+    digest = config_digest(cfg)
+    with _PROBLEMS_LOCK:
+        judged = {p: _PROBLEMS.get((root, p)) for p in rows.fresh}
+    put: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path, problems in judged.items():
+        e, p = entries.get(path), parsed.get(path)
+        if e is None or p is None or problems is None or digest is None:
+            continue
+        if not (p.hash == e.doc.hash == problems[0]):
+            continue  # changed on disk while it was judged: the next check judges it again
+        row = p.row()
+        row["cfg"] = digest
+        row["problems"] = [[f.reason, f.code or "", f.key or ""] for f in problems[1]]
+        put[path] = (e.doc.hash, row)
+    rows.finish(entries, put)
 
 
 def _age_days(e: Entry, today: date) -> int:
@@ -92,7 +150,8 @@ def check(
     started = time.monotonic()
     # the notes read once for the whole check: each vault.entries() walks the vault again
     entries = vault.entries()
-    found, warnings = _findings(vault, today or date.today(), entries)
+    with gc_paused():  # thousands of findings and parsed notes made at once (gc_pause.py)
+        found, warnings = _findings(vault, today or date.today(), entries)
     report = _report(vault, found, warnings, include_ignored, started, len(entries))
     if not duplicates:
         return report
@@ -134,8 +193,10 @@ def _findings(
         warnings.append(vault.config_notice)
     warnings += [f"health config: {p}" for p in cfg.health_problems]
     limit = cfg.limits.result_chars
-    parsed = _parse_all(vault, entries, limit)
-    found: list[Finding] = _problems(vault, cfg, entries)
+    rows = Rows(vault.root)  # health.sqlite, read only if this process has not judged a note
+    parsed = _parse_all(vault, entries, limit, rows)
+    found: list[Finding] = _problems(vault, cfg, entries, rows)
+    _keep(vault, cfg, entries, parsed, rows)
 
     broken, incoming, linking = _links(vault, parsed)
     found += broken
@@ -183,7 +244,7 @@ def _findings(
                 Finding(
                     "too_big",
                     path,
-                    f"{len(p.text):,} chars: more than one read_doc returns under "
+                    f"{p.chars:,} chars: more than one read_doc returns under "
                     f"limits.result_chars ({limit:,}); the AI reads it in parts",
                 )
             )

@@ -4,13 +4,15 @@ links (a missing note, #heading or #^block), each note's incoming links."""
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from server.core.budget import escaped_len
 from server.notes.entry import Entry
@@ -19,6 +21,7 @@ from server.notes.note import Doc, content_hash, decode, parse_doc
 from server.notes.reading import FOOTER_ROOM, fits_one_read
 from server.notes.walk import walk_files
 from server.services.health_findings import Finding
+from server.services.health_store import Rows
 
 if TYPE_CHECKING:
     from server.vault import Vault
@@ -39,15 +42,69 @@ def all_files(root: Path) -> Iterator[str]:
 @dataclass
 class _Parsed:
     """What health needs of one note, kept per process by content hash (the index's, kept
-    current by stat), so the screen's re-checks read only the notes that changed."""
+    current by stat), so the screen's re-checks read only the notes that changed, and across
+    processes in health.sqlite (health_store) without the text, read when first asked."""
 
     hash: str
-    text: str
     links: tuple[Link, ...]
     fits: bool  # read_doc returns it whole in one call
     limit: int  # the budget `fits` was judged under
+    chars: int  # the text's length
+    lines: tuple[int, ...]  # the line each link is on (1-based)
+    written: tuple[str, ...]  # each link as written
+    source: str  # the note's file (absolute), to read its text when asked
     anchors: tuple[set[str], set[str]] | None = None  # headings and ^blocks, when asked
     cjk: bool | None = None  # written in a CJK script (cross_language), when asked
+    _text: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The note's text: read when first asked of a note judged from health.sqlite (as
+        the file is now: "" when it is gone)."""
+        if self._text is None:
+            try:
+                with open(self.source, "rb") as fh:
+                    self._text = decode(fh.read())[0]
+            except OSError:
+                self._text = ""
+        return self._text
+
+    def row(self) -> dict[str, Any]:
+        """What health.sqlite keeps of it (health_store)."""
+        return {
+            "limit": self.limit,
+            "fits": self.fits,
+            "chars": self.chars,
+            "links": [
+                [k.kind, k.target, k.heading, k.alias, k.embed, k.start, k.end, line, written]
+                for k, line, written in zip(self.links, self.lines, self.written, strict=True)
+            ],
+        }
+
+    @classmethod
+    def of_row(cls, hash_: str, row: dict[str, Any], source: str) -> _Parsed | None:
+        """The note as a row of health.sqlite says; None when the row is not one (the file
+        is not trusted: anything else is judged again)."""
+        try:
+            links, lines, written = [], [], []
+            for kind, target, heading, alias, embed, start, end, line, text in row["links"]:
+                if not (isinstance(start, int) and isinstance(end, int) and isinstance(line, int)):
+                    return None
+                if kind not in ("wiki", "md") or not (
+                    isinstance(target, str) and isinstance(text, str)
+                ):
+                    return None
+                if not all(v is None or isinstance(v, str) for v in (heading, alias)):
+                    return None
+                links.append(Link(str(kind), target, heading, alias, bool(embed), start, end))
+                lines.append(line)
+                written.append(text)
+            fits, limit, chars = row["fits"], row["limit"], row["chars"]
+            if not (isinstance(fits, bool) and isinstance(limit, int) and isinstance(chars, int)):
+                return None
+        except (KeyError, TypeError, ValueError):
+            return None
+        return cls(hash_, tuple(links), fits, limit, chars, tuple(lines), tuple(written), source)
 
 
 _CACHE: dict[tuple[str, str], _Parsed] = {}
@@ -69,31 +126,62 @@ def _fits(doc: Doc, text: str, type_name: str | None, limit: int) -> bool:
     return fits_one_read(full, text, type_name, limit)
 
 
-def _parse(vault: Vault, e: Entry, limit: int) -> _Parsed | None:
+def _lines(text: str, links: tuple[Link, ...]) -> tuple[int, ...]:
+    """The line each link starts on, counting each stretch of the text once."""
+    out = [0] * len(links)
+    at, line = 0, 1
+    for i in sorted(range(len(links)), key=lambda i: links[i].start):
+        start = links[i].start
+        line += text.count("\n", at, start)
+        at = start
+        out[i] = line
+    return tuple(out)
+
+
+def _parse(vault: Vault, e: Entry, limit: int, rows: Rows | None = None) -> _Parsed | None:
     key = (str(vault.root), e.doc.path)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None and hit.hash == e.doc.hash and hit.limit == limit:
         return hit
-    try:
-        data = (vault.root / e.doc.disk).read_bytes()
-    except OSError:
-        return None  # gone since the index saw it
-    text, _ = decode(data)
-    links: tuple[Link, ...] = ()
-    if "[[" in text or "](" in text:  # every link has one of these; most notes have neither
-        spans = code_spans(text) if ("`" in text or "~~~" in text) else []  # as parse_doc does
-        links = tuple(parse_links(text, mask_code(text, spans)))
-    out = _Parsed(content_hash(data), text, links, _fits(e.doc, text, e.type, limit), limit)
+    source = os.path.join(key[0], e.doc.disk)  # a Path per note: 10,000 cost 0.1 s
+    row = rows.get(e.doc.path, e.doc.hash) if rows is not None else None
+    out = _Parsed.of_row(e.doc.hash, row, source) if row is not None else None
+    if out is None or out.limit != limit:
+        try:
+            with open(source, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None  # gone since the index saw it
+        text, _ = decode(data)
+        links: tuple[Link, ...] = ()
+        if "[[" in text or "](" in text:  # every link has one of these; most notes have neither
+            spans = code_spans(text) if ("`" in text or "~~~" in text) else []  # as parse_doc
+            links = tuple(parse_links(text, mask_code(text, spans)))
+        out = _Parsed(
+            content_hash(data),
+            links,
+            _fits(e.doc, text, e.type, limit),
+            limit,
+            len(text),
+            _lines(text, links),
+            tuple(text[k.start : k.end] for k in links),
+            source,
+            _text=text,
+        )
+        if rows is not None:
+            rows.fresh.add(e.doc.path)
     with _CACHE_LOCK:
         _CACHE[key] = out
     return out
 
 
-def _parse_all(vault: Vault, entries: dict[str, Entry], limit: int) -> dict[str, _Parsed]:
+def _parse_all(
+    vault: Vault, entries: dict[str, Entry], limit: int, rows: Rows | None = None
+) -> dict[str, _Parsed]:
     out: dict[str, _Parsed] = {}
     for path, e in entries.items():
-        p = _parse(vault, e, limit)
+        p = _parse(vault, e, limit, rows)
         if p is not None:
             out[path] = p
     return out
@@ -117,21 +205,62 @@ def _target_path(link: Link, source: str) -> str:
     return link.target.lstrip("/")
 
 
-_INDEXES: dict[str, LinkIndex] = {}  # vault root -> the last check's files, indexed
+# vault root -> the last check's files, indexed, and the folders' mtimes when they were listed
+_INDEXES: dict[str, tuple[LinkIndex, dict[str, int] | None]] = {}
+# a folder changed this recently may change again within the file system clock's tick
+# without its mtime moving: its listing is not trusted to stand for the next check
+SETTLED_NS = 2_000_000_000
+
+
+def _listed(root: Path) -> tuple[set[str], dict[str, int] | None]:
+    """Every file (`all_files`), and each folder's mtime taken before it was listed: None
+    when one was changed moments ago, or a symlink was met (its target's folder may change
+    without any of these)."""
+    stamps: dict[str, int] | None = {}
+    links = False
+
+    def folder(_rel: str, _disk: str, absolute: str) -> None:
+        nonlocal stamps
+        if stamps is None:
+            return
+        try:
+            stamps[absolute] = os.stat(absolute).st_mtime_ns
+        except OSError:
+            stamps = None
+
+    def link() -> None:
+        nonlocal links
+        links = True
+
+    started = time.time_ns()
+    files = {f.rel for f in walk_files(root, on_folder=folder, on_link=link)}
+    if links or stamps is None or any(m >= started - SETTLED_NS for m in stamps.values()):
+        return files, None
+    return files, stamps
+
+
+def _unchanged(stamps: dict[str, int]) -> bool:
+    """No file came, went or was renamed in any folder listed (each folder's mtime moves
+    when an entry is added, removed or renamed in it, and a new folder's parent's does)."""
+    try:
+        return all(os.stat(d).st_mtime_ns == m for d, m in stamps.items())
+    except OSError:
+        return False
 
 
 def _link_index(root: Path) -> LinkIndex:
     """The vault's files indexed for links: built again only when a file came or went (a
     LinkIndex is a pure function of the file names; sorting and keying 10,000 of them is most
-    of what resolving links costs a re-check)."""
-    files = set(all_files(root))
+    of what resolving links costs a re-check), and the vault walked again only when a
+    folder's mtime says so (`_listed`: a second walk of 10,000 files after the index's)."""
     with _CACHE_LOCK:
         hit = _INDEXES.get(str(root))
-    if hit is not None and hit.files == files:
-        return hit
-    index = LinkIndex(files)
+    if hit is not None and hit[1] is not None and _unchanged(hit[1]):
+        return hit[0]
+    files, stamps = _listed(root)
+    index = hit[0] if hit is not None and hit[0].files == files else LinkIndex(files)
     with _CACHE_LOCK:
-        _INDEXES[str(root)] = index
+        _INDEXES[str(root)] = (index, stamps)
     return index
 
 
@@ -146,10 +275,9 @@ def _links(
     incoming: dict[str, int] = {}
     linking: set[str] = set()
     for src, p in parsed.items():
-        for link in p.links:
+        for link, line, written in zip(p.links, p.lines, p.written, strict=True):
             if "<%" in link.target or "{{" in link.target:
                 continue  # a template's placeholder (Templater's <% %>, the core plugin's {{ }})
-            written = p.text[link.start : link.end]
             target = index.resolve(link, src)
             if target is None:
                 if private(_target_path(link, src)):
@@ -168,7 +296,6 @@ def _links(
                 if missing is None:
                     continue
                 reason = missing
-            line = p.text.count("\n", 0, link.start) + 1
             lines.setdefault((src, written), (reason, []))[1].append(line)
     # The same link written twice in a note is one finding (its id has no line, so that one
     # ignore quiets both), naming every line it is on.

@@ -19,6 +19,7 @@ A client is named as Stats names it (server.core.clients.client_name: `claude-co
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,6 +29,7 @@ from typing import Any
 
 from server.core.clients import client_name
 from server.core.git_log import renames
+from server.notes.paths import PathPolicy
 from server.vault import Vault
 from server.write.journal import estimate_tokens, event_time, parse_time
 
@@ -312,7 +314,20 @@ def note_reads(
     One pass over tens of thousands of events, so: plain lists as accumulators, the private
     rule asked once per path, the newest read found by comparing the journal's UTC stamps
     (one fixed format) and turned into a local time once per note."""
-    acc: dict[str, list[Any]] = {}  # path: [reads, tokens, newest ts, clients, tools]
+    acc: dict[str, list[Any]] = {}
+    _tally(events, acc, private, moves)
+    return _rows(acc)
+
+
+def _tally(
+    events: Iterable[dict[str, Any]],
+    acc: dict[str, list[Any]],
+    private: Callable[[str], bool],
+    moves: Moves | None,
+    touched: set[str] | None = None,
+) -> None:
+    """Add `events` to `acc` (path: [reads, tokens, newest ts, clients, tools]), private notes
+    left out; the paths they named go into `touched` when given."""
     hidden: dict[str, bool] = {}
     for e in events:
         if e.get("kind") != "read":
@@ -326,7 +341,10 @@ def note_reads(
         ts = e.get("ts")
         ts = ts if isinstance(ts, str) else ""
         client, tool = client_name(e.get("client")), str(e.get("tool") or "?")
-        for p in dict.fromkeys(paths):
+        named = dict.fromkeys(paths)
+        if touched is not None:
+            touched.update(named)
+        for p in named:
             h = hidden.get(p)
             if h is None:
                 h = hidden[p] = private(p)
@@ -341,11 +359,67 @@ def note_reads(
                 a[2] = ts
             a[3][client] = a[3].get(client, 0) + 1
             a[4][tool] = a[4].get(tool, 0) + 1
+
+
+def _rows(acc: dict[str, list[Any]], only: Iterable[str] | None = None) -> dict[str, NoteReads]:
+    """`acc`'s sums as NoteReads (of the paths `only` names, when given)."""
     clock = LocalClock()
     return {
         p: NoteReads(p, a[0], a[1], clock.of({"ts": a[2]}), _ranked(a[3]), _ranked(a[4]))
-        for p, a in acc.items()
+        for p in (acc if only is None else only)
+        if (a := acc.get(p)) is not None
     }
+
+
+@dataclass
+class _Tally:
+    """`note_reads` of the events counted so far in one vault, kept for the next call (the
+    Reads screen counts again whenever it opens and whenever an event arrives): the first
+    and the last event counted (the dashboard's list only grows, so a list that still holds
+    them where they were holds the same events before them), under which private rules and
+    renames. Private notes are never in it: left out as they are counted, and a change of
+    the rules counts everything again."""
+
+    policy: PathPolicy
+    moves: Moves
+    first: dict[str, Any] | None
+    last: dict[str, Any] | None
+    done: int
+    acc: dict[str, list[Any]]
+    rows: dict[str, NoteReads]
+
+    def extended_by(self, events: list[dict[str, Any]]) -> bool:
+        """Whether `events` are the events counted, with (maybe) more after them."""
+        if len(events) < self.done:
+            return False
+        return self.done == 0 or (events[0] is self.first and events[self.done - 1] is self.last)
+
+
+_TALLIES: dict[str, _Tally] = {}  # vault root -> its last tally
+_TALLY_LOCK = threading.Lock()
+
+
+def vault_note_reads(vault: Vault, events: list[dict[str, Any]]) -> dict[str, NoteReads]:
+    """`note_reads` of `events` under the vault's private rules and renames now, counting only
+    the events added since the last call on the same list (`_Tally`)."""
+    policy = vault.policy
+    moves = Moves.of(vault, events)
+    root = str(vault.root)
+    with _TALLY_LOCK:
+        t = _TALLIES.get(root)
+        if (
+            t is None
+            or t.policy is not policy
+            or t.moves._after != moves._after
+            or not t.extended_by(events)
+        ):
+            t = _TALLIES[root] = _Tally(policy, moves, None, None, 0, {}, {})
+        if t.done < len(events):
+            touched: set[str] | None = set() if t.done else None
+            _tally(events[t.done :], t.acc, policy.is_private, moves, touched)
+            t.rows = {**t.rows, **_rows(t.acc, touched)}
+            t.first, t.last, t.done = events[0], events[-1], len(events)
+        return dict(t.rows)
 
 
 def most_read(reads: Mapping[str, NoteReads], limit: int | None = None) -> list[NoteReads]:
@@ -426,8 +500,7 @@ def reads_report(
     """Most read notes, notes not read in `days` days, and the last SPAN days' cost, with the
     vault's current private rules applied to every list."""
     now = now or datetime.now().astimezone()
-    policy = vault.policy
-    reads = note_reads(events, policy.is_private, Moves.of(vault, events))
+    reads = vault_note_reads(vault, events)
     notes = vault_notes(vault)
     return Reads(
         days=days,

@@ -295,6 +295,18 @@ class JournalReader:
     _partial: bytes = field(default=b"", repr=False)
 
     def poll(self) -> list[dict[str, Any]]:
+        return list(_parse_lines(self._lines()))
+
+    def poll_tail(self, most: int) -> tuple[list[bytes], list[dict[str, Any]]]:
+        """As `poll`, but only the newest `most` lines parsed: the lines before them are
+        returned as they are, for `parse_lines` later. Parsing is the cost of a read (5,000
+        events: ~40 ms of JSON), and a screen wants the newest first."""
+        lines = self._lines()
+        cut = max(0, len(lines) - most)
+        return lines[:cut], list(_parse_lines(lines[cut:]))
+
+    def _lines(self) -> list[bytes]:
+        """The whole lines added since the last read (a line still being written waits)."""
         try:
             fh = _open_journal(self.path)
         except FileNotFoundError:
@@ -313,7 +325,12 @@ class JournalReader:
         data = self._partial + chunk
         lines = data.split(b"\n")
         self._partial = lines.pop()  # empty when the chunk ended on a newline
-        return list(_parse_lines(lines))
+        return lines
+
+
+def parse_lines(lines: list[bytes]) -> list[dict[str, Any]]:
+    """The well-formed events of these journal lines, in order (`poll_tail`'s older lines)."""
+    return list(_parse_lines(lines))
 
 
 def _parse_lines(lines: list[bytes]) -> Iterator[dict[str, Any]]:

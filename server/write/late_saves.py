@@ -13,7 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from server.core.git_run import GitError, git, human_identity
+from server.core.faults import crash_point
+from server.core.git_run import GitError, human_identity
 from server.core.state_files import write_state
 from server.write.commits import blob_id, commit_objects
 from server.write.file_write import FileWrite, mergeable
@@ -74,6 +75,7 @@ class LateSaves(Snapshots):
                     raise
             # the save, then the AI's change on it; tried again if saved again meanwhile
             self._store_blobs([saved])  # recovery puts it back from git
+            crash_point("merge_taken")  # the save stored in git; intent and disk as they were
             old_tmp, temps[i] = temps[i], _temp_name(self.root, target)
             if old_tmp is not None:
                 with contextlib.suppress(FileNotFoundError):
@@ -81,16 +83,11 @@ class LateSaves(Snapshots):
             w.old, w.new, w.stamp = saved, on, None
             self._seal_intent([w], {}, temps={w.rel: temps[i]})  # before the temp file exists
             _write_temp(str(temps[i]), target, on)
+            crash_point("merge_temp")  # the merge in its temp file, named by the intent
             merged = True
         if merged:
             self._store_blobs([w.new or b""])
         return merged
-
-    def _store_blobs(self, texts: list[bytes]) -> None:
-        for data in texts:
-            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
-            if got.stdout.decode().strip() != blob_id(data):
-                raise GitError("git stored different bytes than were written")
 
     def _take_late_saves(
         self,
@@ -113,6 +110,8 @@ class LateSaves(Snapshots):
         delete raises WriteRace with the save to put back, as before. Returns the writes so
         changed (`_rebuild` makes their commits again). Caller holds git's index lock."""
         by_rel = {w.rel: w for w in writes}
+        self._name_late_saves([(by_rel[r].disk, old, s) for r, old, s in late if old is not None])
+        crash_point("late_taken")  # the saves named in the intent; disk as it was
         merged: list[tuple[FileWrite, bytes, bytes]] = []  # (write, late save, AI on it)
         for rel, old, saved in late:
             w = by_rel[rel]
@@ -122,7 +121,7 @@ class LateSaves(Snapshots):
             if on is None or on == saved:  # the AI's change gone in it: see `_replace`
                 raise WriteRace(rel, old, saved, restore=saved)
             merged.append((w, saved, on))
-        self._store_blobs([d for _, saved, on in merged for d in (saved, on)])
+        self._store_blobs([on for _, _, on in merged])
         # the note on disk first (nothing is committed yet): the AI's change on the save, and
         # any save made since by the note's path
         for w, saved, on in merged:
@@ -141,6 +140,7 @@ class LateSaves(Snapshots):
                 back = take_back(saved, on, landed)
             if back is not None and back not in (saved, on):
                 self._store_blobs([back])  # recovery after a crash puts it back from git
+                crash_point("late_back_stored")
             undo_as[w.rel] = (landed, back if back is not None else landed)
             w.old, w.new = saved, on
         return [w for w, _, _ in merged]
@@ -172,7 +172,9 @@ class LateSaves(Snapshots):
             who = human_identity(self.root)
             steps.insert(0, (list(snap.items()), _snapshot_message(list(snap)), who))
         snapped[:] = list(snap.items())  # the journal names the snapshot that lands
-        return commit_objects(self.root, head, steps)
+        shas = commit_objects(self.root, head, steps)
+        crash_point("merge_rebuilt")  # the commits made again, the branch not moved
+        return shas
 
     def _keep_saves_since(self, replacing: Replacing, writes: list[FileWrite]) -> None:
         """The commit made: a save that reached an old copy after our look at it (see
@@ -188,13 +190,36 @@ class LateSaves(Snapshots):
                 w = by_rel[rel]
                 if w.new is None:
                     continue  # a note removed by the owner's action: their save is theirs
+                try:  # (not named, it is still landed: only a crash from here would lose it)
+                    self._name_late_saves([(w.disk, seen, saved)])
+                except (OSError, GitError, ValueError) as exc:
+                    log.warning("a save into the old copy of %s not named: %s", rel, exc)
+                crash_point("since_taken")  # the save named in the intent; disk as it was
                 want = merge_lines(self.root, seen, saved, w.new)
                 if want is None:
                     log.warning("a save into the old copy of %s does not merge; landed whole", rel)
                     want = saved
                 self._land(self.root / w.disk, rel, w.new, want)
+                crash_point("kept_since")  # committed; the save since merged into the note
         except (OSError, GitError, WriteRace) as exc:
             log.warning("a save into an old copy was not kept: %s", exc)
+
+    def _name_late_saves(self, saves: list[tuple[str, bytes, bytes]]) -> None:
+        """Each save taken in from an old copy ((disk path, what the copy held before, the
+        save)) stored in git and named in the intent (`late`), before anything is done with
+        it: a writer killed from here until the merge holding it is on the note leaves it for
+        recovery to merge into the note (`Recovery._fold_late_save`). Without it, the save
+        was in no file and no commit once the writer died: the old copy is no longer the
+        note, and nobody else can read it."""
+        if not saves:
+            return
+        self._store_blobs([d for _, base, saved in saves for d in (base, saved)])
+        late = {p: [blob_id(base), blob_id(saved)] for p, base, saved in saves}
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        for f in intent["files"]:
+            if f["path"] in late:
+                f["late"] = late[f["path"]]
+        write_state(self.intent_path, json.dumps(intent).encode())
 
     def _seal_intent(
         self,
@@ -217,10 +242,24 @@ class LateSaves(Snapshots):
             if temps and w.rel in temps:
                 tmp = temps[w.rel]
                 f["tmp"] = os.path.relpath(tmp, self.root) if tmp else None
+            if temps is None:
+                f.pop("late", None)  # in `old` now, with what was saved since
         if temps is None:
             intent["commit"] = [
                 [w.disk, blob_id(w.new) if w.new is not None else None] for w in writes
             ]
+        write_state(self.intent_path, json.dumps(intent).encode())
+        crash_point("merge_sealed")  # the intent names the save and the merge
+
+    def _intent_temp(self, target: Path, tmp: str) -> None:
+        """Name `tmp` as the temp file of the note `target` in the intent (the write's own was
+        renamed over it already): a writer killed while landing a save left it, with the
+        note's text, where only the next server start found it, not the next owner action."""
+        intent = json.loads(self.intent_path.read_text(encoding="utf-8"))
+        disk = target.relative_to(self.root).as_posix()
+        for f in intent["files"]:
+            if f["path"] == disk:
+                f["tmp"] = os.path.relpath(tmp, self.root)
         write_state(self.intent_path, json.dumps(intent).encode())
 
     def _land(self, target: Path, rel: str, ours: bytes, want: bytes) -> bytes:
@@ -239,10 +278,13 @@ class LateSaves(Snapshots):
             if out is None:
                 raise WriteRace(rel, ours, current, reason="was changed on the same lines")
             tmp = _temp_name(self.root, target)
+            self._intent_temp(target, tmp)  # before it exists: recovery removes it
             again = Replacing()
             try:
                 _write_temp(tmp, target, out)
+                crash_point("land_temp")  # the merge in a temp file the intent names
                 again.replace(target, rel, current, stamp, tmp)
+                crash_point("land_renamed")  # the note holds the merge
                 more = again.late_saves()
             except WriteRace as race:
                 if race.actual is None and race.reason is not None:

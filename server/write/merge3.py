@@ -5,10 +5,12 @@ instead of put back over it (late_saves.LateSaves._take_late_saves; issue 27).""
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from collections import Counter
 from pathlib import Path
 
+from server.core.faults import crash_point
 from server.core.git_run import git
 from server.core.state_files import make_state_dir, state_dir
 
@@ -41,11 +43,12 @@ def merge_lines(root: Path, base: bytes, first: bytes, second: bytes) -> bytes |
     ):
         return None
     folder = make_state_dir(state_dir(root) / "merge")
-    tag = secrets.token_hex(4)
+    tag = f"{os.getpid()}.{secrets.token_hex(4)}"  # the pid: see clear_merge_inputs
     names = [folder / f"{tag}.{n}" for n in ("first", "base", "second")]
     try:
         for path, data in zip(names, (first, base, second), strict=True):
             path.write_bytes(data)
+        crash_point("merge_inputs")  # the three texts in the state folder, for git
         r = git(
             folder,
             "merge-file",
@@ -64,6 +67,32 @@ def merge_lines(root: Path, base: bytes, first: bytes, second: bytes) -> bytes |
         return None
     out = bytes(r.stdout) if r.returncode == 0 else _both_added(bytes(r.stdout))
     return None if out is None else _keeps_both(base, first, second, out)
+
+
+def clear_merge_inputs(root: Path) -> None:
+    """Remove the merge inputs a killed writer left (its pid is in their names): a note's text,
+    a private one's too, in the state folder forever otherwise. A live process's are kept."""
+    folder = state_dir(root) / "merge"
+    try:
+        names = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    except OSError:
+        return  # no merge ever made (or not a folder we read)
+    for path in names:
+        pid = path.name.split(".", 1)[0]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's: alive
+    return True
 
 
 def _keeps_both(base: bytes, first: bytes, second: bytes, out: bytes) -> bytes | None:

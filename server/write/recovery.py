@@ -10,6 +10,7 @@ import logging
 import os
 import posixpath
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,11 +31,14 @@ from server.write.leases import (
     _unlease,
     _writers_gone,
 )
-from server.write.merge3 import merge_lines, take_back
+from server.write.merge3 import adds_lines_only, clear_merge_inputs, merge_lines, take_back
 from server.write.swap import Replaced
 from server.write.temp_files import atomic_write, temp_dir
 
 log = logging.getLogger("vaultwatch.store")
+
+# Where the owner's text that a put-back could not keep on disk is kept (see `_keep_aside`).
+KEPT_REFS = "refs/vaultwatch/kept/"
 
 
 class Recovery:
@@ -110,6 +114,60 @@ class Recovery:
     def _put_back(
         self, target: Path, ours: bytes | None, data: bytes | None, merge: bool = False
     ) -> bool:
+        """`_put_back_once`; a write undoing itself (`merge`) that cannot put back text that is
+        in no commit (the owner's save from the old copy, their pending edit) keeps it aside in
+        git (`_keep_aside`) rather than drop it."""
+        done = self._put_back_once(target, ours, data, merge)
+        if not done and merge and data is not None:
+            self._keep_aside(target.relative_to(self.root).as_posix(), data)
+        return done
+
+    def _keep_aside(self, rel: str, data: bytes, say: bool = True) -> str | None:
+        """The owner's text `data` for `rel`, which no file or commit will hold (the note keeps
+        a newer save that it does not merge into), kept in git under `refs/vaultwatch/kept/`
+        and named in the journal (`say`; a rollback names it in its own event instead), where
+        the dashboard shows it: before, a save into the old copy that merged with nothing was
+        only a warning in a log (issue 27). Returns the ref, None when the text is already the
+        note's in HEAD or on disk, or git refused."""
+        target = self.root / rel
+        try:
+            if target.is_file() and target.read_bytes() == data:
+                return None
+            got = git(self.root, "rev-parse", "--verify", "-q", f"HEAD:{rel}", check=False)
+            if got.stdout.decode().strip() == blob_id(data):
+                return None
+            self._store_blobs([data])
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+            ref = f"{KEPT_REFS}{stamp}-{blob_id(data)[:12]}"
+            git(self.root, "update-ref", ref, blob_id(data))
+        except (OSError, GitError) as exc:
+            log.warning("%s: an earlier save could not be kept aside: %s", rel, exc)
+            return None
+        if say:
+            self.journal.append(
+                Recovered(
+                    [],
+                    [rel],
+                    f"{rel}: an AI write was undone, and your save made while it ran does not "
+                    "merge with the save you made after it; the note keeps the later save, "
+                    f"and the earlier is kept in git: `git show {ref}` prints it",
+                    None,
+                    False,
+                    os.getpid(),
+                )
+            )
+        return ref
+
+    def _store_blobs(self, texts: list[bytes]) -> None:
+        """Each text stored in git as a blob, checked stored as written."""
+        for data in texts:
+            got = git(self.root, "hash-object", "-w", "--no-filters", "--stdin", input=data)
+            if got.stdout.decode().strip() != blob_id(data):
+                raise GitError("git stored different bytes than were written")
+
+    def _put_back_once(
+        self, target: Path, ours: bytes | None, data: bytes | None, merge: bool = False
+    ) -> bool:
         """Replace our own bytes `ours` at `target` with `data` (None: remove it), under a read
         lease as the write itself is (see _lease), so a save the owner makes into our copy
         meanwhile is never dropped: a file that is no longer ours is left as it is, or, with
@@ -183,6 +241,52 @@ class Recovery:
                     _unlease(fd)
                 os.close(fd)
 
+    def _take_our_lines_out(self, target: Path, f: dict[str, str | None]) -> bool:
+        """An append a writer was killed in (renamed, not committed) into a note the owner
+        typed into since, by its path (an editor saving into our copy): our lines taken out,
+        their typing kept (`_put_back`'s merge, as a write undoing itself does). Left as it
+        was, the AI's lines stayed on disk in no commit, and the next write snapshotted them
+        as the owner's (the crash matrix's late-save merge, killed at "renamed"). Only a
+        write that adds lines (`adds_lines_only`): anything else is left as found."""
+        if not f.get("old") or not f.get("new") or not target.exists():
+            return False
+        old = git(self.root, "cat-file", "blob", str(f["old"]), check=False)
+        new = git(self.root, "cat-file", "blob", str(f["new"]), check=False)
+        if old.returncode or new.returncode or not adds_lines_only(old.stdout, new.stdout):
+            return False
+        # (once: left as found, the caller keeps the text before the write aside)
+        return self._put_back_once(target, bytes(new.stdout), bytes(old.stdout), merge=True)
+
+    def _fold_late_save(self, f: dict[str, object], committed: bool) -> bool:
+        """Merge into the note a save its writer took in from the note's old copy and named in
+        the intent (`late`: the copy's blob before and the save's; see
+        `LateSaves._name_late_saves`), then was killed before the merge holding it was on
+        the note: the old copy is no longer the note, so this is the save's last home. After
+        a commit, only into the committed text (else it landed already, or the owner typed
+        on). A save that does not merge is kept aside in git (`_keep_aside`), the note left."""
+        target = self.root / str(f["path"])
+        late = f["late"]
+        if not isinstance(late, list) or len(late) != 2:
+            return False
+        try:
+            current = target.read_bytes()
+        except OSError:
+            return False
+        if committed and blob_id(current) != f.get("new"):
+            return False
+        base = git(self.root, "cat-file", "blob", str(late[0]), check=False)
+        saved = git(self.root, "cat-file", "blob", str(late[1]), check=False)
+        if base.returncode or saved.returncode:
+            return False
+        if current == saved.stdout or adds_lines_only(bytes(saved.stdout), current):
+            return False  # in the note already (landed, then typed on; or put back)
+        merged = merge_lines(self.root, bytes(base.stdout), bytes(saved.stdout), current)
+        if merged is None:  # kept in git, and the journal says where
+            self._keep_aside(str(f["path"]), bytes(saved.stdout))
+        if merged is None or merged == current:
+            return False
+        return self._put_back(target, current, merged)
+
     def _head_blobs(self, paths: list[str]) -> dict[str, str]:
         out = git(self.root, "ls-tree", "-z", "HEAD", "--", *paths).stdout.decode(
             "utf-8", "replace"
@@ -218,6 +322,7 @@ class Recovery:
         the lock until they end.
         """
         restored: list[str] = []
+        clear_merge_inputs(self.root)  # a killed writer's merge inputs (notes' text)
         for path in sorted(state_dir(self.root).glob("intent*.json")):
             restored += self._recover_intent(path)
         return restored
@@ -234,7 +339,7 @@ class Recovery:
             if f.get("tmp"):  # a temp file the crash left before its rename
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.root / f["tmp"])
-        restored, kept = [], []
+        restored, kept, kept_refs = [], [], []
         # an owner action records the exact blobs its commit holds (see intent_commits)
         sealed = intent.get("commit")
         names = {f["path"] for f in files} | (
@@ -260,15 +365,22 @@ class Recovery:
                 cur_id = blob_id(current) if current is not None else None
                 if cur_id == f["old"]:
                     continue  # never touched
-                if cur_id != f["new"] and cur_id != f.get("between", f["new"]):
-                    kept.append(f["path"])  # changed by someone since: leave it alone
+                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
+                changed = cur_id != f["new"] and cur_id != f.get("between", f["new"])
+                if changed and self._take_our_lines_out(target, f):
+                    restored.append(f["path"])  # the AI's appended lines out, the typing kept
+                    crash_point("recovered_file")
                     continue
                 # Under a read lease, as a write is (`_put_back`): the vault lock keeps other
                 # writers of ours out, not the owner's editor; one saving into the dead
                 # writer's copy between our look and our rename lost its words (issue 27).
-                data = git(self.root, "cat-file", "blob", f["old"]).stdout if f["old"] else None
-                if not self._put_back(target, current, data):
-                    kept.append(f["path"])  # being saved, or changed at that moment
+                if changed or not self._put_back(target, current, data):
+                    # changed by someone since, or being saved: left as found, the text it
+                    # held before the write kept aside when it is in no commit
+                    kept.append(f["path"])
+                    ref = self._keep_aside(f["path"], data, say=False) if data else None
+                    if ref is not None:
+                        kept_refs.append(f"{f['path']}: `git show {ref}`")
                     continue
                 if f["old"] is None:
                     prune_empty_folders(
@@ -276,6 +388,10 @@ class Recovery:
                     )  # folders a killed move made
                 restored.append(f["path"])
                 crash_point("recovered_file")
+        for f in files:  # a save taken in from an old copy, not yet on the note
+            folded = bool(f.get("late")) and self._fold_late_save(f, committed)
+            if folded and f["path"] not in restored:
+                restored.append(f["path"])
         # The index for these paths goes back to HEAD whichever way it went (a crash may
         # fall between moving the branch and updating the index).
         tidied = True
@@ -296,6 +412,11 @@ class Recovery:
             else f"an interrupted {tool} had been committed"
             + ("; the index was tidied" if tidied else "")
         )
+        if kept_refs:  # (the note named once when it is the only one)
+            refs = kept_refs if len(kept) > 1 else [r.partition(": ")[2] for r in kept_refs]
+            msg += "; the text it had before the write, in no commit, is kept in git: " + (
+                ", ".join(refs)
+            )
         if again:
             msg += "; an earlier recovery of it was cut short and may have put back more files"
         if not tidied:

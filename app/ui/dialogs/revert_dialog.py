@@ -135,12 +135,16 @@ class BlockersModal(ModalScreen[list[str] | None]):
 
     def _said(self, why: str) -> None:
         self.why_not = why
+        if not self.is_attached:  # closed (`n`) while its check ran: nothing to say
+            return
         note = self.query_one("#ticks-fail", Static)
         note.update(Content.styled(why, "bold $text-warning"))
         note.display = bool(why)
         self.query_one("#yes", Button).disabled = bool(why)
 
     def ticked(self) -> list[str]:
+        if not self.is_attached:  # closed while its check was starting: nothing ticked
+            return []
         return [
             blocker.commit.sha
             for i, blocker in enumerate(self.blocked.blockers)

@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.content import Content
 
-from app.services.feed import Row
+from app.services.feed import Row, event_paths
 from app.services.history import FileChange, file_versions
 from app.ui.widgets.diffview import render_unified
 from app.ui.widgets.timeline import KIND_STYLE, REVERTED_MARK
@@ -30,8 +30,7 @@ def _stamp(e: dict[str, Any]) -> str:
 
 
 def _paths(e: dict[str, Any]) -> str:
-    paths = e.get("paths") or ([e["path"]] if e.get("path") else [])
-    return ", ".join(str(p) for p in paths) or "(no note)"
+    return ", ".join(event_paths(e)) or "(no note)"
 
 
 def commit_header(row: Row) -> list[Content]:
