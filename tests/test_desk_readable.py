@@ -14,7 +14,6 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.types import Implementation
-from rich.color import Color
 from textual.coordinate import Coordinate
 from textual.screen import Screen
 from textual.widgets import DataTable
@@ -33,6 +32,7 @@ from server.vault import Vault
 
 from .chinese_notes import CLIENTS, words
 from .chinese_notes import chinese_paths as notes_in
+from .colours import contrast
 from .conftest import screen_is, until, write_files
 from .review_desk import open_review
 from .settling import settled, unsettled
@@ -130,20 +130,6 @@ async def closed(pilot: Any, kind: type[Screen[Any]]) -> None:
     """Escape pressed, and the `kind` screen gone: the timeline's again."""
     await pilot.press("escape")
     await until(pilot, lambda: not isinstance(pilot.app.screen, kind), "the timeline")
-
-
-def luminance(c: Color) -> float:
-    def lin(v: int) -> float:
-        s = v / 255
-        return s / 12.92 if s <= 0.03928 else ((s + 0.055) / 1.055) ** 2.4
-
-    r, g, b = c.get_truecolor()
-    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
-
-
-def contrast(a: Color, b: Color) -> float:
-    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 async def test_the_selected_ai_row_reads_in_every_theme_colour(cn_vault: Path) -> None:

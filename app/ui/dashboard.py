@@ -84,7 +84,12 @@ class Dashboard(App[None]):
 
     def get_css_variables(self) -> dict[str, str]:
         variables = super().get_css_variables()
-        return {**variables, **settings.diff_colours(variables, self.current_theme.ansi)}
+        ansi = self.current_theme.ansi
+        return {
+            **variables,
+            **settings.diff_colours(variables, ansi),
+            **settings.readable_colours(variables, ansi),
+        }
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         # every line drawn, whatever widget: a control character is shown, never sent (shown.py)

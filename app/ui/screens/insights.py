@@ -56,6 +56,15 @@ class TagsScreen(Screen[tuple[str, list[str]] | None]):
             [[r["tag"], r["spark"], r["recent"], r["total"], r["mark"]] for r in self.rows],
             keys=[r["tag"] for r in self.rows],
         )
+        if not self.rows:  # an empty table and pane said nothing of why
+            self.query_one("#tag-notes", Static).update(
+                Content.styled("No tags yet.\n", "bold")
+                + Content.styled(
+                    "A note's tags are in its frontmatter (tags: [a, b]); "
+                    "they show here as notes get them.",
+                    "$text-muted",
+                )
+            )
         t.focus()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

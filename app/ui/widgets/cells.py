@@ -36,13 +36,18 @@ def cut_middle(text: str, width: int) -> str:
         if used + w > room // 2:
             break
         head, used = head + ch, used + w
+    rest = text[len(head) :]
+    # an ellipsis of the text's own beside the cut's reads as one: `…beta/…notes.md`, not
+    # `…beta/……notes.md` or `…beta/…/…notes.md` (a note named by the folder where it differs)
+    head = head.removesuffix(ELLIPSIS + "/").rstrip(ELLIPSIS)
+    used = cell_len(head)
     tail = ""
-    for ch in reversed(text[len(head) :]):
+    for ch in reversed(rest):
         w = cell_len(ch)
         if used + w > room:
             break
         tail, used = ch + tail, used + w
-    return head + ELLIPSIS + tail
+    return head + ELLIPSIS + tail.lstrip(ELLIPSIS)
 
 
 def cut_end(text: str, width: int) -> str:
@@ -75,14 +80,75 @@ def distinct_cuts(
     return out
 
 
+def note_names(paths: Iterable[str]) -> dict[str, str]:
+    """Each note by the text a list names it by before it is cut: its file name, and where
+    other notes have that file name too, the part of its folder where they differ with the
+    shared parts left out (`…甲组/周报.md` and `…乙组/周报.md`; `work/…/index.md` and
+    `home/…/index.md`): the file name alone printed both alike once a narrow column had cut
+    the folder away."""
+    by_name: dict[str, list[str]] = {}
+    for p in dict.fromkeys(paths):
+        by_name.setdefault(p.rpartition("/")[2], []).append(p)
+    out: dict[str, str] = {}
+    for name, group in by_name.items():
+        if len(group) == 1:
+            out[group[0]] = name
+            continue
+        folders = [p.split("/")[:-1] for p in group]
+        pre = _shared(folders)
+        post = _shared([f[pre:][::-1] for f in folders])
+        labels = {}
+        for p, f in zip(group, folders, strict=True):
+            # at least one folder shown where there is one: `a/n.md` beside `a/b/n.md`
+            start = max(0, min(pre, len(f) - post - 1))
+            end = max(start + 1, len(f) - post) if f else 0
+            labels[p] = (
+                (ELLIPSIS if start else "")
+                + "/".join(f[start:end])
+                + ("/" + ELLIPSIS if end < len(f) else "")
+                + ("/" if f else "")
+                + name
+            )
+        if len(set(labels.values())) < len(labels):  # left out too much: the paths, whole
+            labels = {p: p for p in group}
+        out.update(labels)
+    return out
+
+
+def _shared(parts: Sequence[Sequence[str]]) -> int:
+    """How many leading parts every one of `parts` has in common."""
+    n = min(map(len, parts), default=0)
+    for i in range(n):
+        if len({p[i] for p in parts}) > 1:
+            return i
+    return n
+
+
 class Distinct:
     """`distinct_cuts` of a set of names as a cut function (`cut(name, width)`), worked out
-    once per width when first asked: the timeline draws a few lines at a time of thousands."""
+    once per width when first asked: the timeline draws a few lines at a time of thousands.
+    With `labels`, each name is shown by the text `labels` gives it (a note by `note_names`)."""
 
-    def __init__(self, names: Iterable[str], cut: Callable[[str, int], str] = cut_middle) -> None:
+    def __init__(
+        self,
+        names: Iterable[str],
+        cut: Callable[[str, int], str] = cut_middle,
+        labels: Callable[[Iterable[str]], dict[str, str]] | None = None,
+    ) -> None:
         self.names = list(dict.fromkeys(names))
         self.cut = cut
+        self._labeller = labels
+        self._labels: dict[str, str] | None = None
         self._by_width: dict[int, dict[str, str]] = {}
+
+    def label(self, name: str) -> str:
+        """The text `name` is shown by before it is cut (the name itself, without `labels`)."""
+        if self._labeller is None:
+            return name
+        if self._labels is None:  # worked out when first drawn, not when the rows come
+            self._labels = self._labeller(self.names)
+        text = self._labels.get(name)
+        return text if text is not None else self._labeller([name])[name]
 
     @classmethod
     def clients(cls, names: Iterable[str]) -> Distinct:
@@ -93,15 +159,19 @@ class Distinct:
 
     @classmethod
     def notes(cls, paths: Iterable[str]) -> Distinct:
-        """The one rule for notes, by file name (as `note_label` shows them): cut in the
-        middle, and where two would print alike, where they differ (`…预算表.md`)."""
-        return cls(p.rpartition("/")[2] for p in paths)
+        """The one rule for notes, given their paths and asked by path: by file name (as
+        `note_label` shows them), with the folder where they differ for notes of one file
+        name (`note_names`); cut in the middle, and where two would print alike, where they
+        differ (`…预算表.md`)."""
+        return cls(paths, labels=note_names)
 
     def __call__(self, name: str, width: int) -> str:
         cuts = self._by_width.get(width)
         if cuts is None:
-            cuts = self._by_width[width] = distinct_cuts(self.names, width, self.cut)
-        return cuts.get(name) or self.cut(name, width)
+            texts = [self.label(n) for n in self.names]
+            cuts = self._by_width[width] = distinct_cuts(texts, width, self.cut)
+        text = self.label(name)
+        return cuts.get(text) or self.cut(text, width)
 
 
 def _from_start(rest: str, width: int) -> str:
@@ -152,17 +222,24 @@ def note_label(
 ) -> Content:
     """A note in at most `width` cells: its file name first (and `+2 files` for two more),
     then its folder, muted. The folder is shortened first, and dropped when fewer than four
-    cells are left for it; then the name's middle (or as `cuts` cuts names, which knows the
-    other notes on screen: `distinct_cuts`)."""
+    cells are left for it; then the name's middle. With `cuts` (`Distinct.notes` of the other
+    notes on screen, asked by path) a name cut is as they cut it: two never alike, the folder
+    where they differ for notes of one file name (`…甲组/周报.md`) when its whole folder does not
+    fit after it."""
     folder, _, name = path.rpartition("/")
     width = max(8, width)
-    cut = cuts or cut_middle
-    if more:
-        suffix = more_files(more)
-        name = cut(name, max(1, width - cell_len(suffix))) + suffix
-    name = cut(name, width)
+
+    def cut(w: int) -> str:
+        return cuts(path, w) if cuts is not None else cut_middle(name, w)
+
+    suffix = more_files(more)
+    if folder and cell_len(name + suffix) + cell_len(folder) + 3 <= width:
+        # the whole path in sight tells any two notes apart: the name alone, then its folder
+        # (not `…甲组/会议纪要.md  工作/…/甲组/`, where the two notes differ said twice)
+        return Content(name + suffix) + Content.styled(f"  {folder}/", "$text-muted")
+    name = cut_middle(cut(max(1, width - cell_len(suffix))) + suffix, width)
     room = width - cell_len(name) - 2
-    if not folder or room < 4:
+    if not folder or room < 4 or name == path:  # no folder, no room, or shown whole already
         return Content(name)
     return Content(name) + Content.styled(f"  {cut_middle(folder + '/', room)}", "$text-muted")
 

@@ -195,7 +195,7 @@ class Timeline(ScrollView, can_focus=True):
         self._index = {r.key: i for i, r in enumerate(rows)}
         # worked out again only when a note or client is new: over 10,000 names the cuts took
         # ~0.1 s, and every poll with a new row would have paid it
-        notes = list(dict.fromkeys(p.rpartition("/")[2] for r in rows for p in r.paths[:1]))
+        notes = list(dict.fromkeys(p for r in rows for p in r.paths[:1]))
         whos = list(dict.fromkeys(r.who for r in rows))
         if set(notes) != set(self._names[0].names):
             self._names = (Distinct.notes(notes), self._names[1])
