@@ -61,13 +61,15 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"vaultwatch: {root} is not a folder")
     ensure_repo(root)
     port = args.port
+    asked_by = "--port"
     if port is None:
+        asked_by = "http.port"  # in vault.config.yaml: named so when it is not applied
         try:
             port = load_config(root).http_port or 0
         except ConfigError:
             port = 0
     # the app starts the server after its first paint and says "starting server…" meanwhile
-    sup = ServerSupervisor(root, port=port)
+    sup = ServerSupervisor(root, port=port, asked_by=asked_by)
     cls = _demo_app() if args.demo else Dashboard
     app = cls(root, supervisor=sup, theme=args.theme)
     try:

@@ -59,6 +59,8 @@ class ServerSupervisor:
     # 0: the port remembered from the last launch (else any free one, then remembered); the
     # same one on every restart. A port from --port or the config's http.port is used as given.
     port: int = 0
+    # what named the port, for the owner's word when it was not applied (see port_not_applied)
+    asked_by: str = "--port"
     python: str = sys.executable
     proc: subprocess.Popen[bytes] | None = None  # the resident, when this dashboard started it
     url: str | None = None
@@ -81,6 +83,31 @@ class ServerSupervisor:
     _wake: int | None = field(default=None, repr=False)  # ends the watcher of the link let go
     _checking: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: bool = field(default=False, repr=False)
+    # the port the owner asked for (--port, http.port), 0: none; self.port is the one served
+    asked_port: int = field(default=0, init=False)
+    port_refused: str = field(default="", init=False)  # why the owner's restart could not take it
+
+    def __post_init__(self) -> None:
+        self.asked_port = self.port
+
+    def port_not_applied(self) -> str:
+        """The owner's word when the port asked for is not the one served: the vault's
+        resident already served HTTP on another from before, and it is not stopped under the
+        clients that may use it. "" when the asked port is served (or none was asked)."""
+        asked, served = self.asked_port, self.port
+        if not asked or self.url is None or served == asked:
+            return ""
+        if self.port_refused:
+            return (
+                f"{self.asked_by} {asked} was not applied: {self.port_refused}. "
+                f"The server was restarted on port {served}, where its clients were."
+            )
+        return (
+            f"{self.asked_by} {asked} was not applied: this vault's server was already "
+            f"running on port {served} from before, and clients may be using it. "
+            f"Press R to restart it on port {asked} (clients on {served} must move), "
+            f"or quit, run `vaultwatch-server stop --vault {self.root}` and start again."
+        )
 
     @property
     def token_file(self) -> Path:
@@ -262,6 +289,16 @@ class ServerSupervisor:
                 self._link = None
             self._wait_gone(self.pid, timeout)
             self.restarts += 1
+            # the owner's restart applies the port asked for (the one served until now may
+            # have been an older resident's); a restart after a death keeps the served one
+            served = self.port
+            if self.asked_port and self.asked_port != served:
+                self.port = self.asked_port
+                try:
+                    return self._start(timeout)
+                except RuntimeError as exc:  # taken meanwhile: back where its clients were
+                    self.port_refused = str(exc).splitlines()[-1] if str(exc) else "refused"
+                    self.port = served
             return self._start(timeout)
 
     def stop(self, timeout: float = 10, *, end_resident: bool = False) -> None:

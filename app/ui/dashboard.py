@@ -271,7 +271,19 @@ class Dashboard(App[None]):
             self.server_failure = str(exc).splitlines()[-1] if str(exc) else "no reason given"
         else:
             self.server_phase = "up"
+            self._say_port_not_applied()
         self.post_message(FeedChanged())
+
+    def _say_port_not_applied(self) -> None:
+        """At once, when the server kept another port than the one asked for (its thread)."""
+        assert self.supervisor is not None
+        said = self.supervisor.port_not_applied()
+        if said:
+            with contextlib.suppress(RuntimeError):  # the app is closing
+                # long enough to read and act on; the header keeps the gist after
+                self.call_from_thread(
+                    self.notify, said, title="Port kept", severity="warning", timeout=30
+                )
 
     def action_restart_server(self) -> None:
         if self.supervisor is None or self.server_phase != "up":
@@ -290,6 +302,7 @@ class Dashboard(App[None]):
             self.server_phase, self.server_failure = "failed", str(exc).splitlines()[-1]
         else:
             self.restart_why = "restarted by you"
+            self._say_port_not_applied()  # the asked port was taken: said, not left to guess
         self.post_message(FeedChanged())
 
     def on_timeline_drawn(self, _: Timeline.Drawn) -> None:
@@ -426,6 +439,7 @@ class Dashboard(App[None]):
                 sup.restarts,
                 self.restart_why,
                 self.attached,
+                f"{sup.asked_by} {sup.asked_port}" if sup.port_not_applied() else "",
             )
         cfg = self.configs.current()  # a few stat calls: the file is parsed only when it changed
         events = self.feed.events

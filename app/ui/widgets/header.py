@@ -32,6 +32,8 @@ class ServerState:
     restarts: int = 0
     why: str = ""  # the last restart's cause, or why it failed to start
     clients: tuple[str, ...] = ()  # attached to the vault's resident server now (name/version)
+    # the port asked for and not applied ("--port 18962"): an older server kept its own
+    not_applied: str = ""
 
 
 @dataclass
@@ -73,6 +75,19 @@ def _server(s: ServerState) -> list[Segment]:
         # the URL is what clients connect to: it stays, even after a restart
         url = f"● serving {s.url or ''}"
         segs = [Segment([Content.styled(url, ok), Content.styled("● serving", ok)], shed=4)]
+        if s.not_applied:
+            # the asked port's fate stays in sight after the notice goes; R applies it
+            warn = "$text-warning"
+            port = s.not_applied.rsplit(" ", 1)[-1]
+            segs.append(
+                Segment(
+                    [
+                        Content.styled(f" ({s.not_applied} not applied: press R)", warn),
+                        Content.styled(f" (not {port}: R)", warn),
+                    ],
+                    shed=6,
+                )
+            )
         if s.clients:
             names = ", ".join(sorted({client_name(c) for c in s.clients}))
             n = f" · {len(s.clients)} attached"  # now; the clients segment: seen lately
