@@ -24,8 +24,9 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
 
@@ -111,6 +112,9 @@ CREATE TABLE IF NOT EXISTS notes(
 """
 
 
+T = TypeVar("T")
+
+
 class SqliteCache:
     """A derived cache in one SQLite file of the state folder: opened 0600 and never through a
     link (state_files.state_file), versioned (`version`: another one's rows are deleted on
@@ -150,6 +154,28 @@ class SqliteCache:
             db.close()
             raise
         return db
+
+    def _read_rows(self, select: str, decode: Callable[[list[Any]], T]) -> T | None:
+        """`select`'s rows through `decode`; None when the file cannot be read now (locked, a
+        disk error: not known to be broken). Rows that do not decode (a damaged file: SQLite's
+        error, bad JSON, a wrong type) rebuild it, and a file that fails even when new disables
+        the cache."""
+        with self._lock:
+            for attempt in (1, 2):
+                db = self._connect()
+                if db is None:
+                    return None
+                try:
+                    return decode(db.execute(select).fetchall())
+                except sqlite3.OperationalError as exc:
+                    log.warning("cache %s not read now (%s)", self.path, exc)
+                    return None
+                except (sqlite3.Error, ValueError, TypeError) as exc:
+                    log.warning("cache %s unreadable (%s); rebuilding it", self.path, exc)
+                    self._discard()
+                    if attempt == 2:
+                        self.disabled = True
+            return None
 
     def _write_rows(self, gone: list[str], rows: list[tuple[Any, ...]], insert: str) -> bool:
         """Delete the rows of `gone` and put `rows` (`insert`: the INSERT OR REPLACE) in one
@@ -227,25 +253,8 @@ class ParseCache(SqliteCache):
 
     def load(self) -> dict[str, Cached]:
         """Every cached note: path -> (stat key, doc). Empty when the file cannot be read."""
-        with self._lock:
-            for attempt in (1, 2):
-                db = self._connect()
-                if db is None:
-                    return {}
-                try:
-                    rows = db.execute(
-                        "SELECT path, disk, mtime_ns, size, ino, ctime_ns, data FROM notes"
-                    ).fetchall()
-                    return _decode_all(rows)
-                except sqlite3.OperationalError as exc:  # locked, I/O: not known to be broken
-                    log.warning("parse cache %s not read now (%s)", self.path, exc)
-                    return {}
-                except (sqlite3.Error, ValueError, TypeError) as exc:
-                    log.warning("parse cache %s unreadable (%s); rebuilding it", self.path, exc)
-                    self._discard()
-                    if attempt == 2:
-                        self.disabled = True
-            return {}
+        select = "SELECT path, disk, mtime_ns, size, ino, ctime_ns, data FROM notes"
+        return self._read_rows(select, _decode_all) or {}
 
     def save(self, put: list[Cached], gone: list[str]) -> bool:
         """Write changed notes and drop removed ones in one transaction. False when that could

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -98,32 +97,7 @@ class HealthStore(SqliteCache):
 
     def load(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """path -> (hash, row); empty when the file cannot be read now."""
-        with self._lock:
-            for attempt in (1, 2):
-                db = self._connect()
-                if db is None:
-                    return {}
-                try:
-                    rows = db.execute("SELECT path, hash, data FROM notes").fetchall()
-                    datas = json.loads("[" + ",".join(r[2] for r in rows) + "]")
-                    out = {}
-                    for (path, hash_, _), data in zip(rows, datas, strict=True):
-                        if (
-                            isinstance(path, str)
-                            and isinstance(hash_, str)
-                            and isinstance(data, dict)
-                        ):
-                            out[path] = (hash_, data)
-                    return out
-                except sqlite3.OperationalError as exc:  # locked, I/O: not known broken
-                    log.warning("health cache %s not read now (%s)", self.path, exc)
-                    return {}
-                except (sqlite3.Error, ValueError, TypeError) as exc:
-                    log.warning("health cache %s unreadable (%s); rebuilding it", self.path, exc)
-                    self._discard()
-                    if attempt == 2:
-                        self.disabled = True
-            return {}
+        return self._read_rows("SELECT path, hash, data FROM notes", _decode) or {}
 
     def save(self, put: dict[str, tuple[str, dict[str, Any]]], gone: Iterable[str]) -> bool:
         """Write `put` and delete `gone` in one transaction; False when not done now."""
@@ -132,6 +106,15 @@ class HealthStore(SqliteCache):
         if not rows and not drop:
             return True
         return self._write_rows(drop, rows, "INSERT OR REPLACE INTO notes VALUES (?,?,?)")
+
+
+def _decode(rows: list[Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    datas = json.loads("[" + ",".join(r[2] for r in rows) + "]")
+    out = {}
+    for (path, hash_, _), data in zip(rows, datas, strict=True):
+        if isinstance(path, str) and isinstance(hash_, str) and isinstance(data, dict):
+            out[path] = (hash_, data)
+    return out
 
 
 _VERSION: str | None = None
