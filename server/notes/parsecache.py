@@ -151,6 +151,33 @@ class SqliteCache:
             raise
         return db
 
+    def _write_rows(self, gone: list[str], rows: list[tuple[Any, ...]], insert: str) -> bool:
+        """Delete the rows of `gone` and put `rows` (`insert`: the INSERT OR REPLACE) in one
+        transaction. False when not done now: a full disk or a lock held too long leaves the
+        file as it is (its stale rows never match); any other error rebuilds it."""
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return self.disabled  # a disabled cache takes nothing; otherwise try later
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany("DELETE FROM notes WHERE path=?", [(p,) for p in gone])
+                    db.executemany(insert, rows)
+                    db.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                log.warning("cache %s not written now (%s)", self.path, exc)
+                return False
+            except sqlite3.Error as exc:
+                log.warning("cache %s not written (%s); rebuilding it", self.path, exc)
+                self._discard()
+                return False
+            return True
+
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is not None or self.disabled:
             return self._db
@@ -232,27 +259,4 @@ class ParseCache(SqliteCache):
                 gone.append(doc.path)
             else:
                 rows.append((doc.path, doc.disk, *key, data))
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return self.disabled  # a disabled cache takes nothing; otherwise try later
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.executemany("DELETE FROM notes WHERE path=?", [(p,) for p in gone])
-                    db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?)", rows)
-                    db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as exc:
-                # A full disk or another process holding the lock too long: the file is fine
-                # (and may be all the room there is); its stale rows never match a stat.
-                log.warning("parse cache %s not written now (%s)", self.path, exc)
-                return False
-            except sqlite3.Error as exc:
-                log.warning("parse cache %s not written (%s); rebuilding it", self.path, exc)
-                self._discard()
-                return False
-            return True
+        return self._write_rows(gone, rows, "INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?)")

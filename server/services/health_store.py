@@ -19,7 +19,6 @@ meanwhile (it looks up only the notes of the index)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -129,31 +128,10 @@ class HealthStore(SqliteCache):
     def save(self, put: dict[str, tuple[str, dict[str, Any]]], gone: Iterable[str]) -> bool:
         """Write `put` and delete `gone` in one transaction; False when not done now."""
         rows = [(p, h, json.dumps(d, ensure_ascii=False)) for p, (h, d) in put.items()]
-        drop = [(p,) for p in gone]
+        drop = list(gone)
         if not rows and not drop:
             return True
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return False
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.executemany("DELETE FROM notes WHERE path=?", drop)
-                    db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?)", rows)
-                    db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as exc:
-                log.warning("health cache %s not written now (%s)", self.path, exc)
-                return False
-            except sqlite3.Error as exc:
-                log.warning("health cache %s not written (%s); rebuilding it", self.path, exc)
-                self._discard()
-                return False
-            return True
+        return self._write_rows(drop, rows, "INSERT OR REPLACE INTO notes VALUES (?,?,?)")
 
 
 _VERSION: str | None = None
