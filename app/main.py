@@ -4,6 +4,7 @@ child over HTTP, shows every AI write live, reverts with one key."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -72,12 +73,14 @@ def main(argv: list[str] | None = None) -> None:
     sup = ServerSupervisor(root, port=port, asked_by=asked_by)
     cls = _demo_app() if args.demo else Dashboard
     app = cls(root, supervisor=sup, theme=args.theme)
+    app.exits_on_hangup = True
     try:
         app.run()
     finally:
         sup.stop(end_resident=args.demo)
-    if args.demo:
-        print(f"vaultwatch: {finish_demo(root, args.keep)}", file=sys.stderr)
+        if args.demo:  # (the terminal may be gone: said where it can be)
+            with contextlib.suppress(OSError):
+                print(f"vaultwatch: {finish_demo(root, args.keep)}", file=sys.stderr)
 
 
 def finish_demo(root: Path, keep: bool) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from app.ui.dashboard import POLL_SECONDS, Dashboard
 from app.ui.widgets.lines import LinesView
 from app.ui.widgets.timeline import Timeline
+from bench.fastimport import fast_import
 from server.core.git_log import CLIENT, TOOL, commit_message
 
 from .stats import ms
@@ -27,7 +28,7 @@ def _repo(n_commits: int, n_events: int) -> Path:
     root = Path(tempfile.mkdtemp(prefix="vw-bench-dash-")) / "vault"
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    out = []
+    commits = []
     for i in range(n_commits):
         ai = i % 3 != 0
         who = "Claude <claude@vaultwatch.local>" if ai else "Owner <owner@example.test>"
@@ -39,27 +40,17 @@ def _repo(n_commits: int, n_events: int) -> Path:
             if ai
             else f"owner edit {i}\n"
         )
-        data = f"# N\n\n## Log\n- entry {i}\n"
-        out.append(
-            f"commit refs/heads/master\nauthor {who} {1_760_000_000 + i} +0000\n"
-            f"committer {who} {1_760_000_000 + i} +0000\ndata {len(msg.encode())}\n{msg}\n"
-            f"M 100644 inline notes/n{i % 500}.md\ndata {len(data)}\n{data}\n"
+        commits.append(
+            (1_760_000_000 + i, who, msg, f"notes/n{i % 500}.md", f"# N\n\n## Log\n- entry {i}\n")
         )
     big_old = "".join(f"line {k} of a long note\n" for k in range(5_000))
     big_new = "".join(
         f"line {k} of a long note{' (edited)' if k % 2 else ''}\n" for k in range(5_000)
     )
-    for k, (text, t) in enumerate(((big_old, 1_770_000_000), (big_new, 1_770_000_100))):
+    for text, t in ((big_old, 1_770_000_000), (big_new, 1_770_000_100)):
         msg = commit_message("replace_doc: big.md", {TOOL: "replace_doc", CLIENT: "bench/1"})
-        out.append(
-            f"commit refs/heads/master\nauthor Claude <c@x> {t} +0000\ncommitter Claude <c@x> {t} +0000\n"
-            f"data {len(msg)}\n{msg}\nM 100644 inline big.md\ndata {len(text.encode())}\n{text}\n"
-        )
-        del k
-    subprocess.run(
-        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
-    )
-    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+        commits.append((t, "Claude <c@x>", msg, "big.md", text))
+    fast_import(root, commits)
     j = root / ".git/vaultwatch/events.jsonl"
     j.parent.mkdir(parents=True)
     with j.open("w") as fh:

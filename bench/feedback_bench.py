@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.fastimport import fast_import
 from server.services.feedback import check_answers
 from server.vault import Vault
 from server.write.feedback import add, read_all
@@ -27,18 +28,13 @@ def _repo() -> Path:
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     who = "Owner <owner@example.test>"
-    out = []
-    for i in range(COMMITS):
-        t = 1_760_000_000 + i * 60
-        text, msg = f"# Note\n\n- entry {i}\n", f"edit {i}"
-        out.append(
-            f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
-            f"data {len(msg)}\n{msg}\nM 100644 inline n{i % 50}.md\ndata {len(text)}\n{text}\n"
-        )
-    subprocess.run(
-        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
+    fast_import(
+        root,
+        [
+            (1_760_000_000 + i * 60, who, f"edit {i}", f"n{i % 50}.md", f"# Note\n\n- entry {i}\n")
+            for i in range(COMMITS)
+        ],
     )
-    subprocess.run(["git", "-C", str(root), "checkout", "-q", "master"], check=True)
     return root
 
 

@@ -20,6 +20,7 @@ import anyio
 from app.services.net_diff import net_diff, net_diffs
 from app.services.review import mark_reviewed, summaries
 from app.services.rewritten import NOTES_REF
+from bench.fastimport import Commit, fast_import
 from server.core.git_log import CLIENT, TOOL, commit_message
 
 from .frames import Frames, drawn, until
@@ -31,13 +32,8 @@ AI = "Claude <claude@vaultwatch.local>"
 OWNER = "Owner <owner@example.test>"
 
 
-def _commit(i: int, who: str, msg: str, path: str, text: str) -> str:
-    t = 1_760_000_000 + i * 60
-    data = text.encode()
-    return (
-        f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
-        f"data {len(msg.encode())}\n{msg}\nM 100644 inline {path}\ndata {len(data)}\n{text}\n"
-    )
+def _commit(i: int, who: str, msg: str, path: str, text: str) -> Commit:
+    return (1_760_000_000 + i * 60, who, msg, path, text)
 
 
 def _ai_msg(path: str) -> str:
@@ -69,10 +65,7 @@ def _repo(n_commits: int) -> Path:
             notes[k][0] = f"# Note {k} (owner {i})\n"
             out.append(_commit(i, OWNER, f"owner edit {i}\n", f"notes/n{k}.md", "".join(notes[k])))
             i += 1
-    subprocess.run(
-        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
-    )
-    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+    fast_import(root, out)
     return root
 
 

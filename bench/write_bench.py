@@ -12,6 +12,7 @@ from typing import Any
 
 from mcp.types import CallToolResult
 
+from bench.fastimport import fast_import
 from server.protocol.tools import build_server
 from server.vault import Vault
 
@@ -26,19 +27,11 @@ def _history(root: Path, n: int) -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    out = []
-    for i in range(n):
-        data = f"{i}\n"
-        out.append(
-            f"commit refs/heads/{branch}\ncommitter Bench <b@x> {1_700_000_000 + i} +0000\n"
-            f"data 7\nhistory\n"
-            + (f"from refs/heads/{branch}^0\n" if i == 0 else "")
-            + f"M 100644 inline bench-history.txt\ndata {len(data)}\n{data}\n"
-        )
-    subprocess.run(
-        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
-    )
-    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+    commits = [
+        (1_700_000_000 + i, "Bench <b@x>", "history", "bench-history.txt", f"{i}\n")
+        for i in range(n)
+    ]
+    fast_import(root, commits, parent=f"refs/heads/{branch}^0", branch=branch)
 
 
 async def _appends(server: Any, paths: list[str], n: int) -> list[float]:

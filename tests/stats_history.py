@@ -5,7 +5,6 @@ test modules import from here, never from each other."""
 
 from __future__ import annotations
 
-import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from app.services.revert import revert
 from app.services.review_undo import undo_hunk
 from app.ui.dashboard import Dashboard
 from app.ui.screens.stats_screen import StatsScreen
+from bench.fastimport import fast_import
 from server.core.git_log import commit_message
 from server.core.gitrepo import ensure_repo
 
@@ -111,24 +111,6 @@ def script_vault(root: Path) -> dict[str, Any]:
     revert(root, [done["reverted"]])
     undo_hunk(root, "notes/b.md", 0)
     return done
-
-
-def fast_import(
-    root: Path, commits: list[tuple[int, str, str, str, str]], parent: str | None = None
-) -> None:
-    """(unix time, 'Name <email>', message, path, text): real commits on master, built in one
-    process (after `parent` when given)."""
-    out = []
-    for n, (t, who, msg, path, text) in enumerate(commits):
-        data, m = text.encode(), msg.encode()
-        after = f"from {parent}\n" if parent and n == 0 else ""
-        out.append(
-            f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
-            f"data {len(m)}\n{msg}\n{after}M 100644 inline {path}\ndata {len(data)}\n{text}\n"
-        )
-    stream = "".join(out).encode()
-    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=stream, check=True)
-    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
 
 
 AI_WHO = "Claude <claude@vaultwatch.local>"

@@ -289,6 +289,48 @@ def check(
         assert set(e["paths"]) <= ref.touched, f"{where}: recovered {e['paths']}"
 
 
+@dataclass
+class Killed:
+    """A fresh copy of the template killed at one step and restarted: what `check` needs."""
+
+    root: Path
+    start: str  # HEAD before the kill
+    events: int  # journal events before the kill
+    left: int  # intents the kill left
+    extra: dict[str, str]  # commits the restart made: a fragment of the subject -> its path
+    how: str  # "server start" or "owner action"
+
+
+def killed_and_restarted(
+    template: Path, case: Path, i: int, fault: str, action: Callable[[Path], object], where: str
+) -> Killed:
+    """`action` run on a fresh copy of `template` at `case` and SIGKILLed at `fault`, then the
+    restart: the next server start (its recovery, as the server runs it) for even `i`, the
+    next owner action (which must put right what the dead writer left before it acts) for
+    odd, so both entry points meet every step."""
+    root = fresh_copy(template, case)
+    start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
+    events = len(read_all(root / ".git/vaultwatch/events.jsonl"))
+    status = run_child(root, fault, action)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, (
+        f"{where}: not killed there (status {status})"
+    )
+    left = len(list((root / ".git/vaultwatch").glob("intent*.json")))
+    extra: dict[str, str] = {}
+    if i % 2 == 0:
+        vault = Vault(root)
+        try:
+            vault.store.recover()
+        finally:
+            vault.close()
+        how = "server start"
+    else:
+        apply_create(root, NewNote("after-owner.md", "# After\n"))
+        extra["after-owner.md"] = "after-owner.md"
+        how = "owner action"
+    return Killed(root, start, events, left, extra, how)
+
+
 # (action, restart by) -> one test each; the restart takes turns between the two entry points
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(ACTIONS))
@@ -301,29 +343,9 @@ def test_killed_at_every_step(tmp_path: Path, name: str) -> None:
         seen[step] += 1
         fault = f"kill:{step}:{seen[step]}"
         where = f"{name} killed at {fault}"
-        root = fresh_copy(template, tmp_path / f"case{i}")
-        start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
-        events = len(read_all(root / ".git/vaultwatch/events.jsonl"))
-        status = run_child(root, fault, ACTIONS[name])
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, (
-            f"{where}: not killed there (status {status})"
-        )
-        left = len(list((root / ".git/vaultwatch").glob("intent*.json")))
-        # restart: the next server start (its recovery, run as the server runs it) or the
-        # next owner action (which must put right what the dead writer left before it acts)
-        extra: dict[str, str] = {}
-        if i % 2 == 0:
-            vault = Vault(root)
-            try:
-                vault.store.recover()
-            finally:
-                vault.close()
-            how = "server start"
-        else:
-            apply_create(root, NewNote("after-owner.md", "# After\n"))
-            extra["after-owner.md"] = "after-owner.md"
-            how = "owner action"
-        check(root, ref, start, extra, left, events, f"{where}, after the {how}")
+        k = killed_and_restarted(template, tmp_path / f"case{i}", i, fault, ACTIONS[name], where)
+        root, start, events, left, extra = k.root, k.start, k.events, k.left, k.extra
+        check(root, ref, start, extra, left, events, f"{where}, after the {k.how}")
         ai_write(root, "append_section", [("append_section", {
             "path": "other.md", "heading": "Log", "content": "- the next write"})])  # fmt: skip
         extra["other.md"] = "other.md"
@@ -449,27 +471,9 @@ def test_killed_at_every_step_of_the_late_save_merge(tmp_path: Path, kind: str) 
         seen[step] += 1
         fault = f"kill:{step}:{seen[step]}"
         where = f"merge {kind} killed at {fault}"
-        root = fresh_copy(template, tmp_path / f"case{i}")
-        start = run_git(root, "rev-parse", "HEAD").stdout.decode().strip()
-        events = len(read_all(root / ".git/vaultwatch/events.jsonl"))
-        status = run_child(root, fault, action)
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, (
-            f"{where}: not killed there (status {status})"
-        )
-        left = len(list((root / ".git/vaultwatch").glob("intent*.json")))
-        extra: dict[str, str] = {}
-        if i % 2 == 0:
-            vault = Vault(root)
-            try:
-                vault.store.recover()
-            finally:
-                vault.close()
-            how = "server start"
-        else:
-            apply_create(root, NewNote("after-owner.md", "# After\n"))
-            extra["after-owner.md"] = "after-owner.md"
-            how = "owner action"
-        check(root, ref, start, extra, left, events, f"{where}, after the {how}")
+        k = killed_and_restarted(template, tmp_path / f"case{i}", i, fault, action, where)
+        root, start, events, left, extra = k.root, k.start, k.events, k.left, k.extra
+        check(root, ref, start, extra, left, events, f"{where}, after the {k.how}")
         reached = i >= kept_at  # the late line on disk, or in a commit, from here on
         n2 = (root / "notes/n2.md").read_text()
         assert not reached or OWNER_LATE in n2, f"{where}: the late line lost: {n2!r}"

@@ -22,6 +22,7 @@ from app.ui.dashboard import Dashboard
 from app.ui.widgets.timeline import Timeline
 
 from .conftest import until
+from .stats_history import fast_import
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ def long_vault(root: Path) -> Path:
     events interleaved with them in time."""
     root.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "master", str(root)], check=True)
-    out = []
+    commits = []
     for i in range(COMMITS):
         who = "Claude <c@x>" if i % 2 else "Owner <o@x>"
         msg = (
@@ -41,16 +42,8 @@ def long_vault(root: Path) -> Path:
             if i % 2
             else f"owner edit {i}\n"
         )
-        data = f"# N{i}\n"
-        t = 1_770_000_000 + 60 * i
-        out.append(
-            f"commit refs/heads/master\nauthor {who} {t} +0000\ncommitter {who} {t} +0000\n"
-            f"data {len(msg.encode())}\n{msg}\nM 100644 inline n{i}.md\ndata {len(data)}\n{data}\n"
-        )
-    subprocess.run(
-        ["git", "-C", str(root), "fast-import", "--quiet"], input="".join(out).encode(), check=True
-    )
-    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard"], check=True)
+        commits.append((1_770_000_000 + 60 * i, who, msg, f"n{i}.md", f"# N{i}\n"))
+    fast_import(root, commits)
     j = root / ".git/vaultwatch/events.jsonl"
     j.parent.mkdir(parents=True)
     with j.open("w") as fh:

@@ -4,6 +4,7 @@ mean the same on every screen (help, quit). Each screen owns its own keys; the m
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import signal
@@ -95,6 +96,9 @@ class Dashboard(App[None]):
         # every line drawn, whatever widget: a control character is shown, never sent (shown.py)
         return [*super().get_line_filters(), self.SHOW_CONTROLS]
 
+    # set by the `vaultwatch` command, which owns the terminal (never in tests' apps)
+    exits_on_hangup = False
+
     def __init__(
         self,
         root: Path,
@@ -152,10 +156,21 @@ class Dashboard(App[None]):
         wanted = self._theme_choice or settings.load().get("theme") or "vaultwatch-dark"
         self.theme = wanted if wanted in self.available_themes else "vaultwatch-dark"
         self.screen_change_signal.subscribe(self, self._keys_of)
+        if self.exits_on_hangup:
+            self._exit_on_signals()
         if self.server_phase == "starting":
             self.start_server()
         self.poll()
         self.set_interval(self.poll_seconds, self.poll)
+
+    def _exit_on_signals(self) -> None:
+        """The terminal closed (SIGHUP) or a polite kill (SIGTERM): the app quits as by `q`,
+        so what runs after it runs (the demo's copy removed, its server stopped). Python's
+        default for both ends the process on the spot: each closed terminal left a demo vault
+        and its server behind."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.exit)
 
     def _keys_of(self, screen: Screen[Any]) -> None:
         """Every dialog shows its own keys: one without a footer gets one (the main screen's,

@@ -24,8 +24,9 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
 
@@ -111,6 +112,9 @@ CREATE TABLE IF NOT EXISTS notes(
 """
 
 
+T = TypeVar("T")
+
+
 class SqliteCache:
     """A derived cache in one SQLite file of the state folder: opened 0600 and never through a
     link (state_files.state_file), versioned (`version`: another one's rows are deleted on
@@ -150,6 +154,55 @@ class SqliteCache:
             db.close()
             raise
         return db
+
+    def _read_rows(self, select: str, decode: Callable[[list[Any]], T]) -> T | None:
+        """`select`'s rows through `decode`; None when the file cannot be read now (locked, a
+        disk error: not known to be broken). Rows that do not decode (a damaged file: SQLite's
+        error, bad JSON, a wrong type) rebuild it, and a file that fails even when new disables
+        the cache."""
+        with self._lock:
+            for attempt in (1, 2):
+                db = self._connect()
+                if db is None:
+                    return None
+                try:
+                    return decode(db.execute(select).fetchall())
+                except sqlite3.OperationalError as exc:
+                    log.warning("cache %s not read now (%s)", self.path, exc)
+                    return None
+                except (sqlite3.Error, ValueError, TypeError) as exc:
+                    log.warning("cache %s unreadable (%s); rebuilding it", self.path, exc)
+                    self._discard()
+                    if attempt == 2:
+                        self.disabled = True
+            return None
+
+    def _write_rows(self, gone: list[str], rows: list[tuple[Any, ...]], insert: str) -> bool:
+        """Delete the rows of `gone` and put `rows` (`insert`: the INSERT OR REPLACE) in one
+        transaction. False when not done now: a full disk or a lock held too long leaves the
+        file as it is (its stale rows never match); any other error rebuilds it."""
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return self.disabled  # a disabled cache takes nothing; otherwise try later
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany("DELETE FROM notes WHERE path=?", [(p,) for p in gone])
+                    db.executemany(insert, rows)
+                    db.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                log.warning("cache %s not written now (%s)", self.path, exc)
+                return False
+            except sqlite3.Error as exc:
+                log.warning("cache %s not written (%s); rebuilding it", self.path, exc)
+                self._discard()
+                return False
+            return True
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is not None or self.disabled:
@@ -200,25 +253,8 @@ class ParseCache(SqliteCache):
 
     def load(self) -> dict[str, Cached]:
         """Every cached note: path -> (stat key, doc). Empty when the file cannot be read."""
-        with self._lock:
-            for attempt in (1, 2):
-                db = self._connect()
-                if db is None:
-                    return {}
-                try:
-                    rows = db.execute(
-                        "SELECT path, disk, mtime_ns, size, ino, ctime_ns, data FROM notes"
-                    ).fetchall()
-                    return _decode_all(rows)
-                except sqlite3.OperationalError as exc:  # locked, I/O: not known to be broken
-                    log.warning("parse cache %s not read now (%s)", self.path, exc)
-                    return {}
-                except (sqlite3.Error, ValueError, TypeError) as exc:
-                    log.warning("parse cache %s unreadable (%s); rebuilding it", self.path, exc)
-                    self._discard()
-                    if attempt == 2:
-                        self.disabled = True
-            return {}
+        select = "SELECT path, disk, mtime_ns, size, ino, ctime_ns, data FROM notes"
+        return self._read_rows(select, _decode_all) or {}
 
     def save(self, put: list[Cached], gone: list[str]) -> bool:
         """Write changed notes and drop removed ones in one transaction. False when that could
@@ -232,27 +268,4 @@ class ParseCache(SqliteCache):
                 gone.append(doc.path)
             else:
                 rows.append((doc.path, doc.disk, *key, data))
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return self.disabled  # a disabled cache takes nothing; otherwise try later
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.executemany("DELETE FROM notes WHERE path=?", [(p,) for p in gone])
-                    db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?)", rows)
-                    db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as exc:
-                # A full disk or another process holding the lock too long: the file is fine
-                # (and may be all the room there is); its stale rows never match a stat.
-                log.warning("parse cache %s not written now (%s)", self.path, exc)
-                return False
-            except sqlite3.Error as exc:
-                log.warning("parse cache %s not written (%s); rebuilding it", self.path, exc)
-                self._discard()
-                return False
-            return True
+        return self._write_rows(gone, rows, "INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?)")

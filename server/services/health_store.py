@@ -19,14 +19,12 @@ meanwhile (it looks up only the notes of the index)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
 import os
 import re
-import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -99,61 +97,24 @@ class HealthStore(SqliteCache):
 
     def load(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """path -> (hash, row); empty when the file cannot be read now."""
-        with self._lock:
-            for attempt in (1, 2):
-                db = self._connect()
-                if db is None:
-                    return {}
-                try:
-                    rows = db.execute("SELECT path, hash, data FROM notes").fetchall()
-                    datas = json.loads("[" + ",".join(r[2] for r in rows) + "]")
-                    out = {}
-                    for (path, hash_, _), data in zip(rows, datas, strict=True):
-                        if (
-                            isinstance(path, str)
-                            and isinstance(hash_, str)
-                            and isinstance(data, dict)
-                        ):
-                            out[path] = (hash_, data)
-                    return out
-                except sqlite3.OperationalError as exc:  # locked, I/O: not known broken
-                    log.warning("health cache %s not read now (%s)", self.path, exc)
-                    return {}
-                except (sqlite3.Error, ValueError, TypeError) as exc:
-                    log.warning("health cache %s unreadable (%s); rebuilding it", self.path, exc)
-                    self._discard()
-                    if attempt == 2:
-                        self.disabled = True
-            return {}
+        return self._read_rows("SELECT path, hash, data FROM notes", _decode) or {}
 
     def save(self, put: dict[str, tuple[str, dict[str, Any]]], gone: Iterable[str]) -> bool:
         """Write `put` and delete `gone` in one transaction; False when not done now."""
         rows = [(p, h, json.dumps(d, ensure_ascii=False)) for p, (h, d) in put.items()]
-        drop = [(p,) for p in gone]
+        drop = list(gone)
         if not rows and not drop:
             return True
-        with self._lock:
-            db = self._connect()
-            if db is None:
-                return False
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    db.executemany("DELETE FROM notes WHERE path=?", drop)
-                    db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?)", rows)
-                    db.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.OperationalError as exc:
-                log.warning("health cache %s not written now (%s)", self.path, exc)
-                return False
-            except sqlite3.Error as exc:
-                log.warning("health cache %s not written (%s); rebuilding it", self.path, exc)
-                self._discard()
-                return False
-            return True
+        return self._write_rows(drop, rows, "INSERT OR REPLACE INTO notes VALUES (?,?,?)")
+
+
+def _decode(rows: list[Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    datas = json.loads("[" + ",".join(r[2] for r in rows) + "]")
+    out = {}
+    for (path, hash_, _), data in zip(rows, datas, strict=True):
+        if isinstance(path, str) and isinstance(hash_, str) and isinstance(data, dict):
+            out[path] = (hash_, data)
+    return out
 
 
 _VERSION: str | None = None

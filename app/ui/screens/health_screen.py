@@ -195,7 +195,12 @@ class HealthScreen(Screen[None]):
 
     def _describe(self) -> None:
         f = self.selected()
-        self.query_one(FindingDetail).show(f, f is not None and f.id in self.ignored)
+        detail = self.query_one(FindingDetail)
+        if f is None and self.shown_report is not None and not self.shown_findings():
+            hidden = 0 if self.show_ignored else len(self.ignored)
+            detail.nothing(hidden, self.partial is not None)
+            return
+        detail.show(f, f is not None and f.id in self.ignored)
 
     def action_cursor(self, delta: int) -> None:
         self.table.step(delta)

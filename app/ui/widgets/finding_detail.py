@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from app.services.wording import plural
 from server.services.health_findings import Finding
 
 KEYS = {"open": "o open", "move": "m move", "delete": "x delete"}
@@ -24,3 +25,15 @@ class FindingDetail(Static):
             + Content("\n" + f.reason + "\n")
             + Content.styled(" · ".join(acts), "$text-muted")
         )
+
+    def nothing(self, hidden: int, comparing: bool) -> None:
+        """No finding listed: said so, not "a group: j/k to its findings" over a table with
+        neither; `hidden` ignored findings not shown, and the key that shows them."""
+        if hidden:
+            them = "it" if hidden == 1 else "them"
+            text = f"nothing to fix: {plural(hidden, 'ignored finding')} hidden (a shows {them})"
+        else:
+            text = "no findings: nothing to fix in this vault"
+        if comparing:  # the near-duplicates are still being compared: one may come yet
+            text += " · still comparing near-duplicates…"
+        self.update(Content.styled(text, "$text-muted"))

@@ -18,7 +18,6 @@ from app.ui.widgets.cells import (
     Distinct,
     cut_middle,
     note_label,
-    rich_style,
     short_names,
 )
 from server.core.clients import client_name
@@ -220,7 +219,8 @@ def fill_notes(table: DataTable[Any], notes: list[NoteSummary], width: int, peri
         table.add_column(Text("✓"), width=1)
     for name, cells in zip(cols.heads, cols.widths, strict=True):
         table.add_column(Text(name), width=cells)
-    good, bad = rich_style("$text-success"), rich_style("$text-error")
+    # style text, not colours: a cell resolves it when drawn, in the theme then on screen
+    good, bad = "$text-success", "$text-error"
     w = dict(zip(cols.heads, cols.widths, strict=True))
     names = Distinct.notes(n.path for n in notes)  # never two alike
     whos = client_cuts(notes)  # nor two clients
