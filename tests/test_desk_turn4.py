@@ -402,9 +402,20 @@ async def test_the_tags_notes_pane_names_each_note_on_one_row_at_80_columns(
         assert len(shown) >= 10, text  # as many as the pane's height shows
         assert all(r.endswith(".md") for r in shown), f"a note over several rows:\n{text}"
         assert len(set(shown)) == len(shown), shown
-        for r in shown:  # each row is one note's path, whole or cut by an ellipsis
-            head_, _, tail = r.partition("…")
-            assert sum(p.startswith(head_) and p.endswith(tail) for p in paths) == 1, r
+        for r in shown:  # each row names one note: its file name (whole, cut by an ellipsis,
+            # or with the folder where it differs) first, as every list names a note
+            name = r.split("  ")[0]
+            head_, cut, tail = name.partition("…")
+            named = [
+                p
+                for p in paths
+                if (
+                    (p.endswith(tail) and (p.startswith(head_) or Path(p).name.startswith(head_)))
+                    if cut
+                    else p == name or p.endswith("/" + name)
+                )
+            ]
+            assert len(named) == 1, (r, named)
 
 
 def screen_text(app: Any) -> str:
