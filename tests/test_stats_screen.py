@@ -451,3 +451,24 @@ async def test_a_period_no_assistant_wrote_in_says_so(make_vault: Any) -> None:
         note = screen.query_one("#stats-no-clients", Static)
         assert note.display and "no assistant wrote" in str(note.render())
         assert not screen.query_one("#stats-clients", DataTable).display
+
+
+async def test_a_recount_with_the_same_figures_keeps_the_owners_column(busy_vault: Path) -> None:
+    """The history read after the first paint makes the screen count again a second after it
+    opened; the figures were the same, yet the week table was filled again and jumped back to
+    its first column while the owner scrolled sideways (fresh-clone run 25). Now a count that
+    changes nothing leaves the table as it is."""
+    app = Dashboard(busy_vault, poll_seconds=60)
+    app.today = TODAY
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_stats(app, pilot)
+        weeks = screen.query_one("#stats-weeks", DataTable)
+        await until(pilot, lambda: screen.stats is not None and weeks.max_scroll_x > 0)
+        weeks.focus()
+        await pilot.press("right")
+        await until(pilot, lambda: weeks.scroll_x > 0, "a column scrolled")
+        at, landed = weeks.scroll_x, screen.landed
+        screen.count(quietly=True)  # what the backfill's change of the feed asks for
+        await until(pilot, lambda: screen.landed > landed, "the count again")
+        await settled(pilot, "the count drawn")
+        assert weeks.scroll_x == at, (weeks.scroll_x, at)

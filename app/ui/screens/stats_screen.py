@@ -181,6 +181,7 @@ class StatsScreen(Screen[None]):
         self._seen: object = None  # what the feed looked like at the last count
         self._asked = 0  # counts asked for; only the last one asked is shown
         self.landed = 0  # counts come back from their thread, shown or dropped (tests wait on it)
+        self._drawn: dict[str, object] = {}  # what each table shows (see _table)
 
     def compose(self) -> ComposeResult:
         yield Static(self._counting_title(), id="title")
@@ -391,8 +392,17 @@ class StatsScreen(Screen[None]):
         bold_last: bool = False,
     ) -> None:
         table = self.query_one(selector, DataTable)
-        at = table.cursor_row
+        drawn = (tuple(headings), tuple(tuple(row) for row in rows), bold_last)
+        if self._drawn.get(selector) == drawn and table.row_count == len(rows):
+            # the same figures counted again (the history's backfill, a second after the
+            # screen opened, changed none of them): refilled, the table jumped back to its
+            # first column under the owner's eyes (fresh-clone run 25)
+            return
+        self._drawn[selector] = drawn
+        at, x = table.cursor_row, table.scroll_target_x
         table.clear(columns=True)
         fill(table, headings, rows, bold_last=bold_last)
         if table.row_count:
             table.move_cursor(row=min(at, table.row_count - 1))
+        if x:  # new figures: the owner's column kept (scrolled once the new width is known)
+            table.call_after_refresh(table.scroll_to, x=x, animate=False)
