@@ -5,19 +5,16 @@ running on it. The real `vaultwatch --demo` on a pseudo-terminal, then the signa
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
-import struct
-import subprocess
 import sys
-import termios
 import threading
 from pathlib import Path
 
 import pytest
 
 from .conftest import REPO, wait_for
+from .terminal import in_terminal
 
 
 def _serving_on(vault: Path) -> list[int]:
@@ -39,8 +36,6 @@ def _serving_on(vault: Path) -> list[int]:
 def test_a_closed_terminal_removes_the_demo_and_stops_its_server(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = dict(
         os.environ,
         TMPDIR=str(tmp_path),  # where the demo makes its copy
@@ -48,16 +43,8 @@ def test_a_closed_terminal_removes_the_demo_and_stops_its_server(
         TERM="xterm-256color",
         VAULTWATCH_SEMANTIC="off",
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from app.main import main; main()", "--demo"],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        cwd=REPO,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(slave)
+    cmd = [sys.executable, "-c", "from app.main import main; main()", "--demo"]
+    master, proc = in_terminal(cmd, env, 80, 24, cwd=REPO)
     shown = bytearray()
 
     def drain() -> None:  # a terminal reads what the app draws, or the app blocks on it
