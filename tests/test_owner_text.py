@@ -16,6 +16,7 @@ import anyio
 import pytest
 
 from app.services.feed import event_row
+from server.index import search
 from server.write.journal import read_all
 
 from .conftest import REPO, git, no_lease, tool_text
@@ -281,11 +282,12 @@ db.execute("ROLLBACK")
 """
 
 
-@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_busy_shared_index_is_neither_deleted_nor_a_failed_write(
-    connect: Any, make_vault: Any
+    connect: Any, make_vault: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the wait is not under test, its end is: a tenth of it keeps 9 idle seconds out of the run
+    monkeypatch.setattr(search, "BUSY_TIMEOUT_MS", 1_000)
     root = make_vault({"a.md": "# A\n\n## Log\n"})
     index = root / ".git/vaultwatch/index.sqlite"
     async with connect(root) as s:

@@ -32,6 +32,9 @@ log = logging.getLogger("vaultwatch.search")
 # 2: the body leaves out the H1 that is the note's title (the title column has it), so a
 # short note is not counted twice for a word that is only in its title.
 SCHEMA = 2
+# How long a write waits for another server's hold on the shared index before it commits without
+# it (the index catches up once free): long enough for any one update of the other's.
+BUSY_TIMEOUT_MS = 10_000
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS docs(
@@ -157,7 +160,7 @@ class SearchIndex:
             try:
                 state_file(self.path)  # 0600, and so its -wal and -shm files
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-                db.execute("PRAGMA busy_timeout = 10000")
+                db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
                 db.execute("PRAGMA journal_mode = WAL")
                 db.execute("PRAGMA synchronous = NORMAL")
                 db.executescript(DDL)
