@@ -241,3 +241,27 @@ async def test_arguments_of_the_wrong_type_say_which_and_what_to_send(
         if e["kind"] == "rejected"
     ]
     assert [(e["tool"], e["code"]) for e in refused] == [("batch", "bad_arguments")]
+
+
+@pytest.mark.anyio
+async def test_servers_built_in_one_process_list_the_same_tools_and_each_answers_for_its_vault(
+    connect: Any, make_vault: Any
+) -> None:
+    """A process builds each tool's schemas once (toolkit.built_tool) and every server it
+    builds after gets a copy: the lists must be equal, each server's calls must reach its own
+    vault, and a read-only server must still refuse to write."""
+    a = make_vault({"a.md": "# A\n\nonly in vault a\n\n## Log\n"}, name="va")
+    b = make_vault({"b.md": "# B\n\nonly in vault b\n\n## Log\n"}, name="vb")
+    async with connect(a) as sa, connect(b) as sb, connect(a, read_only=True) as ro:
+        la, lb = (await sa.client.list_tools()).tools, (await sb.client.list_tools()).tools
+        assert [t.model_dump() for t in la] == [t.model_dump() for t in lb]
+        assert [h["path"] for h in (await sa.call("search_text", query="only"))["hits"]] == ["a.md"]
+        assert [h["path"] for h in (await sb.call("search_text", query="only"))["hits"]] == ["b.md"]
+        await sb.call("append_section", path="b.md", heading="Log", content="- to b")
+        await sa.call("append_section", path="a.md", heading="Log", content="- to a")
+        assert [t.name for t in (await ro.client.list_tools()).tools] == READ_TOOLS
+        assert "Unknown tool" in await ro.error(
+            "append_section", path="a.md", heading="Log", content="- no"
+        )
+    assert (a / "a.md").read_text().endswith("## Log\n- to a\n")
+    assert (b / "b.md").read_text().endswith("## Log\n- to b\n")

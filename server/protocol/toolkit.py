@@ -11,9 +11,9 @@ import traceback
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -109,12 +109,36 @@ def client_name(ctx: Context | None) -> str:
     return trailer_value(name)
 
 
+# The SDK turns a tool's signature into its argument model and both JSON schemas, about 60 ms
+# for the server's 14 tools. That work depends on the signature and the words alone, never on
+# the vault, so a process that builds more servers (the CLI's, an in-process client's, every
+# test's) does it once per distinct tool and gives each server a copy that calls its own body.
+_BUILT: dict[str, Tool] = {}
+
+
+def built_tool(
+    fn: Callable[..., Any], *, title: str, description: str, annotations: ToolAnnotations
+) -> Tool:
+    """The SDK's Tool for `fn` (its name and signature, with the words given), built once per
+    distinct tool in this process. The key is everything the SDK reads to build it: the
+    signature's text names each parameter's type, limits, default and description, and the
+    output model by its module and name (one class for every server)."""
+    key = repr((fn.__name__, title, description, annotations, inspect.signature(fn)))
+    model = _BUILT.get(key)
+    if model is None:
+        model = _BUILT[key] = Tool.from_function(
+            fn, title=title, description=description, annotations=annotations
+        )
+    return model.model_copy(update={"fn": fn})
+
+
 class ToolKit:
-    """Shared plumbing for the tools of one server: registration, results, journal events,
-    error mapping."""
+    """Shared plumbing for the tools of one server: the tools it registers (`tools`, handed to
+    the server), results, journal events, error mapping."""
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
+        self.tools: list[Tool] = []
 
     def why(self, message: str) -> str:
         """An error, plus why while the config does not load (a refusal may come from the
@@ -192,7 +216,6 @@ class ToolKit:
 
     def add(
         self,
-        mcp: MCPServer,
         name: ToolName,
         run: Callable[..., CallToolResult],
         params: list[inspect.Parameter],
@@ -202,7 +225,7 @@ class ToolKit:
         annotations: ToolAnnotations,
         output: type[BaseModel],
     ) -> None:
-        """Register one tool: `run(ctx, **arguments)` behind the guard that maps domain errors
+        """Add one tool to `tools`: `run(ctx, **arguments)` behind the guard that maps domain errors
         to ToolError (journaled) and never lets a traceback reach the model. The SDK builds the
         input schema from `params` and validates results against `output`."""
 
@@ -246,10 +269,12 @@ class ToolKit:
             [p.replace(kind=kw) for p in params], return_annotation=returns
         )
         tool.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
-        mcp.add_tool(tool, title=title, description=description, annotations=annotations)
+        self.tools.append(
+            built_tool(tool, title=title, description=description, annotations=annotations)
+        )
 
     def read_tool(
-        self, mcp: MCPServer, *, title: str, output: type[BaseModel]
+        self, *, title: str, output: type[BaseModel]
     ) -> Callable[[Callable[..., Reply]], None]:
         """Register a read tool from its body: the name is the function's, the description
         its docstring, the parameters its own; it returns (data, paths) and the tool answers
@@ -263,7 +288,6 @@ class ToolKit:
                 return self.result(ctx, name, data, paths)
 
             self.add(
-                mcp,
                 name,
                 run,
                 params_of(fn),
@@ -277,7 +301,6 @@ class ToolKit:
 
     def write_tool(
         self,
-        mcp: MCPServer,
         model: type[WriteArgs],
         *,
         title: str,
@@ -293,7 +316,6 @@ class ToolKit:
             return self.write(ctx, name, [(name, args)], answers=answers)
 
         self.add(
-            mcp,
             name,
             run,
             params_from(model) + params_from(AnswerArgs),

@@ -3,7 +3,6 @@ calls one service and returns (data, the notes it is about); ToolKit does the re
 
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
 from pydantic import Field
 
 from server.notes.reading import about_note, content_budget, read_slice
@@ -24,17 +23,17 @@ from server.services.supersede import notice as superseded_notice
 from server.services.text_search import search_text as run_search
 
 
-def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
+def register_read_tools(kit: ToolKit) -> None:
     vault = kit.vault
 
-    @kit.read_tool(mcp, title="Get the working context", output=ContextResult)
+    @kit.read_tool(title="Get the working context", output=ContextResult)
     def get_context(include_superseded: IncludeSuperseded = False) -> Reply:
         """Start here in every conversation. Returns the owner's rules for you, the latest notes
         that matter (as the vault config lays out), open items and top tags. Long notes are cut
         oldest-first; each cut says how to read the rest."""
         return build_context(vault, include_superseded=include_superseded)
 
-    @kit.read_tool(mcp, title="List notes", output=ListDocsResult)
+    @kit.read_tool(title="List notes", output=ListDocsResult)
     def list_docs(
         type: Annotated[str | None, Field(description="doc type from the vault config")] = None,
         folder: Annotated[str | None, Field(description=FOLDER)] = None,
@@ -104,7 +103,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         )
         return res, []
 
-    @kit.read_tool(mcp, title="List tags with trends", output=ListTagsResult)
+    @kit.read_tool(title="List tags with trends", output=ListTagsResult)
     def list_tags(
         days: Annotated[
             int, Field(ge=1, le=3650, description="window for in_window and trend")
@@ -118,7 +117,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         vocabulary tags never used. Use it to pick existing tags before writing."""
         return run_list_tags(vault, days=days, prefix=prefix, limit=limit, cursor=cursor), []
 
-    @kit.read_tool(mcp, title="Read a note", output=ReadDocResult)
+    @kit.read_tool(title="Read a note", output=ReadDocResult)
     def read_doc(
         path: Annotated[str, Field(description="note path relative to the vault root")],
         section: Annotated[
@@ -145,7 +144,7 @@ def register_read_tools(mcp: MCPServer, kit: ToolKit) -> None:
         sl = read_slice(res.doc, res.text, section=section, tail=tail, offset=offset, budget=room)
         return {**about, **sl}, [entry.doc.path]
 
-    @kit.read_tool(mcp, title="Search note text", output=SearchResult)
+    @kit.read_tool(title="Search note text", output=SearchResult)
     def search_text(
         query: Annotated[
             str,

@@ -2,7 +2,6 @@
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from pydantic import Field
 
 from server.protocol.results import RecallResult
@@ -10,10 +9,10 @@ from server.protocol.toolkit import FOLDER, IncludeSuperseded, Reply, ToolKit
 from server.services.recall import recall as run_recall
 
 
-def register_recall_tool(mcp: MCPServer, kit: ToolKit) -> None:
+def register_recall_tool(kit: ToolKit) -> None:
     vault = kit.vault
 
-    @kit.read_tool(mcp, title="Recall notes by meaning", output=RecallResult)
+    @kit.read_tool(title="Recall notes by meaning", output=RecallResult)
     def recall(
         query: Annotated[
             str | None,

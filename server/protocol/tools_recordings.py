@@ -3,7 +3,6 @@
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from pydantic import Field
 
 from server.protocol.results import RecordingResult
@@ -11,10 +10,10 @@ from server.protocol.toolkit import Reply, ToolKit
 from server.services.recordings import recording_result
 
 
-def register_recording_tool(mcp: MCPServer, kit: ToolKit) -> None:
+def register_recording_tool(kit: ToolKit) -> None:
     vault = kit.vault
 
-    @kit.read_tool(mcp, title="Transcribe and measure a recording", output=RecordingResult)
+    @kit.read_tool(title="Transcribe and measure a recording", output=RecordingResult)
     def transcribe_recording(
         path: Annotated[
             str, Field(description="audio file in the vault (wav, mp3, m4a, ogg, webm)")

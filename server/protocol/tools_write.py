@@ -3,7 +3,6 @@ is that one operation, committed), and batch (several as one commit)."""
 
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
@@ -32,11 +31,10 @@ BATCH_OPS = (
 )
 
 
-def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
+def register_write_tools(kit: ToolKit) -> None:
     vault = kit.vault
 
     kit.write_tool(
-        mcp,
         CreateDoc,
         title="Create a note",
         idempotent=True,
@@ -50,7 +48,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         distinct_from naming them. The result lists up to 3 close notes (similar).""",
     )
     kit.write_tool(
-        mcp,
         AppendSection,
         title="Append to a section",
         idempotent=False,
@@ -58,7 +55,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         or higher level), as one commit. Nothing else in the note changes.""",
     )
     kit.write_tool(
-        mcp,
         EditText,
         title="Replace exact text",
         idempotent=False,
@@ -66,7 +62,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         or the closest line when there are none) unless `old` occurs exactly `count` times.""",
     )
     kit.write_tool(
-        mcp,
         UpdateFrontmatter,
         title="Change frontmatter fields",
         idempotent=True,
@@ -74,7 +69,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         the frontmatter (order, quoting, comments) stays exactly as it was.""",
     )
     kit.write_tool(
-        mcp,
         ReplaceDoc,
         title="Replace a whole note",
         idempotent=True,
@@ -84,7 +78,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         tools.""",
     )
     kit.write_tool(
-        mcp,
         SupersedeDoc,
         title="Mark a note replaced by another",
         idempotent=True,
@@ -126,7 +119,6 @@ def register_write_tools(mcp: MCPServer, kit: ToolKit) -> None:
         return kit.write(ctx, ToolName.BATCH, parsed, message, answers)
 
     kit.add(
-        mcp,
         ToolName.BATCH,
         batch,
         params_of(batch),
