@@ -68,6 +68,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("semantic") is not None:
             item.add_marker(pytest.mark.xdist_group("semantic"))
+        # Tests that start CPU hogs (start_hogs: twice as many busy processes as cores) take
+        # turns on one worker too: two at once put four hogs per core, and each took twice as
+        # long (20 s alone, 36 s beside another) while saturating no more than one does.
+        if item.get_closest_marker("load") is not None:
+            item.add_marker(pytest.mark.xdist_group("load"))
     # Longest first: `slow` tests are handed out before the rest (xdist deals tests in this
     # order, groups with the most tests first), so the run ends on short tests on both workers
     # instead of one worker finishing a minute-long test while the other idles. A stable sort:
@@ -170,8 +175,18 @@ HOG_S = 600
 HOG = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end: pass\n"
 
 
+_IN_LOAD_TEST = [False]  # whether the running test is marked `load` (one test at a time a worker)
+
+
+@pytest.fixture(autouse=True)
+def _hogs_only_in_load_tests(request: pytest.FixtureRequest) -> None:
+    _IN_LOAD_TEST[0] = request.node.get_closest_marker("load") is not None
+
+
 def start_hogs() -> list[subprocess.Popen[bytes]]:
-    """HOGS processes that keep every core busy until stop_hogs (or HOG_S seconds)."""
+    """HOGS processes that keep every core busy until stop_hogs (or HOG_S seconds). Only a
+    test marked `load` may start them: those take turns (pytest_collection_modifyitems)."""
+    assert _IN_LOAD_TEST[0], "a test that starts CPU hogs is marked @pytest.mark.load"
     return [subprocess.Popen([sys.executable, "-c", HOG, str(HOG_S)]) for _ in range(HOGS)]
 
 

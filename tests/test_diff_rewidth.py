@@ -113,6 +113,7 @@ async def test_the_side_by_side_follows_its_panes_width_not_only_the_terminals(
         assert _columns(pane)[1] > before[1]
 
 
+@pytest.mark.load
 async def test_the_side_by_side_follows_terminal_resizes_under_load(
     connect: Any, make_vault: Any
 ) -> None:
@@ -189,6 +190,7 @@ async def test_the_review_diffs_header_is_worded_for_its_panes_width(
         await _worded_for_the_pane(pilot, pane, "the header worded again")
 
 
+@pytest.mark.load
 async def test_the_review_diffs_header_follows_terminal_resizes_under_load(
     connect: Any, make_vault: Any
 ) -> None:

@@ -73,6 +73,7 @@ async def _client_writes(
 
 
 @pytest.mark.slow
+@pytest.mark.load
 @pytest.mark.parametrize("run", range(LOAD_RUNS))
 def test_two_servers_and_a_human_on_one_vault(make_vault: Any, run: int) -> None:
     files = {f"shared/s{i}.md": f"# S{i}\n\n## Log\n" for i in range(6)}

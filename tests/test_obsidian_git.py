@@ -150,6 +150,7 @@ def _commits(root: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.load
 @pytest.mark.parametrize("mode", ["merge", "rebase"])
 def test_beside_obsidian_git_nothing_is_lost(make_vault: Any, tmp_path: Path, mode: str) -> None:
     root = make_vault(
