@@ -58,21 +58,21 @@ def settings_dir(_own_settings: Path) -> Path:
     return _own_settings
 
 
+# Tests that use every core take turns on one xdist worker while the other runs everything else
+# (`--dist loadgroup` in pyproject): the embedding and speech models (`semantic`, and the voice
+# tests) and the CPU hogs (`load`: start_hogs, twice as many busy processes as cores). Two at
+# once only slowed each other past their bounds: two hogged runs together took 36 s each against
+# 20 s alone, and the embedding tests took twice as long beside a hogged run.
+HEAVY = pytest.mark.xdist_group("heavy")
+
+
 # tryfirst: xdist's own hook turns xdist_group marks into work units, so the group added here
 # must be on the item before it runs (a plain conftest hook ran after it, and was ignored).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # The embedding model uses every core: two tests that run it at once on the 2-core CI
-    # machine only slow each other past their bounds. They share one xdist worker, in turn,
-    # while the other worker runs everything else (`--dist loadgroup` in pyproject).
     for item in items:
-        if item.get_closest_marker("semantic") is not None:
-            item.add_marker(pytest.mark.xdist_group("semantic"))
-        # Tests that start CPU hogs (start_hogs: twice as many busy processes as cores) take
-        # turns on one worker too: two at once put four hogs per core, and each took twice as
-        # long (20 s alone, 36 s beside another) while saturating no more than one does.
-        if item.get_closest_marker("load") is not None:
-            item.add_marker(pytest.mark.xdist_group("load"))
+        if item.get_closest_marker("semantic") or item.get_closest_marker("load"):
+            item.add_marker(HEAVY)
     # Longest first: `slow` tests are handed out before the rest (xdist deals tests in this
     # order, groups with the most tests first), so the run ends on short tests on both workers
     # instead of one worker finishing a minute-long test while the other idles. A stable sort:

@@ -25,14 +25,14 @@ from server.notes.recordings_config import RecordingsConfig
 from server.services.speech_metrics import Segment, Word, measure
 from server.services.transcribe import TranscribeError, transcribe_cached
 
-from .conftest import git, head, tool_text, vaultwatch_here, write_files
+from .conftest import HEAVY, git, head, tool_text, vaultwatch_here, write_files
 
 HERE = Path(__file__).parent / "recordings"
 PRACTICE = HERE / "practice.ogg"
 FACTS = json.loads((HERE / "practice.json").read_text())
 
-# The model runs on every core: with the embedding tests, on one xdist worker.
-voice = pytest.mark.xdist_group("semantic")
+# The model runs on every core: with the other heavy tests, on one xdist worker.
+voice = HEAVY
 
 
 # -- the metrics on hand-written timestamps ---------------------------------------------------
