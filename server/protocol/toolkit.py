@@ -111,8 +111,9 @@ def client_name(ctx: Context | None) -> str:
 
 # The SDK turns a tool's signature into its argument model and both JSON schemas, about 60 ms
 # for the server's 14 tools. That work depends on the signature and the words alone, never on
-# the vault, so a process that builds more servers (the CLI's, an in-process client's, every
-# test's) does it once per distinct tool and gives each server a copy that calls its own body.
+# the vault. A server process builds one server; a process that builds more (in-process
+# clients: the test suite's hundreds) does it once per distinct tool and gives each server a
+# copy that calls its own body.
 _BUILT: dict[str, Tool] = {}
 
 
